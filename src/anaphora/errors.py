@@ -1,0 +1,85 @@
+"""The errors Anaphora raises on purpose.
+
+Every error a user can cause or fix derives from :class:`AnaphoraError` and carries a ``hint`` that says how to
+fix it. The CLI prints ``message`` and ``hint``; the HTTP layer maps each class to a status code. Nothing below the
+edges formats errors for people.
+
+    AnaphoraError
+    ├── ConfigurationError      settings that cannot work (unknown backend, bad value, missing extra)
+    │   └── MissingDependencyError   an optional extra is not installed
+    ├── ModelError              a chat model or embedder could not be loaded or called
+    │   ├── ModelNotFoundError       no weights where the settings point
+    │   └── ModelUnavailableError    an endpoint that does not answer, or answers with an error
+    ├── StoreError              the store cannot be opened or written
+    ├── NotFoundError           an id (conversation, document) that does not exist for this user
+    ├── InputError              bad user input: empty question, unreadable task file, ...
+    └── StageTimeout            an optional stage ran past its time budget (always caught inside the pipeline)
+"""
+
+from __future__ import annotations
+
+
+class AnaphoraError(Exception):
+    """Base class; ``hint`` tells the user how to fix the problem."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message} ({self.hint})" if self.hint else self.message
+
+
+class ConfigurationError(AnaphoraError):
+    pass
+
+
+class MissingDependencyError(ConfigurationError):
+    """An optional dependency is missing; the hint names the extra that brings it."""
+
+    def __init__(self, package: str, extra: str, purpose: str) -> None:
+        super().__init__(
+            f"{purpose} needs the Python package '{package}', which is not installed",
+            hint=f"install it with: pip install 'anaphora[{extra}]'",
+        )
+        self.package = package
+        self.extra = extra
+
+
+class ModelError(AnaphoraError):
+    pass
+
+
+class ModelNotFoundError(ModelError):
+    pass
+
+
+class ModelUnavailableError(ModelError):
+    pass
+
+
+class StoreError(AnaphoraError):
+    pass
+
+
+class NotFoundError(AnaphoraError):
+    pass
+
+
+class InputError(AnaphoraError):
+    pass
+
+
+class StageTimeout(AnaphoraError):
+    pass
+
+
+def require(module: str, *, package: str, extra: str, purpose: str):
+    """Import an optional dependency or raise :class:`MissingDependencyError` naming the extra."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise MissingDependencyError(package, extra, purpose) from exc

@@ -1,0 +1,169 @@
+"""Idempotent ingestion: unchanged files are skipped, changed files replaced, deleted files removed.
+
+A file that cannot be read or parsed is reported and skipped; it never disturbs what is already indexed, because
+each document is replaced in one transaction only after it parsed, chunked and embedded successfully.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from anaphora.embeddings.base import Embedder
+from anaphora.errors import InputError
+from anaphora.ingest.chunker import chunk_sections
+from anaphora.ingest.parsers import SUPPORTED_SUFFIXES, ParsedDocument, parse_file
+from anaphora.settings import Settings
+from anaphora.store.corpus import SQLiteCorpus, search_text
+from anaphora.types import Chunk
+
+Progress = Callable[[int, int], None]  # (chunks embedded so far, chunks to embed)
+
+
+@dataclass
+class IngestReport:
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+    warnings: list[tuple[str, str]] = field(default_factory=list)
+    chunks_written: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class _Pending:
+    root: str
+    source: str
+    content_hash: str
+    chunks: list[Chunk]
+    is_new: bool
+
+
+def _discover(path: Path, report: IngestReport) -> tuple[Path, list[Path], bool]:
+    """Return (root, files, is_directory). Hidden files and folders are ignored; unsupported files reported."""
+    if path.is_file():
+        return path.parent, [path], False
+    if not path.is_dir():
+        report.skipped.append((str(path), "does not exist"))
+        return path, [], False
+    files: list[Path] = []
+    for candidate in sorted(path.rglob("*")):
+        relative = candidate.relative_to(path)
+        if any(part.startswith(".") for part in relative.parts) or not candidate.is_file():
+            continue
+        if candidate.suffix.lower() in SUPPORTED_SUFFIXES:
+            files.append(candidate)
+        else:
+            report.skipped.append((str(candidate), f"unsupported file type {candidate.suffix or '(none)'}"))
+    return path, files, True
+
+
+class Ingestor:
+    def __init__(self, corpus: SQLiteCorpus, embedder: Embedder, settings: Settings) -> None:
+        self.corpus = corpus
+        self.embedder = embedder
+        self.settings = settings
+
+    def _fingerprint(self, data: bytes) -> str:
+        """Content hash plus everything that changes the chunks, so a settings change re-chunks."""
+        recipe = f"{self.embedder.name}|{self.settings.chunk_tokens}|{self.settings.chunk_overlap}".encode()
+        return hashlib.sha256(recipe + b"\0" + data).hexdigest()
+
+    def _chunks(self, document: ParsedDocument, source: str) -> list[Chunk]:
+        if document.passages is not None:
+            return [Chunk(id=pid, heading=title, text=text, source=source, ordinal=n)
+                    for n, (pid, title, text) in enumerate(document.passages, start=1)]
+        pieces = chunk_sections(
+            document.sections,
+            size=self.settings.chunk_tokens,
+            overlap=self.settings.chunk_overlap,
+            count=self.embedder.count_tokens,
+        )
+        return [Chunk(id=f"{source}#{n}", heading=p.heading, text=p.text, source=source, ordinal=n)
+                for n, p in enumerate(pieces, start=1)]
+
+    def _prepare(self, root: Path, file: Path, known: dict[tuple[str, str], str],
+                 report: IngestReport) -> _Pending | None:
+        source = file.relative_to(root).as_posix()
+        try:
+            data = file.read_bytes()
+        except OSError as exc:
+            report.skipped.append((str(file), f"cannot read: {exc.strerror}"))
+            return None
+        fingerprint = self._fingerprint(data)
+        previous = known.get((str(root), source))
+        if previous == fingerprint:
+            report.unchanged.append(source)
+            return None
+        try:
+            document = parse_file(file)
+        except InputError as exc:
+            report.skipped.append((str(file), exc.message))
+            return None
+        report.warnings.extend((str(file), w) for w in document.warnings)
+        if document.is_empty:
+            report.skipped.append((str(file), "no text found (empty file, or a scanned PDF without a text layer)"))
+            return None
+        chunks = self._chunks(document, source)
+        ids = [c.id for c in chunks]
+        duplicated = {i for i, n in Counter(ids).items() if n > 1}
+        taken = duplicated | self.corpus.taken_chunk_ids(ids, str(root), source)
+        if taken:
+            example = sorted(taken)[0]
+            report.skipped.append((str(file), f"passage id {example!r} is already used ({len(taken)} clashing ids)"))
+            return None
+        return _Pending(str(root), source, fingerprint, chunks, is_new=previous is None)
+
+    def run(self, paths: Sequence[str | Path], *, prune: bool = True, progress: Progress | None = None) -> IngestReport:
+        started = time.perf_counter()
+        report = IngestReport()
+        known = {(d.root, d.source): d.content_hash for d in self.corpus.documents()}
+        pending: list[_Pending] = []
+        seen: set[tuple[str, str]] = set()
+        pruned_roots: list[str] = []
+        for raw in paths:
+            root, files, is_directory = _discover(Path(raw).expanduser().resolve(), report)
+            if is_directory:
+                pruned_roots.append(str(root))
+                if not files:
+                    report.warnings.append((str(root), "no supported files found"))
+            for file in files:
+                seen.add((str(root), file.relative_to(root).as_posix()))
+                item = self._prepare(root, file, known, report)
+                if item:
+                    pending.append(item)
+
+        total = sum(len(p.chunks) for p in pending)
+        done = 0
+        for item in pending:
+            vectors = self._embed(item.chunks, done, total, progress)
+            self.corpus.replace_document(item.root, item.source, item.content_hash, item.chunks, vectors,
+                                         self.embedder.name)
+            done += len(item.chunks)
+            report.chunks_written += len(item.chunks)
+            (report.added if item.is_new else report.updated).append(item.source)
+
+        if prune:
+            gone = [key for key in known if key[0] in pruned_roots and key not in seen]
+            self.corpus.remove_documents(gone)
+            report.removed.extend(source for _, source in gone)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _embed(self, chunks: list[Chunk], done: int, total: int, progress: Progress | None) -> np.ndarray:
+        batch = max(1, self.settings.embed_batch_size * 8)
+        parts = []
+        for start in range(0, len(chunks), batch):
+            window = chunks[start : start + batch]
+            parts.append(self.embedder.embed([search_text(c.heading, c.text) for c in window]))
+            if progress:
+                progress(done + start + len(window), total)
+        return np.concatenate(parts) if parts else np.empty((0, self.embedder.dim), dtype=np.float32)

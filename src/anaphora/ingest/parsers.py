@@ -1,0 +1,159 @@
+"""File parsers: each turns one file into sections (heading path + text), or pre-chunked passages for JSONL."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from anaphora.errors import InputError
+
+SUPPORTED_SUFFIXES = (".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".jsonl")
+
+
+@dataclass(slots=True)
+class Section:
+    headings: list[str]
+    text: str
+
+    @property
+    def heading(self) -> str:
+        return " > ".join(self.headings)
+
+
+@dataclass(slots=True)
+class ParsedDocument:
+    sections: list[Section] = field(default_factory=list)
+    passages: list[tuple[str, str, str]] | None = None  # (id, heading, text) when the file is already chunked
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def is_empty(self) -> bool:
+        if self.passages is not None:
+            return not self.passages
+        return not any(s.text.strip() for s in self.sections)
+
+
+def decode(data: bytes) -> tuple[str, str | None]:
+    """UTF-8 (with or without BOM) first; otherwise Windows-1252, which never fails, with a warning."""
+    try:
+        return data.decode("utf-8-sig"), None
+    except UnicodeDecodeError:
+        return data.decode("cp1252", errors="replace"), "not valid UTF-8; decoded as Windows-1252"
+
+
+_MD_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def parse_markdown(text: str) -> list[Section]:
+    sections: list[Section] = []
+    path: list[tuple[int, str]] = []
+    lines: list[str] = []
+    in_fence = False
+
+    def flush() -> None:
+        body = "\n".join(lines).strip()
+        if body:
+            sections.append(Section([h for _, h in path], body))
+        lines.clear()
+
+    for line in text.splitlines():
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        match = None if in_fence else _MD_HEADING.match(line)
+        if match:
+            flush()
+            level = len(match.group(1))
+            path = [(lvl, h) for lvl, h in path if lvl < level] + [(level, match.group(2).strip())]
+        else:
+            lines.append(line)
+    flush()
+    return sections
+
+
+def parse_html(text: str) -> list[Section]:
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(text, "html.parser")
+    for tag in soup(["script", "style", "nav", "header", "footer", "noscript"]):
+        tag.decompose()
+    body = soup.body or soup
+    sections: list[Section] = []
+    path: list[tuple[int, str]] = []
+    buffer: list[str] = []
+
+    def flush() -> None:
+        joined = "\n\n".join(b for b in buffer if b).strip()
+        if joined:
+            sections.append(Section([h for _, h in path], joined))
+        buffer.clear()
+
+    for element in body.find_all(["h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "pre", "td", "dd", "dt"]):
+        if element.name[0] == "h" and element.name[1:].isdigit():
+            flush()
+            level = int(element.name[1])
+            path = [(lvl, h) for lvl, h in path if lvl < level] + [(level, element.get_text(" ", strip=True))]
+        elif not element.find_parent(["li", "pre", "td", "dd"]) or element.name == "pre":
+            buffer.append(element.get_text(" ", strip=True) if element.name != "pre" else element.get_text())
+    flush()
+    if not sections:
+        plain = body.get_text("\n", strip=True)
+        if plain:
+            sections.append(Section([], plain))
+    return sections
+
+
+def parse_pdf(path: Path) -> list[Section]:
+    from pypdf import PdfReader
+    from pypdf.errors import PdfReadError
+
+    try:
+        reader = PdfReader(str(path))
+        pages = [page.extract_text() or "" for page in reader.pages]
+    except (PdfReadError, ValueError, KeyError, TypeError, OSError) as exc:
+        raise InputError(f"{path.name}: not a readable PDF ({exc})", hint="re-export the PDF or remove it") from exc
+    return [Section([f"page {n}"], text.strip()) for n, text in enumerate(pages, start=1) if text.strip()]
+
+
+def parse_jsonl(text: str, name: str) -> list[tuple[str, str, str]]:
+    """A passage corpus: one ``{"id", "text"[, "title"]}`` object per line, kept as given (no re-chunking)."""
+    passages = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            passages.append((str(record["id"]), str(record.get("title") or ""), str(record["text"])))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise InputError(
+                f"{name}, line {number}: not a passage record ({exc})",
+                hint='each line must be a JSON object with "id" and "text"',
+            ) from exc
+    return passages
+
+
+def parse_file(path: Path) -> ParsedDocument:
+    """Parse by suffix. Raises :class:`InputError` for unsupported, unreadable or corrupt files."""
+    suffix = path.suffix.lower()
+    if suffix not in SUPPORTED_SUFFIXES:
+        raise InputError(f"{path.name}: unsupported file type {suffix or '(none)'}",
+                         hint=f"supported: {', '.join(SUPPORTED_SUFFIXES)}")
+    if suffix == ".pdf":
+        return ParsedDocument(sections=parse_pdf(path))
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})", hint="check the file permissions") from exc
+    text, warning = decode(data)
+    document = ParsedDocument(warnings=[warning] if warning else [])
+    if suffix == ".jsonl":
+        document.passages = parse_jsonl(text, path.name)
+    elif suffix in (".html", ".htm"):
+        document.sections = parse_html(text)
+    elif suffix == ".txt":
+        document.sections = [Section([], text.strip())] if text.strip() else []
+    else:
+        document.sections = parse_markdown(text)
+    return document

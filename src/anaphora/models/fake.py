@@ -1,0 +1,86 @@
+"""A scripted chat model for tests: shipped in the package so applications can test with it too."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+
+from anaphora.models.base import ChatOptions, ChatReply, approx_tokens
+from anaphora.types import Message
+
+Reply = str | BaseException | Callable[[Sequence[Message]], str]
+_CONTEXT_ID = re.compile(r"^\[([^\]\n]+)\]", re.MULTILINE)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedCall:
+    messages: tuple[Message, ...]
+    options: ChatOptions
+
+    @property
+    def prompt(self) -> str:
+        return "\n".join(f"{m.role}: {m.content}" for m in self.messages)
+
+
+def echo_first_context(messages: Sequence[Message]) -> str:
+    """Default reply: quote the first line of the first excerpt in the prompt and cite it; else a fixed line."""
+    last = messages[-1].content if messages else ""
+    match = _CONTEXT_ID.search(last)
+    if not match:
+        return "I have no documents about that."
+    body = last[match.end() :].strip().splitlines()
+    first_line = next((line.strip() for line in body[1:] if line.strip()), "")[:160]
+    return f"{first_line} [{match.group(1)}]"
+
+
+class FakeChatModel:
+    """Replays scripted replies and records every call.
+
+    ``enqueue`` adds replies: a string is returned, an exception is raised, a callable gets the messages. When the
+    queue is empty ``default`` answers (by default, a deterministic echo of the first retrieved excerpt, citing
+    it, so the whole pipeline can run without a model). ``delay_s`` simulates latency.
+    """
+
+    name = "fake"
+
+    def __init__(
+        self,
+        replies: Sequence[Reply] = (),
+        *,
+        default: Reply = echo_first_context,
+        delay_s: float = 0.0,
+    ) -> None:
+        self._queue: deque[Reply] = deque(replies)
+        self.default = default
+        self.delay_s = delay_s
+        self.calls: list[RecordedCall] = []
+
+    def enqueue(self, *replies: Reply) -> None:
+        self._queue.extend(replies)
+
+    @property
+    def history(self) -> list[list[Message]]:
+        """The messages of every call, oldest first."""
+        return [list(call.messages) for call in self.calls]
+
+    async def chat(self, messages: Sequence[Message], options: ChatOptions) -> ChatReply:
+        self.calls.append(RecordedCall(tuple(m.model_copy() for m in messages), options))
+        reply = self._queue.popleft() if self._queue else self.default
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        if isinstance(reply, BaseException):
+            raise reply
+        text = reply(messages) if callable(reply) else reply
+        prompt_tokens = sum(self.count_tokens(m.content) for m in messages)
+        return ChatReply(text=text, prompt_tokens=prompt_tokens, completion_tokens=self.count_tokens(text))
+
+    async def stream(self, messages: Sequence[Message], options: ChatOptions) -> AsyncIterator[str]:
+        reply = await self.chat(messages, options)
+        for piece in re.findall(r"\S+\s*|\s+", reply.text):
+            yield piece
+
+    def count_tokens(self, text: str) -> int:
+        return approx_tokens(text)

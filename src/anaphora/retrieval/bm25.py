@@ -1,0 +1,55 @@
+"""BM25 over the chunk table with bm25s (Lucene variant, English stop-words, Snowball stemming)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import bm25s
+import numpy as np
+import Stemmer
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Stemmer.Stemmer:
+    return Stemmer.Stemmer("english")
+
+
+def bm25_tokens(texts: list[str]) -> list[list[str]]:
+    return bm25s.tokenize(texts, stopwords="en", stemmer=_stemmer(), return_ids=False, show_progress=False)
+
+
+class BM25Index:
+    """Scores every chunk for a query; ``keys`` maps bm25s's row numbers to chunk keys."""
+
+    def __init__(self, retriever: bm25s.BM25, keys: np.ndarray) -> None:
+        self.retriever = retriever
+        self.keys = keys
+
+    @classmethod
+    def build(cls, keys: np.ndarray, texts: list[str]) -> BM25Index:
+        retriever = bm25s.BM25()
+        tokens = bm25s.tokenize(texts, stopwords="en", stemmer=_stemmer(), show_progress=False)
+        retriever.index(tokens, show_progress=False)
+        return cls(retriever, keys)
+
+    def save(self, directory: Path) -> None:
+        self.retriever.save(str(directory))
+        np.save(directory / "keys.npy", self.keys)
+
+    @classmethod
+    def load(cls, directory: Path) -> BM25Index:
+        return cls(bm25s.BM25.load(str(directory)), np.load(directory / "keys.npy"))
+
+    def search(self, query: str, k: int) -> list[tuple[int, float]]:
+        """Top ``k`` (chunk key, score), best first; empty when no query word is in the vocabulary."""
+        if len(self.keys) == 0:
+            return []
+        ids = self.retriever.get_tokens_ids(bm25_tokens([query])[0])
+        if not ids:
+            return []
+        scores = self.retriever.get_scores_from_ids(ids)
+        k = min(k, len(scores))
+        top = np.argpartition(-scores, k - 1)[:k]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [(int(self.keys[i]), float(scores[i])) for i in top if scores[i] > 0]

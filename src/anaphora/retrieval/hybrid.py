@@ -1,0 +1,60 @@
+"""The hybrid first stage: BM25 and dense lists fused with weighted reciprocal rank fusion."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+
+from anaphora.embeddings.base import Embedder
+from anaphora.retrieval.fusion import weighted_rrf
+from anaphora.retrieval.indexes import IndexCache
+from anaphora.settings import Settings
+from anaphora.store.corpus import SQLiteCorpus
+from anaphora.types import Passage
+
+LIST_DEPTH = 50  # each list contributes this many candidates to the fusion
+
+
+class HybridRetriever:
+    def __init__(self, corpus: SQLiteCorpus, indexes: IndexCache, embedder: Embedder, settings: Settings) -> None:
+        self.corpus = corpus
+        self.indexes = indexes
+        self.embedder = embedder
+        self.settings = settings
+
+    def warm_up(self) -> None:
+        self.indexes.get()
+
+    async def run(self, query: str, *, limit: int | None = None) -> list[Passage]:
+        """Up to ``limit`` (default: the ``candidates`` setting) passages, best first, with their scores."""
+        limit = limit or self.settings.candidates
+        if not query.strip():
+            return []
+        indexes = await asyncio.to_thread(self.indexes.get)
+        fusion = self.settings.fusion
+        depth = max(LIST_DEPTH, limit)
+        lexical = indexes.bm25.search(query, depth) if fusion in ("rrf", "bm25") else []
+        dense: list[tuple[int, float]] = []
+        if fusion in ("rrf", "dense"):
+            vector = (await asyncio.to_thread(self.embedder.embed, [query]))[0]
+            dense = indexes.dense.search(np.asarray(vector), depth)
+        if fusion == "bm25":
+            ranked = lexical
+        elif fusion == "dense":
+            ranked = dense
+        else:
+            ranked = weighted_rrf(
+                [(self.settings.bm25_weight, lexical), (self.settings.dense_weight, dense)], k=self.settings.rrf_k
+            )
+        ranked = ranked[:limit]
+        lexical_scores, dense_scores = dict(lexical), dict(dense)
+        chunks = self.corpus.chunks([key for key, _ in ranked])
+        return [
+            Passage(
+                id=chunks[key].id, text=chunks[key].text, source=chunks[key].source, heading=chunks[key].heading,
+                score=score, bm25_score=lexical_scores.get(key), dense_score=dense_scores.get(key),
+            )
+            for key, score in ranked
+            if key in chunks
+        ]

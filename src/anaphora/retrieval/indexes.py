@@ -1,0 +1,90 @@
+"""The search indexes derived from the chunk table, cached on disk and rebuilt when the corpus changed.
+
+SQLite is the truth; ``bm25/`` and ``dense.usearch`` under ``<data_dir>/index`` are caches stamped with the corpus
+generation they were built from. A stale, missing or unreadable cache is rebuilt, so a crash between a
+corpus write and an index save costs a rebuild, never a wrong answer.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from anaphora.errors import ConfigurationError
+from anaphora.retrieval.bm25 import BM25Index
+from anaphora.retrieval.dense import DenseIndex
+from anaphora.store.corpus import SQLiteCorpus
+
+
+@dataclass(frozen=True)
+class SearchIndexes:
+    generation: int
+    bm25: BM25Index
+    dense: DenseIndex
+
+
+class IndexCache:
+    def __init__(self, corpus: SQLiteCorpus, directory: Path, embedder_name: str, dim: int) -> None:
+        self.corpus = corpus
+        self.directory = directory
+        self.embedder_name = embedder_name
+        self.dim = dim
+        self._current: SearchIndexes | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> SearchIndexes:
+        generation = self.corpus.generation()
+        current = self._current
+        if current is not None and current.generation == generation:
+            return current
+        with self._lock:
+            if self._current is None or self._current.generation != generation:
+                self._current = self._load(generation) or self._build(generation)
+            return self._current
+
+    def _check_embedder(self) -> None:
+        built_with = self.corpus.embedder()
+        if built_with and built_with != self.embedder_name and self.corpus.chunk_count():
+            raise ConfigurationError(
+                f"the documents were embedded with {built_with!r} but the embedder is now {self.embedder_name!r}",
+                hint=f"set ANAPHORA_EMBEDDER back, or re-embed with: anaphora ingest --rebuild PATH "
+                f"(or use a new ANAPHORA_DATA_DIR)",
+            )
+
+    def _stamp(self) -> Path:
+        return self.directory / "stamp.json"
+
+    def _load(self, generation: int) -> SearchIndexes | None:
+        self._check_embedder()
+        try:
+            stamp = json.loads(self._stamp().read_text())
+            if stamp != {"generation": generation, "embedder": self.embedder_name}:
+                return None
+            return SearchIndexes(generation, BM25Index.load(self.directory / "bm25"),
+                                 DenseIndex.load(self.directory / "dense.usearch"))
+        except (OSError, ValueError, RuntimeError, KeyError):
+            return None
+
+    def _build(self, generation: int) -> SearchIndexes:
+        keys, texts = self.corpus.keys_and_texts()
+        bm25 = BM25Index.build(keys, texts)
+        vector_keys, vectors = self.corpus.keys_and_vectors()
+        dense = DenseIndex.build(vector_keys, vectors, self.dim)
+        try:
+            self._save(generation, bm25, dense)
+        except OSError:
+            pass  # a read-only data dir still serves from memory; the next start rebuilds
+        return SearchIndexes(generation, bm25, dense)
+
+    def _save(self, generation: int, bm25: BM25Index, dense: DenseIndex) -> None:
+        staging = self.directory.with_name(self.directory.name + ".tmp")
+        shutil.rmtree(staging, ignore_errors=True)
+        (staging / "bm25").mkdir(parents=True)
+        bm25.save(staging / "bm25")
+        dense.save(staging / "dense.usearch")
+        (staging / "stamp.json").write_text(json.dumps({"generation": generation, "embedder": self.embedder_name}))
+        shutil.rmtree(self.directory, ignore_errors=True)
+        staging.rename(self.directory)

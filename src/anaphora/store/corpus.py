@@ -1,0 +1,130 @@
+"""SQLite-backed document registry and chunk table: the source of truth the search indexes derive from."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from anaphora.store.database import Database
+from anaphora.types import Chunk
+
+
+def search_text(heading: str, text: str) -> str:
+    """What BM25 and the embedder see for a chunk: its heading path, then its text."""
+    return f"{heading}\n{text}" if heading else text
+
+
+@dataclass(frozen=True, slots=True)
+class StoredDocument:
+    root: str
+    source: str
+    content_hash: str
+    chunk_count: int
+    ingested_at: float
+
+
+class SQLiteCorpus:
+    """Documents and their chunks (with vectors).
+
+    Every change bumps ``generation`` in the same transaction, so a derived index (BM25, HNSW) can tell whether it
+    is stale by comparing the generation it was built at.
+    """
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # -- reads -------------------------------------------------------------------------------------------------
+    def generation(self) -> int:
+        return int(self.db.get_meta("corpus_generation") or 0)
+
+    def embedder(self) -> str | None:
+        return self.db.get_meta("corpus_embedder")
+
+    def documents(self) -> list[StoredDocument]:
+        rows = self.db.query("SELECT root, source, content_hash, chunk_count, ingested_at FROM documents ORDER BY source")
+        return [StoredDocument(**dict(r)) for r in rows]
+
+    def chunk_count(self) -> int:
+        return self.db.query("SELECT COUNT(*) AS n FROM chunks")[0]["n"]
+
+    def keys_and_texts(self) -> tuple[np.ndarray, list[str]]:
+        rows = self.db.query("SELECT key, heading, text FROM chunks ORDER BY key")
+        keys = np.fromiter((r["key"] for r in rows), dtype=np.int64, count=len(rows))
+        return keys, [search_text(r["heading"], r["text"]) for r in rows]
+
+    def keys_and_vectors(self) -> tuple[np.ndarray, np.ndarray | None]:
+        rows = self.db.query("SELECT key, vector FROM chunks ORDER BY key")
+        if not rows:
+            return np.empty(0, dtype=np.int64), None
+        keys = np.fromiter((r["key"] for r in rows), dtype=np.int64, count=len(rows))
+        return keys, np.stack([np.frombuffer(r["vector"], dtype=np.float32) for r in rows])
+
+    def chunks(self, keys: Sequence[int]) -> dict[int, Chunk]:
+        if not keys:
+            return {}
+        marks = ",".join("?" * len(keys))
+        rows = self.db.query(
+            f"SELECT c.key, c.id, c.ordinal, c.heading, c.text, d.source FROM chunks c "
+            f"JOIN documents d ON d.id = c.document_id WHERE c.key IN ({marks})",
+            [int(k) for k in keys],
+        )
+        return {
+            r["key"]: Chunk(id=r["id"], text=r["text"], source=r["source"], heading=r["heading"], ordinal=r["ordinal"])
+            for r in rows
+        }
+
+    # -- writes ------------------------------------------------------------------------------------------------
+    def replace_document(
+        self, root: str, source: str, content_hash: str, chunks: Sequence[Chunk], vectors: np.ndarray,
+        embedder: str,
+    ) -> None:
+        """Insert or replace one document and all its chunks, atomically."""
+        with self.db.transaction() as db:
+            db.execute("DELETE FROM documents WHERE root = ? AND source = ?", (root, source))
+            document_id = db.execute(
+                "INSERT INTO documents(root, source, content_hash, chunk_count, ingested_at) VALUES (?, ?, ?, ?, ?)",
+                (root, source, content_hash, len(chunks), time.time()),
+            ).lastrowid
+            db.executemany(
+                "INSERT INTO chunks(id, document_id, ordinal, heading, text, vector) VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (c.id, document_id, c.ordinal, c.heading, c.text, np.asarray(v, dtype=np.float32).tobytes())
+                    for c, v in zip(chunks, vectors, strict=True)
+                ],
+            )
+            self._bump(db, embedder)
+
+    def remove_documents(self, documents: Iterable[tuple[str, str]]) -> int:
+        """Remove ``(root, source)`` documents and their chunks."""
+        documents = list(documents)
+        if not documents:
+            return 0
+        with self.db.transaction() as db:
+            removed = 0
+            for root, source in documents:
+                removed += db.execute("DELETE FROM documents WHERE root = ? AND source = ?", (root, source)).rowcount
+            self._bump(db, None)
+        return removed
+
+    def taken_chunk_ids(self, ids: Sequence[str], root: str, source: str) -> set[str]:
+        """Those of ``ids`` already used by chunks of any other document."""
+        taken: set[str] = set()
+        for start in range(0, len(ids), 500):
+            batch = list(ids[start : start + 500])
+            marks = ",".join("?" * len(batch))
+            rows = self.db.query(
+                f"SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id "
+                f"WHERE c.id IN ({marks}) AND NOT (d.root = ? AND d.source = ?)",
+                [*batch, root, source],
+            )
+            taken.update(r["id"] for r in rows)
+        return taken
+
+    def _bump(self, db, embedder: str | None) -> None:
+        current = db.execute("SELECT value FROM meta WHERE key = 'corpus_generation'").fetchone()
+        Database.set_meta(db, "corpus_generation", str(int(current[0]) + 1 if current else 1))
+        if embedder:
+            Database.set_meta(db, "corpus_embedder", embedder)

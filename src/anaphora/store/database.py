@@ -1,0 +1,135 @@
+"""The SQLite database: opened in WAL mode, migrated on open, shared by the SQLite-backed stores."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from anaphora.errors import StoreError
+
+Migration = Callable[[sqlite3.Connection], None]
+MIGRATIONS: list[Migration] = []
+
+
+def migration(fn: Migration) -> Migration:
+    """Register a schema migration; they run in definition order, each exactly once per database."""
+    MIGRATIONS.append(fn)
+    return fn
+
+
+@migration
+def m001_initial(db: sqlite3.Connection) -> None:
+    db.executescript(
+        """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE documents (
+            id INTEGER PRIMARY KEY,
+            root TEXT NOT NULL,
+            source TEXT NOT NULL,
+            content_hash TEXT NOT NULL,
+            chunk_count INTEGER NOT NULL,
+            ingested_at REAL NOT NULL,
+            UNIQUE (root, source)
+        );
+        CREATE TABLE chunks (
+            key INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            document_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            ordinal INTEGER NOT NULL,
+            heading TEXT NOT NULL,
+            text TEXT NOT NULL,
+            vector BLOB NOT NULL
+        );
+        CREATE INDEX chunks_document ON chunks(document_id);
+        CREATE TABLE embedding_cache (
+            key TEXT PRIMARY KEY,
+            vector BLOB NOT NULL,
+            used_at REAL NOT NULL
+        );
+        CREATE INDEX embedding_cache_used ON embedding_cache(used_at);
+        CREATE TABLE conversations (
+            id TEXT PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            title TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL
+        );
+        CREATE INDEX conversations_user ON conversations(user_id, updated_at);
+        CREATE TABLE turns (
+            conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            idx INTEGER NOT NULL,
+            question TEXT NOT NULL,
+            answer TEXT NOT NULL,
+            citations TEXT NOT NULL,
+            trace TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (conversation_id, idx)
+        );
+        """
+    )
+
+
+class Database:
+    """One SQLite connection guarded by a lock; statements are short, so callers run them inline."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
+            self._conn.row_factory = sqlite3.Row
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute("PRAGMA foreign_keys=ON")
+        except sqlite3.Error as exc:
+            raise StoreError(
+                f"cannot open the SQLite store at {self.path}: {exc}",
+                hint="check the data directory (ANAPHORA_DATA_DIR) exists and is writable",
+            ) from exc
+        self._lock = threading.RLock()
+        self._migrate()
+
+    def _migrate(self) -> None:
+        with self.transaction() as db:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version > len(MIGRATIONS):
+                raise StoreError(
+                    f"the store at {self.path} was written by a newer Anaphora (schema {version})",
+                    hint="upgrade Anaphora, or point ANAPHORA_DATA_DIR at another directory",
+                )
+            for number, step in enumerate(MIGRATIONS[version:], start=version + 1):
+                step(db)
+                db.execute(f"PRAGMA user_version = {number}")
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """All-or-nothing: a crash or exception inside leaves the database as it was."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            else:
+                self._conn.execute("COMMIT")
+
+    def query(self, sql: str, params: tuple | list = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._conn.execute(sql, params).fetchall()
+
+    def get_meta(self, key: str) -> str | None:
+        rows = self.query("SELECT value FROM meta WHERE key = ?", (key,))
+        return rows[0]["value"] if rows else None
+
+    @staticmethod
+    def set_meta(db: sqlite3.Connection, key: str, value: str) -> None:
+        db.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = ?", (key, value, value))
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()

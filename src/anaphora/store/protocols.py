@@ -1,0 +1,61 @@
+"""Store interfaces. SQLite implements them today; other backends must keep the same rules."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from anaphora.types import Citation, TurnTrace
+
+
+class Conversation(BaseModel):
+    id: str
+    user_id: str
+    title: str
+    created_at: float
+    updated_at: float
+    turn_count: int = 0
+
+
+class StoredTurn(BaseModel):
+    index: int
+    question: str
+    answer: str
+    citations: list[Citation] = Field(default_factory=list)
+    trace: TurnTrace | None = None
+    created_at: float
+
+
+class ConversationStore(Protocol):
+    """Conversations and their turns, owned by a user.
+
+    Rules: a turn (question + answer + citations + trace) is appended atomically or not at all; turn indexes are
+    0, 1, 2, ... without gaps; every read and write is scoped to ``user_id`` and an id owned by another user is
+    reported as missing (:class:`anaphora.errors.NotFoundError`), never revealed.
+    """
+
+    async def create(self, user_id: str, title: str = "") -> Conversation: ...
+
+    async def get(self, user_id: str, conversation_id: str) -> Conversation: ...
+
+    async def list(self, user_id: str, *, limit: int = 50, offset: int = 0) -> list[Conversation]: ...
+
+    async def turns(self, user_id: str, conversation_id: str, *, last: int | None = None) -> list[StoredTurn]: ...
+
+    async def append_turn(
+        self, user_id: str, conversation_id: str, question: str, answer: str,
+        citations: Sequence[Citation], trace: TurnTrace,
+    ) -> StoredTurn: ...
+
+    async def delete(self, user_id: str, conversation_id: str) -> None: ...
+
+
+class EmbeddingCache(Protocol):
+    """Vectors keyed by a hash of (embedder name, text). Misses are returned as absent keys."""
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]: ...
+
+    def put_many(self, items: dict[str, np.ndarray]) -> None: ...

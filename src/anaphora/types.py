@@ -1,0 +1,83 @@
+"""Value objects that cross module boundaries: messages, passages, traces, turn results."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+Role = Literal["system", "user", "assistant"]
+StageStatus = Literal["ok", "rejected", "error", "timeout", "skipped"]
+
+
+class Message(BaseModel):
+    role: Role
+    content: str
+
+
+class Chunk(BaseModel):
+    """A passage of an ingested document, as stored and indexed."""
+
+    id: str
+    text: str
+    source: str = ""
+    heading: str = ""
+    ordinal: int = 0
+
+
+class Passage(BaseModel):
+    """A retrieved chunk with the scores that placed it."""
+
+    id: str
+    text: str
+    source: str = ""
+    heading: str = ""
+    score: float = 0.0
+    bm25_score: float | None = None
+    dense_score: float | None = None
+
+
+class Citation(BaseModel):
+    id: str
+    source: str = ""
+    heading: str = ""
+    how: Literal["cited", "attributed"] = Field(
+        default="cited",
+        description="'cited': the model wrote the id; 'attributed': matched to the answer by word overlap "
+        "because the model cited nothing",
+    )
+
+
+class StageRecord(BaseModel):
+    name: str
+    status: StageStatus = "ok"
+    ms: float = 0.0
+    detail: str = ""
+
+
+class TurnTrace(BaseModel):
+    """What happened in one turn: observable, serialisable, returned by the API and printed by --trace."""
+
+    question: str
+    query: str = ""
+    query_source: str = "question"
+    retrieved: list[Passage] = Field(default_factory=list)
+    stages: list[StageRecord] = Field(default_factory=list)
+    model_calls: int = 0
+    prompt_tokens: int = 0
+
+    def stage(self, name: str) -> StageRecord | None:
+        return next((s for s in self.stages if s.name == name), None)
+
+    @property
+    def timings_ms(self) -> dict[str, float]:
+        return {s.name: round(s.ms, 3) for s in self.stages}
+
+
+class TurnResult(BaseModel):
+    conversation_id: str
+    turn_index: int
+    question: str
+    answer: str
+    citations: list[Citation] = Field(default_factory=list)
+    trace: TurnTrace
