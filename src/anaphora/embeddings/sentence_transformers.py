@@ -55,7 +55,8 @@ class SentenceTransformerEmbedder:
     @property
     def dim(self) -> int:
         self.warm_up()
-        return int(self._model.get_sentence_embedding_dimension())
+        get_dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        return int(get_dim())
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         self.warm_up()

@@ -90,8 +90,8 @@ class Ingestor:
         return [Chunk(id=f"{source}#{n}", heading=p.heading, text=p.text, source=source, ordinal=n)
                 for n, p in enumerate(pieces, start=1)]
 
-    def _prepare(self, root: Path, file: Path, known: dict[tuple[str, str], str],
-                 report: IngestReport) -> _Pending | None:
+    def _prepare(self, root: Path, file: Path, known: dict[tuple[str, str], str], report: IngestReport,
+                 force: bool) -> _Pending | None:
         source = file.relative_to(root).as_posix()
         try:
             data = file.read_bytes()
@@ -100,7 +100,7 @@ class Ingestor:
             return None
         fingerprint = self._fingerprint(data)
         previous = known.get((str(root), source))
-        if previous == fingerprint:
+        if previous == fingerprint and not force:
             report.unchanged.append(source)
             return None
         try:
@@ -122,7 +122,10 @@ class Ingestor:
             return None
         return _Pending(str(root), source, fingerprint, chunks, is_new=previous is None)
 
-    def run(self, paths: Sequence[str | Path], *, prune: bool = True, progress: Progress | None = None) -> IngestReport:
+    def run(self, paths: Sequence[str | Path], *, prune: bool = True, force: bool = False,
+            progress: Progress | None = None) -> IngestReport:
+        """Bring the index in line with ``paths``. ``prune`` removes documents whose files are gone from an
+        ingested folder; ``force`` re-chunks and re-embeds unchanged files too (after an embedder change)."""
         started = time.perf_counter()
         report = IngestReport()
         known = {(d.root, d.source): d.content_hash for d in self.corpus.documents()}
@@ -137,7 +140,7 @@ class Ingestor:
                     report.warnings.append((str(root), "no supported files found"))
             for file in files:
                 seen.add((str(root), file.relative_to(root).as_posix()))
-                item = self._prepare(root, file, known, report)
+                item = self._prepare(root, file, known, report, force)
                 if item:
                     pending.append(item)
 

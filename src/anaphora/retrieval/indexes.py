@@ -1,6 +1,6 @@
 """The search indexes derived from the chunk table, cached on disk and rebuilt when the corpus changed.
 
-SQLite is the truth; ``bm25/`` and ``dense.usearch`` under ``<data_dir>/index`` are caches stamped with the corpus
+SQLite is the truth; ``bm25/`` and ``dense/`` under ``<data_dir>/index`` are caches stamped with the corpus
 generation they were built from. A stale, missing or unreadable cache is rebuilt, so a crash between a
 corpus write and an index save costs a rebuild, never a wrong answer.
 """
@@ -64,7 +64,7 @@ class IndexCache:
             if stamp != {"generation": generation, "embedder": self.embedder_name}:
                 return None
             return SearchIndexes(generation, BM25Index.load(self.directory / "bm25"),
-                                 DenseIndex.load(self.directory / "dense.usearch"))
+                                 DenseIndex.load(self.directory / "dense", self.dim))
         except (OSError, ValueError, RuntimeError, KeyError):
             return None
 
@@ -84,7 +84,7 @@ class IndexCache:
         shutil.rmtree(staging, ignore_errors=True)
         (staging / "bm25").mkdir(parents=True)
         bm25.save(staging / "bm25")
-        dense.save(staging / "dense.usearch")
+        dense.save(staging / "dense")
         (staging / "stamp.json").write_text(json.dumps({"generation": generation, "embedder": self.embedder_name}))
         shutil.rmtree(self.directory, ignore_errors=True)
         staging.rename(self.directory)

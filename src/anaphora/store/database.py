@@ -20,9 +20,17 @@ def migration(fn: Migration) -> Migration:
     return fn
 
 
+def run_script(db: sqlite3.Connection, script: str) -> None:
+    """Execute ``;``-separated DDL inside the caller's transaction (``executescript`` would commit it)."""
+    for statement in script.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
 @migration
 def m001_initial(db: sqlite3.Connection) -> None:
-    db.executescript(
+    run_script(
+        db,
         """
         CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
         CREATE TABLE documents (

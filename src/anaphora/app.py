@@ -1,0 +1,114 @@
+"""Wiring: build the stores, models and pipeline from one Settings object; a thin sync wrapper on top."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from anaphora.embeddings import CachedEmbedder, load_embedder
+from anaphora.ingest import IngestReport, Ingestor
+from anaphora.ingest.ingestor import Progress
+from anaphora.models import ChatModel, load_chat_model
+from anaphora.pipeline.engine import LOCAL_USER, Engine, TurnRequest
+from anaphora.pipeline.query import LastMessageQuery, QueryStage
+from anaphora.retrieval import HybridRetriever, IndexCache
+from anaphora.settings import Settings, load_settings
+from anaphora.store import Database, SQLiteConversationStore, SQLiteCorpus, SQLiteEmbeddingCache
+from anaphora.types import Message, TurnResult
+
+
+@dataclass
+class Components:
+    """Everything a running Anaphora holds; build it with :func:`build_components`."""
+
+    settings: Settings
+    database: Database
+    corpus: SQLiteCorpus
+    embedder: CachedEmbedder
+    indexes: IndexCache
+    retriever: HybridRetriever
+    conversations: SQLiteConversationStore
+    chat_model: ChatModel
+    engine: Engine
+    ingestor: Ingestor
+
+
+def build_query_stage(settings: Settings, chat_model: ChatModel) -> QueryStage:
+    return LastMessageQuery()
+
+
+def build_components(settings: Settings, *, model: ChatModel | None = None) -> Components:
+    """Open the store under ``settings.data_dir`` and assemble the pipeline. Models load lazily."""
+    database = Database(settings.data_dir / "anaphora.db")
+    corpus = SQLiteCorpus(database)
+    embedder = CachedEmbedder(load_embedder(settings), SQLiteEmbeddingCache(database))
+    indexes = IndexCache(corpus, settings.data_dir / "index", embedder.name, _dim(embedder))
+    retriever = HybridRetriever(corpus, indexes, embedder, settings)
+    conversations = SQLiteConversationStore(database)
+    chat_model = model or load_chat_model(settings)
+    engine = Engine(settings, chat_model=chat_model, retriever=retriever, conversations=conversations,
+                    query_stage=build_query_stage(settings, chat_model))
+    return Components(settings, database, corpus, embedder, indexes, retriever, conversations, chat_model, engine,
+                      Ingestor(corpus, embedder, settings))
+
+
+def _dim(embedder: CachedEmbedder) -> int:
+    return embedder.dim
+
+
+class Anaphora:
+    """Synchronous facade over the async engine, for scripts and notebooks.
+
+    >>> rag = Anaphora(data_dir="/tmp/kb", chat_model="fake", embedder="hashing")
+    >>> rag.ingest(["docs/"])                                   # doctest: +SKIP
+    >>> conversation = rag.new_conversation()                   # doctest: +SKIP
+    >>> rag.ask("How do I install it?", conversation).answer   # doctest: +SKIP
+    """
+
+    def __init__(self, settings: Settings | None = None, *, model: ChatModel | None = None, **overrides) -> None:
+        """``model`` injects a chat-model instance (e.g. a FakeChatModel); ``overrides`` are Settings fields."""
+        self.settings = settings or load_settings(**overrides)
+        self.components = build_components(self.settings, model=model)
+        self._runner = asyncio.Runner()
+
+    def ingest(self, paths: Sequence[str | Path], *, prune: bool = True, force: bool = False,
+               progress: Progress | None = None) -> IngestReport:
+        return self.components.ingestor.run(paths, prune=prune, force=force, progress=progress)
+
+    def new_conversation(self, title: str = "", user_id: str = LOCAL_USER) -> str:
+        return self._runner.run(self.components.conversations.create(user_id, title)).id
+
+    def ask(self, question: str, conversation_id: str | None = None, *, user_id: str = LOCAL_USER,
+            history: Sequence[Message] | None = None) -> TurnResult:
+        request = TurnRequest(question, user_id=user_id, conversation_id=conversation_id, history=history)
+        return self._runner.run(self.components.engine.ask(request))
+
+    def stream(self, question: str, conversation_id: str | None = None, *,
+               user_id: str = LOCAL_USER) -> Iterator[str | TurnResult]:
+        """Yield text deltas, then the final :class:`TurnResult`."""
+        engine = self.components.engine
+        request = TurnRequest(question, user_id=user_id, conversation_id=conversation_id)
+
+        async def start():
+            return engine.stream(request)
+
+        turn = self._runner.run(start())
+        iterator = aiter(turn)
+        while True:
+            try:
+                yield self._runner.run(anext(iterator))
+            except StopAsyncIteration:
+                break
+        yield self._runner.run(turn.result())
+
+    def close(self) -> None:
+        self._runner.close()
+        self.components.database.close()
+
+    def __enter__(self) -> Anaphora:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,185 @@
+"""The ``anaphora`` command. Errors from the library become a message and a fix here, and nowhere else."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from anaphora.app import Anaphora
+from anaphora.cli.render import print_ingest_report, print_sources, print_trace
+from anaphora.errors import AnaphoraError
+from anaphora.settings import load_settings
+from anaphora.types import TurnResult
+
+app = typer.Typer(help="Conversational RAG where follow-up questions work.", no_args_is_help=True,
+                  pretty_exceptions_enable=False)
+conversations_app = typer.Typer(help="List, show and delete stored conversations.", no_args_is_help=True)
+app.add_typer(conversations_app, name="conversations")
+console = Console(highlight=False)
+errors = Console(stderr=True, highlight=False)
+
+TraceOption = Annotated[bool, typer.Option("--trace", help="print the per-turn trace")]
+ConversationOption = Annotated[str | None, typer.Option("--conversation", "-c", help="conversation id to continue")]
+
+
+@app.callback()
+def configure(
+    ctx: typer.Context,
+    data_dir: Annotated[Path | None, typer.Option(help="where the store and indexes live [env: ANAPHORA_DATA_DIR]")] = None,
+    config: Annotated[Path | None, typer.Option(help="TOML settings file [env: ANAPHORA_CONFIG_FILE]")] = None,
+    chat_model: Annotated[str | None, typer.Option(help="embedded | fake | gguf:PATH | openai:MODEL")] = None,
+    embedder: Annotated[str | None, typer.Option(help="minilm | sentence-transformers:PATH | hashing")] = None,
+) -> None:
+    """Global options override ANAPHORA_* variables, which override the TOML file."""
+    ctx.obj = dict(data_dir=data_dir, config_file=config, chat_model=chat_model, embedder=embedder)
+
+
+def _open(ctx: typer.Context) -> Anaphora:
+    return Anaphora(load_settings(**ctx.obj))
+
+
+def _ingest(rag: Anaphora, paths: list[Path], *, prune: bool = True, force: bool = False):
+    with Progress(TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=errors, transient=True) as bar:
+        task = bar.add_task("embed", total=None)
+        report = rag.ingest(paths, prune=prune, force=force,
+                            progress=lambda done, total: bar.update(task, completed=done, total=total))
+    print_ingest_report(console, report)
+    return report
+
+
+@app.command()
+def ingest(
+    ctx: typer.Context,
+    paths: Annotated[list[Path], typer.Argument(help="files or folders (.md .txt .html .pdf .jsonl)")],
+    prune: Annotated[bool, typer.Option(help="remove documents whose files left an ingested folder")] = True,
+    rebuild: Annotated[bool, typer.Option(help="re-chunk and re-embed unchanged files too")] = False,
+) -> None:
+    """Index documents. Unchanged files are skipped, changed ones replaced, deleted ones removed."""
+    with _open(ctx) as rag:
+        _ingest(rag, paths, prune=prune, force=rebuild)
+
+
+def _answer(rag: Anaphora, question: str, conversation: str | None, trace: bool) -> TurnResult:
+    result: TurnResult | None = None
+    for item in rag.stream(question, conversation):
+        if isinstance(item, TurnResult):
+            result = item
+        else:
+            console.print(item, end="", markup=False, soft_wrap=True)
+    console.print()
+    assert result is not None
+    print_sources(console, result)
+    if trace:
+        print_trace(console, result)
+    return result
+
+
+@app.command()
+def ask(
+    ctx: typer.Context,
+    question: Annotated[str, typer.Argument(help="your question")],
+    conversation: ConversationOption = None,
+    trace: TraceOption = False,
+) -> None:
+    """Answer one question (continuing a conversation with --conversation)."""
+    with _open(ctx) as rag:
+        _answer(rag, question, conversation, trace)
+
+
+@app.command()
+def chat(ctx: typer.Context, conversation: ConversationOption = None, trace: TraceOption = False) -> None:
+    """Chat in the terminal; the conversation is stored and can be resumed with --conversation."""
+    with _open(ctx) as rag:
+        conversation = conversation or rag.new_conversation()
+        console.print(f"[dim]conversation {conversation} — /quit or Ctrl-D to leave[/dim]")
+        while True:
+            try:
+                question = console.input("[bold green]you>[/bold green] ").strip()
+            except (EOFError, KeyboardInterrupt):
+                console.print()
+                break
+            if question in ("/quit", "/exit"):
+                break
+            if not question:
+                continue
+            console.print("[bold blue]anaphora>[/bold blue] ", end="")
+            try:
+                _answer(rag, question, conversation, trace)
+            except AnaphoraError as exc:
+                _report(exc)
+        console.print(f"[dim]resume with: anaphora chat --conversation {conversation}[/dim]")
+
+
+@conversations_app.command("list")
+def conversations_list(ctx: typer.Context, limit: int = 50) -> None:
+    """Stored conversations, most recent first."""
+    with _open(ctx) as rag:
+        items = rag._runner.run(rag.components.conversations.list("local", limit=limit))
+        for c in items:
+            console.print(f"[cyan]{c.id}[/cyan]  {c.turn_count:>3} turns  {c.title}")
+        if not items:
+            console.print("[dim]no conversations yet[/dim]")
+
+
+@conversations_app.command("show")
+def conversations_show(ctx: typer.Context, conversation: str) -> None:
+    """Print a conversation's turns with their sources."""
+    with _open(ctx) as rag:
+        for turn in rag._runner.run(rag.components.conversations.turns("local", conversation)):
+            console.print(f"[bold green]you>[/bold green] {escape(turn.question)}")
+            console.print("[bold blue]anaphora>[/bold blue] ", end="")
+            console.print(turn.answer, markup=False)
+            for c in turn.citations:
+                console.print(f"  [{c.id}] {c.source}", markup=False)
+
+
+@conversations_app.command("delete")
+def conversations_delete(ctx: typer.Context, conversation: str) -> None:
+    """Delete a conversation and all its turns."""
+    with _open(ctx) as rag:
+        rag._runner.run(rag.components.conversations.delete("local", conversation))
+        console.print(f"deleted {conversation}")
+
+
+@app.command()
+def demo(
+    ctx: typer.Context,
+    docs: Annotated[Path, typer.Option(help="folder to ingest")] = Path("examples/docs"),
+    script: Annotated[Path, typer.Option(help="demo conversation (JSON)")] = Path("examples/demo_conversation.json"),
+    trace: TraceOption = False,
+) -> None:
+    """Ingest the sample corpus and play the scripted multi-turn conversation."""
+    from anaphora.cli.demo import load_script
+
+    turns = load_script(script)
+    with _open(ctx) as rag:
+        _ingest(rag, [docs])
+        conversation = rag.new_conversation("demo")
+        for number, turn in enumerate(turns, start=1):
+            console.rule(f"turn {number}")
+            console.print(f"[bold green]you>[/bold green] {escape(turn)}")
+            console.print("[bold blue]anaphora>[/bold blue] ", end="")
+            _answer(rag, turn, conversation, trace)
+        console.print(f"\n[dim]conversation {conversation} stored; continue it with: "
+                      f"anaphora chat --conversation {conversation}[/dim]")
+
+
+def _report(exc: AnaphoraError) -> None:
+    errors.print(f"[bold red]error:[/bold red] {exc.message}", markup=True)
+    if exc.hint:
+        errors.print(f"[bold]fix:[/bold] {exc.hint}")
+
+
+def main() -> None:
+    try:
+        app()
+    except AnaphoraError as exc:
+        _report(exc)
+        sys.exit(1)
