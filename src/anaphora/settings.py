@@ -18,10 +18,9 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from anaphora.errors import ConfigurationError
 
 DEFAULT_SYSTEM_PROMPT = (
-    "You are a helpful assistant that answers questions about the user's documents. "
-    "Answer only from the excerpts between <<<CONTEXT>>> and <<<END CONTEXT>>> and the conversation. "
-    "After each fact, cite the excerpt it came from by its id in square brackets, like [install.md#2]. "
-    "If the excerpts do not contain the answer, say that the documents do not cover it."
+    "Answer the user's question using only the excerpts and the conversation. Be brief. "
+    "Cite the id of each excerpt you use in square brackets, like [install.md#2]. "
+    "If the excerpts do not answer the question, say that the documents do not cover it."
 )
 
 

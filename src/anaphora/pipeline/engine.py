@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from anaphora.errors import InputError
 from anaphora.models.base import ChatModel, ChatOptions
+from anaphora.pipeline.answer_guard import ANSWER_STOP, RepetitionGuard, extractive_answer
 from anaphora.pipeline.citations import extract_citations
 from anaphora.pipeline.prompt import build_messages
 from anaphora.pipeline.query import QueryStage
@@ -25,6 +26,7 @@ from anaphora.store.protocols import ConversationStore, StoredTurn
 from anaphora.types import Message, TurnResult, TurnTrace
 
 LOCAL_USER = "local"
+NO_ANSWER = "I could not find this in the documents."
 
 
 def turns_to_messages(turns: Sequence[StoredTurn]) -> list[Message]:
@@ -132,9 +134,17 @@ class Engine:
 
         window = history[-2 * self.settings.history_turns :] if self.settings.history_turns else []
         messages = build_messages(self.settings.system_prompt, window, passages, question)
-        options = ChatOptions(temperature=self.settings.answer_temperature, max_tokens=self.settings.answer_max_tokens)
-        with timed(trace, "generate"):
-            answer = await self._generate(messages, options, deltas)
+        options = ChatOptions(temperature=self.settings.answer_temperature,
+                              max_tokens=self.settings.answer_max_tokens, stop=ANSWER_STOP)
+        with timed(trace, "generate") as stage:
+            answer, guard = await self._generate(messages, options, deltas)
+            if not answer:
+                answer = extractive_answer(question, passages) or NO_ANSWER
+                stage.set("ok", "model gave no usable answer: quoted the best passages instead")
+                self._emit(deltas, answer)
+            elif guard.tripped:
+                stage.set("ok", "stopped the model repeating itself or echoing the prompt")
+            self._emit(deltas, None)
         trace.model_calls += 1
         trace.prompt_tokens = sum(self.chat_model.count_tokens(m.content) for m in messages)
 
@@ -150,16 +160,37 @@ class Engine:
         return TurnResult(conversation_id=conversation_id, turn_index=turn_index, question=request.question,
                           answer=answer, citations=citations, trace=trace)
 
+    @staticmethod
+    def _emit(deltas: asyncio.Queue[str | None] | None, text: str | None) -> None:
+        if deltas is not None:
+            deltas.put_nowait(text)
+
     async def _generate(
         self, messages: list[Message], options: ChatOptions, deltas: asyncio.Queue[str | None] | None
-    ) -> str:
+    ) -> tuple[str, RepetitionGuard]:
+        """Generate under the repetition guard. Streaming holds back the sentence being written, so what was
+        streamed always equals the final answer."""
+        guard = RepetitionGuard()
         if deltas is None:
-            return (await self.chat_model.chat(messages, options)).text.strip()
-        pieces: list[str] = []
+            text = (await self.chat_model.chat(messages, options)).text
+            cut = guard.check(text)
+            return (text if cut is None else cut).strip(), guard
+        text, sent = "", 0
         try:
             async for piece in self.chat_model.stream(messages, options):
-                pieces.append(piece)
-                deltas.put_nowait(piece)
-        finally:
-            deltas.put_nowait(None)
-        return "".join(pieces).strip()
+                text = (text + piece) if sent else (text + piece).lstrip()
+                cut = guard.check(text)
+                if cut is not None:
+                    text = cut
+                    break
+                boundary = max(text.rfind(". "), text.rfind("\n"), text.rfind("? "), text.rfind("! "))
+                if boundary + 1 > sent:
+                    self._emit(deltas, text[sent : boundary + 1])
+                    sent = boundary + 1
+        except BaseException:
+            self._emit(deltas, None)
+            raise
+        answer = text.rstrip()
+        if len(answer) > sent:
+            self._emit(deltas, answer[sent:])
+        return answer, guard

@@ -1,0 +1,71 @@
+"""Guards on generated answers, for models that loop or echo the prompt (SmolLM2-135M does both).
+
+- :class:`RepetitionGuard` watches the stream and says when to stop: a sentence or line that comes back, or the
+  prompt's own markup showing up in the answer.
+- :func:`extractive_answer` is the fallback when nothing usable remains: the passage sentences that share most
+  words with the question, quoted with their ids. It never invents anything.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from anaphora.text import content_set
+from anaphora.types import Passage
+
+ANSWER_STOP = ("<<<", "\nQuestion:", "<|im_start|>", "<|im_end|>")
+_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
+# the prompt's own markup coming back: context fences, the "Question:" line, an excerpt label "[id] (source ...)"
+_LEAKED = re.compile(r"<<<\s*(END\s+)?CONTEXT|^\s*Question:|^\s*\[[^\]\n]+\]\s*\(", re.IGNORECASE | re.MULTILINE)
+MIN_REPEAT_WORDS = 5
+
+
+def _norm(sentence: str) -> str:
+    return " ".join(re.findall(r"\w+", sentence.lower()))
+
+
+class RepetitionGuard:
+    """Feed it the text so far; :meth:`check` returns the usable prefix once the model starts repeating."""
+
+    def __init__(self) -> None:
+        self.tripped = False
+
+    def check(self, text: str) -> str | None:
+        """``None`` while the text is fine; else the text cut before the first repeated sentence or leak."""
+        leak = _LEAKED.search(text)
+        cut = leak.start() if leak else None
+        seen: set[str] = set()
+        position = 0
+        for piece in _SPLIT.split(text):
+            start = text.find(piece, position)
+            position = start + len(piece)
+            if position == len(text) and not text.endswith((".", "!", "?", "\n")):
+                break  # the last sentence is still being written
+            key = _norm(piece)
+            if len(key.split()) >= MIN_REPEAT_WORDS:
+                if key in seen:
+                    cut = start if cut is None else min(cut, start)
+                    break
+                seen.add(key)
+        if cut is None:
+            return None
+        self.tripped = True
+        return text[:cut].rstrip()
+
+
+def extractive_answer(question: str, passages: Sequence[Passage], *, max_sentences: int = 2) -> str:
+    """Quote the best-matching sentences of the best passages, each with its id."""
+    wanted = content_set(question)
+    scored: list[tuple[float, int, str, str]] = []
+    for rank, passage in enumerate(passages[:3]):
+        for sentence in _SPLIT.split(passage.text):
+            words = content_set(sentence)
+            if len(words) < 3:
+                continue
+            overlap = len(words & wanted) / (len(wanted) or 1)
+            scored.append((overlap - 0.05 * rank, -rank, sentence.strip(), passage.id))
+    if not scored:
+        return ""
+    scored.sort(key=lambda item: (item[0], item[1]), reverse=True)
+    return " ".join(f"{sentence} [{pid}]" for _, _, sentence, pid in scored[:max_sentences])
