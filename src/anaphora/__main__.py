@@ -1,0 +1,3 @@
+from anaphora.cli.main import main
+
+main()

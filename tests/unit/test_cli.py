@@ -1,0 +1,94 @@
+"""The CLI end to end with the fake model and the no-model embedder (real subprocesses for exit codes)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import DEMO_SCRIPT, SAMPLE_DOCS
+
+pytestmark = pytest.mark.unit
+
+
+def run(tmp_path: Path, *args: str, stdin: str = "", env: dict[str, str] | None = None):
+    environment = {**os.environ, "ANAPHORA_CHAT_MODEL": "fake", "ANAPHORA_EMBEDDER": "hashing",
+                   "ANAPHORA_DATA_DIR": str(tmp_path / "data"), "COLUMNS": "200", **(env or {})}
+    return subprocess.run([sys.executable, "-m", "anaphora", *args], input=stdin, capture_output=True, text=True,
+                          env=environment, cwd=tmp_path, timeout=120)
+
+
+def test_ingest_then_reingest_is_idempotent(tmp_path: Path) -> None:
+    first = run(tmp_path, "ingest", str(SAMPLE_DOCS))
+    assert first.returncode == 0, first.stderr
+    assert "12 added" in first.stdout
+    second = run(tmp_path, "ingest", str(SAMPLE_DOCS))
+    assert "0 added" in second.stdout and "12 unchanged" in second.stdout and "0 chunks written" in second.stdout
+
+
+def test_ask_prints_answer_sources_and_trace(tmp_path: Path) -> None:
+    run(tmp_path, "ingest", str(SAMPLE_DOCS))
+    result = run(tmp_path, "ask", "--trace", "How do I install Kestrel with Helm on Kubernetes?")
+    assert result.returncode == 0, result.stderr
+    assert "Sources" in result.stdout and "[install-kubernetes.md#" in result.stdout
+    for column in ("Turn trace", "retrieve", "query (question)", "model calls: 1", "Retrieved"):
+        assert column in result.stdout
+
+
+def test_chat_repl_persists_and_resumes(tmp_path: Path) -> None:
+    run(tmp_path, "ingest", str(SAMPLE_DOCS))
+    session = run(tmp_path, "chat", stdin="How do I install Kestrel on Kubernetes?\nAnd on ARM?\n/quit\n")
+    assert session.returncode == 0, session.stderr
+    conversation = session.stdout.split("--conversation ")[-1].split()[0]
+    listed = run(tmp_path, "conversations", "list")
+    assert conversation in listed.stdout and "2 turns" in listed.stdout
+    resumed = run(tmp_path, "chat", "--conversation", conversation, stdin="What about memory limits?\n")
+    assert resumed.returncode == 0
+    shown = run(tmp_path, "conversations", "show", conversation)
+    assert shown.stdout.count("you>") == 3 and "And on ARM?" in shown.stdout
+    deleted = run(tmp_path, "conversations", "delete", conversation)
+    assert deleted.returncode == 0
+    assert conversation not in run(tmp_path, "conversations", "list").stdout
+
+
+def test_demo_plays_the_script(tmp_path: Path) -> None:
+    result = run(tmp_path, "demo", "--docs", str(SAMPLE_DOCS), "--script", str(DEMO_SCRIPT))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("you>") >= 7
+    assert result.stdout.count("Sources") >= 5
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message", "fix"),
+    [
+        (("ask", "hi"), {"ANAPHORA_CHAT_MODEL": "gguf:/nowhere/model.gguf"}, "no GGUF model file", "gguf:"),
+        (("ask", "hi"), {"ANAPHORA_CHAT_MODEL": "telepathy"}, "unknown chat model", "use one of"),
+        (("ask", "hi"), {"ANAPHORA_TOP_K": "99"}, "top_k cannot exceed candidates", "ANAPHORA_"),
+        (("ask", "-c", "nope", "hi"), {}, "no conversation 'nope'", "conversations list"),
+        (("ask", "   "), {}, "the question is empty", "type a question"),
+        (("demo", "--script", "missing.json"), {}, "no demo script", "--script"),
+        (("--config", "missing.toml", "ask", "hi"), {}, "does not exist", "--config"),
+    ],
+)
+def test_errors_say_what_and_how_to_fix(tmp_path: Path, args, env, message, fix) -> None:
+    result = run(tmp_path, *args, env=env)
+    assert result.returncode == 1
+    assert "error:" in result.stderr and message in result.stderr
+    assert "fix:" in result.stderr and fix in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_ingest_reports_bad_files_and_keeps_good_ones(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "good.md").write_text("# Good\n\nKestrel keeps logs safe.\n")
+    (docs / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
+    (docs / "image.png").write_bytes(b"\x89PNG")
+    result = run(tmp_path, "ingest", str(docs))
+    assert result.returncode == 0
+    assert "1 added" in result.stdout
+    assert "broken.pdf" in result.stdout and "not a readable PDF" in result.stdout
+    assert "image.png" in result.stdout and "unsupported" in result.stdout

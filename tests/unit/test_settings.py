@@ -1,0 +1,283 @@
+"""Settings: brief defaults, precedence (constructor > ANAPHORA_* > TOML > defaults), TOML handling, validation."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from anaphora.errors import ConfigurationError
+from anaphora.models import FakeChatModel, load_chat_model
+from anaphora.settings import DEFAULT_SYSTEM_PROMPT, Settings, load_settings
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture(autouse=True)
+def cwd(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """Each test runs in an empty folder with no ANAPHORA_* variables set."""
+    for key in list(os.environ):
+        if key.startswith("ANAPHORA_"):
+            monkeypatch.delenv(key)
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    return work
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# --- defaults ------------------------------------------------------------------------------------------------
+
+
+def test_defaults_match_the_brief() -> None:
+    s = load_settings()
+    assert s.candidates == 25
+    assert s.top_k == 5
+    assert s.history_turns == 8
+    assert s.chat_model == "embedded"
+    assert s.embedder == "minilm"
+    assert s.fusion == "rrf"
+    assert s.chunk_overlap < s.chunk_tokens
+    assert s.openai_api_key.get_secret_value() == ""
+    assert s.config_file is None
+    assert s.system_prompt == DEFAULT_SYSTEM_PROMPT
+
+
+def test_default_data_dir_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert load_settings().data_dir == tmp_path / "xdg" / "anaphora"
+
+
+def test_data_dir_expands_user(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert load_settings(data_dir="~/store").data_dir == tmp_path / "store"
+
+
+def test_none_overrides_are_ignored() -> None:
+    assert load_settings(top_k=None, chat_model=None).top_k == 5
+
+
+def test_api_key_is_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANAPHORA_OPENAI_API_KEY", "sk-very-secret")
+    s = load_settings()
+    assert s.openai_api_key.get_secret_value() == "sk-very-secret"
+    assert "sk-very-secret" not in repr(s)
+
+
+# --- precedence ----------------------------------------------------------------------------------------------
+
+
+def test_env_overrides_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANAPHORA_TOP_K", "3")
+    monkeypatch.setenv("ANAPHORA_CANDIDATES", "40")
+    monkeypatch.setenv("ANAPHORA_CHAT_MODEL", "openai:gpt-4o-mini")
+    s = load_settings()
+    assert (s.top_k, s.candidates, s.chat_model) == (3, 40, "openai:gpt-4o-mini")
+
+
+def test_constructor_beats_env_beats_toml(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    config = write(tmp_path / "conf.toml", "top_k = 2\ncandidates = 30\nhistory_turns = 3\nrrf_k = 11\n")
+    monkeypatch.setenv("ANAPHORA_CONFIG_FILE", str(config))
+    monkeypatch.setenv("ANAPHORA_TOP_K", "4")
+    monkeypatch.setenv("ANAPHORA_HISTORY_TURNS", "6")
+    s = load_settings(top_k=7)
+    assert s.top_k == 7  # constructor over env and file
+    assert s.history_turns == 6  # env over file
+    assert s.candidates == 30 and s.rrf_k == 11  # file over defaults
+    assert s.answer_max_tokens == 384  # default where nobody says anything
+
+
+def test_config_file_argument(tmp_path: Path) -> None:
+    config = write(tmp_path / "explicit.toml", 'chat_model = "fake"\nfusion = "bm25"\n')
+    s = load_settings(config_file=config)
+    assert (s.chat_model, s.fusion) == ("fake", "bm25")
+    assert s.config_file == config
+
+
+def test_config_file_argument_as_string(tmp_path: Path) -> None:
+    config = write(tmp_path / "explicit.toml", "top_k = 9\n")
+    assert load_settings(config_file=str(config)).top_k == 9
+
+
+def test_config_file_env_variable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    config = write(tmp_path / "from-env.toml", "history_turns = 2\n")
+    monkeypatch.setenv("ANAPHORA_CONFIG_FILE", str(config))
+    assert load_settings().history_turns == 2
+
+
+def test_config_file_argument_beats_env_variable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("ANAPHORA_CONFIG_FILE", str(write(tmp_path / "env.toml", "top_k = 2\n")))
+    s = load_settings(config_file=write(tmp_path / "arg.toml", "top_k = 3\n"))
+    assert s.top_k == 3
+
+
+def test_anaphora_toml_in_cwd_is_read(cwd: Path) -> None:
+    write(cwd / "anaphora.toml", 'chat_model = "fake"\ncandidates = 12\n')
+    s = load_settings()
+    assert (s.chat_model, s.candidates) == ("fake", 12)
+
+
+def test_anaphora_toml_in_cwd_ignored_when_file_named(cwd: Path, tmp_path: Path) -> None:
+    write(cwd / "anaphora.toml", "candidates = 12\n")
+    s = load_settings(config_file=write(tmp_path / "other.toml", "rrf_k = 5\n"))
+    assert s.candidates == 25 and s.rrf_k == 5
+
+
+def test_env_beats_cwd_toml(cwd: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write(cwd / "anaphora.toml", 'chat_model = "embedded"\n')
+    monkeypatch.setenv("ANAPHORA_CHAT_MODEL", "fake")
+    assert load_settings().chat_model == "fake"
+
+
+def test_no_toml_anywhere_is_fine(cwd: Path) -> None:
+    assert not (cwd / "anaphora.toml").exists()
+    assert load_settings().top_k == 5
+
+
+def test_anaphora_table_form(tmp_path: Path) -> None:
+    config = write(
+        tmp_path / "table.toml",
+        '[anaphora]\nchat_model = "fake"\ntop_k = 4\nopenai_base_url = "http://h:1/v1"\n',
+    )
+    s = load_settings(config_file=config)
+    assert (s.chat_model, s.top_k, s.openai_base_url) == ("fake", 4, "http://h:1/v1")
+
+
+def test_toml_values_are_validated_and_typed(tmp_path: Path) -> None:
+    config = write(tmp_path / "c.toml", 'data_dir = "~/anaphora-data"\nmodel_timeout_s = 2\n')
+    s = load_settings(config_file=config)
+    assert s.data_dir == Path("~/anaphora-data").expanduser()
+    assert s.model_timeout_s == 2.0
+
+
+# --- TOML errors ------------------------------------------------------------------------------------------------
+
+
+def test_unknown_toml_key_names_it(tmp_path: Path) -> None:
+    config = write(tmp_path / "c.toml", "top_k = 3\ntopk = 4\nmystery_option = true\n")
+    with pytest.raises(ConfigurationError) as info:
+        load_settings(config_file=config)
+    assert "topk" in info.value.message and "mystery_option" in info.value.message
+    assert str(config) in info.value.message
+    assert info.value.hint
+
+
+def test_unknown_key_in_anaphora_table_names_it(tmp_path: Path) -> None:
+    config = write(tmp_path / "c.toml", "[anaphora]\nnot_a_setting = 1\n")
+    with pytest.raises(ConfigurationError, match="not_a_setting"):
+        load_settings(config_file=config)
+
+
+def test_unknown_key_in_cwd_toml(cwd: Path) -> None:
+    write(cwd / "anaphora.toml", "chat_modle = 'fake'\n")
+    with pytest.raises(ConfigurationError, match="chat_modle"):
+        load_settings()
+
+
+@pytest.mark.parametrize("text", ["top_k = ", "top_k = 3\ntop_k = 4\n", "[anaphora\n", 'chat_model = "unterminated\n'])
+def test_malformed_toml_is_configuration_error(tmp_path: Path, text: str) -> None:
+    config = write(tmp_path / "bad.toml", text)
+    with pytest.raises(ConfigurationError) as info:
+        load_settings(config_file=config)
+    assert str(config) in info.value.message
+    assert info.value.hint and "TOML" in info.value.hint
+
+
+def test_malformed_cwd_toml_is_configuration_error(cwd: Path) -> None:
+    write(cwd / "anaphora.toml", "= nope")
+    with pytest.raises(ConfigurationError, match=r"anaphora\.toml"):
+        load_settings()
+
+
+def test_missing_named_config_file(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere.toml"
+    with pytest.raises(ConfigurationError) as info:
+        load_settings(config_file=missing)
+    assert str(missing) in info.value.message
+    assert "does not exist" in info.value.message
+
+
+def test_missing_config_file_from_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("ANAPHORA_CONFIG_FILE", str(tmp_path / "gone.toml"))
+    with pytest.raises(ConfigurationError, match="gone.toml"):
+        load_settings()
+
+
+# --- validation -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"top_k": 26}, "top_k"),
+        ({"top_k": 10, "candidates": 9}, "top_k"),
+        ({"chunk_overlap": 200}, "chunk_overlap"),
+        ({"chunk_tokens": 64, "chunk_overlap": 64}, "chunk_overlap"),
+        ({"candidates": -1}, "candidates"),
+        ({"top_k": 0}, "top_k"),
+        ({"history_turns": -1}, "history_turns"),
+        ({"history_turns": 65}, "history_turns"),
+        ({"chunk_overlap": -5}, "chunk_overlap"),
+        ({"model_timeout_s": 0}, "model_timeout_s"),
+        ({"answer_temperature": -0.1}, "answer_temperature"),
+        ({"context_window": 100}, "context_window"),
+        ({"fusion": "max"}, "fusion"),
+        ({"no_such_setting": 1}, "no_such_setting"),
+    ],
+)
+def test_invalid_values_name_the_field(overrides: dict, field: str) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        load_settings(**overrides)
+    assert field in info.value.message
+    assert info.value.message.startswith("invalid settings")
+    assert info.value.hint
+
+
+def test_limits_are_inclusive() -> None:
+    s = load_settings(top_k=25, candidates=25, chunk_tokens=64, chunk_overlap=63, history_turns=0)
+    assert (s.top_k, s.chunk_overlap, s.history_turns) == (25, 63, 0)
+    assert load_settings(history_turns=64).history_turns == 64
+
+
+def test_invalid_env_value_names_the_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANAPHORA_TOP_K", "many")
+    with pytest.raises(ConfigurationError, match="top_k"):
+        load_settings()
+
+
+def test_invalid_toml_value_names_the_field(tmp_path: Path) -> None:
+    config = write(tmp_path / "c.toml", "candidates = 0\n")
+    with pytest.raises(ConfigurationError, match="candidates"):
+        load_settings(config_file=config)
+
+
+def test_cross_field_check_sees_values_from_all_sources(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("ANAPHORA_CONFIG_FILE", str(write(tmp_path / "c.toml", "candidates = 4\n")))
+    monkeypatch.setenv("ANAPHORA_TOP_K", "5")
+    with pytest.raises(ConfigurationError, match="top_k"):
+        load_settings()
+
+
+def test_settings_constructor_is_strict_too() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError):
+        Settings(top_k=100)
+
+
+# --- settings pick the chat model ----------------------------------------------------------------------------
+
+
+def test_env_chat_model_fake_selects_fake_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANAPHORA_CHAT_MODEL", "fake")
+    assert isinstance(load_chat_model(load_settings()), FakeChatModel)
+
+
+def test_toml_chat_model_fake_selects_fake_model(cwd: Path) -> None:
+    write(cwd / "anaphora.toml", '[anaphora]\nchat_model = "fake"\n')
+    assert isinstance(load_chat_model(load_settings()), FakeChatModel)
