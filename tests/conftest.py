@@ -33,3 +33,30 @@ def rag(settings: Settings, fake_model: FakeChatModel):
 def sample_rag(rag: Anaphora) -> Anaphora:
     rag.ingest([SAMPLE_DOCS])
     return rag
+
+
+@pytest.fixture(autouse=True, scope="session")
+def no_network():
+    """Nothing in the suite may reach beyond this machine: no model or data downloads at run time."""
+    import ipaddress
+    import os
+    import socket
+
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    original = socket.socket.connect
+
+    def guarded(self, address):
+        host = address[0] if isinstance(address, tuple) else None
+        if host is not None:
+            try:
+                local = host == "localhost" or ipaddress.ip_address(host).is_loopback
+            except ValueError:
+                local = False
+            if not local:
+                raise OSError(f"test tried to reach {host}: the suite must run offline")
+        return original(self, address)
+
+    socket.socket.connect = guarded
+    yield
+    socket.socket.connect = original

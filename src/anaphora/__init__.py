@@ -47,4 +47,5 @@ __all__ = [
     "__version__",
     "build_components",
     "load_settings",
+    "sanitize",
 ]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from anaphora.embeddings import CachedEmbedder, load_embedder
-from anaphora.ingest import IngestReport, Ingestor
+from anaphora.ingest import Ingestor, IngestReport
 from anaphora.ingest.ingestor import Progress
 from anaphora.models import ChatModel, load_chat_model
 from anaphora.pipeline.engine import LOCAL_USER, Engine, TurnRequest
@@ -48,10 +48,25 @@ def build_components(settings: Settings, *, model: ChatModel | None = None) -> C
     retriever = HybridRetriever(corpus, indexes, embedder, settings)
     conversations = SQLiteConversationStore(database)
     chat_model = model or load_chat_model(settings)
-    engine = Engine(settings, chat_model=chat_model, retriever=retriever, conversations=conversations,
-                    query_stage=build_query_stage(settings, chat_model))
-    return Components(settings, database, corpus, embedder, indexes, retriever, conversations, chat_model, engine,
-                      Ingestor(corpus, embedder, settings))
+    engine = Engine(
+        settings,
+        chat_model=chat_model,
+        retriever=retriever,
+        conversations=conversations,
+        query_stage=build_query_stage(settings, chat_model),
+    )
+    return Components(
+        settings,
+        database,
+        corpus,
+        embedder,
+        indexes,
+        retriever,
+        conversations,
+        chat_model,
+        engine,
+        Ingestor(corpus, embedder, settings),
+    )
 
 
 def _dim(embedder: CachedEmbedder) -> int:
@@ -73,20 +88,33 @@ class Anaphora:
         self.components = build_components(self.settings, model=model)
         self._runner = asyncio.Runner()
 
-    def ingest(self, paths: Sequence[str | Path], *, prune: bool = True, force: bool = False,
-               progress: Progress | None = None) -> IngestReport:
+    def ingest(
+        self,
+        paths: Sequence[str | Path],
+        *,
+        prune: bool = True,
+        force: bool = False,
+        progress: Progress | None = None,
+    ) -> IngestReport:
         return self.components.ingestor.run(paths, prune=prune, force=force, progress=progress)
 
     def new_conversation(self, title: str = "", user_id: str = LOCAL_USER) -> str:
         return self._runner.run(self.components.conversations.create(user_id, title)).id
 
-    def ask(self, question: str, conversation_id: str | None = None, *, user_id: str = LOCAL_USER,
-            history: Sequence[Message] | None = None) -> TurnResult:
+    def ask(
+        self,
+        question: str,
+        conversation_id: str | None = None,
+        *,
+        user_id: str = LOCAL_USER,
+        history: Sequence[Message] | None = None,
+    ) -> TurnResult:
         request = TurnRequest(question, user_id=user_id, conversation_id=conversation_id, history=history)
         return self._runner.run(self.components.engine.ask(request))
 
-    def stream(self, question: str, conversation_id: str | None = None, *,
-               user_id: str = LOCAL_USER) -> Iterator[str | TurnResult]:
+    def stream(
+        self, question: str, conversation_id: str | None = None, *, user_id: str = LOCAL_USER
+    ) -> Iterator[str | TurnResult]:
         """Yield text deltas, then the final :class:`TurnResult`."""
         engine = self.components.engine
         request = TurnRequest(question, user_id=user_id, conversation_id=conversation_id)

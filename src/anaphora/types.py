@@ -61,6 +61,8 @@ class TurnTrace(BaseModel):
     question: str
     query: str = ""
     query_source: str = "question"
+    route: str | None = None
+    retrieval_skipped: bool = False
     retrieved: list[Passage] = Field(default_factory=list)
     stages: list[StageRecord] = Field(default_factory=list)
     model_calls: int = 0

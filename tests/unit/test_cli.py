@@ -15,10 +15,23 @@ pytestmark = pytest.mark.unit
 
 
 def run(tmp_path: Path, *args: str, stdin: str = "", env: dict[str, str] | None = None):
-    environment = {**os.environ, "ANAPHORA_CHAT_MODEL": "fake", "ANAPHORA_EMBEDDER": "hashing",
-                   "ANAPHORA_DATA_DIR": str(tmp_path / "data"), "COLUMNS": "200", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "anaphora", *args], input=stdin, capture_output=True, text=True,
-                          env=environment, cwd=tmp_path, timeout=120)
+    environment = {
+        **os.environ,
+        "ANAPHORA_CHAT_MODEL": "fake",
+        "ANAPHORA_EMBEDDER": "hashing",
+        "ANAPHORA_DATA_DIR": str(tmp_path / "data"),
+        "COLUMNS": "200",
+        **(env or {}),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "anaphora", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=environment,
+        cwd=tmp_path,
+        timeout=120,
+    )
 
 
 def test_ingest_then_reingest_is_idempotent(tmp_path: Path) -> None:

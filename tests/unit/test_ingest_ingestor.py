@@ -1,10 +1,9 @@
-"""Idempotent ingestion through the real wiring (SQLite store + HashingEmbedder behind the embedding cache)."""
+"""Idempotent ingestion through the real wiring (SQLite store + HashingEmbedder behind the cache)."""
 
 from __future__ import annotations
 
 import json
 import os
-import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -50,8 +49,7 @@ def _isolated_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
-    return Settings(data_dir=tmp_path / "data", embedder="hashing", chat_model="fake", chunk_tokens=40,
-                    chunk_overlap=8)
+    return Settings(data_dir=tmp_path / "data", embedder="hashing", chat_model="fake", chunk_tokens=40, chunk_overlap=8)
 
 
 @pytest.fixture
@@ -91,7 +89,7 @@ def skipped_reasons(report) -> dict[str, str]:
     return {Path(path).name: reason for path, reason in report.skipped}
 
 
-# -- first ingest and idempotent re-ingest -----------------------------------------------------------------------
+# -- first ingest and idempotent re-ingest -------------------------------------------------------------------
 
 
 def test_first_ingest_adds_every_file(app: Components, docs: Path):
@@ -197,7 +195,7 @@ def test_single_file_path_is_ingested_and_does_not_prune_siblings(app: Component
     assert "usage.txt" in sources(app)
 
 
-# -- bad inputs never disturb what is indexed ---------------------------------------------------------------------
+# -- bad inputs never disturb what is indexed ----------------------------------------------------------------
 
 
 def test_corrupt_pdf_is_skipped_others_indexed(app: Components, docs: Path):
@@ -292,7 +290,7 @@ def test_unsupported_and_hidden_files(app: Components, docs: Path):
     assert "sub/visible.md#1" in chunk_rows(app)
 
 
-# -- JSONL passage corpora ------------------------------------------------------------------------------------------
+# -- JSONL passage corpora -----------------------------------------------------------------------------------
 
 
 def write_jsonl(path: Path, records: list[dict]) -> None:
@@ -302,10 +300,13 @@ def write_jsonl(path: Path, records: list[dict]) -> None:
 def test_jsonl_corpus_keeps_given_ids(app: Components, tmp_path: Path):
     folder = tmp_path / "corpus"
     folder.mkdir()
-    write_jsonl(folder / "passages.jsonl", [
-        {"id": "q-101", "title": "Apples", "text": "Apples are red or green."},
-        {"id": "q-102", "text": "Bananas are yellow."},
-    ])
+    write_jsonl(
+        folder / "passages.jsonl",
+        [
+            {"id": "q-101", "title": "Apples", "text": "Apples are red or green."},
+            {"id": "q-102", "text": "Bananas are yellow."},
+        ],
+    )
     report = app.ingestor.run([folder])
     assert report.added == ["passages.jsonl"]
     assert report.chunks_written == 2
@@ -348,13 +349,6 @@ def test_duplicate_ids_inside_one_jsonl_file_are_rejected(app: Components, tmp_p
     assert app.corpus.chunk_count() == 0
 
 
-@pytest.mark.xfail(
-    reason="BUG: Ingestor._prepare checks id clashes only against chunks already in the database, so two files "
-    "in the SAME run sharing an id both pass and replace_document then raises sqlite3.IntegrityError "
-    "(UNIQUE constraint failed: chunks.id), aborting the whole ingest (later files, pruning, report all lost)",
-    raises=sqlite3.IntegrityError,
-    strict=True,
-)
 def test_clashing_jsonl_ids_in_the_same_run_skip_the_second_file(app: Components, tmp_path: Path):
     folder = tmp_path / "corpus"
     folder.mkdir()
@@ -363,16 +357,11 @@ def test_clashing_jsonl_ids_in_the_same_run_skip_the_second_file(app: Components
     (folder / "c.md").write_text("# C\n\nlater file\n", encoding="utf-8")
     report = app.ingestor.run([folder])
     assert sorted(report.added) == ["a.jsonl", "c.md"]
-    assert "'p1'" in skipped_reasons(report)["b.jsonl"]
+    reason = skipped_reasons(report)["b.jsonl"]
+    assert "'p1'" in reason and "already used" in reason
+    assert chunk_rows(app) == {"p1": ("a.jsonl", "alpha"), "c.md#1": ("c.md", "later file")}
 
 
-@pytest.mark.xfail(
-    reason="BUG: generated chunk ids are '<path relative to root>#n', but chunks.id is globally UNIQUE, so two "
-    "ingested folders that both hold README.md clash: the second README.md is skipped as "
-    "\"passage id 'README.md#1' is already used\"",
-    raises=AssertionError,
-    strict=True,
-)
 def test_same_file_name_in_two_folders_is_indexed_twice(app: Components, tmp_path: Path):
     for name in ("one", "two"):
         (tmp_path / name).mkdir()
@@ -380,9 +369,11 @@ def test_same_file_name_in_two_folders_is_indexed_twice(app: Components, tmp_pat
     app.ingestor.run([tmp_path / "one"])
     report = app.ingestor.run([tmp_path / "two"])
     assert report.added == ["README.md"], report.skipped
+    keys, _ = app.corpus.keys_and_texts()
+    assert {c.id for c in app.corpus.chunks(list(keys)).values()} == {"README.md#1", "two/README.md#1"}
 
 
-# -- force and the embedding cache ----------------------------------------------------------------------------------
+# -- force and the embedding cache ---------------------------------------------------------------------------
 
 
 def test_force_reembeds_unchanged_files(app: Components, docs: Path):
@@ -400,7 +391,7 @@ def test_force_reembeds_unchanged_files(app: Components, docs: Path):
     assert app.corpus.generation() > generation
 
 
-def test_cache_counts_only_the_changed_chunks(app: Components, docs: Path):
+def test_cache_counts_only_the_changed_chunks(app: Components, docs: Path, monkeypatch: pytest.MonkeyPatch):
     first = app.ingestor.run([docs])
     assert app.embedder.misses == first.chunks_written
     assert app.embedder.hits == 0
@@ -415,11 +406,20 @@ def test_cache_counts_only_the_changed_chunks(app: Components, docs: Path):
         encoding="utf-8",
     )
     app.embedder.hits = app.embedder.misses = 0
+    embedded: list[str] = []
+    real_embed = app.embedder.inner.embed
+
+    def recording_embed(texts):
+        embedded.extend(texts)
+        return real_embed(texts)
+
+    monkeypatch.setattr(app.embedder.inner, "embed", recording_embed)
     report = app.ingestor.run([docs])
     assert report.updated == ["install.md"]
     assert report.chunks_written == 2
     assert app.embedder.misses == 1
     assert app.embedder.hits == 1
+    assert embedded == ["Install > Linux\nOn Linux prefer pipx for command line tools."]
 
 
 def test_progress_callback_reaches_the_total(app: Components, docs: Path):

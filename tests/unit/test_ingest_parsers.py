@@ -1,4 +1,4 @@
-"""File parsers: Markdown heading paths, HTML, plain text, JSONL passages, PDF, decoding and error reporting."""
+"""File parsers: Markdown heading paths, HTML, plain text, JSONL passages, PDF, decoding, errors."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def headings_and_texts(sections: list[Section]) -> list[tuple[list[str], str]]:
     return [(s.headings, s.text) for s in sections]
 
 
-# -- Markdown ----------------------------------------------------------------------------------------------------
+# -- Markdown ------------------------------------------------------------------------------------------------
 
 
 def test_markdown_nested_heading_paths():
@@ -110,17 +110,11 @@ def test_markdown_empty_sections_dropped():
     assert headings_and_texts(sections) == [(["A", "B"], "content")]
 
 
-@pytest.mark.xfail(
-    reason="BUG: parsers._MD_HEADING strips a trailing '#' that is part of the heading text "
-    "('# Learn C#' -> 'Learn C'); CommonMark only strips a closing sequence preceded by a space",
-    raises=AssertionError,
-    strict=True,
-)
 def test_markdown_heading_ending_in_hash_character_kept():
     assert parse_markdown("# Learn C#\n\ntext\n")[0].headings == ["Learn C#"]
 
 
-# -- HTML --------------------------------------------------------------------------------------------------------
+# -- HTML ----------------------------------------------------------------------------------------------------
 
 
 def test_html_headings_paragraphs_and_script_style_removed():
@@ -152,6 +146,26 @@ def test_html_headings_paragraphs_and_script_style_removed():
         assert secret not in everything
 
 
+def test_html_script_and_style_inside_collected_elements_removed():
+    html = (
+        "<h1>T</h1><p>Visible <script>hiddenScript()</script>text<style>.hiddenStyle{}</style></p>"
+        "<table><tr><td>Cell<script>hiddenCell()</script></td></tr></table>"
+    )
+    sections = parse_html(html)
+    assert headings_and_texts(sections) == [(["T"], "Visible text\n\nCell")]
+
+
+def test_html_fallback_text_has_no_script_style_or_page_chrome():
+    html = (
+        "<html><body><nav>hiddenNav</nav><div>Plain <script>hiddenScript()</script>words"
+        "<style>.x{}</style><noscript>hiddenNoscript</noscript></div><footer>hiddenFooter</footer></body></html>"
+    )
+    [section] = parse_html(html)
+    for hidden in ("hiddenScript", ".x{}", "hiddenNoscript", "hiddenNav", "hiddenFooter"):
+        assert hidden not in section.text
+    assert "Plain" in section.text and "words" in section.text
+
+
 def test_html_without_block_elements_falls_back_to_plain_text():
     sections = parse_html("<html><body><div>Just a div <span>with text</span></div></body></html>")
     assert len(sections) == 1
@@ -164,7 +178,7 @@ def test_html_pre_keeps_whitespace():
     assert sections == [Section(["Code"], "line 1\n    indented")]
 
 
-# -- Files by suffix ---------------------------------------------------------------------------------------------
+# -- Files by suffix -----------------------------------------------------------------------------------------
 
 
 def test_txt_file_is_one_section(tmp_path: Path):
@@ -288,7 +302,7 @@ def test_decode_never_fails():
     assert decode("ok \u00e9".encode()) == ("ok \u00e9", None)
 
 
-# -- PDF ---------------------------------------------------------------------------------------------------------
+# -- PDF -----------------------------------------------------------------------------------------------------
 
 
 def test_real_tiny_pdf_text_extracted(tmp_path: Path):

@@ -137,12 +137,16 @@ async def test_chat_reply_counts_tokens() -> None:
     assert model.count_tokens("") == 0
 
 
-# --- the default echo ------------------------------------------------------------------------------------------
+# --- the default echo ---------------------------------------------------------------------------------------
 
 
 async def test_default_reply_echoes_first_excerpt_and_cites_it() -> None:
     passages = [
-        Passage(id="install.md#2", text="Run pip install anaphora.\nThen run anaphora ingest.", source="install.md"),
+        Passage(
+            id="install.md#2",
+            text="Run pip install anaphora.\nThen run anaphora ingest.",
+            source="install.md",
+        ),
         Passage(id="other.md#1", text="Something else entirely.", source="other.md"),
     ]
     messages = build_messages("sys", [], passages, "How do I install it?")
@@ -156,12 +160,6 @@ async def test_default_reply_with_heading_and_source_label() -> None:
     assert (await FakeChatModel().chat(messages, OPTS)).text == "First real line [g#1]"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: echo_first_context skips the first line after the [id] label; when the passage has no "
-    "source/heading the label line has no trailing text, so the passage's first line is skipped "
-    "(here it echoes '<<<END CONTEXT>>>')",
-)
 async def test_default_reply_echoes_excerpt_without_source() -> None:
     messages = build_messages("sys", [], [Passage(id="a", text="only line")], "q")
     assert (await FakeChatModel().chat(messages, OPTS)).text == "only line [a]"
@@ -181,7 +179,7 @@ def test_default_echo_truncates_long_lines() -> None:
     assert out == "w" * 160 + " [x]"
 
 
-# --- streaming and latency -------------------------------------------------------------------------------------
+# --- streaming and latency ----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -230,7 +228,7 @@ async def test_delay_s_adds_latency() -> None:
     await slow.chat(_msgs("q"), OPTS)
     slow_elapsed = time.perf_counter() - start
     assert slow_elapsed >= 0.045
-    assert fast_elapsed < 0.045
+    assert fast_elapsed < slow_elapsed
 
 
 async def test_delay_s_applies_before_raising() -> None:

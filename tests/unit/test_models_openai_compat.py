@@ -70,8 +70,9 @@ class FakeServer:
         behaviour = self.behaviour
         if behaviour.body is None and behaviour.events is None:  # default: echo-ish completion / stream
             if isinstance(body, dict) and body.get("stream"):
-                return Behaviour(events=sse_events(["Four", " is", " the", " answer."]),
-                                 content_type="text/event-stream")
+                return Behaviour(
+                    events=sse_events(["Four", " is", " the", " answer."]), content_type="text/event-stream"
+                )
             return Behaviour(body=completion("Four."))
         return behaviour
 
@@ -232,7 +233,7 @@ async def test_messages_are_not_mutated(make_model, server) -> None:
     assert messages == MESSAGES
 
 
-# --- streaming ------------------------------------------------------------------------------------------------
+# --- streaming ----------------------------------------------------------------------------------------------
 
 
 async def test_stream_reassembles_sse_deltas(make_model, server) -> None:
@@ -281,12 +282,6 @@ async def test_stream_and_chat_agree(make_model, server) -> None:
     assert streamed == (await model.chat(MESSAGES, ChatOptions())).text == text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: OpenAICompatibleChatModel.stream silently yields nothing when the server ignores stream=true "
-    "and answers a plain JSON chat completion (or any non-SSE body): the answer comes out empty, where chat() "
-    "returns the text; it should either parse the body or raise ModelUnavailableError",
-)
 async def test_stream_with_non_sse_answer_is_not_silently_empty(make_model, server) -> None:
     server.behaviour = Behaviour(body=completion("Four."))  # a server that does not stream
     model = make_model(server.base_url)
@@ -297,7 +292,7 @@ async def test_stream_with_non_sse_answer_is_not_silently_empty(make_model, serv
     assert text == "Four."
 
 
-# --- failures -----------------------------------------------------------------------------------------------------
+# --- failures -----------------------------------------------------------------------------------------------
 
 
 async def test_http_500_raises_model_unavailable_with_hint(make_model, server) -> None:
@@ -351,13 +346,6 @@ async def test_non_chat_completion_body_raises_model_unavailable(make_model, ser
     assert info.value.hint and "ANAPHORA_OPENAI_BASE_URL" in info.value.hint
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=(TypeError, AttributeError),
-    reason="BUG: OpenAICompatibleChatModel.chat only catches ValueError/KeyError/IndexError while parsing; "
-    "JSON that is not an object (a list, a string) or has null choices/message escapes as a raw "
-    "TypeError/AttributeError instead of ModelUnavailableError",
-)
 @pytest.mark.parametrize(
     "body",
     [b"[]", b'"just a string"', b'{"choices": null}', b'{"choices": [{"message": null}]}'],

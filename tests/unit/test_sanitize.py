@@ -122,8 +122,15 @@ def test_case_and_space_variants(variant: str) -> None:
 @pytest.mark.parametrize("invisible", ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad"])
 @pytest.mark.parametrize(
     "template",
-    ["<|im_{z}start|>", "<{z}|im_start|{z}>", "[IN{z}ST]", "<<S{z}YS>>", "<start_of{z}_turn>", "<<<CON{z}TEXT>>>",
-     "<{z}/s>"],
+    [
+        "<|im_{z}start|>",
+        "<{z}|im_start|{z}>",
+        "[IN{z}ST]",
+        "<<S{z}YS>>",
+        "<start_of{z}_turn>",
+        "<<<CON{z}TEXT>>>",
+        "<{z}/s>",
+    ],
 )
 def test_zero_width_characters_inside_tokens(invisible: str, template: str) -> None:
     out = sanitize("a " + template.format(z=invisible) + " b")
@@ -177,7 +184,7 @@ def test_removing_one_token_never_assembles_another(payload: str) -> None:
         "See [the docs](https://example.com) and [install.md#2].",
         "Use <b>bold</b> and <br/> tags; <<heredoc and a >> b",
         "The list [1, 2, 3] and dict {'a': 1}",
-        "Instructions: [inst-ructions] are not [INST]ructions" .replace("[INST]", "in"),
+        "Instructions: [inst-ructions] and [installation] and [instance]",
         "vector<int> v; std::map<std::string, int> m;",
         "user@example.com, system failure, assistant manager",
         "1 << 4 >> 2",
@@ -202,12 +209,6 @@ def test_sanitize_is_idempotent_on_mixed_text() -> None:
     assert "a < b" in once and "| ok" in once
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: sanitize() returns NFKC-normalised text, not just the text with tokens removed, so ordinary "
-    "characters in documents and questions are rewritten (² -> 2, ﬁ -> fi, ½ -> 1⁄2, ™ -> TM, full-width -> "
-    "ASCII); NFKC should only be used to find tokens",
-)
 @pytest.mark.parametrize("text", ["E = mc²", "ﬁnal ﬁle", "½ cup", "Anaphora™", "ＡＢＣ１２３", "H₂O"])
 def test_ordinary_unicode_is_untouched(text: str) -> None:
     assert sanitize(text) == text

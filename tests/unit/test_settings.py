@@ -1,4 +1,4 @@
-"""Settings: brief defaults, precedence (constructor > ANAPHORA_* > TOML > defaults), TOML handling, validation."""
+"""Settings: brief defaults, precedence (constructor > ANAPHORA_* > TOML > defaults), TOML, validation."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-# --- defaults ------------------------------------------------------------------------------------------------
+# --- defaults -----------------------------------------------------------------------------------------------
 
 
 def test_defaults_match_the_brief() -> None:
@@ -69,7 +69,7 @@ def test_api_key_is_secret(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "sk-very-secret" not in repr(s)
 
 
-# --- precedence ----------------------------------------------------------------------------------------------
+# --- precedence ---------------------------------------------------------------------------------------------
 
 
 def test_env_overrides_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -155,7 +155,7 @@ def test_toml_values_are_validated_and_typed(tmp_path: Path) -> None:
     assert s.model_timeout_s == 2.0
 
 
-# --- TOML errors ------------------------------------------------------------------------------------------------
+# --- TOML errors --------------------------------------------------------------------------------------------
 
 
 def test_unknown_toml_key_names_it(tmp_path: Path) -> None:
@@ -204,11 +204,11 @@ def test_missing_named_config_file(tmp_path: Path) -> None:
 
 def test_missing_config_file_from_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("ANAPHORA_CONFIG_FILE", str(tmp_path / "gone.toml"))
-    with pytest.raises(ConfigurationError, match="gone.toml"):
+    with pytest.raises(ConfigurationError, match=r"gone\.toml"):
         load_settings()
 
 
-# --- validation -----------------------------------------------------------------------------------------------
+# --- validation ---------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -270,7 +270,7 @@ def test_settings_constructor_is_strict_too() -> None:
         Settings(top_k=100)
 
 
-# --- settings pick the chat model ----------------------------------------------------------------------------
+# --- settings pick the chat model ---------------------------------------------------------------------------
 
 
 def test_env_chat_model_fake_selects_fake_model(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -52,7 +52,11 @@ def trace(question: str) -> TurnTrace:
 
 async def add_turn(store: SQLiteConversationStore, user: str, cid: str, n: int):
     return await store.append_turn(
-        user, cid, f"question {n}?", f"answer {n}", [Citation(id=f"doc.md#{n}", source="doc.md", heading="H")],
+        user,
+        cid,
+        f"question {n}?",
+        f"answer {n}",
+        [Citation(id=f"doc.md#{n}", source="doc.md", heading="H")],
         trace(f"question {n}?"),
     )
 

@@ -37,7 +37,7 @@ def tables(db: Database) -> set[str]:
     return {r["name"] for r in db.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
 
 
-# -- migrations -------------------------------------------------------------------------------------------------
+# -- migrations ----------------------------------------------------------------------------------------------
 
 
 def test_database_migrates_on_open(db: Database, tmp_path: Path):
@@ -86,17 +86,12 @@ def test_unopenable_path_raises_store_error(tmp_path: Path):
     assert "ANAPHORA_DATA_DIR" in (caught.value.hint or "")
 
 
-@pytest.mark.xfail(
-    reason="BUG: Database.__init__ creates the parent folder (Path.mkdir) outside its try/except, so a data_dir "
-    "that cannot be created escapes as a bare NotADirectoryError/PermissionError instead of a StoreError with a hint",
-    raises=OSError,
-    strict=True,
-)
 def test_uncreatable_data_dir_raises_store_error(tmp_path: Path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    with pytest.raises(StoreError):
+    with pytest.raises(StoreError) as caught:
         Database(blocker / "sub" / "x.db")
+    assert caught.value.hint
 
 
 def test_in_memory_database():
@@ -107,7 +102,7 @@ def test_in_memory_database():
         database.close()
 
 
-# -- transactions -----------------------------------------------------------------------------------------------
+# -- transactions --------------------------------------------------------------------------------------------
 
 
 def test_transaction_commits(db: Database):
@@ -139,7 +134,7 @@ def test_transaction_rolls_back_on_exception(db: Database):
     assert db.get_meta("k") == "later"
 
 
-# -- embedding cache ----------------------------------------------------------------------------------------------
+# -- embedding cache -----------------------------------------------------------------------------------------
 
 
 def test_embedding_cache_roundtrip(db: Database):
@@ -184,21 +179,36 @@ def test_embedding_cache_survives_reopen(tmp_path: Path):
         second.close()
 
 
+class RecordingEmbedder(HashingEmbedder):
+    def __init__(self, dim: int) -> None:
+        super().__init__(dim)
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts):
+        self.calls.append(list(texts))
+        return super().embed(texts)
+
+
 def test_cached_embedder_hits_and_misses(db: Database):
-    inner = HashingEmbedder(dim=64)
+    inner = RecordingEmbedder(dim=64)
     embedder = CachedEmbedder(inner, SQLiteEmbeddingCache(db))
     first = embedder.embed(["alpha beta", "gamma delta", "alpha beta"])
     assert (embedder.hits, embedder.misses) == (0, 3)
-    np.testing.assert_allclose(first, inner.embed(["alpha beta", "gamma delta", "alpha beta"]))
+    assert inner.calls == [["alpha beta", "gamma delta"]]  # duplicates embedded once
+    np.testing.assert_allclose(first, HashingEmbedder(64).embed(["alpha beta", "gamma delta", "alpha beta"]))
     second = embedder.embed(["gamma delta", "new words"])
     assert (embedder.hits, embedder.misses) == (1, 4)
-    np.testing.assert_allclose(second, inner.embed(["gamma delta", "new words"]))
+    assert inner.calls[1:] == [["new words"]]  # only the miss reaches the model
+    assert embedder.embed(["alpha beta"]).shape == (1, 64)
+    assert len(inner.calls) == 2  # a full hit never calls the model
+    assert embedder.hits == 2
+    np.testing.assert_allclose(second, HashingEmbedder(64).embed(["gamma delta", "new words"]))
     assert db.query("SELECT COUNT(*) AS n FROM embedding_cache")[0]["n"] == 3
     assert SQLiteEmbeddingCache(db).get_many([cache_key(inner.name, "new words")])
     assert embedder.embed([]).shape == (0, 64)
 
 
-# -- corpus ----------------------------------------------------------------------------------------------------------
+# -- corpus --------------------------------------------------------------------------------------------------
 
 
 def chunk(cid: str, text: str, source: str = "a.md", ordinal: int = 1) -> Chunk:
@@ -213,8 +223,9 @@ def test_corpus_replace_and_remove_bump_generation(db: Database):
     corpus = SQLiteCorpus(db)
     assert corpus.generation() == 0
     assert corpus.embedder() is None
-    corpus.replace_document("/r", "a.md", "h1", [chunk("a#1", "one"), chunk("a#2", "two", ordinal=2)],
-                            vectors(2), "emb")
+    corpus.replace_document(
+        "/r", "a.md", "h1", [chunk("a#1", "one"), chunk("a#2", "two", ordinal=2)], vectors(2), "emb"
+    )
     assert corpus.generation() == 1
     assert corpus.embedder() == "emb"
     assert corpus.chunk_count() == 2
@@ -222,7 +233,8 @@ def test_corpus_replace_and_remove_bump_generation(db: Database):
     assert corpus.generation() == 2
     assert corpus.chunk_count() == 1
     [document] = corpus.documents()
-    assert (document.root, document.source, document.content_hash, document.chunk_count) == ("/r", "a.md", "h2", 1)
+    summary = (document.root, document.source, document.content_hash, document.chunk_count)
+    assert summary == ("/r", "a.md", "h2", 1)
     assert corpus.remove_documents([]) == 0
     assert corpus.generation() == 2  # nothing removed, nothing bumped
     assert corpus.remove_documents([("/r", "a.md"), ("/r", "gone.md")]) == 1
@@ -233,8 +245,7 @@ def test_corpus_replace_and_remove_bump_generation(db: Database):
 
 def test_corpus_reads_back_chunks_and_vectors(db: Database):
     corpus = SQLiteCorpus(db)
-    corpus.replace_document("/r", "a.md", "h", [chunk("a#1", "one"), chunk("a#2", "two", ordinal=2)],
-                            vectors(2), "emb")
+    corpus.replace_document("/r", "a.md", "h", [chunk("a#1", "one"), chunk("a#2", "two", ordinal=2)], vectors(2), "emb")
     keys, texts = corpus.keys_and_texts()
     assert texts == ["H\none", "H\ntwo"]
     vkeys, matrix = corpus.keys_and_vectors()

@@ -13,8 +13,10 @@ def load_script(path: Path) -> list[str]:
         data = json.loads(path.read_text(encoding="utf-8"))
         return [str(turn["user"]) for turn in data["turns"]]
     except FileNotFoundError as exc:
-        raise InputError(f"no demo script at {path}",
-                         hint="run from the repository root, or pass --script PATH") from exc
+        raise InputError(
+            f"no demo script at {path}", hint="run from the repository root, or pass --script PATH"
+        ) from exc
     except (ValueError, KeyError, TypeError) as exc:
-        raise InputError(f"{path} is not a demo script ({exc})",
-                         hint='expected {"turns": [{"user": "..."}, ...]}') from exc
+        raise InputError(
+            f"{path} is not a demo script ({exc})", hint='expected {"turns": [{"user": "..."}, ...]}'
+        ) from exc

@@ -12,15 +12,20 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from anaphora.app import Anaphora
+from anaphora.cli.eval import eval_app
 from anaphora.cli.render import print_ingest_report, print_sources, print_trace
-from anaphora.errors import AnaphoraError
+from anaphora.errors import AnaphoraError, InputError
 from anaphora.settings import load_settings
 from anaphora.types import TurnResult
 
-app = typer.Typer(help="Conversational RAG where follow-up questions work.", no_args_is_help=True,
-                  pretty_exceptions_enable=False)
+app = typer.Typer(
+    help="Conversational RAG where follow-up questions work.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
 conversations_app = typer.Typer(help="List, show and delete stored conversations.", no_args_is_help=True)
 app.add_typer(conversations_app, name="conversations")
+app.add_typer(eval_app, name="eval")
 console = Console(highlight=False)
 errors = Console(stderr=True, highlight=False)
 
@@ -31,13 +36,22 @@ ConversationOption = Annotated[str | None, typer.Option("--conversation", "-c", 
 @app.callback()
 def configure(
     ctx: typer.Context,
-    data_dir: Annotated[Path | None, typer.Option(help="where the store and indexes live [env: ANAPHORA_DATA_DIR]")] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option(help="where the store and indexes live [env: ANAPHORA_DATA_DIR]")
+    ] = None,
     config: Annotated[Path | None, typer.Option(help="TOML settings file [env: ANAPHORA_CONFIG_FILE]")] = None,
     chat_model: Annotated[str | None, typer.Option(help="embedded | fake | gguf:PATH | openai:MODEL")] = None,
     embedder: Annotated[str | None, typer.Option(help="minilm | sentence-transformers:PATH | hashing")] = None,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="any setting, as NAME=VALUE (repeatable)")] = None,
 ) -> None:
     """Global options override ANAPHORA_* variables, which override the TOML file."""
-    ctx.obj = dict(data_dir=data_dir, config_file=config, chat_model=chat_model, embedder=embedder)
+    overrides = {}
+    for item in set_ or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise InputError(f"--set expects NAME=VALUE, got {item!r}", hint="e.g. --set fusion=bm25")
+        overrides[name.strip().replace("-", "_")] = value
+    ctx.obj = dict(overrides, data_dir=data_dir, config_file=config, chat_model=chat_model, embedder=embedder)
 
 
 def _open(ctx: typer.Context) -> Anaphora:
@@ -45,11 +59,21 @@ def _open(ctx: typer.Context) -> Anaphora:
 
 
 def _ingest(rag: Anaphora, paths: list[Path], *, prune: bool = True, force: bool = False):
-    with Progress(TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=errors, transient=True) as bar:
+    with Progress(
+        TextColumn("embedding"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=errors,
+        transient=True,
+    ) as bar:
         task = bar.add_task("embed", total=None)
-        report = rag.ingest(paths, prune=prune, force=force,
-                            progress=lambda done, total: bar.update(task, completed=done, total=total))
+        report = rag.ingest(
+            paths,
+            prune=prune,
+            force=force,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
+        )
     print_ingest_report(console, report)
     return report
 
@@ -167,8 +191,10 @@ def demo(
             console.print(f"[bold green]you>[/bold green] {escape(turn)}")
             console.print("[bold blue]anaphora>[/bold blue] ", end="")
             _answer(rag, turn, conversation, trace)
-        console.print(f"\n[dim]conversation {conversation} stored; continue it with: "
-                      f"anaphora chat --conversation {conversation}[/dim]")
+        console.print(
+            f"\n[dim]conversation {conversation} stored; continue it with: "
+            f"anaphora chat --conversation {conversation}[/dim]"
+        )
 
 
 def _report(exc: AnaphoraError) -> None:

@@ -16,7 +16,9 @@ def print_sources(console: Console, result: TurnResult) -> None:
             console.print("[dim]No passage cited.[/dim]")
         return
     attributed = all(c.how == "attributed" for c in result.citations)
-    console.print("[bold]Sources[/bold]" + (" [dim](matched by wording; the model cited none)[/dim]" if attributed else ""))
+    console.print(
+        "[bold]Sources[/bold]" + (" [dim](matched by wording; the model cited none)[/dim]" if attributed else "")
+    )
     for citation in result.citations:
         where = f" — {citation.heading}" if citation.heading else ""
         console.print(f"  [cyan]{escape(f'[{citation.id}]')}[/cyan] {escape(citation.source + where)}")
@@ -39,7 +41,8 @@ def print_trace(console: Console, result: TurnResult) -> None:
         retrieved.add_column(column, overflow="fold")
     for p in trace.retrieved:
         retrieved.add_row(
-            p.id, f"{p.score:.4f}",
+            p.id,
+            f"{p.score:.4f}",
             "" if p.bm25_score is None else f"{p.bm25_score:.2f}",
             "" if p.dense_score is None else f"{p.dense_score:.3f}",
             p.heading,

@@ -15,17 +15,24 @@ def load_embedder(settings: Settings) -> Embedder:
     if scheme == "hashing":
         return HashingEmbedder(int(argument) if argument else 384)
     if scheme in ("minilm", "sentence-transformers"):
-        from anaphora.embeddings.sentence_transformers import SentenceTransformerEmbedder, embedded_minilm_path
+        from anaphora.embeddings.sentence_transformers import (
+            SentenceTransformerEmbedder,
+            embedded_minilm_path,
+        )
 
         if scheme == "minilm":
-            return SentenceTransformerEmbedder(embedded_minilm_path(), name="all-MiniLM-L6-v2",
-                                               batch_size=settings.embed_batch_size)
+            return SentenceTransformerEmbedder(
+                embedded_minilm_path(), name="all-MiniLM-L6-v2", batch_size=settings.embed_batch_size
+            )
         if not argument:
-            raise ConfigurationError("'sentence-transformers:' needs a model directory",
-                                     hint="use sentence-transformers:/path/to/model")
+            raise ConfigurationError(
+                "'sentence-transformers:' needs a model directory",
+                hint="use sentence-transformers:/path/to/model",
+            )
         return SentenceTransformerEmbedder(argument, batch_size=settings.embed_batch_size)
-    raise ConfigurationError(f"unknown embedder {spec!r}",
-                             hint="use 'minilm', 'sentence-transformers:/path' or 'hashing'")
+    raise ConfigurationError(
+        f"unknown embedder {spec!r}", hint="use 'minilm', 'sentence-transformers:/path' or 'hashing'"
+    )
 
 
 __all__ = ["CachedEmbedder", "Embedder", "HashingEmbedder", "cache_key", "load_embedder"]

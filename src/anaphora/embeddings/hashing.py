@@ -5,6 +5,7 @@ Used by unit tests and as a dependency-free fallback; it carries no semantics be
 
 from __future__ import annotations
 
+import itertools
 import zlib
 from collections.abc import Sequence
 
@@ -22,7 +23,7 @@ class HashingEmbedder:
     def _vector(self, text: str) -> np.ndarray:
         vector = np.zeros(self.dim, dtype=np.float32)
         terms = content_words(text)
-        features = terms + [f"{a} {b}" for a, b in zip(terms, terms[1:], strict=False)]
+        features = terms + [f"{a} {b}" for a, b in itertools.pairwise(terms)]
         for feature in features:
             h = zlib.crc32(feature.encode())
             vector[h % self.dim] += 1.0 if (h >> 31) & 1 else -1.0

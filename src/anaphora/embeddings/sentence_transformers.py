@@ -44,13 +44,19 @@ class SentenceTransformerEmbedder:
         with self._lock:
             if self._model is not None:
                 return
-            st = require("sentence_transformers", package="sentence-transformers", extra="embedded",
-                         purpose="the embedder")
+            st = require(
+                "sentence_transformers",
+                package="sentence-transformers",
+                extra="embedded",
+                purpose="the embedder",
+            )
             try:
                 self._model = st.SentenceTransformer(str(self.model_path), device="cpu", local_files_only=True)
             except (OSError, ValueError, RuntimeError) as exc:
-                raise ModelError(f"cannot load the embedder from {self.model_path}: {exc}",
-                                 hint="check the model directory is complete") from exc
+                raise ModelError(
+                    f"cannot load the embedder from {self.model_path}: {exc}",
+                    hint="check the model directory is complete",
+                ) from exc
 
     @property
     def dim(self) -> int:
@@ -63,7 +69,10 @@ class SentenceTransformerEmbedder:
         if not texts:
             return np.empty((0, self.dim), dtype=np.float32)
         vectors = self._model.encode(
-            list(texts), batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
             show_progress_bar=False,
         )
         return np.asarray(vectors, dtype=np.float32)

@@ -66,10 +66,12 @@ def chunk_section(section: Section, *, size: int, overlap: int, count: TokenCoun
         if window and sum(t for _, t in window) + n > size:
             chunks.append(TextChunk(section.heading, "\n".join(u for u, _ in window), sum(t for _, t in window)))
             kept: list[tuple[str, int]] = []
-            for previous in reversed(window):  # carry trailing units up to `overlap` tokens
+            for previous in reversed(window):  # carry trailing units up to `overlap` tokens...
                 if sum(t for _, t in kept) + previous[1] > overlap:
                     break
                 kept.insert(0, previous)
+            while kept and sum(t for _, t in kept) + n > size:  # ...as long as the next unit still fits
+                kept.pop(0)
             window = kept
         window.append((unit, n))
     if window:

@@ -77,21 +77,34 @@ class Ingestor:
         recipe = f"{self.embedder.name}|{self.settings.chunk_tokens}|{self.settings.chunk_overlap}".encode()
         return hashlib.sha256(recipe + b"\0" + data).hexdigest()
 
-    def _chunks(self, document: ParsedDocument, source: str) -> list[Chunk]:
+    def _chunks(self, document: ParsedDocument, source: str, label: str) -> list[Chunk]:
+        """Chunks of one document; file chunks get ids ``<label>#<n>``, JSONL passages keep theirs."""
         if document.passages is not None:
-            return [Chunk(id=pid, heading=title, text=text, source=source, ordinal=n)
-                    for n, (pid, title, text) in enumerate(document.passages, start=1)]
+            return [
+                Chunk(id=pid, heading=title, text=text, source=source, ordinal=n)
+                for n, (pid, title, text) in enumerate(document.passages, start=1)
+            ]
         pieces = chunk_sections(
             document.sections,
             size=self.settings.chunk_tokens,
             overlap=self.settings.chunk_overlap,
             count=self.embedder.count_tokens,
         )
-        return [Chunk(id=f"{source}#{n}", heading=p.heading, text=p.text, source=source, ordinal=n)
-                for n, p in enumerate(pieces, start=1)]
+        return [
+            Chunk(id=f"{label}#{n}", heading=p.heading, text=p.text, source=source, ordinal=n)
+            for n, p in enumerate(pieces, start=1)
+        ]
 
-    def _prepare(self, root: Path, file: Path, known: dict[tuple[str, str], str], report: IngestReport,
-                 force: bool) -> _Pending | None:
+    def _prepare(
+        self,
+        root: Path,
+        file: Path,
+        known: dict[tuple[str, str], str],
+        report: IngestReport,
+        force: bool,
+        claimed: set[str],
+    ) -> _Pending | None:
+        """Parse and chunk one file; ``claimed`` holds the chunk ids earlier files of this run will write."""
         source = file.relative_to(root).as_posix()
         try:
             data = file.read_bytes()
@@ -112,18 +125,29 @@ class Ingestor:
         if document.is_empty:
             report.skipped.append((str(file), "no text found (empty file, or a scanned PDF without a text layer)"))
             return None
-        chunks = self._chunks(document, source)
-        ids = [c.id for c in chunks]
-        duplicated = {i for i, n in Counter(ids).items() if n > 1}
-        taken = duplicated | self.corpus.taken_chunk_ids(ids, str(root), source)
+        # a file named like one in another ingested folder gets ids prefixed with its folder's name
+        for label in (source, f"{root.name}/{source}"):
+            chunks = self._chunks(document, source, label)
+            ids = [c.id for c in chunks]
+            duplicated = {i for i, n in Counter(ids).items() if n > 1}
+            taken = duplicated | (claimed & set(ids)) | self.corpus.taken_chunk_ids(ids, str(root), source)
+            if not taken or document.passages is not None:
+                break
         if taken:
             example = sorted(taken)[0]
             report.skipped.append((str(file), f"passage id {example!r} is already used ({len(taken)} clashing ids)"))
             return None
+        claimed.update(ids)
         return _Pending(str(root), source, fingerprint, chunks, is_new=previous is None)
 
-    def run(self, paths: Sequence[str | Path], *, prune: bool = True, force: bool = False,
-            progress: Progress | None = None) -> IngestReport:
+    def run(
+        self,
+        paths: Sequence[str | Path],
+        *,
+        prune: bool = True,
+        force: bool = False,
+        progress: Progress | None = None,
+    ) -> IngestReport:
         """Bring the index in line with ``paths``. ``prune`` removes documents whose files are gone from an
         ingested folder; ``force`` re-chunks and re-embeds unchanged files too (after an embedder change)."""
         started = time.perf_counter()
@@ -132,6 +156,7 @@ class Ingestor:
         pending: list[_Pending] = []
         seen: set[tuple[str, str]] = set()
         pruned_roots: list[str] = []
+        claimed: set[str] = set()
         for raw in paths:
             root, files, is_directory = _discover(Path(raw).expanduser().resolve(), report)
             if is_directory:
@@ -140,7 +165,7 @@ class Ingestor:
                     report.warnings.append((str(root), "no supported files found"))
             for file in files:
                 seen.add((str(root), file.relative_to(root).as_posix()))
-                item = self._prepare(root, file, known, report, force)
+                item = self._prepare(root, file, known, report, force, claimed)
                 if item:
                     pending.append(item)
 
@@ -148,8 +173,9 @@ class Ingestor:
         done = 0
         for item in pending:
             vectors = self._embed(item.chunks, done, total, progress)
-            self.corpus.replace_document(item.root, item.source, item.content_hash, item.chunks, vectors,
-                                         self.embedder.name)
+            self.corpus.replace_document(
+                item.root, item.source, item.content_hash, item.chunks, vectors, self.embedder.name
+            )
             done += len(item.chunks)
             report.chunks_written += len(item.chunks)
             (report.added if item.is_new else report.updated).append(item.source)

@@ -43,7 +43,7 @@ def decode(data: bytes) -> tuple[str, str | None]:
         return data.decode("cp1252", errors="replace"), "not valid UTF-8; decoded as Windows-1252"
 
 
-_MD_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+_MD_HEADING = re.compile(r"^(#{1,6})\s+(.+?)(?:\s+#+)?\s*$")  # a closing "##" needs a space before it
 _FENCE = re.compile(r"^\s*(```|~~~)")
 
 
@@ -77,7 +77,7 @@ def parse_html(text: str) -> list[Section]:
     from bs4 import BeautifulSoup
 
     soup = BeautifulSoup(text, "html.parser")
-    for tag in soup(["script", "style", "nav", "header", "footer", "noscript"]):
+    for tag in soup(["script", "style", "nav", "footer", "noscript"]):
         tag.decompose()
     body = soup.body or soup
     sections: list[Section] = []
@@ -138,8 +138,10 @@ def parse_file(path: Path) -> ParsedDocument:
     """Parse by suffix. Raises :class:`InputError` for unsupported, unreadable or corrupt files."""
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED_SUFFIXES:
-        raise InputError(f"{path.name}: unsupported file type {suffix or '(none)'}",
-                         hint=f"supported: {', '.join(SUPPORTED_SUFFIXES)}")
+        raise InputError(
+            f"{path.name}: unsupported file type {suffix or '(none)'}",
+            hint=f"supported: {', '.join(SUPPORTED_SUFFIXES)}",
+        )
     if suffix == ".pdf":
         return ParsedDocument(sections=parse_pdf(path))
     try:

@@ -31,8 +31,8 @@ def echo_first_context(messages: Sequence[Message]) -> str:
     match = _CONTEXT_ID.search(last)
     if not match:
         return "I have no documents about that."
-    body = last[match.end() :].strip().splitlines()
-    first_line = next((line.strip() for line in body[1:] if line.strip()), "")[:160]
+    body = last[match.end() :].splitlines()[1:]  # the rest of the label line is its "(source — heading)"
+    first_line = next((line.strip() for line in body if line.strip()), "")[:160]
     return f"{first_line} [{match.group(1)}]"
 
 

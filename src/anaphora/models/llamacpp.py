@@ -88,8 +88,10 @@ class LlamaCppChatModel:
         with self._lock:
             return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
-    def _kwargs(self, messages: Sequence[Message], options: ChatOptions) -> dict[str, Any]:
+    def _kwargs(self, messages: Sequence[Message], options: ChatOptions, cancel: threading.Event) -> dict[str, Any]:
+        llama_cpp = require("llama_cpp", package="llama-cpp-python", extra="embedded", purpose="the GGUF model")
         kwargs: dict[str, Any] = {
+            "stopping_criteria": llama_cpp.StoppingCriteriaList([lambda tokens, logits: cancel.is_set()]),
             "messages": [{"role": m.role, "content": m.content} for m in messages],
             "temperature": options.temperature,
             "max_tokens": options.max_tokens,
@@ -100,10 +102,12 @@ class LlamaCppChatModel:
             kwargs["response_format"] = {"type": "json_object"}
         return kwargs
 
-    def _complete(self, messages: Sequence[Message], options: ChatOptions) -> ChatReply:
+    def _complete(self, messages: Sequence[Message], options: ChatOptions, cancel: threading.Event) -> ChatReply:
         self.warm_up()
         with self._lock:
-            out = self._llama.create_chat_completion(**self._kwargs(messages, options))
+            if cancel.is_set():
+                return ChatReply(text="")
+            out = self._llama.create_chat_completion(**self._kwargs(messages, options, cancel))
         usage = out.get("usage") or {}
         return ChatReply(
             text=out["choices"][0]["message"].get("content") or "",
@@ -112,19 +116,29 @@ class LlamaCppChatModel:
         )
 
     async def chat(self, messages: Sequence[Message], options: ChatOptions) -> ChatReply:
-        return await asyncio.to_thread(self._complete, messages, options)
+        """Cancelling the awaiting task (a stage timeout) stops generation at the next token and frees the model."""
+        cancel = threading.Event()
+        try:
+            return await asyncio.shield(asyncio.to_thread(self._complete, messages, options, cancel))
+        except asyncio.CancelledError:
+            cancel.set()
+            raise
 
-    def _stream_sync(self, messages: Sequence[Message], options: ChatOptions) -> Iterator[str]:
+    def _stream_sync(self, messages: Sequence[Message], options: ChatOptions, cancel: threading.Event) -> Iterator[str]:
         self.warm_up()
         with self._lock:
-            for chunk in self._llama.create_chat_completion(**self._kwargs(messages, options), stream=True):
+            for chunk in self._llama.create_chat_completion(**self._kwargs(messages, options, cancel), stream=True):
                 delta = chunk["choices"][0].get("delta", {}).get("content")
                 if delta:
                     yield delta
 
     async def stream(self, messages: Sequence[Message], options: ChatOptions) -> AsyncIterator[str]:
-        async for piece in iterate_in_thread(lambda: self._stream_sync(messages, options)):
-            yield piece
+        cancel = threading.Event()
+        try:
+            async for piece in iterate_in_thread(lambda: self._stream_sync(messages, options, cancel)):
+                yield piece
+        finally:
+            cancel.set()  # the consumer stopped early (guard, disconnect): stop generating
 
 
 async def iterate_in_thread(make_iterator) -> AsyncIterator[Any]:

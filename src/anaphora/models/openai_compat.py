@@ -67,16 +67,18 @@ class OpenAICompatibleChatModel:
         except httpx.HTTPError as exc:
             raise self._unavailable(exc) from exc
         self._check(response)
+        text = self._parse(response)
+        usage = response.json().get("usage") or {}
+        return ChatReply(text, usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
+
+    def _parse(self, response: httpx.Response) -> str:
         try:
-            data = response.json()
-            text = data["choices"][0]["message"].get("content") or ""
-        except (ValueError, KeyError, IndexError) as exc:
+            return response.json()["choices"][0]["message"].get("content") or ""
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
             raise ModelUnavailableError(
                 f"the chat endpoint {self.base_url} sent an answer that is not a chat completion",
                 hint="check that ANAPHORA_OPENAI_BASE_URL ends in /v1 of an OpenAI-compatible server",
             ) from exc
-        usage = data.get("usage") or {}
-        return ChatReply(text, usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
 
     async def stream(self, messages: Sequence[Message], options: ChatOptions) -> AsyncIterator[str]:
         payload = self._payload(messages, options, True)
@@ -85,6 +87,13 @@ class OpenAICompatibleChatModel:
                 if response.status_code >= 400:
                     await response.aread()
                     self._check(response)
+                if "text/event-stream" not in response.headers.get("content-type", "text/event-stream"):
+                    # a server that ignores stream=true answers with one plain completion
+                    await response.aread()
+                    text = self._parse(response)
+                    if text:
+                        yield text
+                    return
                 async for line in response.aiter_lines():
                     if not line.startswith("data:"):
                         continue

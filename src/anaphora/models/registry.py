@@ -72,10 +72,10 @@ def available_chat_models() -> dict[str, Factory]:
 
 def load_chat_model(settings: Settings, spec: str | None = None) -> ChatModel:
     spec = (spec or settings.chat_model).strip()
-    if spec.endswith(".gguf") and not spec.startswith("gguf:"):
-        spec = f"gguf:{spec}"
-    scheme, _, argument = spec.partition(":")
     factories = available_chat_models()
+    scheme, _, argument = spec.partition(":")
+    if scheme not in factories and spec.endswith(".gguf"):  # a bare path; "openai:x.gguf" keeps its scheme
+        scheme, argument = "gguf", spec
     if scheme not in factories:
         raise ConfigurationError(
             f"unknown chat model {spec!r}",

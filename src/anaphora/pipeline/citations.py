@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from anaphora.text import content_set
 from anaphora.types import Citation, Passage
 
-_BRACKETED = re.compile(r"\[([^\[\]\n]{1,200})\]")
+BRACKETED = re.compile(r"\[([^\[\]\n]{1,200})\]")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 MIN_SENTENCE_WORDS = 3
 MIN_OVERLAP = 0.6
@@ -18,8 +18,10 @@ def cited_ids(answer: str, known: Sequence[str]) -> list[str]:
     """Ids written in square brackets (``[a]``, ``[a, b]``, ``[a][b]``) that name a passage, in order."""
     known_set = set(known)
     found: list[str] = []
-    for group in _BRACKETED.findall(answer):
-        for candidate in re.split(r"\s*[,;]\s*", group.strip()):
+    for group in BRACKETED.findall(answer):
+        whole = group.strip()
+        parts = [whole] if whole in known_set else re.split(r"\s*[,;]\s*", whole)
+        for candidate in parts:
             candidate = candidate.strip().strip("`'\"")
             if candidate.lower().startswith("id:"):
                 candidate = candidate[3:].strip()
@@ -37,7 +39,8 @@ def attributed_ids(answer: str, passages: Sequence[Passage]) -> list[str]:
         if len(words) < MIN_SENTENCE_WORDS:
             continue
         best_id, best = max(
-            ((pid, len(words & vocab) / len(words)) for pid, vocab in vocabularies), key=lambda x: x[1],
+            ((pid, len(words & vocab) / len(words)) for pid, vocab in vocabularies),
+            key=lambda x: x[1],
             default=(None, 0.0),
         )
         if best_id and best >= MIN_OVERLAP and best_id not in found:

@@ -23,7 +23,7 @@ from anaphora.retrieval.hybrid import HybridRetriever
 from anaphora.sanitize import sanitize
 from anaphora.settings import Settings
 from anaphora.store.protocols import ConversationStore, StoredTurn
-from anaphora.types import Message, TurnResult, TurnTrace
+from anaphora.types import Message, Passage, TurnResult, TurnTrace
 
 LOCAL_USER = "local"
 NO_ANSWER = "I could not find this in the documents."
@@ -113,15 +113,18 @@ class Engine:
         turns = await self.conversations.turns(request.user_id, request.conversation_id)
         return turns_to_messages(turns)
 
-    async def _run(self, request: TurnRequest, deltas: asyncio.Queue[str | None] | None) -> TurnResult:
-        question = sanitize(request.question).strip()
-        if not question:
-            raise InputError("the question is empty", hint="type a question")
-        trace = TurnTrace(question=question)
-        history = [Message(role=m.role, content=sanitize(m.content)) for m in await self._history(request)]
+    async def retrieve(
+        self, question: str, history: Sequence[Message], query_stage: QueryStage | None = None
+    ) -> tuple[list[Passage], TurnTrace]:
+        """The retrieval half of a turn, without generation: returns all ranked candidates and the trace, whose
+        ``retrieved`` holds the passages selected for the prompt.
 
+        ``question`` and ``history`` must already be sanitised. Evaluation calls this directly, optionally with
+        another ``query_stage`` (a baseline), so that what is measured is exactly what a turn does.
+        """
+        trace = TurnTrace(question=question)
         with timed(trace, "query") as stage:
-            plan = await self.query_stage.run(question, history)
+            plan = await (query_stage or self.query_stage).run(question, history)
             stage.set(plan.status, plan.detail)
         trace.query, trace.query_source = plan.query, plan.source
         trace.model_calls += plan.model_calls
@@ -129,13 +132,24 @@ class Engine:
         with timed(trace, "retrieve") as stage:
             candidates = await self.retriever.run(plan.query)
             stage.set("ok", f"{len(candidates)} candidates")
-        passages = candidates[: self.settings.top_k]
-        trace.retrieved = passages
+        trace.retrieved = candidates[: self.settings.top_k]
+        return candidates, trace
+
+    async def _run(self, request: TurnRequest, deltas: asyncio.Queue[str | None] | None) -> TurnResult:
+        question = sanitize(request.question).strip()
+        if not question:
+            raise InputError("the question is empty", hint="type a question")
+        history = [Message(role=m.role, content=sanitize(m.content)) for m in await self._history(request)]
+        _, trace = await self.retrieve(question, history)
+        passages = trace.retrieved
 
         window = history[-2 * self.settings.history_turns :] if self.settings.history_turns else []
         messages = build_messages(self.settings.system_prompt, window, passages, question)
-        options = ChatOptions(temperature=self.settings.answer_temperature,
-                              max_tokens=self.settings.answer_max_tokens, stop=ANSWER_STOP)
+        options = ChatOptions(
+            temperature=self.settings.answer_temperature,
+            max_tokens=self.settings.answer_max_tokens,
+            stop=ANSWER_STOP,
+        )
         with timed(trace, "generate") as stage:
             answer, guard = await self._generate(messages, options, deltas)
             if not answer:
@@ -157,8 +171,14 @@ class Engine:
                     request.user_id, request.conversation_id, request.question, answer, citations, trace
                 )
             turn_index = stored.index
-        return TurnResult(conversation_id=conversation_id, turn_index=turn_index, question=request.question,
-                          answer=answer, citations=citations, trace=trace)
+        return TurnResult(
+            conversation_id=conversation_id,
+            turn_index=turn_index,
+            question=request.question,
+            answer=answer,
+            citations=citations,
+            trace=trace,
+        )
 
     @staticmethod
     def _emit(deltas: asyncio.Queue[str | None] | None, text: str | None) -> None:

@@ -17,7 +17,7 @@ CONTEXT_CLOSE = "<<<END CONTEXT>>>"
 
 def format_passage(passage: Passage) -> str:
     where = " — ".join(p for p in (passage.source, passage.heading) if p)
-    label = f"[{passage.id}]" + (f" ({sanitize(where)})" if where else "")
+    label = f"[{sanitize(passage.id)}]" + (f" ({sanitize(where)})" if where else "")
     return f"{label}\n{sanitize(passage.text).strip()}"
 
 

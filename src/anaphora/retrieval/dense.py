@@ -23,8 +23,9 @@ class DenseIndex:
         self.graph = graph
 
     @classmethod
-    def build(cls, keys: np.ndarray, vectors: np.ndarray | None, dim: int, *,
-              exact_below: int = EXACT_BELOW) -> DenseIndex:
+    def build(
+        cls, keys: np.ndarray, vectors: np.ndarray | None, dim: int, *, exact_below: int = EXACT_BELOW
+    ) -> DenseIndex:
         if vectors is None or len(keys) == 0:
             return cls(np.empty(0, dtype=np.int64), dim, matrix=np.empty((0, dim), dtype=np.float32))
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)

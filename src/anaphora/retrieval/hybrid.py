@@ -45,15 +45,21 @@ class HybridRetriever:
             ranked = dense
         else:
             ranked = weighted_rrf(
-                [(self.settings.bm25_weight, lexical), (self.settings.dense_weight, dense)], k=self.settings.rrf_k
+                [(self.settings.bm25_weight, lexical), (self.settings.dense_weight, dense)],
+                k=self.settings.rrf_k,
             )
         ranked = ranked[:limit]
         lexical_scores, dense_scores = dict(lexical), dict(dense)
         chunks = self.corpus.chunks([key for key, _ in ranked])
         return [
             Passage(
-                id=chunks[key].id, text=chunks[key].text, source=chunks[key].source, heading=chunks[key].heading,
-                score=score, bm25_score=lexical_scores.get(key), dense_score=dense_scores.get(key),
+                id=chunks[key].id,
+                text=chunks[key].text,
+                source=chunks[key].source,
+                heading=chunks[key].heading,
+                score=score,
+                bm25_score=lexical_scores.get(key),
+                dense_score=dense_scores.get(key),
             )
             for key, score in ranked
             if key in chunks

@@ -7,6 +7,7 @@ corpus write and an index save costs a rebuild, never a wrong answer.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import threading
@@ -50,9 +51,17 @@ class IndexCache:
         if built_with and built_with != self.embedder_name and self.corpus.chunk_count():
             raise ConfigurationError(
                 f"the documents were embedded with {built_with!r} but the embedder is now {self.embedder_name!r}",
-                hint=f"set ANAPHORA_EMBEDDER back, or re-embed with: anaphora ingest --rebuild PATH "
-                f"(or use a new ANAPHORA_DATA_DIR)",
+                hint="set ANAPHORA_EMBEDDER back, or re-embed with: anaphora ingest --rebuild PATH "
+                "(or use a new ANAPHORA_DATA_DIR)",
             )
+
+    def _stamp_for(self, generation: int) -> dict:
+        """What an index must have been built from to be reused: this store, this generation, this embedder."""
+        return {
+            "store": self.corpus.db.get_meta("store_id"),
+            "generation": generation,
+            "embedder": self.embedder_name,
+        }
 
     def _stamp(self) -> Path:
         return self.directory / "stamp.json"
@@ -61,10 +70,13 @@ class IndexCache:
         self._check_embedder()
         try:
             stamp = json.loads(self._stamp().read_text())
-            if stamp != {"generation": generation, "embedder": self.embedder_name}:
+            if stamp != self._stamp_for(generation):
                 return None
-            return SearchIndexes(generation, BM25Index.load(self.directory / "bm25"),
-                                 DenseIndex.load(self.directory / "dense", self.dim))
+            return SearchIndexes(
+                generation,
+                BM25Index.load(self.directory / "bm25"),
+                DenseIndex.load(self.directory / "dense", self.dim),
+            )
         except (OSError, ValueError, RuntimeError, KeyError):
             return None
 
@@ -73,10 +85,8 @@ class IndexCache:
         bm25 = BM25Index.build(keys, texts)
         vector_keys, vectors = self.corpus.keys_and_vectors()
         dense = DenseIndex.build(vector_keys, vectors, self.dim)
-        try:
+        with contextlib.suppress(OSError):  # a read-only data dir still serves from memory; the next start rebuilds
             self._save(generation, bm25, dense)
-        except OSError:
-            pass  # a read-only data dir still serves from memory; the next start rebuilds
         return SearchIndexes(generation, bm25, dense)
 
     def _save(self, generation: int, bm25: BM25Index, dense: DenseIndex) -> None:
@@ -85,6 +95,6 @@ class IndexCache:
         (staging / "bm25").mkdir(parents=True)
         bm25.save(staging / "bm25")
         dense.save(staging / "dense")
-        (staging / "stamp.json").write_text(json.dumps({"generation": generation, "embedder": self.embedder_name}))
+        (staging / "stamp.json").write_text(json.dumps(self._stamp_for(generation)))
         shutil.rmtree(self.directory, ignore_errors=True)
         staging.rename(self.directory)

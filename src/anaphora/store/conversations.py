@@ -12,16 +12,17 @@ from anaphora.store.database import Database
 from anaphora.store.protocols import Conversation, StoredTurn
 from anaphora.types import Citation, TurnTrace
 
-_SELECT = (
-    "SELECT c.*, (SELECT COUNT(*) FROM turns t WHERE t.conversation_id = c.id) AS turn_count "
-    "FROM conversations c"
-)
+_SELECT = "SELECT c.*, (SELECT COUNT(*) FROM turns t WHERE t.conversation_id = c.id) AS turn_count FROM conversations c"
 
 
 def _conversation(row) -> Conversation:
     return Conversation(
-        id=row["id"], user_id=row["user_id"], title=row["title"], created_at=row["created_at"],
-        updated_at=row["updated_at"], turn_count=row["turn_count"],
+        id=row["id"],
+        user_id=row["user_id"],
+        title=row["title"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        turn_count=row["turn_count"],
     )
 
 
@@ -72,8 +73,7 @@ class SQLiteConversationStore:
             rows = self.db.query("SELECT * FROM turns WHERE conversation_id = ? ORDER BY idx", (conversation_id,))
         else:
             rows = self.db.query(
-                "SELECT * FROM (SELECT * FROM turns WHERE conversation_id = ? ORDER BY idx DESC LIMIT ?) "
-                "ORDER BY idx",
+                "SELECT * FROM (SELECT * FROM turns WHERE conversation_id = ? ORDER BY idx DESC LIMIT ?) ORDER BY idx",
                 (conversation_id, last),
             )
         return [_turn(r) for r in rows]
@@ -99,16 +99,28 @@ class SQLiteConversationStore:
                 "INSERT INTO turns(conversation_id, idx, question, answer, citations, trace, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
-                    conversation_id, index, question, answer,
-                    json.dumps([c.model_dump() for c in citations]), trace.model_dump_json(), now,
+                    conversation_id,
+                    index,
+                    question,
+                    answer,
+                    json.dumps([c.model_dump() for c in citations]),
+                    trace.model_dump_json(),
+                    now,
                 ),
             )
             title = owner["title"] or question[:80]
             db.execute(
-                "UPDATE conversations SET updated_at = ?, title = ? WHERE id = ?", (now, title, conversation_id)
+                "UPDATE conversations SET updated_at = ?, title = ? WHERE id = ?",
+                (now, title, conversation_id),
             )
-        return StoredTurn(index=index, question=question, answer=answer, citations=list(citations), trace=trace,
-                          created_at=now)
+        return StoredTurn(
+            index=index,
+            question=question,
+            answer=answer,
+            citations=list(citations),
+            trace=trace,
+            created_at=now,
+        )
 
     async def delete(self, user_id: str, conversation_id: str) -> None:
         with self.db.transaction() as db:

@@ -44,7 +44,9 @@ class SQLiteCorpus:
         return self.db.get_meta("corpus_embedder")
 
     def documents(self) -> list[StoredDocument]:
-        rows = self.db.query("SELECT root, source, content_hash, chunk_count, ingested_at FROM documents ORDER BY source")
+        rows = self.db.query(
+            "SELECT root, source, content_hash, chunk_count, ingested_at FROM documents ORDER BY source"
+        )
         return [StoredDocument(**dict(r)) for r in rows]
 
     def chunk_count(self) -> int:
@@ -78,7 +80,12 @@ class SQLiteCorpus:
 
     # -- writes ------------------------------------------------------------------------------------------------
     def replace_document(
-        self, root: str, source: str, content_hash: str, chunks: Sequence[Chunk], vectors: np.ndarray,
+        self,
+        root: str,
+        source: str,
+        content_hash: str,
+        chunks: Sequence[Chunk],
+        vectors: np.ndarray,
         embedder: str,
     ) -> None:
         """Insert or replace one document and all its chunks, atomically."""
@@ -91,7 +98,14 @@ class SQLiteCorpus:
             db.executemany(
                 "INSERT INTO chunks(id, document_id, ordinal, heading, text, vector) VALUES (?, ?, ?, ?, ?, ?)",
                 [
-                    (c.id, document_id, c.ordinal, c.heading, c.text, np.asarray(v, dtype=np.float32).tobytes())
+                    (
+                        c.id,
+                        document_id,
+                        c.ordinal,
+                        c.heading,
+                        c.text,
+                        np.asarray(v, dtype=np.float32).tobytes(),
+                    )
                     for c, v in zip(chunks, vectors, strict=True)
                 ],
             )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -76,7 +77,7 @@ def m001_initial(db: sqlite3.Connection) -> None:
             created_at REAL NOT NULL,
             PRIMARY KEY (conversation_id, idx)
         );
-        """
+        """,
     )
 
 
@@ -85,21 +86,25 @@ class Database:
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         try:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
             self._conn.row_factory = sqlite3.Row
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
             self._conn.execute("PRAGMA foreign_keys=ON")
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, OSError) as exc:
             raise StoreError(
                 f"cannot open the SQLite store at {self.path}: {exc}",
                 hint="check the data directory (ANAPHORA_DATA_DIR) exists and is writable",
             ) from exc
         self._lock = threading.RLock()
-        self._migrate()
+        try:
+            self._migrate()
+        except BaseException:
+            self._conn.close()
+            raise
 
     def _migrate(self) -> None:
         with self.transaction() as db:
@@ -112,6 +117,8 @@ class Database:
             for number, step in enumerate(MIGRATIONS[version:], start=version + 1):
                 step(db)
                 db.execute(f"PRAGMA user_version = {number}")
+            if db.execute("SELECT 1 FROM meta WHERE key = 'store_id'").fetchone() is None:
+                self.set_meta(db, "store_id", uuid.uuid4().hex)
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -136,7 +143,10 @@ class Database:
 
     @staticmethod
     def set_meta(db: sqlite3.Connection, key: str, value: str) -> None:
-        db.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = ?", (key, value, value))
+        db.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = ?",
+            (key, value, value),
+        )
 
     def close(self) -> None:
         with self._lock:

@@ -46,8 +46,13 @@ class ConversationStore(Protocol):
     async def turns(self, user_id: str, conversation_id: str, *, last: int | None = None) -> list[StoredTurn]: ...
 
     async def append_turn(
-        self, user_id: str, conversation_id: str, question: str, answer: str,
-        citations: Sequence[Citation], trace: TurnTrace,
+        self,
+        user_id: str,
+        conversation_id: str,
+        question: str,
+        answer: str,
+        citations: Sequence[Citation],
+        trace: TurnTrace,
     ) -> StoredTurn: ...
 
     async def delete(self, user_id: str, conversation_id: str) -> None: ...

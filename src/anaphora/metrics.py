@@ -1,0 +1,53 @@
+"""Counters and histograms of the turn pipeline, in a Prometheus registry owned by the engine (no global state).
+
+The HTTP service exposes ``Metrics.registry`` at ``/metrics``; the CLI and evaluation read the same counters.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+STAGE_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+
+
+class Metrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        self.rewriter = Counter(
+            "anaphora_rewriter_requests",
+            "Query-rewrite attempts by outcome",
+            ["status"],
+            registry=self.registry,
+        )
+        self.summarizer = Counter(
+            "anaphora_summarizer_requests",
+            "Rolling-summary updates by outcome",
+            ["status"],
+            registry=self.registry,
+        )
+        self.turns = Counter("anaphora_turns", "Turns answered", registry=self.registry)
+        self.model_calls = Counter(
+            "anaphora_model_calls", "Chat-model calls by purpose", ["purpose"], registry=self.registry
+        )
+        self.stage_seconds = Histogram(
+            "anaphora_stage_seconds",
+            "Time per pipeline stage",
+            ["stage"],
+            buckets=STAGE_BUCKETS,
+            registry=self.registry,
+        )
+        self.prompt_tokens = Histogram(
+            "anaphora_prompt_tokens",
+            "Prompt tokens per turn",
+            buckets=(256, 512, 1024, 2048, 4096, 6000, 8192, 16384, 32768),
+            registry=self.registry,
+        )
+        self.budget_evictions = Counter(
+            "anaphora_budget_evicted_turns",
+            "Verbatim turns left out to fit the budget",
+            registry=self.registry,
+        )
+
+    def value(self, name: str, **labels: str) -> float:
+        """Current value of a sample, e.g. ``value("anaphora_rewriter_requests_total", status="ok")``."""
+        return self.registry.get_sample_value(name, labels) or 0.0

@@ -1,0 +1,152 @@
+"""HybridRetriever over a real (tiny) SQLite corpus with the HashingEmbedder: bm25, dense and rrf fusion."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from anaphora.app import Components, build_components
+from anaphora.retrieval import HybridRetriever
+from anaphora.settings import Settings
+from anaphora.types import Passage
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture(autouse=True)
+def _isolated_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in list(os.environ):
+        if name.startswith("ANAPHORA_"):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(data_dir=tmp_path / "data", embedder="hashing", chat_model="fake")
+
+
+@pytest.fixture
+def app(settings: Settings, tmp_path: Path) -> Iterator[Components]:
+    components = build_components(settings)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "install.md").write_text(
+        "# Installation\n\nUse pip to install the zanzibar package on your machine.\n\n"
+        "## Upgrading\n\nRun pip with the upgrade flag to fetch newer zanzibar releases.\n",
+        encoding="utf-8",
+    )
+    (folder / "cooking.md").write_text(
+        "# Recipes\n\nBake the sourdough bread in a hot oven for forty minutes.\n", encoding="utf-8"
+    )
+    (folder / "space.txt").write_text(
+        "Astronauts aboard the orbital station observe distant nebulae through telescopes.\n",
+        encoding="utf-8",
+    )
+    (folder / "faq.jsonl").write_text(
+        json.dumps({"id": "faq-1", "title": "Billing", "text": "Invoices are emailed monthly to the owner."})
+        + "\n"
+        + json.dumps({"id": "faq-2", "title": "Support", "text": "Tickets are answered within a day."})
+        + "\n",
+        encoding="utf-8",
+    )
+    report = components.ingestor.run([folder])
+    assert len(report.added) == 4
+    yield components
+    components.database.close()
+
+
+def retriever(app: Components, **overrides) -> HybridRetriever:
+    return HybridRetriever(app.corpus, app.indexes, app.embedder, app.settings.model_copy(update=overrides))
+
+
+def assert_sorted(passages: list[Passage]) -> None:
+    scores = [p.score for p in passages]
+    assert scores == sorted(scores, reverse=True)
+
+
+async def test_bm25_fusion(app: Components):
+    passages = await retriever(app, fusion="bm25").run("zanzibar installation")
+    top = passages[0]
+    assert (top.id, top.source, top.heading) == ("install.md#1", "install.md", "Installation")
+    assert "pip to install the zanzibar package" in top.text
+    assert {p.id for p in passages} == {"install.md#1", "install.md#2"}  # only chunks sharing a word
+    for p in passages:
+        assert p.bm25_score == p.score > 0
+        assert p.dense_score is None
+    assert_sorted(passages)
+
+
+async def test_dense_fusion(app: Components):
+    passages = await retriever(app, fusion="dense").run("invoices emailed monthly")
+    top = passages[0]
+    assert (top.id, top.source, top.heading) == ("faq-1", "faq.jsonl", "Billing")
+    assert top.text == "Invoices are emailed monthly to the owner."
+    assert len(passages) == app.corpus.chunk_count()  # the exact scan ranks every chunk
+    for p in passages:
+        assert p.dense_score == p.score
+        assert p.bm25_score is None
+        assert -1.0 - 1e-6 <= p.score <= 1.0 + 1e-6
+    assert_sorted(passages)
+
+
+async def test_rrf_fusion_scores(app: Components):
+    settings = app.settings
+    passages = await retriever(app, fusion="rrf").run("sourdough bread oven")
+    top = passages[0]
+    assert (top.id, top.source, top.heading) == ("cooking.md#1", "cooking.md", "Recipes")
+    # first in both lists: bm25_weight / (k + 1) + dense_weight / (k + 1)
+    expected = settings.bm25_weight / (settings.rrf_k + 1) + settings.dense_weight / (settings.rrf_k + 1)
+    assert top.score == pytest.approx(expected)
+    assert top.bm25_score is not None and top.bm25_score > 0
+    assert top.dense_score is not None and top.dense_score > 0
+    # chunks without a shared word come only from the dense list
+    others = [p for p in passages if p.id != top.id]
+    assert others and all(p.bm25_score is None and p.dense_score is not None for p in others)
+    assert_sorted(passages)
+
+
+async def test_rrf_with_zero_dense_weight_follows_bm25(app: Components):
+    query = "zanzibar pip upgrade"
+    lexical = await retriever(app, fusion="bm25").run(query)
+    fused = await retriever(app, fusion="rrf", dense_weight=0.0).run(query)
+    assert [p.id for p in fused] == [p.id for p in lexical]
+    assert [p.score for p in fused] == pytest.approx(
+        [app.settings.bm25_weight / (app.settings.rrf_k + rank) for rank in range(1, len(fused) + 1)]
+    )
+
+
+async def test_limit_and_default_candidates(app: Components):
+    assert len(await retriever(app, fusion="dense").run("telescopes", limit=2)) == 2
+    assert len(await retriever(app, fusion="dense", candidates=3, top_k=3).run("telescopes")) == 3
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\n"])
+async def test_blank_query_returns_nothing(app: Components, query: str):
+    assert await retriever(app).run(query) == []
+
+
+async def test_unknown_words_with_bm25_fusion_return_nothing(app: Components):
+    assert await retriever(app, fusion="bm25").run("qwertyuiop asdfghjkl") == []
+
+
+async def test_components_retriever_sees_new_documents(app: Components, tmp_path: Path):
+    (tmp_path / "docs" / "late.md").write_text("# Late\n\nThe platypus lays eggs.\n", encoding="utf-8")
+    assert all(p.id != "late.md#1" for p in await app.retriever.run("platypus"))
+    app.ingestor.run([tmp_path / "docs"])
+    passages = await app.retriever.run("platypus")
+    assert passages[0].id == "late.md#1"
+    assert passages[0].heading == "Late"
+
+
+async def test_empty_corpus_returns_nothing(tmp_path: Path):
+    settings = Settings(data_dir=tmp_path / "empty", embedder="hashing", chat_model="fake")
+    components = build_components(settings)
+    try:
+        assert await components.retriever.run("anything") == []
+    finally:
+        components.database.close()
