@@ -10,9 +10,12 @@ from pathlib import Path
 from anaphora.embeddings import CachedEmbedder, load_embedder
 from anaphora.ingest import Ingestor, IngestReport
 from anaphora.ingest.ingestor import Progress
+from anaphora.metrics import Metrics
 from anaphora.models import ChatModel, load_chat_model
 from anaphora.pipeline.engine import LOCAL_USER, Engine, TurnRequest
 from anaphora.pipeline.query import LastMessageQuery, QueryStage
+from anaphora.pipeline.rewrite import GuardedRewriter, HistoryExpansion
+from anaphora.pipeline.summary import RollingSummarizer
 from anaphora.retrieval import HybridRetriever, IndexCache
 from anaphora.settings import Settings, load_settings
 from anaphora.store import Database, SQLiteConversationStore, SQLiteCorpus, SQLiteEmbeddingCache
@@ -35,8 +38,18 @@ class Components:
     ingestor: Ingestor
 
 
-def build_query_stage(settings: Settings, chat_model: ChatModel) -> QueryStage:
-    return LastMessageQuery()
+def build_query_stage(settings: Settings, chat_model: ChatModel, metrics: Metrics) -> QueryStage:
+    if settings.rewriter == "off":
+        return LastMessageQuery()
+    if settings.rewriter == "expansion":
+        return HistoryExpansion()
+    return GuardedRewriter(
+        chat_model,
+        history_turns=settings.rewrite_history_turns,
+        timeout_s=settings.rewrite_timeout_s,
+        max_tokens=settings.rewrite_max_tokens,
+        metrics=metrics,
+    )
 
 
 def build_components(settings: Settings, *, model: ChatModel | None = None) -> Components:
@@ -48,12 +61,24 @@ def build_components(settings: Settings, *, model: ChatModel | None = None) -> C
     retriever = HybridRetriever(corpus, indexes, embedder, settings)
     conversations = SQLiteConversationStore(database)
     chat_model = model or load_chat_model(settings)
+    metrics = Metrics()
+    summarizer = RollingSummarizer(
+        chat_model,
+        conversations,
+        conversations,
+        max_tokens=settings.summary_max_tokens,
+        timeout_s=settings.summary_timeout_s,
+        metrics=metrics,
+    )
     engine = Engine(
         settings,
         chat_model=chat_model,
         retriever=retriever,
         conversations=conversations,
-        query_stage=build_query_stage(settings, chat_model),
+        query_stage=build_query_stage(settings, chat_model, metrics),
+        summaries=conversations,
+        summarizer=summarizer,
+        metrics=metrics,
     )
     return Components(
         settings,
@@ -132,6 +157,7 @@ class Anaphora:
         yield self._runner.run(turn.result())
 
     def close(self) -> None:
+        self._runner.run(self.components.engine.drain())
         self._runner.close()
         self.components.database.close()
 

@@ -105,8 +105,22 @@ class Settings(BaseSettings):
     bm25_weight: float = Field(default=0.5, ge=0, description="weight of the BM25 list in the fusion")
     dense_weight: float = Field(default=1.0, ge=0, description="weight of the dense list in the fusion")
 
-    # Conversation ---------------------------------------------------------------------------------------------
-    history_turns: int = Field(default=8, ge=0, le=64, description="verbatim turns in the generation prompt")
+    # Conversation memory --------------------------------------------------------------------------------------
+    history_turns: int = Field(default=8, ge=4, le=64, description="verbatim turns in the generation prompt")
+    history_budget_tokens: int = Field(
+        default=6000, ge=256, description="tokens for summary + verbatim turns; oldest turns are evicted first"
+    )
+    rewriter: Literal["model", "expansion", "off"] = Field(
+        default="model",
+        description="query for retrieval on follow-ups: 'model' (guarded model rewrite, falling back to "
+        "'expansion'), 'expansion' (model-free: adds salient words of recent turns), 'off' (the message alone)",
+    )
+    rewrite_history_turns: int = Field(default=6, ge=1, le=8, description="turns the rewriter sees")
+    rewrite_timeout_s: float = Field(default=10.0, gt=0, description="time budget of the rewrite call")
+    rewrite_max_tokens: int = Field(default=256, ge=8, le=256, description="cap on rewrite output tokens")
+    summary: bool = Field(default=True, description="keep a rolling summary of turns that left the verbatim window")
+    summary_timeout_s: float = Field(default=60.0, gt=0, description="time budget of one summary update")
+    summary_max_tokens: int = Field(default=256, ge=32, description="cap on the rolling summary's length")
 
     @field_validator("data_dir", mode="after")
     @classmethod

@@ -55,6 +55,25 @@ class StageRecord(BaseModel):
     detail: str = ""
 
 
+class BudgetDecision(BaseModel):
+    """How the token budget was spent on one prompt (all figures in tokens, or counts of turns/passages)."""
+
+    budget: int
+    used: int
+    system: int
+    summary: int
+    question: int
+    passages: int
+    history: int
+    passages_kept: int
+    passages_dropped: int
+    turns_available: int
+    turns_kept: int
+    turns_evicted_for_budget: int
+    turns_beyond_window: int
+    summary_truncated: bool = False
+
+
 class TurnTrace(BaseModel):
     """What happened in one turn: observable, serialisable, returned by the API and printed by --trace."""
 
@@ -67,6 +86,7 @@ class TurnTrace(BaseModel):
     stages: list[StageRecord] = Field(default_factory=list)
     model_calls: int = 0
     prompt_tokens: int = 0
+    budget: BudgetDecision | None = None
 
     def stage(self, name: str) -> StageRecord | None:
         return next((s for s in self.stages if s.name == name), None)

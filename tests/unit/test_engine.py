@@ -63,7 +63,7 @@ def test_turns_are_persisted_and_history_reloaded(sample_rag: Anaphora, fake_mod
     assert (first.turn_index, second.turn_index) == (0, 1)
     stored = asyncio.run(sample_rag.components.conversations.turns("local", conversation))
     assert [t.question for t in stored] == [first.question, second.question]
-    assert stored[1].trace is not None and stored[1].trace.query == "What about memory limits?"
+    assert stored[1].trace == second.trace and stored[1].trace.query.startswith("What about memory limits?")
     assert [c.id for c in stored[0].citations] == [c.id for c in first.citations]
 
 

@@ -81,7 +81,7 @@ def test_env_overrides_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_constructor_beats_env_beats_toml(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    config = write(tmp_path / "conf.toml", "top_k = 2\ncandidates = 30\nhistory_turns = 3\nrrf_k = 11\n")
+    config = write(tmp_path / "conf.toml", "top_k = 2\ncandidates = 30\nhistory_turns = 5\nrrf_k = 11\n")
     monkeypatch.setenv("ANAPHORA_CONFIG_FILE", str(config))
     monkeypatch.setenv("ANAPHORA_TOP_K", "4")
     monkeypatch.setenv("ANAPHORA_HISTORY_TURNS", "6")
@@ -105,9 +105,9 @@ def test_config_file_argument_as_string(tmp_path: Path) -> None:
 
 
 def test_config_file_env_variable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    config = write(tmp_path / "from-env.toml", "history_turns = 2\n")
+    config = write(tmp_path / "from-env.toml", "history_turns = 4\n")
     monkeypatch.setenv("ANAPHORA_CONFIG_FILE", str(config))
-    assert load_settings().history_turns == 2
+    assert load_settings().history_turns == 4
 
 
 def test_config_file_argument_beats_env_variable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -220,7 +220,7 @@ def test_missing_config_file_from_env(monkeypatch: pytest.MonkeyPatch, tmp_path:
         ({"chunk_tokens": 64, "chunk_overlap": 64}, "chunk_overlap"),
         ({"candidates": -1}, "candidates"),
         ({"top_k": 0}, "top_k"),
-        ({"history_turns": -1}, "history_turns"),
+        ({"history_turns": 3}, "history_turns"),
         ({"history_turns": 65}, "history_turns"),
         ({"chunk_overlap": -5}, "chunk_overlap"),
         ({"model_timeout_s": 0}, "model_timeout_s"),
@@ -239,8 +239,8 @@ def test_invalid_values_name_the_field(overrides: dict, field: str) -> None:
 
 
 def test_limits_are_inclusive() -> None:
-    s = load_settings(top_k=25, candidates=25, chunk_tokens=64, chunk_overlap=63, history_turns=0)
-    assert (s.top_k, s.chunk_overlap, s.history_turns) == (25, 63, 0)
+    s = load_settings(top_k=25, candidates=25, chunk_tokens=64, chunk_overlap=63, history_turns=4)
+    assert (s.top_k, s.chunk_overlap, s.history_turns) == (25, 63, 4)
     assert load_settings(history_turns=64).history_turns == 64
 
 

@@ -9,20 +9,25 @@ A turn runs in its own task: a streaming caller that stops reading does not stop
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 from anaphora.errors import InputError
+from anaphora.metrics import Metrics
 from anaphora.models.base import ChatModel, ChatOptions
-from anaphora.pipeline.answer_guard import ANSWER_STOP, RepetitionGuard, extractive_answer
+from anaphora.pipeline.answer_guard import ANSWER_STOP, extractive_answer
+from anaphora.pipeline.budget import PromptPlan, plan_prompt
 from anaphora.pipeline.citations import extract_citations
-from anaphora.pipeline.prompt import build_messages
+from anaphora.pipeline.generate import Deltas, emit, generate
+from anaphora.pipeline.prompt import build_messages, format_passage
 from anaphora.pipeline.query import QueryStage
+from anaphora.pipeline.summary import RollingSummarizer
 from anaphora.pipeline.trace import timed
 from anaphora.retrieval.hybrid import HybridRetriever
 from anaphora.sanitize import sanitize
 from anaphora.settings import Settings
-from anaphora.store.protocols import ConversationStore, StoredTurn
+from anaphora.store.protocols import ConversationStore, StoredTurn, SummaryStore
 from anaphora.types import Message, Passage, TurnResult, TurnTrace
 
 LOCAL_USER = "local"
@@ -78,7 +83,7 @@ class TurnStream:
 
 
 class Engine:
-    """Runs turns. Every dependency is passed in; :func:`anaphora.app.build_engine` wires the defaults."""
+    """Runs turns. Every dependency is passed in; :func:`anaphora.app.build_components` wires the defaults."""
 
     def __init__(
         self,
@@ -88,12 +93,19 @@ class Engine:
         retriever: HybridRetriever,
         conversations: ConversationStore,
         query_stage: QueryStage,
+        summaries: SummaryStore | None = None,
+        summarizer: RollingSummarizer | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.settings = settings
         self.chat_model = chat_model
         self.retriever = retriever
         self.conversations = conversations
         self.query_stage = query_stage
+        self.summaries = summaries
+        self.summarizer = summarizer
+        self.metrics = metrics or Metrics()
+        self._background: set[asyncio.Task] = set()
 
     async def ask(self, request: TurnRequest) -> TurnResult:
         """Run one turn to completion (no streaming)."""
@@ -105,13 +117,10 @@ class Engine:
         task = asyncio.get_running_loop().create_task(self._run(request, deltas))
         return TurnStream(task, deltas)
 
-    async def _history(self, request: TurnRequest) -> list[Message]:
-        if request.history is not None:
-            return [m for m in request.history if m.role in ("user", "assistant")]
-        if request.conversation_id is None:
-            return []
-        turns = await self.conversations.turns(request.user_id, request.conversation_id)
-        return turns_to_messages(turns)
+    async def drain(self) -> None:
+        """Wait for background work (summary updates) to finish; call before shutting down."""
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
 
     async def retrieve(
         self, question: str, history: Sequence[Message], query_stage: QueryStage | None = None
@@ -135,44 +144,89 @@ class Engine:
         trace.retrieved = candidates[: self.settings.top_k]
         return candidates, trace
 
-    async def _run(self, request: TurnRequest, deltas: asyncio.Queue[str | None] | None) -> TurnResult:
+    async def _context(self, request: TurnRequest) -> tuple[list[Message], str, int]:
+        """(recent history as messages, current summary, number of earlier turns) - all sanitised."""
+        if request.history is not None:
+            history = [m for m in request.history if m.role in ("user", "assistant")]
+            turns_before = sum(1 for m in history if m.role == "user")
+            summary = ""
+        elif request.conversation_id is None:
+            return [], "", 0
+        else:
+            conversation = await self.conversations.get(request.user_id, request.conversation_id)
+            stored = await self.conversations.turns(
+                request.user_id, request.conversation_id, last=self.settings.history_turns
+            )
+            history, turns_before = turns_to_messages(stored), conversation.turn_count
+            current = await self.summaries.summary(request.user_id, request.conversation_id) if self.summaries else None
+            summary = current.text if current else ""
+        return [Message(role=m.role, content=sanitize(m.content)) for m in history], sanitize(summary), turns_before
+
+    def _plan(self, question: str, history: list[Message], summary: str, passages: list[Passage]) -> PromptPlan:
+        settings = self.settings
+        return plan_prompt(
+            count=self.chat_model.count_tokens,
+            budget=settings.context_window - settings.answer_max_tokens,
+            history_budget=settings.history_budget_tokens,
+            max_turns=settings.history_turns,
+            system=settings.system_prompt,
+            summary=summary,
+            history=history,
+            passages=passages,
+            question=question,
+            passage_text=format_passage,
+        )
+
+    async def _run(self, request: TurnRequest, deltas: Deltas | None) -> TurnResult:
+        try:
+            return await self._turn(request, deltas)
+        finally:
+            emit(deltas, None)
+
+    async def _turn(self, request: TurnRequest, deltas: Deltas | None) -> TurnResult:
         question = sanitize(request.question).strip()
         if not question:
             raise InputError("the question is empty", hint="type a question")
-        history = [Message(role=m.role, content=sanitize(m.content)) for m in await self._history(request)]
+        history, summary, turns_before = await self._context(request)
         _, trace = await self.retrieve(question, history)
-        passages = trace.retrieved
 
-        window = history[-2 * self.settings.history_turns :] if self.settings.history_turns else []
-        messages = build_messages(self.settings.system_prompt, window, passages, question)
+        with timed(trace, "budget") as stage:
+            plan = self._plan(question, history, summary, trace.retrieved)
+            trace.budget, passages = plan.decision, plan.passages
+            stage.set("ok", f"{plan.decision.used}/{plan.decision.budget} tokens, {plan.decision.turns_kept} turns")
+        system = self.settings.system_prompt + (
+            f"\n\nSummary of the earlier conversation: {plan.summary}" if plan.summary else ""
+        )
+        messages = build_messages(system, plan.history, passages, question)
         options = ChatOptions(
-            temperature=self.settings.answer_temperature,
-            max_tokens=self.settings.answer_max_tokens,
-            stop=ANSWER_STOP,
+            temperature=self.settings.answer_temperature, max_tokens=self.settings.answer_max_tokens, stop=ANSWER_STOP
         )
         with timed(trace, "generate") as stage:
-            answer, guard = await self._generate(messages, options, deltas)
+            answer, guard = await generate(self.chat_model, messages, options, deltas)
             if not answer:
                 answer = extractive_answer(question, passages) or NO_ANSWER
                 stage.set("ok", "model gave no usable answer: quoted the best passages instead")
-                self._emit(deltas, answer)
+                emit(deltas, answer)
             elif guard.tripped:
                 stage.set("ok", "stopped the model repeating itself or echoing the prompt")
-            self._emit(deltas, None)
         trace.model_calls += 1
-        trace.prompt_tokens = sum(self.chat_model.count_tokens(m.content) for m in messages)
-
+        trace.prompt_tokens = plan.decision.used
         citations = extract_citations(answer, passages)
-        conversation_id = request.conversation_id or ""
-        turn_index = len(history) // 2
+
+        turn_index = turns_before
         if request.conversation_id is not None:
-            with timed(trace, "remember"):
-                stored = await self.conversations.append_turn(
-                    request.user_id, request.conversation_id, request.question, answer, citations, trace
-                )
+            started = time.perf_counter()  # timed outside the trace, which is stored as it is now
+            stored = await self.conversations.append_turn(
+                request.user_id, request.conversation_id, request.question, answer, citations, trace
+            )
+            self.metrics.stage_seconds.labels(stage="remember").observe(time.perf_counter() - started)
             turn_index = stored.index
+            # turns the next prompt will not show verbatim: beyond the window, or evicted by the budget just now
+            covers = max(turns_before + 1 - self.settings.history_turns, turns_before - plan.decision.turns_kept)
+            self._schedule_summary(request, covers)
+        self._observe(trace)
         return TurnResult(
-            conversation_id=conversation_id,
+            conversation_id=request.conversation_id or "",
             turn_index=turn_index,
             question=request.question,
             answer=answer,
@@ -180,37 +234,24 @@ class Engine:
             trace=trace,
         )
 
-    @staticmethod
-    def _emit(deltas: asyncio.Queue[str | None] | None, text: str | None) -> None:
-        if deltas is not None:
-            deltas.put_nowait(text)
+    def _schedule_summary(self, request: TurnRequest, covers: int) -> None:
+        """Summarise turns that will not be shown verbatim any more, after the answer, without blocking it."""
+        if not (self.settings.summary and self.summarizer and covers > 0):
+            return
+        task = asyncio.get_running_loop().create_task(
+            self.summarizer.update(request.user_id, request.conversation_id or "", covers)
+        )
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
-    async def _generate(
-        self, messages: list[Message], options: ChatOptions, deltas: asyncio.Queue[str | None] | None
-    ) -> tuple[str, RepetitionGuard]:
-        """Generate under the repetition guard. Streaming holds back the sentence being written, so what was
-        streamed always equals the final answer."""
-        guard = RepetitionGuard()
-        if deltas is None:
-            text = (await self.chat_model.chat(messages, options)).text
-            cut = guard.check(text)
-            return (text if cut is None else cut).strip(), guard
-        text, sent = "", 0
-        try:
-            async for piece in self.chat_model.stream(messages, options):
-                text = (text + piece) if sent else (text + piece).lstrip()
-                cut = guard.check(text)
-                if cut is not None:
-                    text = cut
-                    break
-                boundary = max(text.rfind(". "), text.rfind("\n"), text.rfind("? "), text.rfind("! "))
-                if boundary + 1 > sent and text[boundary + 1 :].strip():  # never end a delta on trailing space
-                    self._emit(deltas, text[sent : boundary + 1])
-                    sent = boundary + 1
-        except BaseException:
-            self._emit(deltas, None)
-            raise
-        answer = text.rstrip()
-        if len(answer) > sent:
-            self._emit(deltas, answer[sent:])
-        return answer, guard
+    def _observe(self, trace: TurnTrace) -> None:
+        metrics = self.metrics
+        metrics.turns.inc()
+        for stage in trace.stages:
+            metrics.stage_seconds.labels(stage=stage.name).observe(stage.ms / 1000)
+        metrics.model_calls.labels(purpose="answer").inc()
+        if trace.stage("query") and trace.stage("query").status != "skipped":
+            metrics.model_calls.labels(purpose="rewrite").inc(trace.model_calls - 1)
+        metrics.prompt_tokens.observe(trace.prompt_tokens)
+        if trace.budget:
+            metrics.budget_evictions.inc(trace.budget.turns_evicted_for_budget)

@@ -4,7 +4,14 @@ from anaphora.store.conversations import SQLiteConversationStore
 from anaphora.store.corpus import SQLiteCorpus, StoredDocument
 from anaphora.store.database import Database
 from anaphora.store.embedding_cache import SQLiteEmbeddingCache
-from anaphora.store.protocols import Conversation, ConversationStore, EmbeddingCache, StoredTurn
+from anaphora.store.protocols import (
+    Conversation,
+    ConversationStore,
+    EmbeddingCache,
+    StoredTurn,
+    Summary,
+    SummaryStore,
+)
 
 __all__ = [
     "Conversation",
@@ -16,4 +23,6 @@ __all__ = [
     "SQLiteEmbeddingCache",
     "StoredDocument",
     "StoredTurn",
+    "Summary",
+    "SummaryStore",
 ]

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from anaphora.errors import NotFoundError
 from anaphora.store.database import Database
-from anaphora.store.protocols import Conversation, StoredTurn
+from anaphora.store.protocols import Conversation, StoredTurn, Summary
 from anaphora.types import Citation, TurnTrace
 
 _SELECT = "SELECT c.*, (SELECT COUNT(*) FROM turns t WHERE t.conversation_id = c.id) AS turn_count FROM conversations c"
@@ -129,3 +129,24 @@ class SQLiteConversationStore:
             ).rowcount
         if not deleted:
             raise NotFoundError(f"no conversation {conversation_id!r}")
+
+    async def summary(self, user_id: str, conversation_id: str) -> Summary | None:
+        await self.get(user_id, conversation_id)
+        rows = self.db.query(
+            "SELECT covers_turns, text, created_at FROM summaries WHERE conversation_id = ? "
+            "ORDER BY covers_turns DESC LIMIT 1",
+            (conversation_id,),
+        )
+        return Summary(**dict(rows[0])) if rows else None
+
+    async def save_summary(self, user_id: str, conversation_id: str, covers_turns: int, text: str) -> None:
+        with self.db.transaction() as db:
+            owner = db.execute("SELECT user_id FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
+            if owner is None or owner["user_id"] != user_id:
+                raise NotFoundError(f"no conversation {conversation_id!r}")
+            db.execute(
+                "INSERT INTO summaries(conversation_id, covers_turns, text, created_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT(conversation_id, covers_turns) DO UPDATE SET text = excluded.text, "
+                "created_at = excluded.created_at",
+                (conversation_id, covers_turns, text, time.time()),
+            )

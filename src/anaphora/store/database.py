@@ -81,6 +81,23 @@ def m001_initial(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m002_summaries(db: sqlite3.Connection) -> None:
+    """Every version of a conversation's rolling summary is kept (audit); the latest is used."""
+    run_script(
+        db,
+        """
+        CREATE TABLE summaries (
+            conversation_id TEXT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+            covers_turns INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (conversation_id, covers_turns)
+        )
+        """,
+    )
+
+
 class Database:
     """One SQLite connection guarded by a lock; statements are short, so callers run them inline."""
 

@@ -64,3 +64,18 @@ class EmbeddingCache(Protocol):
     def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]: ...
 
     def put_many(self, items: dict[str, np.ndarray]) -> None: ...
+
+
+class Summary(BaseModel):
+    covers_turns: int
+    text: str
+    created_at: float
+
+
+class SummaryStore(Protocol):
+    """Rolling summaries of a conversation's older turns. Saving never touches the turns themselves; every
+    version is kept and the one covering the most turns is current."""
+
+    async def summary(self, user_id: str, conversation_id: str) -> Summary | None: ...
+
+    async def save_summary(self, user_id: str, conversation_id: str, covers_turns: int, text: str) -> None: ...

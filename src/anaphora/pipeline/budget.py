@@ -1,0 +1,112 @@
+"""One token budget for the whole generation prompt.
+
+Priority, in order: (1) the system prompt, the question and this turn's retrieved passages are protected (only
+when they alone overflow are the lowest-ranked passages dropped; the question never is); (2) the oldest verbatim
+turns are evicted first; (3) the summary of evicted turns fills in for them (the summarizer is told how far it
+must reach); (4) at most ``history_turns`` turns are verbatim. The decision is recorded in the turn's trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from anaphora.errors import InputError
+from anaphora.types import BudgetDecision, Message, Passage
+
+TokenCounter = Callable[[str], int]
+MESSAGE_OVERHEAD = 4  # role markers a chat template adds around each message
+
+
+@dataclass(frozen=True, slots=True)
+class PromptPlan:
+    history: list[Message]
+    passages: list[Passage]
+    summary: str
+    decision: BudgetDecision
+
+
+def truncate_to_tokens(text: str, limit: int, count: TokenCounter) -> str:
+    """The longest prefix of whole sentences (else words) of ``text`` within ``limit`` tokens."""
+    if count(text) <= limit:
+        return text
+    words = text.split()
+    low, high = 0, len(words)
+    while low < high:  # binary search on the word count
+        middle = (low + high + 1) // 2
+        if count(" ".join(words[:middle])) <= limit:
+            low = middle
+        else:
+            high = middle - 1
+    return " ".join(words[:low])
+
+
+def plan_prompt(
+    *,
+    count: TokenCounter,
+    budget: int,
+    history_budget: int,
+    max_turns: int,
+    system: str,
+    summary: str,
+    history: Sequence[Message],
+    passages: Sequence[Passage],
+    question: str,
+    passage_text: Callable[[Passage], str],
+) -> PromptPlan:
+    """Fit everything into ``budget`` tokens; ``history`` is user/assistant pairs, oldest first."""
+    cost = lambda text: count(text) + MESSAGE_OVERHEAD  # noqa: E731
+    system_cost, question_cost = cost(system), cost(question)
+    if system_cost + question_cost > budget:
+        raise InputError(
+            f"the question is too long: {question_cost} tokens, with {budget - system_cost} available",
+            hint="shorten the question, or raise ANAPHORA_CONTEXT_WINDOW for a model with a longer context",
+        )
+    remaining = budget - system_cost - question_cost
+    kept_passages: list[Passage] = []
+    passage_cost = 0
+    for passage in passages:  # protected, best first; only what cannot fit at all is dropped
+        tokens = count(passage_text(passage)) + 2
+        if passage_cost + tokens > remaining:
+            break
+        kept_passages.append(passage)
+        passage_cost += tokens
+    remaining -= passage_cost
+    history_room = min(remaining, history_budget)
+
+    turns = [list(history[i : i + 2]) for i in range(0, len(history), 2)]
+    window = turns[-max_turns:] if max_turns else []
+    beyond_window = len(turns) - len(window)
+    summary_text = summary
+    summary_cost = cost(summary) if summary else 0
+    truncated = False
+    if summary and summary_cost > history_room // 2:  # the summary may take at most half of the history room
+        summary_text = truncate_to_tokens(summary, max(0, history_room // 2 - MESSAGE_OVERHEAD), count)
+        summary_cost = cost(summary_text) if summary_text else 0
+        truncated = True
+    room = history_room - summary_cost
+    kept: list[list[Message]] = []
+    for turn in reversed(window):  # newest first; the oldest are evicted
+        tokens = sum(cost(m.content) for m in turn)
+        if tokens > room:
+            break
+        kept.insert(0, turn)
+        room -= tokens
+    history_cost = history_room - summary_cost - room
+    decision = BudgetDecision(
+        budget=budget,
+        used=system_cost + question_cost + passage_cost + summary_cost + history_cost,
+        system=system_cost,
+        summary=summary_cost,
+        question=question_cost,
+        passages=passage_cost,
+        history=history_cost,
+        passages_kept=len(kept_passages),
+        passages_dropped=len(passages) - len(kept_passages),
+        turns_available=len(turns),
+        turns_kept=len(kept),
+        turns_evicted_for_budget=len(window) - len(kept),
+        turns_beyond_window=beyond_window,
+        summary_truncated=truncated,
+    )
+    return PromptPlan([m for turn in kept for m in turn], kept_passages, summary_text, decision)

@@ -1,0 +1,163 @@
+"""History-aware query stages: the guarded model rewriter and the model-free history expansion it falls back to.
+
+Both feed only the retriever. Turn 1 (no history) makes no model call at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Sequence
+
+from anaphora.metrics import Metrics
+from anaphora.models.base import ChatModel, ChatOptions
+from anaphora.pipeline.query import QueryPlan
+from anaphora.pipeline.rewrite_guard import strip_preamble, validate_rewrite
+from anaphora.text import STOPWORDS, content_set, words
+from anaphora.types import Message
+
+log = logging.getLogger("anaphora.rewrite")
+
+REWRITE_INSTRUCTIONS = (
+    "Rewrite the user's last message as one standalone search query. Use the conversation only to replace "
+    "pronouns and to add the topic the message leaves out. Do not answer it. Keep the user's language. "
+    "If the message already stands alone, repeat it unchanged. Reply with the query only, on one line.\n\n"
+    "Example:\nUser: Who wrote Dune?\nAssistant: Frank Herbert wrote Dune in 1965.\n"
+    "Last message: When did he die?\nQuery: When did Frank Herbert, the author of Dune, die?"
+)
+_REFERRING = frozenset(
+    {
+        *("it", "its", "it's", "they", "them", "their", "theirs", "this", "that", "these", "those"),
+        *("he", "him", "his", "she", "her", "hers", "there", "here", "one", "ones", "same", "former"),
+        *("latter", "such", "both", "either", "neither", "another", "other"),
+    }
+)
+_CONTINUATIONS = re.compile(
+    r"^\s*(and|or|but|so|also|then|what about|how about|and what|and how|why not|same for|what else|"
+    r"anything else|more on|tell me more|go on|continue)\b",
+    re.IGNORECASE,
+)
+ANSWER_SNIPPET_WORDS = 60
+
+
+def looks_standalone(question: str) -> bool:
+    """A message stands alone unless it refers back (pronouns, demonstratives), continues ("and on ARM?"),
+    or is too short to name a topic."""
+    tokens = words(question)
+    if _CONTINUATIONS.match(question) or any(t in _REFERRING for t in tokens):
+        return False
+    return len(content_set(question)) >= 3
+
+
+class HistoryExpansion:
+    """Model-free history-aware query: a non-standalone message gets the salient words of the recent user turns
+    (most recent first, in the spirit of historical query expansion); a standalone one is used as it is."""
+
+    def __init__(self, *, turns: int = 3, max_terms: int = 10) -> None:
+        self.turns = turns
+        self.max_terms = max_terms
+
+    def expand(self, question: str, history: Sequence[Message]) -> tuple[str, bool]:
+        if not history or looks_standalone(question):
+            return question, False
+        present = content_set(question)
+        terms: list[str] = []
+        seen: set[str] = set()
+        recent = [m.content for m in history if m.role == "user"][-self.turns :]
+        for text in reversed(recent):
+            for word in re.findall(r"[\w\-.]+", text):
+                key = word.lower().strip(".-")
+                if not key or key in STOPWORDS or key in _REFERRING or len(key) < 2:
+                    continue
+                stemmed = next(iter(content_set(key)), key)
+                if stemmed in present or stemmed in seen:
+                    continue
+                seen.add(stemmed)
+                terms.append(word.strip(".-"))
+        if not terms:
+            return question, False
+        return f"{question} {' '.join(terms[: self.max_terms])}", True
+
+    async def run(self, question: str, history: Sequence[Message]) -> QueryPlan:
+        query, expanded = self.expand(question, history)
+        if not history:
+            return QueryPlan(query, "question", "skipped", "turn 1: no history")
+        detail = "expanded with earlier turns" if expanded else "stands alone"
+        return QueryPlan(query, "expansion" if expanded else "question", "ok", detail)
+
+
+def format_history(history: Sequence[Message], turns: int) -> str:
+    recent = list(history)[-2 * turns :]
+    lines = []
+    for message in recent:
+        text = " ".join(message.content.split())
+        if message.role == "assistant":
+            cut = text.split()
+            text = " ".join(cut[:ANSWER_SNIPPET_WORDS]) + (" ..." if len(cut) > ANSWER_SNIPPET_WORDS else "")
+        lines.append(f"{'User' if message.role == 'user' else 'Assistant'}: {text}")
+    return "\n".join(lines)
+
+
+class GuardedRewriter:
+    """One model call turns the latest message into a standalone query; a guard validates it; anything wrong
+    (rejected output, error, timeout) falls back to :class:`HistoryExpansion`. Never raises."""
+
+    def __init__(
+        self,
+        model: ChatModel,
+        *,
+        history_turns: int = 6,
+        timeout_s: float = 10.0,
+        max_tokens: int = 256,
+        fallback: HistoryExpansion | None = None,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self.model = model
+        self.history_turns = history_turns
+        self.timeout_s = timeout_s
+        self.options = ChatOptions(temperature=0.0, max_tokens=max_tokens, stop=("\n",))
+        self.fallback = fallback or HistoryExpansion()
+        self.metrics = metrics
+
+    def messages(self, question: str, history: Sequence[Message]) -> list[Message]:
+        conversation = format_history(history, self.history_turns)
+        return [
+            Message(role="system", content=REWRITE_INSTRUCTIONS),
+            Message(role="user", content=f"{conversation}\nLast message: {question}\nQuery:"),
+        ]
+
+    async def run(self, question: str, history: Sequence[Message]) -> QueryPlan:
+        if not history:
+            return self._count(QueryPlan(question, "question", "skipped", "turn 1: no rewrite"))
+        try:
+            reply = await asyncio.wait_for(
+                self.model.chat(self.messages(question, history), self.options), self.timeout_s
+            )
+        except TimeoutError:
+            return self._fall_back(question, history, "timeout", f"no rewrite within {self.timeout_s:g}s", "")
+        except Exception as exc:  # fail open: any model error degrades to the model-free query
+            return self._fall_back(question, history, "error", f"{type(exc).__name__}: {exc}", "")
+        rewrite = strip_preamble(reply.text)
+        reasons = validate_rewrite(question, history, rewrite)
+        if reasons:
+            return self._fall_back(question, history, "rejected", "; ".join(reasons), rewrite)
+        log.info("rewrite accepted", extra={"original": question, "rewrite": rewrite})
+        return self._count(QueryPlan(rewrite, "rewrite", "ok", "accepted", model_calls=1))
+
+    def _fall_back(self, question: str, history: Sequence[Message], status, reason: str, rewrite: str) -> QueryPlan:
+        query, expanded = self.fallback.expand(question, history)
+        source = "expansion" if expanded else "question"
+        log.info(
+            "rewrite %s, falling back to %s",
+            status,
+            source,
+            extra={"original": question, "rewrite": rewrite, "verdict": reason, "fallback": query},
+        )
+        detail = f"{reason}; fallback: {source}" + (f" (model said: {rewrite[:120]!r})" if rewrite else "")
+        return self._count(QueryPlan(query, source, status, detail, model_calls=1))
+
+    def _count(self, plan: QueryPlan) -> QueryPlan:
+        if self.metrics:
+            self.metrics.rewriter.labels(status=plan.status).inc()
+        return plan

@@ -1,0 +1,94 @@
+"""The rolling summary: turns that left the verbatim window are condensed into a running summary.
+
+The original turns stay in the store; each summary version is stored beside them. Updates run after the turn
+is stored (they never delay an answer) and fail open: on any problem the previous summary stays current.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+
+from anaphora.metrics import Metrics
+from anaphora.models.base import ChatModel, ChatOptions
+from anaphora.pipeline.answer_guard import RepetitionGuard
+from anaphora.pipeline.budget import truncate_to_tokens
+from anaphora.sanitize import sanitize
+from anaphora.store.protocols import ConversationStore, StoredTurn, SummaryStore
+from anaphora.types import Message
+
+log = logging.getLogger("anaphora.summary")
+
+SUMMARY_INSTRUCTIONS = (
+    "You keep a short running summary of a conversation between a user and an assistant about the user's "
+    "documents. Update the summary with the new turns: keep the topics, names, versions, numbers and decisions; "
+    "drop greetings and repetition. Write plain sentences, no lists, at most {words} words."
+)
+
+
+def summary_prompt(previous: str, turns: Sequence[StoredTurn], words: int) -> list[Message]:
+    lines = [f"User: {sanitize(t.question)}\nAssistant: {sanitize(t.answer)}" for t in turns]
+    current = sanitize(previous) if previous else "(none yet)"
+    return [
+        Message(role="system", content=SUMMARY_INSTRUCTIONS.format(words=words)),
+        Message(
+            role="user",
+            content=f"Summary so far: {current}\n\nNew turns:\n" + "\n".join(lines) + "\n\nUpdated summary:",
+        ),
+    ]
+
+
+class RollingSummarizer:
+    def __init__(
+        self,
+        model: ChatModel,
+        conversations: ConversationStore,
+        summaries: SummaryStore,
+        *,
+        max_tokens: int = 256,
+        timeout_s: float = 60.0,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self.model = model
+        self.conversations = conversations
+        self.summaries = summaries
+        self.max_tokens = max_tokens
+        self.timeout_s = timeout_s
+        self.metrics = metrics
+
+    async def update(self, user_id: str, conversation_id: str, covers: int) -> str:
+        """Make the summary cover the oldest ``covers`` turns. Returns the status; never raises."""
+        try:
+            current = await self.summaries.summary(user_id, conversation_id)
+            done = current.covers_turns if current else 0
+            if covers <= done:
+                return self._count("skipped")
+            turns = await self.conversations.turns(user_id, conversation_id)
+            fresh = [t for t in turns if done <= t.index < covers]
+            if not fresh:
+                return self._count("skipped")
+            prompt = summary_prompt(current.text if current else "", fresh, words=int(self.max_tokens * 0.6))
+            options = ChatOptions(temperature=0.0, max_tokens=self.max_tokens)
+            reply = await asyncio.wait_for(self.model.chat(prompt, options), self.timeout_s)
+            text = sanitize(reply.text).strip()
+            cut = RepetitionGuard().check(text)
+            text = truncate_to_tokens(
+                (cut if cut is not None else text).strip(), self.max_tokens, self.model.count_tokens
+            )
+            if not text:
+                log.info("summary rejected: empty", extra={"conversation": conversation_id})
+                return self._count("rejected")
+            await self.summaries.save_summary(user_id, conversation_id, covers, text)
+            return self._count("ok")
+        except TimeoutError:
+            log.warning("summary timed out", extra={"conversation": conversation_id})
+            return self._count("timeout")
+        except Exception as exc:  # fail open: keep the previous summary
+            log.warning("summary failed: %s", exc, extra={"conversation": conversation_id})
+            return self._count("error")
+
+    def _count(self, status: str) -> str:
+        if self.metrics:
+            self.metrics.summarizer.labels(status=status).inc()
+        return status
