@@ -68,6 +68,7 @@ def build_components(settings: Settings, *, model: ChatModel | None = None) -> C
         conversations,
         max_tokens=settings.summary_max_tokens,
         timeout_s=settings.summary_timeout_s,
+        input_tokens=max(256, settings.context_window // 2 - settings.summary_max_tokens),
         metrics=metrics,
     )
     engine = Engine(

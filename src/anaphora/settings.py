@@ -102,7 +102,7 @@ class Settings(BaseSettings):
     top_k: int = Field(default=5, ge=1, description="passages that reach the prompt")
     fusion: Literal["rrf", "bm25", "dense"] = Field(default="rrf", description="how BM25 and dense lists combine")
     rrf_k: int = Field(default=60, ge=1, description="rank offset k in reciprocal rank fusion")
-    bm25_weight: float = Field(default=0.5, ge=0, description="weight of the BM25 list in the fusion")
+    bm25_weight: float = Field(default=0.3, ge=0, description="weight of the BM25 list in the fusion")
     dense_weight: float = Field(default=1.0, ge=0, description="weight of the dense list in the fusion")
 
     # Conversation memory --------------------------------------------------------------------------------------

@@ -80,6 +80,7 @@ class TurnTrace(BaseModel):
     question: str
     query: str = ""
     query_source: str = "question"
+    alternate_queries: list[str] = Field(default_factory=list)
     route: str | None = None
     retrieval_skipped: bool = False
     retrieved: list[Passage] = Field(default_factory=list)

@@ -88,32 +88,32 @@ class LlamaCppChatModel:
         with self._lock:
             return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
-    def _kwargs(self, messages: Sequence[Message], options: ChatOptions, cancel: threading.Event) -> dict[str, Any]:
-        llama_cpp = require("llama_cpp", package="llama-cpp-python", extra="embedded", purpose="the GGUF model")
+    def _kwargs(self, messages: Sequence[Message], options: ChatOptions) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
-            "stopping_criteria": llama_cpp.StoppingCriteriaList([lambda tokens, logits: cancel.is_set()]),
             "messages": [{"role": m.role, "content": m.content} for m in messages],
             "temperature": options.temperature,
             "max_tokens": options.max_tokens,
             "stop": list(options.stop) or None,
             "repeat_penalty": 1.15,
+            "stream": True,  # always: leaving the token loop is how a cancelled call frees the model
         }
         if options.json_mode:
             kwargs["response_format"] = {"type": "json_object"}
         return kwargs
 
-    def _complete(self, messages: Sequence[Message], options: ChatOptions, cancel: threading.Event) -> ChatReply:
+    def _stream_sync(self, messages: Sequence[Message], options: ChatOptions, cancel: threading.Event) -> Iterator[str]:
         self.warm_up()
         with self._lock:
-            if cancel.is_set():
-                return ChatReply(text="")
-            out = self._llama.create_chat_completion(**self._kwargs(messages, options, cancel))
-        usage = out.get("usage") or {}
-        return ChatReply(
-            text=out["choices"][0]["message"].get("content") or "",
-            prompt_tokens=usage.get("prompt_tokens", 0),
-            completion_tokens=usage.get("completion_tokens", 0),
-        )
+            for chunk in self._llama.create_chat_completion(**self._kwargs(messages, options)):
+                if cancel.is_set():
+                    return
+                delta = chunk["choices"][0].get("delta", {}).get("content")
+                if delta:
+                    yield delta
+
+    def _complete(self, messages: Sequence[Message], options: ChatOptions, cancel: threading.Event) -> ChatReply:
+        text = "".join(self._stream_sync(messages, options, cancel))
+        return ChatReply(text=text, completion_tokens=self.count_tokens(text) if text else 0)
 
     async def chat(self, messages: Sequence[Message], options: ChatOptions) -> ChatReply:
         """Cancelling the awaiting task (a stage timeout) stops generation at the next token and frees the model."""
@@ -123,14 +123,6 @@ class LlamaCppChatModel:
         except asyncio.CancelledError:
             cancel.set()
             raise
-
-    def _stream_sync(self, messages: Sequence[Message], options: ChatOptions, cancel: threading.Event) -> Iterator[str]:
-        self.warm_up()
-        with self._lock:
-            for chunk in self._llama.create_chat_completion(**self._kwargs(messages, options, cancel), stream=True):
-                delta = chunk["choices"][0].get("delta", {}).get("content")
-                if delta:
-                    yield delta
 
     async def stream(self, messages: Sequence[Message], options: ChatOptions) -> AsyncIterator[str]:
         cancel = threading.Event()

@@ -31,8 +31,9 @@ class RepetitionGuard:
     def __init__(self) -> None:
         self.tripped = False
 
-    def check(self, text: str) -> str | None:
-        """``None`` while the text is fine; else the text cut before the first repeated sentence or leak."""
+    def check(self, text: str, *, final: bool = False) -> str | None:
+        """``None`` while the text is fine; else the text cut before the first repeated sentence or leak.
+        ``final`` says the text is complete, so its last sentence is judged even without a closing period."""
         leak = _LEAKED.search(text)
         cut = leak.start() if leak else None
         seen: set[str] = set()
@@ -40,7 +41,7 @@ class RepetitionGuard:
         for piece in _SPLIT.split(text):
             start = text.find(piece, position)
             position = start + len(piece)
-            if position == len(text) and not text.endswith((".", "!", "?", "\n")):
+            if position == len(text) and not final and not text.endswith((".", "!", "?", "\n")):
                 break  # the last sentence is still being written
             key = _norm(piece)
             if len(key.split()) >= MIN_REPEAT_WORDS:

@@ -8,6 +8,7 @@ must reach); (4) at most ``history_turns`` turns are verbatim. The decision is r
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -27,9 +28,18 @@ class PromptPlan:
 
 
 def truncate_to_tokens(text: str, limit: int, count: TokenCounter) -> str:
-    """The longest prefix of whole sentences (else words) of ``text`` within ``limit`` tokens."""
+    """The longest prefix of whole sentences of ``text`` within ``limit`` tokens, else of whole words."""
     if count(text) <= limit:
         return text
+    sentences = re.split(r"(?<=[.!?])\s+", text.strip())
+    kept = ""
+    for sentence in sentences:
+        candidate = f"{kept} {sentence}".strip()
+        if count(candidate) > limit:
+            break
+        kept = candidate
+    if kept:
+        return kept
     words = text.split()
     low, high = 0, len(words)
     while low < high:  # binary search on the word count
@@ -53,10 +63,13 @@ def plan_prompt(
     passages: Sequence[Passage],
     question: str,
     passage_text: Callable[[Passage], str],
+    framing: str = "",
+    summary_label: str = "",
 ) -> PromptPlan:
-    """Fit everything into ``budget`` tokens; ``history`` is user/assistant pairs, oldest first."""
+    """Fit everything into ``budget`` tokens; ``history`` is user/assistant pairs, oldest first. ``framing`` is the
+    fixed text around the question and passages (context fences, labels); ``summary_label`` introduces a summary."""
     cost = lambda text: count(text) + MESSAGE_OVERHEAD  # noqa: E731
-    system_cost, question_cost = cost(system), cost(question)
+    system_cost, question_cost = cost(system), cost(question) + count(framing)
     if system_cost + question_cost > budget:
         raise InputError(
             f"the question is too long: {question_cost} tokens, with {budget - system_cost} available",
@@ -78,11 +91,12 @@ def plan_prompt(
     window = turns[-max_turns:] if max_turns else []
     beyond_window = len(turns) - len(window)
     summary_text = summary
-    summary_cost = cost(summary) if summary else 0
+    summary_cost = cost(summary_label + summary) if summary else 0
     truncated = False
     if summary and summary_cost > history_room // 2:  # the summary may take at most half of the history room
-        summary_text = truncate_to_tokens(summary, max(0, history_room // 2 - MESSAGE_OVERHEAD), count)
-        summary_cost = cost(summary_text) if summary_text else 0
+        room_for_text = max(0, history_room // 2 - MESSAGE_OVERHEAD - count(summary_label))
+        summary_text = truncate_to_tokens(summary, room_for_text, count)
+        summary_cost = cost(summary_label + summary_text) if summary_text else 0
         truncated = True
     room = history_room - summary_cost
     kept: list[list[Message]] = []

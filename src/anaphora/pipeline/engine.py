@@ -20,7 +20,7 @@ from anaphora.pipeline.answer_guard import ANSWER_STOP, extractive_answer
 from anaphora.pipeline.budget import PromptPlan, plan_prompt
 from anaphora.pipeline.citations import extract_citations
 from anaphora.pipeline.generate import Deltas, emit, generate
-from anaphora.pipeline.prompt import build_messages, format_passage
+from anaphora.pipeline.prompt import CONTEXT_FRAMING, SUMMARY_LABEL, build_messages, format_passage
 from anaphora.pipeline.query import QueryStage
 from anaphora.pipeline.summary import RollingSummarizer
 from anaphora.pipeline.trace import timed
@@ -136,10 +136,11 @@ class Engine:
             plan = await (query_stage or self.query_stage).run(question, history)
             stage.set(plan.status, plan.detail)
         trace.query, trace.query_source = plan.query, plan.source
+        trace.alternate_queries = [q for q in plan.queries if q != plan.query]
         trace.model_calls += plan.model_calls
 
         with timed(trace, "retrieve") as stage:
-            candidates = await self.retriever.run(plan.query)
+            candidates = await self.retriever.run_many(plan.queries)
             stage.set("ok", f"{len(candidates)} candidates")
         trace.retrieved = candidates[: self.settings.top_k]
         return candidates, trace
@@ -158,7 +159,8 @@ class Engine:
                 request.user_id, request.conversation_id, last=self.settings.history_turns
             )
             history, turns_before = turns_to_messages(stored), conversation.turn_count
-            current = await self.summaries.summary(request.user_id, request.conversation_id) if self.summaries else None
+            use_summary = self.settings.summary and self.summaries is not None
+            current = await self.summaries.summary(request.user_id, request.conversation_id) if use_summary else None
             summary = current.text if current else ""
         return [Message(role=m.role, content=sanitize(m.content)) for m in history], sanitize(summary), turns_before
 
@@ -175,6 +177,8 @@ class Engine:
             passages=passages,
             question=question,
             passage_text=format_passage,
+            framing=CONTEXT_FRAMING,
+            summary_label=SUMMARY_LABEL,
         )
 
     async def _run(self, request: TurnRequest, deltas: Deltas | None) -> TurnResult:
@@ -194,10 +198,7 @@ class Engine:
             plan = self._plan(question, history, summary, trace.retrieved)
             trace.budget, passages = plan.decision, plan.passages
             stage.set("ok", f"{plan.decision.used}/{plan.decision.budget} tokens, {plan.decision.turns_kept} turns")
-        system = self.settings.system_prompt + (
-            f"\n\nSummary of the earlier conversation: {plan.summary}" if plan.summary else ""
-        )
-        messages = build_messages(system, plan.history, passages, question)
+        messages = build_messages(self.settings.system_prompt, plan.history, passages, question, plan.summary)
         options = ChatOptions(
             temperature=self.settings.answer_temperature, max_tokens=self.settings.answer_max_tokens, stop=ANSWER_STOP
         )

@@ -25,7 +25,7 @@ async def generate(
     guard = RepetitionGuard()
     if deltas is None:
         text = (await model.chat(messages, options)).text
-        cut = guard.check(text)
+        cut = guard.check(text, final=True)
         return (text if cut is None else cut).strip(), guard
     text, sent = "", 0
     async for piece in model.stream(messages, options):
@@ -38,6 +38,9 @@ async def generate(
         if boundary + 1 > sent and text[boundary + 1 :].strip():  # never end a delta on trailing space
             emit(deltas, text[sent : boundary + 1])
             sent = boundary + 1
+    cut = guard.check(text, final=True)  # the last sentence, now complete
+    if cut is not None and len(cut) >= sent:
+        text = cut
     answer = text.rstrip()
     if len(answer) > sent:
         emit(deltas, answer[sent:])

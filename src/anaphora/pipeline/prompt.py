@@ -13,6 +13,10 @@ from anaphora.types import Message, Passage
 
 CONTEXT_OPEN = "<<<CONTEXT>>>"
 CONTEXT_CLOSE = "<<<END CONTEXT>>>"
+QUESTION_LABEL = "Question: "
+SUMMARY_LABEL = "\n\nSummary of the earlier conversation: "
+# the fixed text a prompt with passages adds around them and the question (for the token budget)
+CONTEXT_FRAMING = f"{CONTEXT_OPEN}\n\n{CONTEXT_CLOSE}\n\n{QUESTION_LABEL}"
 
 
 def format_passage(passage: Passage) -> str:
@@ -31,12 +35,15 @@ def build_messages(
     history: Sequence[Message],
     passages: Sequence[Passage] | None,
     question: str,
+    summary: str = "",
 ) -> list[Message]:
-    """``passages=None`` means retrieval was not used for this turn: no context block at all."""
-    messages = [Message(role="system", content=system_prompt)]
+    """``passages=None`` means retrieval was not used for this turn: no context block at all. A running summary of
+    older turns follows the system prompt, in the same message (stable parts first)."""
+    system = system_prompt + (f"{SUMMARY_LABEL}{sanitize(summary)}" if summary else "")
+    messages = [Message(role="system", content=system)]
     messages.extend(Message(role=m.role, content=sanitize(m.content)) for m in history if m.role != "system")
     final = sanitize(question).strip()
     if passages is not None:
-        final = f"{context_block(passages)}\n\nQuestion: {final}"
+        final = f"{context_block(passages)}\n\n{QUESTION_LABEL}{final}"
     messages.append(Message(role="user", content=final))
     return messages

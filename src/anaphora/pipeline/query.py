@@ -11,11 +11,18 @@ from anaphora.types import Message, StageStatus
 
 @dataclass(frozen=True, slots=True)
 class QueryPlan:
+    """What to retrieve with. ``alternates`` are further queries whose rankings are fused with the main one's."""
+
     query: str
     source: str  # "question", "rewrite", "expansion", ...
     status: StageStatus = "skipped"
     detail: str = ""
     model_calls: int = 0
+    alternates: tuple[str, ...] = ()
+
+    @property
+    def queries(self) -> list[str]:
+        return list(dict.fromkeys(q for q in (self.query, *self.alternates) if q.strip()))
 
 
 class QueryStage(Protocol):

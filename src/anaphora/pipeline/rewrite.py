@@ -26,11 +26,11 @@ REWRITE_INSTRUCTIONS = (
     "Example:\nUser: Who wrote Dune?\nAssistant: Frank Herbert wrote Dune in 1965.\n"
     "Last message: When did he die?\nQuery: When did Frank Herbert, the author of Dune, die?"
 )
+# words that point back into the conversation ("there" and "other" are left out: "is there", "other than")
 _REFERRING = frozenset(
     {
         *("it", "its", "it's", "they", "them", "their", "theirs", "this", "that", "these", "those"),
-        *("he", "him", "his", "she", "her", "hers", "there", "here", "one", "ones", "same", "former"),
-        *("latter", "such", "both", "either", "neither", "another", "other"),
+        *("he", "him", "his", "she", "her", "hers", "ones", "same", "former", "latter"),
     }
 )
 _CONTINUATIONS = re.compile(
@@ -39,6 +39,7 @@ _CONTINUATIONS = re.compile(
     re.IGNORECASE,
 )
 ANSWER_SNIPPET_WORDS = 60
+QUESTION_SNIPPET_WORDS = 100
 
 
 def looks_standalone(question: str) -> bool:
@@ -79,22 +80,28 @@ class HistoryExpansion:
             return question, False
         return f"{question} {' '.join(terms[: self.max_terms])}", True
 
-    async def run(self, question: str, history: Sequence[Message]) -> QueryPlan:
+    def plan(self, question: str, history: Sequence[Message], **fields) -> QueryPlan:
+        """The expanded query, with the message itself as an alternate so its own ranking still counts."""
         query, expanded = self.expand(question, history)
+        if not expanded:
+            return QueryPlan(question, "question", **fields)
+        return QueryPlan(query, "expansion", alternates=(question,), **fields)
+
+    async def run(self, question: str, history: Sequence[Message]) -> QueryPlan:
         if not history:
-            return QueryPlan(query, "question", "skipped", "turn 1: no history")
-        detail = "expanded with earlier turns" if expanded else "stands alone"
-        return QueryPlan(query, "expansion" if expanded else "question", "ok", detail)
+            return QueryPlan(question, "question", "skipped", "turn 1: no history")
+        plan = self.plan(question, history, status="ok")
+        detail = "expanded with earlier turns" if plan.source == "expansion" else "stands alone"
+        return QueryPlan(plan.query, plan.source, "ok", detail, alternates=plan.alternates)
 
 
 def format_history(history: Sequence[Message], turns: int) -> str:
     recent = list(history)[-2 * turns :]
     lines = []
     for message in recent:
-        text = " ".join(message.content.split())
-        if message.role == "assistant":
-            cut = text.split()
-            text = " ".join(cut[:ANSWER_SNIPPET_WORDS]) + (" ..." if len(cut) > ANSWER_SNIPPET_WORDS else "")
+        limit = ANSWER_SNIPPET_WORDS if message.role == "assistant" else QUESTION_SNIPPET_WORDS
+        cut = message.content.split()
+        text = " ".join(cut[:limit]) + (" ..." if len(cut) > limit else "")
         lines.append(f"{'User' if message.role == 'user' else 'Assistant'}: {text}")
     return "\n".join(lines)
 
@@ -143,19 +150,21 @@ class GuardedRewriter:
         if reasons:
             return self._fall_back(question, history, "rejected", "; ".join(reasons), rewrite)
         log.info("rewrite accepted", extra={"original": question, "rewrite": rewrite})
-        return self._count(QueryPlan(rewrite, "rewrite", "ok", "accepted", model_calls=1))
+        # the model-free queries ride along: fused rankings dampen a plausible but wrong rewrite (measured in
+        # docs/benchmarks.md: with SmolLM2 this is never worse than the rewrite alone)
+        alternates = tuple(q for q in self.fallback.plan(question, history).queries if q != rewrite)
+        return self._count(QueryPlan(rewrite, "rewrite", "ok", "accepted", 1, alternates))
 
     def _fall_back(self, question: str, history: Sequence[Message], status, reason: str, rewrite: str) -> QueryPlan:
-        query, expanded = self.fallback.expand(question, history)
-        source = "expansion" if expanded else "question"
+        plan = self.fallback.plan(question, history, status=status, model_calls=1)
         log.info(
             "rewrite %s, falling back to %s",
             status,
-            source,
-            extra={"original": question, "rewrite": rewrite, "verdict": reason, "fallback": query},
+            plan.source,
+            extra={"original": question, "rewrite": rewrite, "verdict": reason, "fallback": plan.query},
         )
-        detail = f"{reason}; fallback: {source}" + (f" (model said: {rewrite[:120]!r})" if rewrite else "")
-        return self._count(QueryPlan(query, source, status, detail, model_calls=1))
+        detail = f"{reason}; fallback: {plan.source}" + (f" (model said: {rewrite[:120]!r})" if rewrite else "")
+        return self._count(QueryPlan(plan.query, plan.source, status, detail, 1, plan.alternates))
 
     def _count(self, plan: QueryPlan) -> QueryPlan:
         if self.metrics:

@@ -15,12 +15,12 @@ from anaphora.types import Message
 
 _PREAMBLE = re.compile(
     r"^\s*(?:(?:the\s+)?(?:standalone|rewritten|reformulated|search|new|final)\s+(?:question|query)|query|question|"
-    r"rewrite|output)\s*[:\-–]\s*",
+    r"rewrite|output)\s*(?::|\s[-–])\s*",  # "Query:" or "Query - ", not "Query-time"
     re.IGNORECASE,
 )
 _ANSWER_OPENERS = re.compile(
     r"^\s*(?:yes|no|sure|certainly|of course|absolutely|here(?:'s| is| are)|the answer|i\b|i'm|as an|you can|"
-    r"you should|you need|it is|it's|there is|there are|they are|this is|that is|hello|hi\b|thanks|thank you)",
+    r"you should|you need|it is|it's|there is|there are|they are|this is|that is|hello|hi|thanks|thank you)\b",
     re.IGNORECASE,
 )
 # words that frame a query without adding a topic; a rewrite may introduce these
@@ -112,6 +112,8 @@ def validate_rewrite(question: str, history: Sequence[Message], rewrite: str) ->
     text = rewrite.strip()
     if not text:
         return ["empty"]
+    if " ".join(words(text)) == " ".join(words(question)):
+        return []  # the message repeated unchanged: what the rewriter is told to do with standalone messages
     if "\n" in text:
         reasons.append("multi-line")
     question_words = words(question)

@@ -48,8 +48,11 @@ class RollingSummarizer:
         *,
         max_tokens: int = 256,
         timeout_s: float = 60.0,
+        input_tokens: int = 3000,
         metrics: Metrics | None = None,
     ) -> None:
+        """``input_tokens`` caps the turns put into one update, so the call fits the model's context."""
+        self.input_tokens = input_tokens
         self.model = model
         self.conversations = conversations
         self.summaries = summaries
@@ -65,9 +68,10 @@ class RollingSummarizer:
             if covers <= done:
                 return self._count("skipped")
             turns = await self.conversations.turns(user_id, conversation_id)
-            fresh = [t for t in turns if done <= t.index < covers]
+            fresh = self._batch([t for t in turns if done <= t.index < covers])
             if not fresh:
                 return self._count("skipped")
+            covers = fresh[-1].index + 1  # a long backlog is caught up over several updates
             prompt = summary_prompt(current.text if current else "", fresh, words=int(self.max_tokens * 0.6))
             options = ChatOptions(temperature=0.0, max_tokens=self.max_tokens)
             reply = await asyncio.wait_for(self.model.chat(prompt, options), self.timeout_s)
@@ -87,6 +91,17 @@ class RollingSummarizer:
         except Exception as exc:  # fail open: keep the previous summary
             log.warning("summary failed: %s", exc, extra={"conversation": conversation_id})
             return self._count("error")
+
+    def _batch(self, turns: list[StoredTurn]) -> list[StoredTurn]:
+        """The oldest turns whose text fits ``input_tokens``; at least one (cut by the model if it must)."""
+        batch: list[StoredTurn] = []
+        used = 0
+        for turn in turns:
+            used += self.model.count_tokens(turn.question) + self.model.count_tokens(turn.answer) + 8
+            if batch and used > self.input_tokens:
+                break
+            batch.append(turn)
+        return batch
 
     def _count(self, status: str) -> str:
         if self.metrics:

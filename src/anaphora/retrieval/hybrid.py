@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -64,3 +65,19 @@ class HybridRetriever:
             for key, score in ranked
             if key in chunks
         ]
+
+    async def run_many(self, queries: Sequence[str], *, limit: int | None = None) -> list[Passage]:
+        """Several phrasings of one need (e.g. the message and its history-expanded form): each is retrieved and
+        the rankings are fused with equal-weight reciprocal rank fusion."""
+        limit = limit or self.settings.candidates
+        queries = list(dict.fromkeys(q for q in queries if q.strip()))
+        if len(queries) <= 1:
+            return await self.run(queries[0] if queries else "", limit=limit)
+        rankings = [await self.run(q, limit=max(LIST_DEPTH, limit)) for q in queries]
+        by_id = {p.id: p for ranking in reversed(rankings) for p in ranking}
+        index = {pid: n for n, pid in enumerate(by_id)}
+        fused = weighted_rrf(
+            [(1.0, [(index[p.id], p.score) for p in ranking]) for ranking in rankings], k=self.settings.rrf_k
+        )
+        ids = list(by_id)
+        return [by_id[ids[key]].model_copy(update={"score": score}) for key, score in fused[:limit]]

@@ -1,0 +1,100 @@
+"""Follow-up retrieval on the MTRAG dev domains, every query source through the same retriever, in one process.
+
+    python bench/followups.py [--domains clapnq,fiqa] [--sources last-turn,reference-rewrite,expansion,pipeline]
+                              [--limit N] [--sweep]
+
+Sources: last-turn and reference-rewrite bypass the query stage (baselines); ``expansion`` is the model-free
+history-aware query alone; ``pipeline`` is the default query stage (SmolLM2 rewrite + guard + fallback).
+``--sweep`` also compares retriever configurations (BM25, dense, RRF weights) on last-turn queries.
+Indexes are cached in bench/.cache/<domain>; results go to bench/results/followups.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from datetime import date
+
+from common import CACHE, domain_paths, git_revision, machine, write_result
+
+from anaphora import Settings
+from anaphora.app import build_components
+from anaphora.evaluation import load_tasks, replay, score
+from anaphora.pipeline.rewrite import HistoryExpansion
+
+KS = (1, 3, 5, 10)
+SWEEP = {
+    "bm25": {"fusion": "bm25"},
+    "dense": {"fusion": "dense"},
+    "rrf 1:1": {"fusion": "rrf", "bm25_weight": 1.0, "dense_weight": 1.0},
+    "rrf dense 1 : bm25 0.5": {"fusion": "rrf", "bm25_weight": 0.5, "dense_weight": 1.0},
+    "rrf dense 1 : bm25 0.3": {"fusion": "rrf", "bm25_weight": 0.3, "dense_weight": 1.0},
+}
+
+
+def follow_up_row(report: dict) -> dict:
+    row = report["metrics"]["follow-ups"]
+    return {
+        "n": row["n"],
+        "recall@5": row["recall@5"],
+        "ndcg@5": row["ndcg@5"],
+        "recall@10": row["recall@10"],
+        "all_recall@5": report["metrics"]["all"]["recall@5"],
+        "model_calls_per_turn": report["model_calls_per_turn"],
+        "rewrite_status": report["rewrite_status"],
+        "query_ms_p50": report["stage_ms"].get("query", {}).get("p50"),
+        "retrieve_ms_p50": report["stage_ms"].get("retrieve", {}).get("p50"),
+    }
+
+
+async def run_domain(domain: str, sources: list[str], limit: int | None, sweep: bool) -> dict:
+    corpus, tasks_path = domain_paths(domain)
+    settings = Settings(data_dir=CACHE / domain)
+    components = build_components(settings)
+    components.ingestor.run([corpus])
+    tasks = load_tasks(tasks_path, limit=limit)
+    engine = components.engine
+    results: dict[str, dict] = {"sources": {}, "sweep": {}}
+    for source in sources:
+        started = time.perf_counter()
+        if source == "expansion":
+            original = engine.query_stage
+            engine.query_stage = HistoryExpansion()
+            records = await replay(engine, tasks, "pipeline")
+            engine.query_stage = original
+        else:
+            records = await replay(engine, tasks, source)
+        report = score(records, KS)
+        results["sources"][source] = {**follow_up_row(report), "seconds": round(time.perf_counter() - started, 1)}
+        print(domain, source, json.dumps(results["sources"][source]), flush=True)
+    if sweep:
+        retriever = components.retriever
+        for label, overrides in SWEEP.items():
+            retriever.settings = settings.model_copy(update=overrides)
+            report = score(await replay(engine, tasks, "last-turn"), KS)
+            results["sweep"][label] = follow_up_row(report)
+            print(domain, "sweep", label, json.dumps(results["sweep"][label]), flush=True)
+        retriever.settings = settings
+    components.database.close()
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--domains", default="clapnq,fiqa")
+    parser.add_argument("--sources", default="last-turn,reference-rewrite,expansion,pipeline")
+    parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--sweep", action="store_true")
+    args = parser.parse_args()
+    output = {"date": date.today().isoformat(), "revision": git_revision(), "machine": machine(), "domains": {}}
+    for domain in args.domains.split(","):
+        output["domains"][domain] = asyncio.run(
+            run_domain(domain, args.sources.split(","), args.limit, args.sweep)
+        )
+    print(f"wrote {write_result('followups', output)}")
+
+
+if __name__ == "__main__":
+    main()
