@@ -104,6 +104,9 @@ class Settings(BaseSettings):
     rrf_k: int = Field(default=60, ge=1, description="rank offset k in reciprocal rank fusion")
     bm25_weight: float = Field(default=0.3, ge=0, description="weight of the BM25 list in the fusion")
     dense_weight: float = Field(default=1.0, ge=0, description="weight of the dense list in the fusion")
+    alternate_query_weight: float = Field(
+        default=0.5, ge=0, le=1, description="fusion weight of a turn's secondary queries (e.g. the bare message)"
+    )
 
     # Conversation memory --------------------------------------------------------------------------------------
     history_turns: int = Field(default=8, ge=4, le=64, description="verbatim turns in the generation prompt")

@@ -15,7 +15,7 @@ from anaphora.types import Message
 
 _PREAMBLE = re.compile(
     r"^\s*(?:(?:the\s+)?(?:standalone|rewritten|reformulated|search|new|final)\s+(?:question|query)|query|question|"
-    r"rewrite|output)\s*(?::|\s[-–])\s*",  # "Query:" or "Query - ", not "Query-time"
+    r"rewrite|output|user|last message)\s*(?::|\s[-–])\s*",  # "Query:" or "Query - ", not "Query-time"
     re.IGNORECASE,
 )
 _ANSWER_OPENERS = re.compile(

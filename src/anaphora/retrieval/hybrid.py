@@ -67,8 +67,9 @@ class HybridRetriever:
         ]
 
     async def run_many(self, queries: Sequence[str], *, limit: int | None = None) -> list[Passage]:
-        """Several phrasings of one need (e.g. the message and its history-expanded form): each is retrieved and
-        the rankings are fused with equal-weight reciprocal rank fusion."""
+        """Several phrasings of one need (e.g. a history-expanded query, then the bare message): each is retrieved
+        and the rankings are fused by reciprocal rank fusion, the first query at weight 1 and the others at
+        ``alternate_query_weight``."""
         limit = limit or self.settings.candidates
         queries = list(dict.fromkeys(q for q in queries if q.strip()))
         if len(queries) <= 1:
@@ -76,8 +77,10 @@ class HybridRetriever:
         rankings = [await self.run(q, limit=max(LIST_DEPTH, limit)) for q in queries]
         by_id = {p.id: p for ranking in reversed(rankings) for p in ranking}
         index = {pid: n for n, pid in enumerate(by_id)}
+        weights = [1.0] + [self.settings.alternate_query_weight] * (len(rankings) - 1)
         fused = weighted_rrf(
-            [(1.0, [(index[p.id], p.score) for p in ranking]) for ranking in rankings], k=self.settings.rrf_k
+            [(w, [(index[p.id], p.score) for p in ranking]) for w, ranking in zip(weights, rankings, strict=True)],
+            k=self.settings.rrf_k,
         )
         ids = list(by_id)
         return [by_id[ids[key]].model_copy(update={"score": score}) for key, score in fused[:limit]]
