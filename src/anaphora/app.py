@@ -15,7 +15,9 @@ from anaphora.models import ChatModel, load_chat_model
 from anaphora.pipeline.engine import LOCAL_USER, Engine, TurnRequest
 from anaphora.pipeline.query import LastMessageQuery, QueryStage
 from anaphora.pipeline.rewrite import GuardedRewriter, HistoryExpansion
+from anaphora.pipeline.select import PassageSelector
 from anaphora.pipeline.summary import RollingSummarizer
+from anaphora.rerank import load_reranker
 from anaphora.retrieval import HybridRetriever, IndexCache
 from anaphora.settings import Settings, load_settings
 from anaphora.store import Database, SQLiteConversationStore, SQLiteCorpus, SQLiteEmbeddingCache
@@ -56,7 +58,9 @@ def build_components(settings: Settings, *, model: ChatModel | None = None) -> C
     """Open the store under ``settings.data_dir`` and assemble the pipeline. Models load lazily."""
     database = Database(settings.data_dir / "anaphora.db")
     corpus = SQLiteCorpus(database)
-    embedder = CachedEmbedder(load_embedder(settings), SQLiteEmbeddingCache(database))
+    embedder = CachedEmbedder(
+        load_embedder(settings), SQLiteEmbeddingCache(database, max_entries=settings.embedding_cache_entries)
+    )
     indexes = IndexCache(corpus, settings.data_dir / "index", embedder.name, _dim(embedder))
     retriever = HybridRetriever(corpus, indexes, embedder, settings)
     conversations = SQLiteConversationStore(database)
@@ -77,6 +81,13 @@ def build_components(settings: Settings, *, model: ChatModel | None = None) -> C
         retriever=retriever,
         conversations=conversations,
         query_stage=build_query_stage(settings, chat_model, metrics),
+        selector=PassageSelector(
+            load_reranker(settings),
+            similarity_threshold=settings.similarity_threshold,
+            rerank_threshold=settings.rerank_threshold,
+            timeout_s=settings.rerank_timeout_s,
+            metrics=metrics,
+        ),
         summaries=conversations,
         summarizer=summarizer,
         metrics=metrics,

@@ -25,6 +25,16 @@ class Metrics:
             ["status"],
             registry=self.registry,
         )
+        self.reranker = Counter(
+            "anaphora_reranker_requests", "Rerank attempts by outcome", ["status"], registry=self.registry
+        )
+        self.routes = Counter("anaphora_routes", "Turns by route kind", ["kind"], registry=self.registry)
+        self.retrievals_skipped = Counter(
+            "anaphora_retrievals_skipped", "Turns answered without retrieval", ["reason"], registry=self.registry
+        )
+        self.abstentions = Counter(
+            "anaphora_abstentions", "Turns where no passage was relevant enough", registry=self.registry
+        )
         self.turns = Counter("anaphora_turns", "Turns answered", registry=self.registry)
         self.model_calls = Counter(
             "anaphora_model_calls", "Chat-model calls by purpose", ["purpose"], registry=self.registry

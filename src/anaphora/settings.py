@@ -108,6 +108,28 @@ class Settings(BaseSettings):
         default=0.5, ge=0, le=1, description="fusion weight of a turn's secondary queries (e.g. the bare message)"
     )
 
+    similarity_threshold: float = Field(
+        default=0.30, ge=-1, le=1, description="first-stage floor: dense cosine similarity of query and passage"
+    )
+    reranker: str = Field(
+        default="none",
+        description="'none' (first-stage order), 'cross-encoder:/path' (sentence-transformers, local files), "
+        "or 'http:URL' (a /rerank endpoint, see rerank_style)",
+    )
+    rerank_style: Literal["cohere", "tei"] = Field(default="cohere", description="request shape of an HTTP reranker")
+    rerank_model: str = Field(default="", description="model name sent to a Cohere-style reranker")
+    rerank_api_key: SecretStr = Field(default=SecretStr(""), description="API key of an HTTP reranker")
+    rerank_threshold: float = Field(default=0.30, ge=0, le=1, description="floor on reranker scores (0-1)")
+    rerank_timeout_s: float = Field(default=10.0, gt=0, description="time budget of one rerank call")
+    embedding_cache_entries: int = Field(
+        default=200_000, ge=1000, description="cached query/text embeddings kept; least recently used go first"
+    )
+
+    # Routing ----------------------------------------------------------------------------------------------------
+    skip_gate: bool = Field(
+        default=True, description="answer chit-chat and questions about the conversation without retrieval"
+    )
+
     # Conversation memory --------------------------------------------------------------------------------------
     history_turns: int = Field(default=8, ge=4, le=64, description="verbatim turns in the generation prompt")
     history_budget_tokens: int = Field(

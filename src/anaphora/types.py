@@ -35,6 +35,7 @@ class Passage(BaseModel):
     score: float = 0.0
     bm25_score: float | None = None
     dense_score: float | None = None
+    rerank_score: float | None = None
 
 
 class Citation(BaseModel):
@@ -82,7 +83,9 @@ class TurnTrace(BaseModel):
     query_source: str = "question"
     alternate_queries: list[str] = Field(default_factory=list)
     route: str | None = None
+    route_reason: str = ""
     retrieval_skipped: bool = False
+    abstained: bool = False
     retrieved: list[Passage] = Field(default_factory=list)
     stages: list[StageRecord] = Field(default_factory=list)
     model_calls: int = 0

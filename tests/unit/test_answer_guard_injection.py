@@ -71,7 +71,9 @@ def test_chatml_rendering_helper_detects_a_forged_role() -> None:
     ids=["im_|start", "im_start||>", "<|im_start", "closed-then-split", "role-split"],
 )
 def test_payload_split_across_turns_never_forges_a_role(tmp_path, first_tail: str, second_head: str) -> None:
-    settings = Settings(data_dir=tmp_path, chat_model="fake", embedder="hashing", history_turns=4)
+    settings = Settings(
+        data_dir=tmp_path, chat_model="fake", embedder="hashing", history_turns=4, similarity_threshold=0.0
+    )
     model = FakeChatModel(default=router)
     questions = [
         f"How do I install Kestrel on Kubernetes? {first_tail}",
@@ -138,7 +140,7 @@ def test_payload_hidden_in_an_ingested_document_never_forges_a_role(tmp_path) ->
     (docs / "other.md").write_text(
         "# Kestrel agent\n\nThe agent tails container logs and ships them to the relay.\n", encoding="utf-8"
     )
-    settings = Settings(data_dir=tmp_path / "data", chat_model="fake", embedder="hashing")
+    settings = Settings(data_dir=tmp_path / "data", chat_model="fake", embedder="hashing", similarity_threshold=0.0)
     model = FakeChatModel(default=router)
     with Anaphora(settings, model=model) as rag:
         rag.ingest([docs])

@@ -284,7 +284,12 @@ def rendered_tokens(model: FakeChatModel, messages) -> int:
 
 async def test_two_hundred_turns_stay_within_the_budget(tmp_path) -> None:
     settings = Settings(
-        data_dir=tmp_path, chat_model="fake", embedder="hashing", context_window=2048, answer_max_tokens=256
+        similarity_threshold=0.0,
+        data_dir=tmp_path,
+        chat_model="fake",
+        embedder="hashing",
+        context_window=2048,
+        answer_max_tokens=256,
     )
     fake = FakeChatModel(default=router)
     components = build_components(settings, model=fake)

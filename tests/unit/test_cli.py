@@ -20,6 +20,7 @@ def run(tmp_path: Path, *args: str, stdin: str = "", env: dict[str, str] | None 
         "ANAPHORA_CHAT_MODEL": "fake",
         "ANAPHORA_EMBEDDER": "hashing",
         "ANAPHORA_DATA_DIR": str(tmp_path / "data"),
+        "ANAPHORA_SIMILARITY_THRESHOLD": "0",
         "COLUMNS": "200",
         **(env or {}),
     }

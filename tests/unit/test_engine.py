@@ -10,6 +10,7 @@ from anaphora import Anaphora, FakeChatModel, InputError, Message, NotFoundError
 from anaphora.app import build_components
 from anaphora.pipeline.engine import TurnRequest
 from anaphora.pipeline.prompt import CONTEXT_CLOSE, CONTEXT_OPEN
+from tests.conftest import SAMPLE_DOCS
 
 pytestmark = pytest.mark.unit
 
@@ -84,6 +85,7 @@ def test_stateless_history_is_used_whole(sample_rag: Anaphora, fake_model: FakeC
 def test_verbatim_window_caps_history(settings, fake_model) -> None:
     capped = settings.model_copy(update={"history_turns": 4})
     with Anaphora(capped, model=fake_model) as rag:
+        rag.ingest([SAMPLE_DOCS])
         conversation = rag.new_conversation()
         for n in range(7):
             rag.ask(f"question number {n}", conversation)
@@ -175,8 +177,9 @@ def test_model_error_propagates_and_stores_nothing(sample_rag: Anaphora, fake_mo
     assert sample_rag._runner.run(sample_rag.components.conversations.turns("local", conversation)) == []
 
 
-def test_empty_index_answers_without_passages(rag: Anaphora, fake_model: FakeChatModel) -> None:
+def test_empty_index_abstains_without_a_model_call(rag: Anaphora, fake_model: FakeChatModel) -> None:
     result = rag.ask("How do I install Kestrel?")
-    assert result.trace.retrieved == []
-    assert "(no excerpts found)" in fake_model.history[-1][-1].content
-    assert result.citations == []
+    assert result.trace.retrieved == [] and result.trace.abstained
+    assert fake_model.calls == [] and result.trace.model_calls == 0
+    assert "do not cover" in result.answer and result.citations == []
+    assert "abstained" in result.trace.stage("generate").detail

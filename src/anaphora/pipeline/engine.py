@@ -22,8 +22,11 @@ from anaphora.pipeline.citations import extract_citations
 from anaphora.pipeline.generate import Deltas, emit, generate
 from anaphora.pipeline.prompt import CONTEXT_FRAMING, SUMMARY_LABEL, build_messages, format_passage
 from anaphora.pipeline.query import QueryStage
+from anaphora.pipeline.route import route_by_rules, route_without_model
+from anaphora.pipeline.select import PassageSelector
 from anaphora.pipeline.summary import RollingSummarizer
 from anaphora.pipeline.trace import timed
+from anaphora.rerank.base import NoModelReranker
 from anaphora.retrieval.hybrid import HybridRetriever
 from anaphora.sanitize import sanitize
 from anaphora.settings import Settings
@@ -32,6 +35,7 @@ from anaphora.types import Message, Passage, TurnResult, TurnTrace
 
 LOCAL_USER = "local"
 NO_ANSWER = "I could not find this in the documents."
+ABSTAIN = "The documents do not cover this: none of the passages I found is relevant enough to answer from."
 
 
 def turns_to_messages(turns: Sequence[StoredTurn]) -> list[Message]:
@@ -93,6 +97,7 @@ class Engine:
         retriever: HybridRetriever,
         conversations: ConversationStore,
         query_stage: QueryStage,
+        selector: PassageSelector | None = None,
         summaries: SummaryStore | None = None,
         summarizer: RollingSummarizer | None = None,
         metrics: Metrics | None = None,
@@ -102,9 +107,12 @@ class Engine:
         self.retriever = retriever
         self.conversations = conversations
         self.query_stage = query_stage
+        self.metrics = metrics or Metrics()
+        self.selector = selector or PassageSelector(
+            NoModelReranker(), similarity_threshold=settings.similarity_threshold, metrics=self.metrics
+        )
         self.summaries = summaries
         self.summarizer = summarizer
-        self.metrics = metrics or Metrics()
         self._background: set[asyncio.Task] = set()
 
     async def ask(self, request: TurnRequest) -> TurnResult:
@@ -132,9 +140,19 @@ class Engine:
         another ``query_stage`` (a baseline), so that what is measured is exactly what a turn does.
         """
         trace = TurnTrace(question=question)
+        with timed(trace, "route") as stage:
+            route = route_by_rules(question, bool(history))
+            stage.set("ok", route.reason if route else "rules undecided")
+        if route and not route.needs_retrieval and self.settings.skip_gate:
+            trace.route, trace.route_reason, trace.retrieval_skipped = route.kind, route.reason, True
+            self.metrics.retrievals_skipped.labels(reason=route.kind).inc()
+            return [], trace
+
         with timed(trace, "query") as stage:
             plan = await (query_stage or self.query_stage).run(question, history)
             stage.set(plan.status, plan.detail)
+        route = route or route_without_model(question, bool(history))
+        trace.route, trace.route_reason = route.kind, route.reason
         trace.query, trace.query_source = plan.query, plan.source
         trace.alternate_queries = [q for q in plan.queries if q != plan.query]
         trace.model_calls += plan.model_calls
@@ -142,8 +160,11 @@ class Engine:
         with timed(trace, "retrieve") as stage:
             candidates = await self.retriever.run_many(plan.queries)
             stage.set("ok", f"{len(candidates)} candidates")
-        trace.retrieved = candidates[: self.settings.top_k]
-        return candidates, trace
+        with timed(trace, "select") as stage:
+            selection = await self.selector.run(plan.query, candidates)
+            stage.set(selection.status, selection.detail)
+        trace.retrieved = selection.passages[: self.settings.top_k]
+        return selection.passages, trace
 
     async def _context(self, request: TurnRequest) -> tuple[list[Message], str, int]:
         """(recent history as messages, current summary, number of earlier turns) - all sanitised."""
@@ -164,7 +185,9 @@ class Engine:
             summary = current.text if current else ""
         return [Message(role=m.role, content=sanitize(m.content)) for m in history], sanitize(summary), turns_before
 
-    def _plan(self, question: str, history: list[Message], summary: str, passages: list[Passage]) -> PromptPlan:
+    def _plan(
+        self, question: str, history: list[Message], summary: str, passages: list[Passage], *, framed: bool
+    ) -> PromptPlan:
         settings = self.settings
         return plan_prompt(
             count=self.chat_model.count_tokens,
@@ -177,7 +200,7 @@ class Engine:
             passages=passages,
             question=question,
             passage_text=format_passage,
-            framing=CONTEXT_FRAMING,
+            framing=CONTEXT_FRAMING if framed else "",
             summary_label=SUMMARY_LABEL,
         )
 
@@ -193,24 +216,35 @@ class Engine:
             raise InputError("the question is empty", hint="type a question")
         history, summary, turns_before = await self._context(request)
         _, trace = await self.retrieve(question, history)
+        retrieved = not trace.retrieval_skipped
 
         with timed(trace, "budget") as stage:
-            plan = self._plan(question, history, summary, trace.retrieved)
+            plan = self._plan(question, history, summary, trace.retrieved, framed=retrieved)
             trace.budget, passages = plan.decision, plan.passages
             stage.set("ok", f"{plan.decision.used}/{plan.decision.budget} tokens, {plan.decision.turns_kept} turns")
-        messages = build_messages(self.settings.system_prompt, plan.history, passages, question, plan.summary)
-        options = ChatOptions(
-            temperature=self.settings.answer_temperature, max_tokens=self.settings.answer_max_tokens, stop=ANSWER_STOP
-        )
         with timed(trace, "generate") as stage:
-            answer, guard = await generate(self.chat_model, messages, options, deltas)
-            if not answer:
-                answer = extractive_answer(question, passages) or NO_ANSWER
-                stage.set("ok", "model gave no usable answer: quoted the best passages instead")
+            if retrieved and not passages:
+                answer, trace.abstained = ABSTAIN, True  # nothing relevant: say so rather than guess
+                self.metrics.abstentions.inc()
+                stage.set("skipped", "abstained: no passage passed the relevance thresholds")
                 emit(deltas, answer)
-            elif guard.tripped:
-                stage.set("ok", "stopped the model repeating itself or echoing the prompt")
-        trace.model_calls += 1
+            else:
+                messages = build_messages(
+                    self.settings.system_prompt, plan.history, passages if retrieved else None, question, plan.summary
+                )
+                options = ChatOptions(
+                    temperature=self.settings.answer_temperature,
+                    max_tokens=self.settings.answer_max_tokens,
+                    stop=ANSWER_STOP,
+                )
+                answer, guard = await generate(self.chat_model, messages, options, deltas)
+                trace.model_calls += 1
+                if not answer:
+                    answer = extractive_answer(question, passages) or NO_ANSWER
+                    stage.set("ok", "model gave no usable answer: quoted the best passages instead")
+                    emit(deltas, answer)
+                elif guard.tripped:
+                    stage.set("ok", "stopped the model repeating itself or echoing the prompt")
         trace.prompt_tokens = plan.decision.used
         citations = extract_citations(answer, passages)
 
@@ -250,9 +284,13 @@ class Engine:
         metrics.turns.inc()
         for stage in trace.stages:
             metrics.stage_seconds.labels(stage=stage.name).observe(stage.ms / 1000)
-        metrics.model_calls.labels(purpose="answer").inc()
-        if trace.stage("query") and trace.stage("query").status != "skipped":
-            metrics.model_calls.labels(purpose="rewrite").inc(trace.model_calls - 1)
+        if trace.route:
+            metrics.routes.labels(kind=trace.route).inc()
+        if not trace.abstained:
+            metrics.model_calls.labels(purpose="answer").inc()
+        rewrite_calls = trace.model_calls - (0 if trace.abstained else 1)
+        if rewrite_calls > 0:
+            metrics.model_calls.labels(purpose="rewrite").inc(rewrite_calls)
         metrics.prompt_tokens.observe(trace.prompt_tokens)
         if trace.budget:
             metrics.budget_evictions.inc(trace.budget.turns_evicted_for_budget)

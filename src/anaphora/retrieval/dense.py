@@ -62,6 +62,24 @@ class DenseIndex:
     def __len__(self) -> int:
         return len(self.keys)
 
+    def similarity(self, vector: np.ndarray, keys: list[int]) -> dict[int, float]:
+        """Cosine similarity of ``vector`` to the stored vectors of ``keys`` (missing keys are left out)."""
+        if not keys or len(self.keys) == 0:
+            return {}
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if self.graph is not None:
+            present = [k for k in keys if k in self._positions()]
+            stored = np.asarray(self.graph.get_items(present), dtype=np.float32) if present else np.empty((0,))
+        else:
+            present = [k for k in keys if k in self._positions()]
+            stored = self.matrix[[self._positions()[k] for k in present]] if present else np.empty((0,))
+        return {k: float(v) for k, v in zip(present, stored @ query if present else [], strict=True)}
+
+    def _positions(self) -> dict[int, int]:
+        if not hasattr(self, "_position_cache"):
+            self._position_cache = {int(k): i for i, k in enumerate(self.keys)}
+        return self._position_cache
+
     def search(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """Top ``k`` (chunk key, cosine similarity), best first."""
         if len(self.keys) == 0:

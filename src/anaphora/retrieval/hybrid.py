@@ -37,9 +37,10 @@ class HybridRetriever:
         depth = max(LIST_DEPTH, limit)
         lexical = indexes.bm25.search(query, depth) if fusion in ("rrf", "bm25") else []
         dense: list[tuple[int, float]] = []
+        vector = None
         if fusion in ("rrf", "dense"):
-            vector = (await asyncio.to_thread(self.embedder.embed, [query]))[0]
-            dense = indexes.dense.search(np.asarray(vector), depth)
+            vector = np.asarray((await asyncio.to_thread(self.embedder.embed, [query]))[0])
+            dense = indexes.dense.search(vector, depth)
         if fusion == "bm25":
             ranked = lexical
         elif fusion == "dense":
@@ -51,6 +52,9 @@ class HybridRetriever:
             )
         ranked = ranked[:limit]
         lexical_scores, dense_scores = dict(lexical), dict(dense)
+        if vector is not None:  # every candidate gets its cosine similarity, the score thresholds apply to
+            missing = [key for key, _ in ranked if key not in dense_scores]
+            dense_scores.update(indexes.dense.similarity(vector, missing))
         chunks = self.corpus.chunks([key for key, _ in ranked])
         return [
             Passage(

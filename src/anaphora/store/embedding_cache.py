@@ -1,4 +1,7 @@
-"""Persistent embedding cache in SQLite, keyed by a hash of (embedder, text)."""
+"""Persistent embedding cache in SQLite, keyed by a hash of (embedder, text), bounded with LRU eviction.
+
+Corpus vectors live in the chunk table, so evicting from the cache never loses an indexed passage's vector.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +12,14 @@ import numpy as np
 
 from anaphora.store.database import Database
 
+TRIM_EVERY = 256  # writes between size checks: counting rows on every write would cost more than it saves
+
 
 class SQLiteEmbeddingCache:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, max_entries: int = 200_000) -> None:
         self.db = db
+        self.max_entries = max_entries
+        self._writes_since_trim = 0
 
     def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}
@@ -21,7 +28,14 @@ class SQLiteEmbeddingCache:
             marks = ",".join("?" * len(batch))
             for row in self.db.query(f"SELECT key, vector FROM embedding_cache WHERE key IN ({marks})", batch):
                 found[row["key"]] = np.frombuffer(row["vector"], dtype=np.float32)
+        if found:
+            self._touch(list(found))
         return found
+
+    def _touch(self, keys: list[str]) -> None:
+        now = time.time()
+        with self.db.transaction() as db:
+            db.executemany("UPDATE embedding_cache SET used_at = ? WHERE key = ?", [(now, k) for k in keys])
 
     def put_many(self, items: dict[str, np.ndarray]) -> None:
         if not items:
@@ -33,3 +47,19 @@ class SQLiteEmbeddingCache:
                 "ON CONFLICT(key) DO UPDATE SET used_at = excluded.used_at",
                 [(k, np.asarray(v, dtype=np.float32).tobytes(), now) for k, v in items.items()],
             )
+        self._writes_since_trim += len(items)
+        if self._writes_since_trim >= TRIM_EVERY or len(items) > self.max_entries:
+            self.trim()
+
+    def __len__(self) -> int:
+        return self.db.query("SELECT COUNT(*) AS n FROM embedding_cache")[0]["n"]
+
+    def trim(self) -> int:
+        """Evict the least recently used entries beyond ``max_entries``; returns how many went."""
+        self._writes_since_trim = 0
+        with self.db.transaction() as db:
+            return db.execute(
+                "DELETE FROM embedding_cache WHERE key IN "
+                "(SELECT key FROM embedding_cache ORDER BY used_at DESC, key LIMIT -1 OFFSET ?)",
+                (self.max_entries,),
+            ).rowcount

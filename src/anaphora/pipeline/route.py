@@ -1,0 +1,86 @@
+"""Turn routing: what kind of turn this is, and whether it needs retrieval at all.
+
+Deterministic rules decide what they can (greetings and thanks, requests about the conversation itself, turn 1);
+the model's structured analysis (:mod:`anaphora.pipeline.analysis`) decides the rest. Every skip has a reason.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+from anaphora.pipeline.rewrite import looks_standalone
+from anaphora.text import content_set
+
+
+class TurnKind(StrEnum):
+    FOLLOW_UP = "follow_up"
+    NEW_QUERY = "new_query"
+    CHIT_CHAT = "chit_chat"
+    META = "meta"
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    kind: TurnKind
+    needs_retrieval: bool
+    reason: str
+    decided_by: str = "rules"  # "rules" or "model"
+
+
+# social words and phrases; a message made only of these is chit-chat ("thanks, and on ARM?" is not)
+_SOCIAL = re.compile(
+    r"\b(hi|hello|hey|hiya|howdy|good (morning|afternoon|evening|night)|thanks?( you)?( (so|very) much)?|thx|ty|"
+    r"cheers|great|awesome|perfect|cool|nice|ok(ay)?|alright|got it|makes sense|understood|sounds good|"
+    r"(that('s| is| was) )?(very |really |super )?(helpful|useful|clear|great|perfect|nice)|"
+    r"bye|goodbye|see you|have a (nice|good) day|you('re| are) (the best|great|awesome)|no problem|sure|yes|no|"
+    r"how are you( doing)?|who are you|what can you do|lol|wow|please|much appreciated|appreciate it|all good)\b",
+    re.IGNORECASE,
+)
+# requests about the conversation itself: answered from the history, never from the documents
+_META = re.compile(
+    r"\b(summari[sz]e|recap|sum up)\b.*\b(conversation|chat|discussion|so far|we (discussed|talked)|this)\b|"
+    r"\bwhat (did|have) (you|i|we) (say|said|ask|asked|tell|told|discuss|discussed|mention|mentioned)\b|"
+    r"\bwhat was (my|your|the) (first|last|previous|earlier|original) (question|answer|message|point)\b|"
+    r"\b(repeat|rephrase|reword|simplify|shorten) (that|this|it|your (last )?answer)\b|"
+    r"\b(say|explain|put) (that|this|it) (again|differently|another way|more simply|in other words)\b|"
+    r"\b(say|tell me) (that|it) again\b|\bagain,? (but )?(shorter|briefer|simpler|longer|in (short|brief))\b|"
+    r"\b(shorter|simpler|briefer|longer|more detailed) (version|answer|please)\b|"
+    r"\b(translate|rewrite) (that|this|it|your answer)\b|"
+    r"\b(the|that) (first|second|third|fourth|last|previous|next) (step|point|item|option|one) (you|that you) "
+    r"(listed|mentioned|gave|said|described|suggested)\b|"
+    r"\b(you|your) (just )?(said|listed|mentioned|wrote|suggested|answer(ed)?) (earlier|before|above|previously)\b",
+    re.IGNORECASE,
+)
+
+
+def is_chit_chat(message: str) -> bool:
+    remainder = _SOCIAL.sub(" ", message)
+    return bool(message.strip()) and not content_set(remainder)
+
+
+def is_meta(message: str) -> bool:
+    return bool(_META.search(message))
+
+
+def route_by_rules(question: str, has_history: bool) -> Route | None:
+    """The rules' verdict, or ``None`` when only the model can tell (a later turn that is neither chit-chat nor
+    about the conversation)."""
+    if is_chit_chat(question):
+        return Route(TurnKind.CHIT_CHAT, False, "chit-chat: greetings, thanks or small talk")
+    if has_history and is_meta(question):
+        return Route(TurnKind.META, False, "about the conversation itself: answered from the history")
+    if not has_history:
+        return Route(TurnKind.NEW_QUERY, True, "first turn")
+    return None
+
+
+def route_without_model(question: str, has_history: bool) -> Route:
+    """The rules, completed by the standalone test: what a turn gets when there is no model analysis."""
+    decided = route_by_rules(question, has_history)
+    if decided:
+        return decided
+    if looks_standalone(question):
+        return Route(TurnKind.NEW_QUERY, True, "stands alone")
+    return Route(TurnKind.FOLLOW_UP, True, "refers back to the conversation")

@@ -1,0 +1,60 @@
+"""A sentence-transformers CrossEncoder from a local directory (never downloaded at run time)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from anaphora.errors import ModelError, ModelNotFoundError, require
+
+
+class CrossEncoderReranker:
+    def __init__(self, model_path: str | Path, *, batch_size: int = 32) -> None:
+        self.model_path = Path(model_path).expanduser()
+        if not (self.model_path / "config.json").is_file():
+            raise ModelNotFoundError(
+                f"no cross-encoder model in {self.model_path}",
+                hint="point ANAPHORA_RERANKER at a directory saved with CrossEncoder.save() "
+                "(cross-encoder:/path), or use 'none'",
+            )
+        self.name = f"cross-encoder:{self.model_path.name}"
+        self.batch_size = batch_size
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def warm_up(self) -> None:
+        with self._lock:
+            if self._model is not None:
+                return
+            st = require(
+                "sentence_transformers",
+                package="sentence-transformers",
+                extra="embedded",
+                purpose="the cross-encoder reranker",
+            )
+            try:
+                self._model = st.CrossEncoder(str(self.model_path), device="cpu", local_files_only=True)
+            except (OSError, ValueError, RuntimeError) as exc:
+                raise ModelError(
+                    f"cannot load the cross-encoder from {self.model_path}: {exc}",
+                    hint="check the model directory is complete",
+                ) from exc
+
+    def _score(self, query: str, texts: Sequence[str]) -> list[float]:
+        self.warm_up()
+        import numpy as np
+
+        raw = np.asarray(
+            self._model.predict([(query, t) for t in texts], batch_size=self.batch_size, show_progress_bar=False),
+            dtype=np.float64,
+        ).reshape(len(texts), -1)
+        column = raw[:, -1]  # one relevance logit/probability per pair (the positive class if there are two)
+        if column.min() < 0 or column.max() > 1:  # logits: map to [0, 1]
+            column = 1 / (1 + np.exp(-column))
+        return [float(s) for s in column]
+
+    async def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        return await asyncio.to_thread(self._score, query, texts) if texts else []

@@ -1,0 +1,66 @@
+"""The scripted demo conversation with the embedded defaults (SmolLM2 rewrite + guard + fallback, MiniLM):
+every follow-up must retrieve the section that answers it, though taken alone it would not."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from anaphora import Anaphora, Settings
+from tests.conftest import DEMO_SCRIPT, SAMPLE_DOCS
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+TURNS = json.loads(DEMO_SCRIPT.read_text())["turns"]
+# needs turn routing to leave the chit-chat turns before it out of the history expansion (see issue notes)
+KNOWN_MISSES = {"What about on the collector side, where the logs come in?"}
+
+
+@pytest.fixture(scope="module")
+def played(tmp_path_factory) -> list[tuple[dict, object]]:
+    settings = Settings(data_dir=tmp_path_factory.mktemp("demo"), answer_max_tokens=48)
+    with Anaphora(settings) as rag:
+        rag.ingest([SAMPLE_DOCS])
+        conversation = rag.new_conversation()
+        return [(turn, rag.ask(turn["user"], conversation)) for turn in TURNS]
+
+
+def sections(result) -> set[tuple[str, str]]:
+    return {(p.source, p.heading.split(" > ")[-1]) for p in result.trace.retrieved}
+
+
+@pytest.mark.parametrize(
+    "number",
+    [
+        pytest.param(
+            n,
+            id=t["user"],
+            marks=[pytest.mark.xfail(strict=True, reason="known miss")] if t["user"] in KNOWN_MISSES else [],
+        )
+        for n, t in enumerate(TURNS)
+        if t.get("kind") == "follow_up"
+    ],
+)
+def test_follow_up_retrieves_what_it_needs(played, number: int) -> None:
+    turn, result = played[number]
+    wanted = {(e["source"], e["heading"]) for e in turn["expect"]}
+    assert wanted & sections(result), (result.trace.query, sections(result))
+    assert result.trace.model_calls <= 2
+
+
+def test_follow_ups_alone_would_miss(tmp_path) -> None:
+    """The demo is a real test of history: asked without it, most follow-ups do not find their section."""
+    with Anaphora(Settings(data_dir=tmp_path, chat_model="fake", rewriter="off")) as rag:
+        rag.ingest([SAMPLE_DOCS])
+        follow_ups = [t for t in TURNS if t.get("kind") == "follow_up"]
+        misses = 0
+        for turn in follow_ups:
+            wanted = {(e["source"], e["heading"]) for e in turn["expect"]}
+            misses += not (wanted & sections(rag.ask(turn["user"])))
+        assert misses >= len(follow_ups) // 2
+
+
+def test_first_turn_makes_no_rewrite_call(played) -> None:
+    _, first = played[0]
+    assert first.trace.model_calls == 1
+    assert first.trace.stage("query").status == "skipped"
