@@ -90,9 +90,7 @@ def main() -> None:
     args = parser.parse_args()
     output = {"date": date.today().isoformat(), "revision": git_revision(), "machine": machine(), "domains": {}}
     for domain in args.domains.split(","):
-        output["domains"][domain] = asyncio.run(
-            run_domain(domain, args.sources.split(","), args.limit, args.sweep)
-        )
+        output["domains"][domain] = asyncio.run(run_domain(domain, args.sources.split(","), args.limit, args.sweep))
     print(f"wrote {write_result('followups', output)}")
 
 

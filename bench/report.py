@@ -6,7 +6,6 @@ Each section names the command that produced its numbers; a section whose result
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from common import RESULTS, ROOT
 
@@ -48,7 +47,8 @@ def latency_section() -> str:
 
 Command: `python bench/retrieval_latency.py --fresh` · {data["date"]} · revision {data["revision"]} · {data["machine"]}
 
-Corpus: MTRAG clapnq dev pool, {data["passages"]:,} passages; {data["latency_ms"]["bm25"]["n"]} task questions as queries.
+Corpus: MTRAG clapnq dev pool, {data["passages"]:,} passages; {data["latency_ms"]["bm25"]["n"]} task questions
+as queries.
 
 - Cold ingest (parse, embed every passage with all-MiniLM-L6-v2 on the CPU, store): {ingest["seconds"]} s,
   **{ingest["passages_per_s"]} passages/s**. Re-ingest of the unchanged corpus: {ingest["reingest_unchanged_s"]} s
@@ -111,20 +111,38 @@ embedded default (SmolLM2-135M rewrite → guard → fallback to the expansion, 
             ]
             for source, r in result["sources"].items()
         ]
-        parts.append(f"### {domain}: follow-ups\n\n" + table(
-            ["source", "n", "R@5", "nDCG@5", "R@10", "R@5 all turns", "model calls/turn", "query ms p50",
-             "query stage status"], rows))
+        parts.append(
+            f"### {domain}: follow-ups\n\n"
+            + table(
+                [
+                    "source",
+                    "n",
+                    "R@5",
+                    "nDCG@5",
+                    "R@10",
+                    "R@5 all turns",
+                    "model calls/turn",
+                    "query ms p50",
+                    "query stage status",
+                ],
+                rows,
+            )
+        )
         if result.get("sweep"):
             sweep = [[label, r["recall@5"], r["ndcg@5"], r["recall@10"]] for label, r in result["sweep"].items()]
-            parts.append(f"Retriever configurations on {domain} follow-ups, last-turn queries:\n\n" + table(
-                ["retriever", "R@5", "nDCG@5", "R@10"], sweep))
+            parts.append(
+                f"Retriever configurations on {domain} follow-ups, last-turn queries:\n\n"
+                + table(["retriever", "R@5", "nDCG@5", "R@10"], sweep)
+            )
     return "\n\n".join(parts) + "\n"
 
 
 def peers_section() -> str:
     sections = []
-    for name, title in (("peers_embedded", "quality, SmolLM2-135M for every system"),
-                        ("peers_fake", "pipeline overhead, fake model (zero model time)")):
+    for name, title in (
+        ("peers_embedded", "quality, SmolLM2-135M for every system"),
+        ("peers_fake", "pipeline overhead, fake model (zero model time)"),
+    ):
         data = load(name)
         if not data:
             sections.append(f"### Peers: {title}\n\n_Not run yet: see bench/peers/run.py._\n")
@@ -132,13 +150,37 @@ def peers_section() -> str:
         rows = []
         for domain, systems in data.get("domains", {}).items():
             for system, r in systems.items():
-                rows.append([domain, system, r.get("followup_recall@5"), r.get("followup_ndcg@5"),
-                             r.get("followup_recall@10"), r.get("model_calls_per_turn"),
-                             r.get("model_calls_turn_1"), r.get("overhead_ms_p50"), r.get("overhead_ms_p95")])
-        sections.append(f"### Peers: {title}\n\nCommand: `{data.get('command', 'python bench/peers/run.py')}` · "
-                        f"{data.get('date', '')} · {data.get('machine', '')}\n\n" + table(
-                            ["domain", "system", "follow-up R@5", "nDCG@5", "R@10", "model calls/turn",
-                             "turn-1 calls", "overhead ms p50", "overhead ms p95"], rows))
+                rows.append(
+                    [
+                        domain,
+                        system,
+                        r.get("followup_recall@5"),
+                        r.get("followup_ndcg@5"),
+                        r.get("followup_recall@10"),
+                        r.get("model_calls_per_turn"),
+                        r.get("model_calls_turn_1"),
+                        r.get("overhead_ms_p50"),
+                        r.get("overhead_ms_p95"),
+                    ]
+                )
+        sections.append(
+            f"### Peers: {title}\n\nCommand: `{data.get('command', 'python bench/peers/run.py')}` · "
+            f"{data.get('date', '')} · {data.get('machine', '')}\n\n"
+            + table(
+                [
+                    "domain",
+                    "system",
+                    "follow-up R@5",
+                    "nDCG@5",
+                    "R@10",
+                    "model calls/turn",
+                    "turn-1 calls",
+                    "overhead ms p50",
+                    "overhead ms p95",
+                ],
+                rows,
+            )
+        )
     return "## Side by side with LangChain and LlamaIndex (issue: evaluation)\n\n" + "\n\n".join(sections) + "\n"
 
 
