@@ -14,7 +14,8 @@ from anaphora.metrics import Metrics
 from anaphora.models.base import ChatModel, ChatOptions
 from anaphora.pipeline.query import QueryPlan
 from anaphora.pipeline.rewrite_guard import strip_preamble, validate_rewrite
-from anaphora.text import STOPWORDS, content_set, words
+from anaphora.pipeline.route import REFERRING, is_chit_chat, is_meta, looks_standalone
+from anaphora.text import STOPWORDS, content_set
 from anaphora.types import Message
 
 log = logging.getLogger("anaphora.rewrite")
@@ -26,29 +27,8 @@ REWRITE_INSTRUCTIONS = (
     "Example:\nUser: Who wrote Dune?\nAssistant: Frank Herbert wrote Dune in 1965.\n"
     "Last message: When did he die?\nQuery: When did Frank Herbert, the author of Dune, die?"
 )
-# words that point back into the conversation ("there" and "other" are left out: "is there", "other than")
-_REFERRING = frozenset(
-    {
-        *("it", "its", "it's", "they", "them", "their", "theirs", "this", "that", "these", "those"),
-        *("he", "him", "his", "she", "her", "hers", "ones", "same", "former", "latter"),
-    }
-)
-_CONTINUATIONS = re.compile(
-    r"^\s*(and|or|but|so|also|then|what about|how about|and what|and how|why not|same for|what else|"
-    r"anything else|more on|tell me more|go on|continue)\b",
-    re.IGNORECASE,
-)
 ANSWER_SNIPPET_WORDS = 60
 QUESTION_SNIPPET_WORDS = 100
-
-
-def looks_standalone(question: str) -> bool:
-    """A message stands alone unless it refers back (pronouns, demonstratives), continues ("and on ARM?"),
-    or is too short to name a topic."""
-    tokens = words(question)
-    if _CONTINUATIONS.match(question) or any(t in _REFERRING for t in tokens):
-        return False
-    return len(content_set(question)) >= 3
 
 
 class HistoryExpansion:
@@ -65,11 +45,15 @@ class HistoryExpansion:
         present = content_set(question)
         terms: list[str] = []
         seen: set[str] = set()
-        recent = [m.content for m in history if m.role == "user"][-self.turns :]
+        # the recent user turns that carry a topic (thanks and "say that again" carry none)
+        topical = [
+            m.content for m in history if m.role == "user" and not (is_chit_chat(m.content) or is_meta(m.content))
+        ]
+        recent = topical[-self.turns :]
         for text in reversed(recent):
             for word in re.findall(r"[\w\-.]+", text):
                 key = word.lower().strip(".-")
-                if not key or key in STOPWORDS or key in _REFERRING or len(key) < 2:
+                if not key or key in STOPWORDS or key in REFERRING or len(key) < 2:
                     continue
                 stemmed = next(iter(content_set(key)), key)
                 if stemmed in present or stemmed in seen:

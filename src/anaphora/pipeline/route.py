@@ -10,8 +10,29 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-from anaphora.pipeline.rewrite import looks_standalone
-from anaphora.text import content_set
+from anaphora.text import content_set, words
+
+# words that point back into the conversation ("there" and "other" are left out: "is there", "other than")
+REFERRING = frozenset(
+    {
+        *("it", "its", "it's", "they", "them", "their", "theirs", "this", "that", "these", "those"),
+        *("he", "him", "his", "she", "her", "hers", "ones", "same", "former", "latter"),
+    }
+)
+_CONTINUATIONS = re.compile(
+    r"^\s*(and|or|but|so|also|then|what about|how about|and what|and how|why not|same for|what else|"
+    r"anything else|more on|tell me more|go on|continue)\b",
+    re.IGNORECASE,
+)
+
+
+def looks_standalone(question: str) -> bool:
+    """A message stands alone unless it refers back (pronouns, demonstratives), continues ("and on ARM?"),
+    or is too short to name a topic."""
+    tokens = words(question)
+    if _CONTINUATIONS.match(question) or any(t in REFERRING for t in tokens):
+        return False
+    return len(content_set(question)) >= 3
 
 
 class TurnKind(StrEnum):
@@ -33,6 +54,7 @@ class Route:
 _SOCIAL = re.compile(
     r"\b(hi|hello|hey|hiya|howdy|good (morning|afternoon|evening|night)|thanks?( you)?( (so|very) much)?|thx|ty|"
     r"cheers|great|awesome|perfect|cool|nice|ok(ay)?|alright|got it|makes sense|understood|sounds good|"
+    r"(that )?helps( (a lot|a bunch|so much))?|(that )?helped|"
     r"(that('s| is| was) )?(very |really |super )?(helpful|useful|clear|great|perfect|nice)|"
     r"bye|goodbye|see you|have a (nice|good) day|you('re| are) (the best|great|awesome)|no problem|sure|yes|no|"
     r"how are you( doing)?|who are you|what can you do|lol|wow|please|much appreciated|appreciate it|all good)\b",
@@ -56,8 +78,9 @@ _META = re.compile(
 
 
 def is_chit_chat(message: str) -> bool:
-    remainder = _SOCIAL.sub(" ", message)
-    return bool(message.strip()) and not content_set(remainder)
+    """Only social phrases: at least one, and nothing of substance besides ("what did he do?" is not chit-chat)."""
+    remainder, found = _SOCIAL.subn(" ", message)
+    return found > 0 and not content_set(remainder)
 
 
 def is_meta(message: str) -> bool:

@@ -1,0 +1,187 @@
+"""PassageSelector: the similarity floor, reranking with its own floor, and failing open on reranker trouble."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import pytest
+
+from anaphora.metrics import Metrics
+from anaphora.pipeline.select import PassageSelector
+from anaphora.rerank.base import NoModelReranker, Reranker
+from anaphora.types import Passage
+
+pytestmark = pytest.mark.unit
+
+
+def passage(pid: str, dense: float | None, score: float = 0.0) -> Passage:
+    return Passage(id=pid, text=f"text of {pid}", score=score, dense_score=dense)
+
+
+CANDIDATES = [
+    passage("a", 0.80, 0.05),
+    passage("b", 0.10, 0.04),  # below a 0.30 floor
+    passage("c", None, 0.03),  # BM25-only: no dense score, the floor cannot apply
+    passage("d", 0.30, 0.02),  # exactly at the floor: kept
+    passage("e", 0.29, 0.01),  # just below
+]
+
+
+class Scripted:
+    """A reranker that returns scores looked up by passage text, and records what it was asked."""
+
+    name = "scripted"
+
+    def __init__(self, scores: dict[str, float], *, delay_s: float = 0.0, error: Exception | None = None) -> None:
+        self.scores = scores
+        self.delay_s = delay_s
+        self.error = error
+        self.calls: list[tuple[str, list[str]]] = []
+
+    async def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        self.calls.append((query, list(texts)))
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        if self.error:
+            raise self.error
+        return [self.scores[t.removeprefix("text of ")] for t in texts]
+
+
+def ids(passages: Sequence[Passage]) -> list[str]:
+    return [p.id for p in passages]
+
+
+def test_scripted_reranker_satisfies_the_protocol() -> None:
+    assert isinstance(Scripted({}), Reranker)
+    assert isinstance(NoModelReranker(), Reranker)
+
+
+async def test_similarity_floor_drops_low_dense_scores_and_keeps_unscored() -> None:
+    selection = await PassageSelector(NoModelReranker(), similarity_threshold=0.30).run("q", CANDIDATES)
+    assert ids(selection.passages) == ["a", "c", "d"]
+    assert selection.status == "skipped"
+    assert "2 below similarity 0.3" in selection.detail
+
+
+async def test_no_model_reranker_keeps_first_stage_order_untouched() -> None:
+    metrics = Metrics()
+    selector = PassageSelector(NoModelReranker(), similarity_threshold=-1.0, metrics=metrics)
+    selection = await selector.run("q", CANDIDATES)
+    assert selection.passages == CANDIDATES  # same order, same objects' values, no rerank scores
+    assert all(p.rerank_score is None for p in selection.passages)
+    assert selection.status == "skipped"
+    assert selection.detail == "first-stage order"
+    # the no-model path is not a rerank attempt
+    for status in ("ok", "error", "timeout", "skipped"):
+        assert metrics.value("anaphora_reranker_requests_total", status=status) == 0
+
+
+async def test_everything_below_the_floor_leaves_nothing_and_calls_no_reranker() -> None:
+    reranker = Scripted({})
+    selection = await PassageSelector(reranker, similarity_threshold=0.95).run("q", CANDIDATES[:2])
+    assert selection.passages == []
+    assert selection.status == "skipped"
+    assert reranker.calls == []
+
+
+async def test_reranker_reorders_sets_scores_and_applies_its_floor() -> None:
+    metrics = Metrics()
+    reranker = Scripted({"a": 0.2, "c": 0.9, "d": 0.5})
+    selector = PassageSelector(reranker, similarity_threshold=0.30, rerank_threshold=0.30, metrics=metrics)
+    selection = await selector.run("the query", CANDIDATES)
+    # only the survivors of the similarity floor are sent, in first-stage order, with the query
+    assert reranker.calls == [("the query", ["text of a", "text of c", "text of d"])]
+    assert ids(selection.passages) == ["c", "d"]  # best first; "a" fell below the rerank floor
+    assert [p.rerank_score for p in selection.passages] == [0.9, 0.5]
+    # first-stage scores are kept alongside
+    assert [p.dense_score for p in selection.passages] == [None, 0.30]
+    assert selection.status == "ok"
+    assert "2 below similarity 0.3" in selection.detail and "1 below rerank 0.3" in selection.detail
+    assert metrics.value("anaphora_reranker_requests_total", status="ok") == 1
+    # the inputs are not mutated
+    assert all(p.rerank_score is None for p in CANDIDATES)
+
+
+async def test_reranker_detail_names_it_when_nothing_was_dropped() -> None:
+    reranker = Scripted({"a": 0.4, "c": 0.6})
+    selection = await PassageSelector(reranker, similarity_threshold=0.0).run("q", [CANDIDATES[0], CANDIDATES[2]])
+    assert ids(selection.passages) == ["c", "a"]
+    assert selection.detail == "reranked by scripted"
+
+
+async def test_rerank_threshold_is_inclusive_and_can_drop_everything() -> None:
+    reranker = Scripted({"a": 0.30, "c": 0.29999})
+    selector = PassageSelector(reranker, similarity_threshold=0.0, rerank_threshold=0.30)
+    selection = await selector.run("q", [CANDIDATES[0], CANDIDATES[2]])
+    assert ids(selection.passages) == ["a"]
+    selection = await PassageSelector(Scripted({"a": 0.1, "c": 0.1}), rerank_threshold=0.5).run(
+        "q", [CANDIDATES[0], CANDIDATES[2]]
+    )
+    assert selection.passages == [] and selection.status == "ok"
+
+
+async def test_equal_rerank_scores_keep_first_stage_order() -> None:
+    reranker = Scripted({"a": 0.5, "c": 0.5, "d": 0.5})
+    selection = await PassageSelector(reranker, similarity_threshold=0.3).run("q", CANDIDATES)
+    assert ids(selection.passages) == ["a", "c", "d"]
+
+
+async def test_reranker_error_fails_open_in_first_stage_order() -> None:
+    metrics = Metrics()
+    reranker = Scripted({}, error=RuntimeError("boom"))
+    selection = await PassageSelector(reranker, similarity_threshold=0.30, metrics=metrics).run("q", CANDIDATES)
+    assert ids(selection.passages) == ["a", "c", "d"]
+    assert all(p.rerank_score is None for p in selection.passages)
+    assert selection.status == "error"
+    assert "RuntimeError: boom" in selection.detail and "first-stage order" in selection.detail
+    assert metrics.value("anaphora_reranker_requests_total", status="error") == 1
+    assert metrics.value("anaphora_reranker_requests_total", status="ok") == 0
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=ValueError,
+    reason="BUG: PassageSelector.run zips texts and scores with strict=True after the try/except, so a reranker "
+    "that returns the wrong number of scores raises ValueError out of the select stage (and the whole turn) "
+    "instead of failing open with status 'error' like every other reranker failure",
+)
+async def test_wrong_number_of_scores_counts_as_an_error() -> None:
+    class Short:
+        name = "short"
+
+        async def score(self, query: str, texts: Sequence[str]) -> list[float]:
+            return [0.9]
+
+    selection = await PassageSelector(Short(), similarity_threshold=0.0).run("q", CANDIDATES[:3])
+    assert selection.status == "error"
+    assert ids(selection.passages) == ["a", "b", "c"]
+
+
+async def test_slow_reranker_times_out_and_keeps_first_stage_order() -> None:
+    metrics = Metrics()
+    reranker = Scripted({"a": 1.0, "c": 1.0, "d": 1.0}, delay_s=5.0)
+    selector = PassageSelector(reranker, similarity_threshold=0.30, timeout_s=0.05, metrics=metrics)
+    started = asyncio.get_running_loop().time()
+    selection = await selector.run("q", CANDIDATES)
+    assert asyncio.get_running_loop().time() - started < 2.0
+    assert selection.status == "timeout"
+    assert ids(selection.passages) == ["a", "c", "d"]
+    assert "0.05s" in selection.detail
+    assert metrics.value("anaphora_reranker_requests_total", status="timeout") == 1
+
+
+async def test_metrics_count_each_outcome() -> None:
+    metrics = Metrics()
+    ok = PassageSelector(Scripted({"a": 0.9}), similarity_threshold=0.0, metrics=metrics)
+    bad = PassageSelector(Scripted({}, error=ValueError("x")), similarity_threshold=0.0, metrics=metrics)
+    for _ in range(3):
+        await ok.run("q", CANDIDATES[:1])
+    await bad.run("q", CANDIDATES[:1])
+    assert metrics.value("anaphora_reranker_requests_total", status="ok") == 3
+    assert metrics.value("anaphora_reranker_requests_total", status="error") == 1
+
+
+async def test_without_metrics_nothing_is_counted_and_nothing_breaks() -> None:
+    selection = await PassageSelector(Scripted({"a": 0.9})).run("q", CANDIDATES[:1])
+    assert selection.status == "ok"
