@@ -14,7 +14,7 @@ from anaphora.metrics import Metrics
 from anaphora.models import ChatModel, load_chat_model
 from anaphora.pipeline.engine import LOCAL_USER, Engine, TurnRequest
 from anaphora.pipeline.query import LastMessageQuery, QueryStage
-from anaphora.pipeline.rewrite import GuardedRewriter, HistoryExpansion
+from anaphora.pipeline.rewrite import JSON_ANALYSIS, TEXT_REWRITE, GuardedRewriter, HistoryExpansion
 from anaphora.pipeline.select import PassageSelector
 from anaphora.pipeline.summary import RollingSummarizer
 from anaphora.rerank import load_reranker
@@ -51,6 +51,7 @@ def build_query_stage(settings: Settings, chat_model: ChatModel, metrics: Metric
         timeout_s=settings.rewrite_timeout_s,
         max_tokens=settings.rewrite_max_tokens,
         metrics=metrics,
+        style=JSON_ANALYSIS if settings.rewriter == "analysis" else TEXT_REWRITE,
     )
 
 

@@ -135,10 +135,11 @@ class Settings(BaseSettings):
     history_budget_tokens: int = Field(
         default=6000, ge=256, description="tokens for summary + verbatim turns; oldest turns are evicted first"
     )
-    rewriter: Literal["model", "expansion", "off"] = Field(
+    rewriter: Literal["analysis", "model", "expansion", "off"] = Field(
         default="model",
-        description="query for retrieval on follow-ups: 'model' (guarded model rewrite, falling back to "
-        "'expansion'), 'expansion' (model-free: adds salient words of recent turns), 'off' (the message alone)",
+        description="query for retrieval on later turns: 'analysis' (one JSON model call: turn kind, whether the "
+        "conversation already answers it, standalone query), 'model' (a guarded one-line model rewrite), both "
+        "falling back to 'expansion' (model-free: adds salient words of recent turns), or 'off' (the message alone)",
     )
     rewrite_history_turns: int = Field(default=6, ge=1, le=8, description="turns the rewriter sees")
     rewrite_timeout_s: float = Field(default=10.0, gt=0, description="time budget of the rewrite call")

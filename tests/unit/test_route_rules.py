@@ -183,7 +183,9 @@ def test_turn_kinds_are_plain_strings() -> None:
 
 
 # a message needs at least one social word to be chit-chat: function words alone are a follow-up
-@pytest.mark.parametrize("message", ["Why is that?", "What about them?", "And what about those?", "How so?", "What about it?"])
+@pytest.mark.parametrize(
+    "message", ["Why is that?", "What about them?", "And what about those?", "How so?", "What about it?"]
+)
 def test_function_word_follow_ups_are_not_chit_chat(message: str) -> None:
     assert not is_chit_chat(message)
     route = route_without_model(message, True)

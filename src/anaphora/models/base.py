@@ -11,12 +11,14 @@ from anaphora.types import Message
 
 @dataclass(frozen=True, slots=True)
 class ChatOptions:
-    """Per-call generation options. ``json_mode`` asks the backend to constrain output to a JSON object."""
+    """Per-call generation options. ``json_mode`` asks the backend to constrain output to a JSON object, and to
+    ``json_schema`` when one is given (grammar-constrained in llama.cpp, structured outputs over HTTP)."""
 
     temperature: float = 0.0
     max_tokens: int = 256
     stop: tuple[str, ...] = ()
     json_mode: bool = False
+    json_schema: dict | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -99,6 +99,8 @@ class LlamaCppChatModel:
         }
         if options.json_mode:
             kwargs["response_format"] = {"type": "json_object"}
+            if options.json_schema:
+                kwargs["response_format"]["schema"] = options.json_schema
         return kwargs
 
     def _stream_sync(self, messages: Sequence[Message], options: ChatOptions, cancel: threading.Event) -> Iterator[str]:

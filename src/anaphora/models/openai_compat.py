@@ -43,7 +43,12 @@ class OpenAICompatibleChatModel:
         }
         if options.stop:
             payload["stop"] = list(options.stop)
-        if options.json_mode:
+        if options.json_mode and options.json_schema:
+            payload["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "response", "schema": options.json_schema},
+            }
+        elif options.json_mode:
             payload["response_format"] = {"type": "json_object"}
         return payload
 

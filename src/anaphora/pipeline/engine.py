@@ -22,7 +22,7 @@ from anaphora.pipeline.citations import extract_citations
 from anaphora.pipeline.generate import Deltas, emit, generate
 from anaphora.pipeline.prompt import CONTEXT_FRAMING, SUMMARY_LABEL, build_messages, format_passage
 from anaphora.pipeline.query import QueryStage
-from anaphora.pipeline.route import route_by_rules, route_without_model
+from anaphora.pipeline.route import Route, TurnKind, history_covers, route_by_rules, route_without_model
 from anaphora.pipeline.select import PassageSelector
 from anaphora.pipeline.summary import RollingSummarizer
 from anaphora.pipeline.trace import timed
@@ -151,8 +151,15 @@ class Engine:
         with timed(trace, "query") as stage:
             plan = await (query_stage or self.query_stage).run(question, history)
             stage.set(plan.status, plan.detail)
+        if route is None and plan.kind:
+            route = Route(TurnKind(plan.kind), plan.kind not in ("chit_chat", "meta"), "model analysis", "model")
         route = route or route_without_model(question, bool(history))
         trace.route, trace.route_reason = route.kind, route.reason
+        if self.settings.skip_gate and self._answered_by_history(plan, route, question, history):
+            trace.retrieval_skipped, trace.route_reason = True, f"{route.reason}: the conversation holds the answer"
+            trace.model_calls += plan.model_calls
+            self.metrics.retrievals_skipped.labels(reason="answered_by_conversation").inc()
+            return [], trace
         trace.query, trace.query_source = plan.query, plan.source
         trace.alternate_queries = [q for q in plan.queries if q != plan.query]
         trace.model_calls += plan.model_calls
@@ -165,6 +172,13 @@ class Engine:
             stage.set(selection.status, selection.detail)
         trace.retrieved = selection.passages[: self.settings.top_k]
         return selection.passages, trace
+
+    @staticmethod
+    def _answered_by_history(plan, route: Route, question: str, history: Sequence[Message]) -> bool:
+        """Trust the model's "already answered" or "not about the documents" only when the message brings no
+        word the conversation has not seen: a wrong skip costs recall, a wrong retrieval costs milliseconds."""
+        says_so = plan.answered_by_conversation or not route.needs_retrieval
+        return says_so and history_covers(question, [m.content for m in history])
 
     async def _context(self, request: TurnRequest) -> tuple[list[Message], str, int]:
         """(recent history as messages, current summary, number of earlier turns) - all sanitised."""

@@ -19,6 +19,8 @@ class QueryPlan:
     detail: str = ""
     model_calls: int = 0
     alternates: tuple[str, ...] = ()
+    kind: str | None = None  # the turn kind, when a model analysis decided it
+    answered_by_conversation: bool = False  # the analysis says the history already holds the answer
 
     @property
     def queries(self) -> list[str]:

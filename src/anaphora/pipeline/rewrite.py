@@ -9,6 +9,10 @@ import asyncio
 import logging
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from pydantic import BaseModel, ValidationError
 
 from anaphora.metrics import Metrics
 from anaphora.models.base import ChatModel, ChatOptions
@@ -79,6 +83,49 @@ class HistoryExpansion:
         return QueryPlan(plan.query, plan.source, "ok", detail, alternates=plan.alternates)
 
 
+ANALYSIS_INSTRUCTIONS = (
+    "Analyse the user's last message in this conversation and reply with a JSON object with three keys:\n"
+    '"kind": "follow_up" if it depends on earlier turns, "new_query" if it asks something new on its own, '
+    '"chit_chat" for greetings or thanks, "meta" for requests about the conversation itself;\n'
+    '"answered_by_conversation": true only if the earlier turns already contain the full answer;\n'
+    '"query": the last message rewritten as one standalone search query in the user\'s language, resolving '
+    "pronouns from the conversation; the message unchanged if it already stands alone. Do not answer it.\n\n"
+    'Example: {"kind": "follow_up", "answered_by_conversation": false, '
+    '"query": "When did Frank Herbert, the author of Dune, die?"}'
+)
+
+
+class TurnAnalysis(BaseModel):
+    """The schema a structured analysis must match."""
+
+    kind: Literal["follow_up", "new_query", "chit_chat", "meta"]
+    answered_by_conversation: bool = False
+    query: str
+
+
+@dataclass(frozen=True, slots=True)
+class PromptStyle:
+    """How the rewriter asks: a plain one-line query, or a JSON analysis (kind + skip verdict + query in one call)."""
+
+    instructions: str
+    suffix: str
+    structured: bool
+
+    def parse(self, text: str) -> TurnAnalysis | str:
+        """The analysis, or the reason it is unusable (a string)."""
+        if not self.structured:
+            return TurnAnalysis(kind="follow_up", query=strip_preamble(text))
+        try:
+            return TurnAnalysis.model_validate_json(text.strip())
+        except ValidationError as exc:
+            problem = exc.errors()[0]
+            return f"unparsable analysis ({'.'.join(str(p) for p in problem['loc'])}: {problem['msg']})"
+
+
+TEXT_REWRITE = PromptStyle(REWRITE_INSTRUCTIONS, "Query:", structured=False)
+JSON_ANALYSIS = PromptStyle(ANALYSIS_INSTRUCTIONS, "JSON:", structured=True)
+
+
 def format_history(history: Sequence[Message], turns: int) -> str:
     recent = list(history)[-2 * turns :]
     lines = []
@@ -103,19 +150,27 @@ class GuardedRewriter:
         max_tokens: int = 256,
         fallback: HistoryExpansion | None = None,
         metrics: Metrics | None = None,
+        style: PromptStyle = TEXT_REWRITE,
     ) -> None:
         self.model = model
         self.history_turns = history_turns
         self.timeout_s = timeout_s
-        self.options = ChatOptions(temperature=0.0, max_tokens=max_tokens, stop=("\n",))
+        self.style = style
+        self.options = ChatOptions(
+            temperature=0.0,
+            max_tokens=max_tokens,
+            stop=() if style.structured else ("\n",),
+            json_mode=style.structured,
+            json_schema=TurnAnalysis.model_json_schema() if style.structured else None,
+        )
         self.fallback = fallback or HistoryExpansion()
         self.metrics = metrics
 
     def messages(self, question: str, history: Sequence[Message]) -> list[Message]:
         conversation = format_history(history, self.history_turns)
         return [
-            Message(role="system", content=REWRITE_INSTRUCTIONS),
-            Message(role="user", content=f"{conversation}\nLast message: {question}\nQuery:"),
+            Message(role="system", content=self.style.instructions),
+            Message(role="user", content=f"{conversation}\nLast message: {question}\n{self.style.suffix}"),
         ]
 
     async def run(self, question: str, history: Sequence[Message]) -> QueryPlan:
@@ -129,15 +184,30 @@ class GuardedRewriter:
             return self._fall_back(question, history, "timeout", f"no rewrite within {self.timeout_s:g}s", "")
         except Exception as exc:  # fail open: any model error degrades to the model-free query
             return self._fall_back(question, history, "error", f"{type(exc).__name__}: {exc}", "")
-        rewrite = strip_preamble(reply.text)
+        analysis = self.style.parse(reply.text)
+        if isinstance(analysis, str):
+            return self._fall_back(question, history, "rejected", analysis, reply.text.strip())
+        rewrite = strip_preamble(analysis.query)
         reasons = validate_rewrite(question, history, rewrite)
+        kind = analysis.kind if self.style.structured else None
         if reasons:
-            return self._fall_back(question, history, "rejected", "; ".join(reasons), rewrite)
+            plan = self._fall_back(question, history, "rejected", "; ".join(reasons), rewrite)
+            return replace(plan, kind=kind, answered_by_conversation=analysis.answered_by_conversation)
         log.info("rewrite accepted", extra={"original": question, "rewrite": rewrite})
         # the model-free queries ride along: fused rankings dampen a plausible but wrong rewrite (measured in
         # docs/benchmarks.md: with SmolLM2 this is never worse than the rewrite alone)
         alternates = tuple(q for q in self.fallback.plan(question, history).queries if q != rewrite)
-        return self._count(QueryPlan(rewrite, "rewrite", "ok", "accepted", 1, alternates))
+        plan = QueryPlan(
+            rewrite,
+            "rewrite",
+            "ok",
+            "accepted",
+            1,
+            alternates,
+            kind=kind,
+            answered_by_conversation=analysis.answered_by_conversation,
+        )
+        return self._count(plan)
 
     def _fall_back(self, question: str, history: Sequence[Message], status, reason: str, rewrite: str) -> QueryPlan:
         plan = self.fallback.plan(question, history, status=status, model_calls=1)

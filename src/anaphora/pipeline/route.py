@@ -107,3 +107,13 @@ def route_without_model(question: str, has_history: bool) -> Route:
     if looks_standalone(question):
         return Route(TurnKind.NEW_QUERY, True, "stands alone")
     return Route(TurnKind.FOLLOW_UP, True, "refers back to the conversation")
+
+
+def history_covers(question: str, history_texts: list[str]) -> bool:
+    """Every content word of the message already occurs in the conversation: the precondition for believing a
+    model that says the conversation holds the answer (a message with new words needs the documents)."""
+    asked = content_set(question)
+    seen: set[str] = set()
+    for text in history_texts:
+        seen |= content_set(text)
+    return bool(asked) and asked <= seen
