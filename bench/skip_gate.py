@@ -45,8 +45,7 @@ def interleave(tasks: list[Task]) -> list[Task]:
     out: list[Task] = []
     for cid, turns in conversations.items():
         turns.sort(key=lambda t: t.turn_number)
-        inserted: list[Message] = []  # extra messages so far, placed after the original turn they follow
-        positions: dict[int, list[Message]] = {}
+        positions: dict[int, list[Message]] = {}  # inserted messages, by the original turn they follow
         seed = int(hashlib.sha256(cid.encode()).hexdigest(), 16)
         for number, task in enumerate(turns, start=1):
             history = []
@@ -57,13 +56,21 @@ def interleave(tasks: list[Task]) -> list[Task]:
             out.append(task.model_copy(update={"history": history}))
             if number % 2 == 0:
                 user, reply = INSERTS[(seed + number) % len(INSERTS)]
-                turn_history = history + [Message(role="user", content=task.question),
-                                          Message(role="assistant", content=task.answer or "...")]
-                out.append(Task(task_id=f"{cid}<::>{number}+social", history=turn_history, question=user,
-                                turn=task.turn_number + 1, gold=None))
-                pair = [Message(role="user", content=user), Message(role="assistant", content=reply)]
-                positions[number] = pair
-                inserted.extend(pair)
+                turn_history = [
+                    *history,
+                    Message(role="user", content=task.question),
+                    Message(role="assistant", content=task.answer or "..."),
+                ]
+                out.append(
+                    Task(
+                        task_id=f"{cid}<::>{number}+social",
+                        history=turn_history,
+                        question=user,
+                        turn=task.turn_number + 1,
+                        gold=None,
+                    )
+                )
+                positions[number] = [Message(role="user", content=user), Message(role="assistant", content=reply)]
     return out
 
 
@@ -104,8 +111,13 @@ def main() -> None:
     parser.add_argument("--domains", default="clapnq,fiqa")
     parser.add_argument("--rewriter", default="expansion")
     args = parser.parse_args()
-    output = {"date": date.today().isoformat(), "revision": git_revision(), "machine": machine(),
-              "rewriter": args.rewriter, "domains": {}}
+    output = {
+        "date": date.today().isoformat(),
+        "revision": git_revision(),
+        "machine": machine(),
+        "rewriter": args.rewriter,
+        "domains": {},
+    }
     for domain in args.domains.split(","):
         output["domains"][domain] = asyncio.run(run_domain(domain, args.rewriter))
     print(f"wrote {write_result('skip_gate', output)}")

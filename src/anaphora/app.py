@@ -170,7 +170,7 @@ class Anaphora:
         yield self._runner.run(turn.result())
 
     def close(self) -> None:
-        self._runner.run(self.components.engine.drain())
+        self._runner.run(self.components.engine.aclose())
         self._runner.close()
         self.components.database.close()
 

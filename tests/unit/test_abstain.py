@@ -124,13 +124,6 @@ def test_follow_up_abstention_counts_only_the_rewrite_call(strict_rag: Anaphora,
     assert metrics.value("anaphora_abstentions_total") == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: engine._turn abstains whenever the token budget kept no passage ('retrieved and not passages'), "
-    "so with a small context window (context_window=512, answer_max_tokens=380) relevant passages that passed "
-    "the floor but did not fit are reported as 'none of the passages I found is relevant enough' / 'no passage "
-    "passed the relevance thresholds' and counted in anaphora_abstentions_total",
-)
 def test_passages_that_do_not_fit_the_budget_are_not_called_irrelevant(
     tmp_path: Path, fake_model: FakeChatModel
 ) -> None:

@@ -326,12 +326,6 @@ def test_engine_answers_when_the_http_reranker_is_down(tmp_path: Path) -> None:
         rag.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: Anaphora.close() never closes the HTTP reranker (HTTPReranker.aclose() is not called anywhere in "
-    "src/), so its httpx connection pool outlives the facade; against a keep-alive server the socket stays open "
-    "and 'ResourceWarning: unclosed transport' is emitted at garbage collection",
-)
 def test_closing_the_facade_closes_the_http_reranker(tmp_path: Path, server: RerankServer) -> None:
     rag = Anaphora(settings_for(tmp_path, reranker=f"http:{server.url}"), model=FakeChatModel())
     reranker = rag.components.engine.selector.reranker

@@ -193,11 +193,6 @@ def test_function_word_follow_ups_are_not_chit_chat(message: str) -> None:
     assert route.needs_retrieval
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: the _META pattern matches questions about the documents ('shorter version', 'simplify this', "
-    "'rewrite this') so with history they are routed META and answered without retrieval",
-)
 @pytest.mark.parametrize(
     "message",
     [

@@ -139,13 +139,6 @@ async def test_reranker_error_fails_open_in_first_stage_order() -> None:
     assert metrics.value("anaphora_reranker_requests_total", status="ok") == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,
-    reason="BUG: PassageSelector.run zips texts and scores with strict=True after the try/except, so a reranker "
-    "that returns the wrong number of scores raises ValueError out of the select stage (and the whole turn) "
-    "instead of failing open with status 'error' like every other reranker failure",
-)
 async def test_wrong_number_of_scores_counts_as_an_error() -> None:
     class Short:
         name = "short"

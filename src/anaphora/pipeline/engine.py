@@ -130,6 +130,14 @@ class Engine:
         while self._background:
             await asyncio.gather(*list(self._background), return_exceptions=True)
 
+    async def aclose(self) -> None:
+        """Finish background work and close the network clients of the model and reranker, if any."""
+        await self.drain()
+        for part in (self.chat_model, self.selector.reranker):
+            close = getattr(part, "aclose", None)
+            if close is not None:
+                await close()
+
     async def retrieve(
         self, question: str, history: Sequence[Message], query_stage: QueryStage | None = None
     ) -> tuple[list[Passage], TurnTrace]:
@@ -237,7 +245,7 @@ class Engine:
             trace.budget, passages = plan.decision, plan.passages
             stage.set("ok", f"{plan.decision.used}/{plan.decision.budget} tokens, {plan.decision.turns_kept} turns")
         with timed(trace, "generate") as stage:
-            if retrieved and not passages:
+            if retrieved and not trace.retrieved:
                 answer, trace.abstained = ABSTAIN, True  # nothing relevant: say so rather than guess
                 self.metrics.abstentions.inc()
                 stage.set("skipped", "abstained: no passage passed the relevance thresholds")

@@ -61,15 +61,19 @@ _SOCIAL = re.compile(
     re.IGNORECASE,
 )
 # requests about the conversation itself: answered from the history, never from the documents
+_END = r"\s*(,?\s*please)?\s*[.!?]*\s*$"  # the phrase ends the message: "simplify that" yes, "simplify this rule" no
 _META = re.compile(
-    r"\b(summari[sz]e|recap|sum up)\b.*\b(conversation|chat|discussion|so far|we (discussed|talked)|this)\b|"
+    r"\b(summari[sz]e|recap|sum up)\b.*\b(conversation|chat|discussion|so far|we (discussed|talked))\b|"
+    r"\b(summari[sz]e|recap|sum up) (that|this|it|everything)" + _END + "|"
     r"\bwhat (did|have) (you|i|we) (say|said|ask|asked|tell|told|discuss|discussed|mention|mentioned)\b|"
     r"\bwhat was (my|your|the) (first|last|previous|earlier|original) (question|answer|message|point)\b|"
-    r"\b(repeat|rephrase|reword|simplify|shorten) (that|this|it|your (last )?answer)\b|"
+    r"\b(repeat|rephrase|reword|simplify|shorten|translate|rewrite) (that|this|it|your (last )?answer)"
+    r"( (into|in|to) \w+)?" + _END + "|"
     r"\b(say|explain|put) (that|this|it) (again|differently|another way|more simply|in other words)\b|"
     r"\b(say|tell me) (that|it) again\b|\bagain,? (but )?(shorter|briefer|simpler|longer|in (short|brief))\b|"
-    r"\b(shorter|simpler|briefer|longer|more detailed) (version|answer|please)\b|"
-    r"\b(translate|rewrite) (that|this|it|your answer)\b|"
+    r"\b(a )?(shorter|simpler|briefer|longer|more detailed) (version|answer)( of (that|it|this|your answer))?"
+    + _END
+    + "|"
     r"\b(the|that) (first|second|third|fourth|last|previous|next) (step|point|item|option|one) (you|that you) "
     r"(listed|mentioned|gave|said|described|suggested)\b|"
     r"\b(you|your) (just )?(said|listed|mentioned|wrote|suggested|answer(ed)?) (earlier|before|above|previously)\b",

@@ -50,6 +50,8 @@ class PassageSelector:
             return Selection(kept, "skipped", note or "first-stage order")
         try:
             scores = await asyncio.wait_for(self.reranker.score(query, [p.text for p in kept]), self.timeout_s)
+            if len(scores) != len(kept):
+                raise ValueError(f"{len(scores)} scores for {len(kept)} passages")
         except TimeoutError:
             return self._count(Selection(kept, "timeout", f"reranker took over {self.timeout_s:g}s; first-stage order"))
         except Exception as exc:  # fail open: keep the first-stage order
