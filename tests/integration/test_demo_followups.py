@@ -64,3 +64,11 @@ def test_first_turn_makes_no_rewrite_call(played) -> None:
     _, first = played[0]
     assert first.trace.model_calls == 1
     assert first.trace.stage("query").status == "skipped"
+
+
+def test_chit_chat_and_repeat_turns_skip_retrieval(played) -> None:
+    social = [(turn, result) for turn, result in played if turn.get("kind") in ("chit_chat", "repeat")]
+    assert len(social) == 2
+    for _, result in social:
+        assert result.trace.retrieval_skipped and result.trace.retrieved == []
+        assert result.trace.model_calls == 1 and result.answer

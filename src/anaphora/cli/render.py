@@ -34,10 +34,25 @@ def print_trace(console: Console, result: TurnResult) -> None:
     for stage in trace.stages:
         table.add_row(stage.name, stage.status, f"{stage.ms:.1f}", stage.detail)
     console.print(table)
-    console.print(f"[bold]query[/bold] ({trace.query_source}): {trace.query}")
+    console.print(f"[bold]route[/bold]: {trace.route or '—'} ({escape(trace.route_reason)})")
+    if trace.retrieval_skipped:
+        console.print("[bold]retrieval skipped[/bold]: answered from the conversation")
+    else:
+        console.print(f"[bold]query[/bold] ({trace.query_source}): {escape(trace.query)}")
+        for alternate in trace.alternate_queries:
+            console.print(f"  [dim]also[/dim]: {escape(alternate)}")
+    if trace.abstained:
+        console.print("[bold]abstained[/bold]: no passage passed the relevance thresholds")
     console.print(f"[bold]model calls[/bold]: {trace.model_calls}   [bold]prompt tokens[/bold]: {trace.prompt_tokens}")
+    if trace.budget:
+        b = trace.budget
+        console.print(
+            f"[bold]budget[/bold]: {b.used}/{b.budget} tokens — system {b.system}, summary {b.summary}, "
+            f"history {b.history} ({b.turns_kept}/{b.turns_available} turns, {b.turns_evicted_for_budget} evicted), "
+            f"passages {b.passages} ({b.passages_kept} kept, {b.passages_dropped} dropped), question {b.question}"
+        )
     retrieved = Table(show_header=True, header_style="bold", title="Retrieved", title_justify="left")
-    for column in ("id", "score", "bm25", "dense", "heading"):
+    for column in ("id", "score", "bm25", "dense", "rerank", "heading"):
         retrieved.add_column(column, overflow="fold")
     for p in trace.retrieved:
         retrieved.add_row(
@@ -45,9 +60,11 @@ def print_trace(console: Console, result: TurnResult) -> None:
             f"{p.score:.4f}",
             "" if p.bm25_score is None else f"{p.bm25_score:.2f}",
             "" if p.dense_score is None else f"{p.dense_score:.3f}",
+            "" if p.rerank_score is None else f"{p.rerank_score:.3f}",
             p.heading,
         )
-    console.print(retrieved)
+    if trace.retrieved:
+        console.print(retrieved)
 
 
 def print_ingest_report(console: Console, report: IngestReport) -> None:
