@@ -29,18 +29,23 @@ class HybridRetriever:
 
     async def run(self, query: str, *, limit: int | None = None) -> list[Passage]:
         """Up to ``limit`` (default: the ``candidates`` setting) passages, best first, with their scores."""
-        limit = limit or self.settings.candidates
         if not query.strip():
             return []
+        return (await self._search_all([query], limit or self.settings.candidates))[0]
+
+    async def _search_all(self, queries: list[str], limit: int) -> list[list[Passage]]:
+        """One ranking per query; the queries are embedded together in one batch."""
         indexes = await asyncio.to_thread(self.indexes.get)
+        vectors: list[np.ndarray | None] = [None] * len(queries)
+        if self.settings.fusion in ("rrf", "dense"):
+            vectors = list(np.asarray(await asyncio.to_thread(self.embedder.embed, queries)))
+        return [self._search(indexes, q, v, limit) for q, v in zip(queries, vectors, strict=True)]
+
+    def _search(self, indexes, query: str, vector: np.ndarray | None, limit: int) -> list[Passage]:
         fusion = self.settings.fusion
         depth = max(LIST_DEPTH, limit)
         lexical = indexes.bm25.search(query, depth) if fusion in ("rrf", "bm25") else []
-        dense: list[tuple[int, float]] = []
-        vector = None
-        if fusion in ("rrf", "dense"):
-            vector = np.asarray((await asyncio.to_thread(self.embedder.embed, [query]))[0])
-            dense = indexes.dense.search(vector, depth)
+        dense = indexes.dense.search(vector, depth) if vector is not None else []
         if fusion == "bm25":
             ranked = lexical
         elif fusion == "dense":
@@ -78,7 +83,7 @@ class HybridRetriever:
         queries = list(dict.fromkeys(q for q in queries if q.strip()))
         if len(queries) <= 1:
             return await self.run(queries[0] if queries else "", limit=limit)
-        rankings = [await self.run(q, limit=max(LIST_DEPTH, limit)) for q in queries]
+        rankings = await self._search_all(queries, max(LIST_DEPTH, limit))
         by_id = {p.id: p for ranking in reversed(rankings) for p in ranking}
         index = {pid: n for n, pid in enumerate(by_id)}
         weights = [1.0] + [self.settings.alternate_query_weight] * (len(rankings) - 1)
