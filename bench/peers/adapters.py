@@ -112,24 +112,25 @@ class MeteredChatModel:
 
 
 class MeteredRetriever:
-    """Wraps a ``HybridRetriever`` instance's ``run`` in place (so ``run_many`` and the engine use it too)."""
+    """Wraps a ``HybridRetriever`` instance's batch search in place: ``run`` and ``run_many`` (and so the engine and
+    the peers' adapters) all go through it. ``calls`` counts queries searched."""
 
     def __init__(self, retriever: HybridRetriever) -> None:
         self.retriever = retriever
         self.log = CallLog()
-        original = retriever.run
+        original = retriever._search_all
 
-        async def run(query: str, *, limit: int | None = None) -> list[Passage]:
-            self.log.calls += 1
-            self.log.inputs.append(query)
+        async def search_all(queries: list[str], limit: int) -> list[list[Passage]]:
+            self.log.calls += len(queries)
+            self.log.inputs.extend(queries)
             started = time.perf_counter()
             try:
-                return await original(query, limit=limit)
+                return await original(queries, limit)
             finally:
                 self.log.ms += (time.perf_counter() - started) * 1000
 
-        retriever.run = run  # type: ignore[method-assign]
-        self.run = run
+        retriever._search_all = search_all  # type: ignore[method-assign]
+        self.run = retriever.run
 
 
 # --- LangChain ---------------------------------------------------------------------------------------------------
