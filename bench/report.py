@@ -186,49 +186,66 @@ the turns that need retrieval.**
 
 def peers_section() -> str:
     sections = []
-    for name, title in (
-        ("peers_embedded", "quality, SmolLM2-135M for every system"),
-        ("peers_fake", "pipeline overhead, fake model (zero model time)"),
-    ):
+    runs = (
+        ("peers_embedded", "quality, SmolLM2-135M for every system", "--model embedded --limit 100"),
+        ("peers_fake", "pipeline overhead, fake model (zero model time)", "--model fake"),
+    )
+    for name, title, flags in runs:
         data = load(name)
         if not data:
-            sections.append(f"### Peers: {title}\n\n_Not run yet: see bench/peers/run.py._\n")
+            sections.append(f"### Peers: {title}\n\n_Not run yet: `python bench/peers/run.py {flags}`._\n")
             continue
         rows = []
-        for domain, systems in data.get("domains", {}).items():
-            for system, r in systems.items():
+        for domain, result in data["domains"].items():
+            for system, r in result["systems"].items():
+                calls = r["model_calls_per_turn"]
                 rows.append(
                     [
                         domain,
                         system,
-                        r.get("followup_recall@5"),
-                        r.get("followup_ndcg@5"),
-                        r.get("followup_recall@10"),
-                        r.get("model_calls_per_turn"),
-                        r.get("model_calls_turn_1"),
-                        r.get("overhead_ms_p50"),
-                        r.get("overhead_ms_p95"),
+                        r["follow_ups_scored"],
+                        r["follow_up_recall@5"],
+                        r["follow_up_ndcg@5"],
+                        r["follow_up_recall@10"],
+                        f"{calls['all']} / {calls['turn_1']} / {calls['follow_ups']}",
+                        r["model_ms"]["p50"],
+                        r["non_model_ms"]["p50"],
+                        r["non_model_ms"]["p95"],
+                        r["framework_ms"]["p50"],
+                        r["framework_ms"]["p95"],
+                        r["retriever_calls_per_turn"],
                     ]
                 )
+        versions = ", ".join(f"{k} {v}" for k, v in data.get("versions", {}).items())
         sections.append(
-            f"### Peers: {title}\n\nCommand: `{data.get('command', 'python bench/peers/run.py')}` · "
-            f"{data.get('date', '')} · {data.get('machine', '')}\n\n"
+            f"### Peers: {title}\n\nCommand: `python bench/peers/run.py {flags} --out bench/results/{name}.json` · "
+            f"{data['date']} · revision {data['revision']} · {data['machine']} · {versions}\n\n"
             + table(
                 [
                     "domain",
                     "system",
-                    "follow-up R@5",
+                    "follow-ups",
+                    "R@5",
                     "nDCG@5",
                     "R@10",
-                    "model calls/turn",
-                    "turn-1 calls",
-                    "overhead ms p50",
-                    "overhead ms p95",
+                    "model calls all / turn 1 / follow-up",
+                    "model ms p50",
+                    "non-model ms p50",
+                    "p95",
+                    "framework ms p50",
+                    "p95",
+                    "retriever queries/turn",
                 ],
                 rows,
             )
         )
-    return "## Side by side with LangChain and LlamaIndex (issue: evaluation)\n\n" + "\n\n".join(sections) + "\n"
+    return (
+        "## Side by side with LangChain and LlamaIndex (issue: evaluation)\n\n"
+        "Same chat model instance, same embedder, corpus and first-stage retriever (ours, wrapped as each "
+        "library's retriever), so the comparison isolates how each system turns a conversation into a query. "
+        "*non-model ms*: time of the retrieval step outside model calls (query embedding, search, the framework); "
+        "*framework ms*: that minus the time inside the shared retriever.\n\n" + "\n\n".join(sections) + "\n"
+    )
 
 
 def main() -> None:

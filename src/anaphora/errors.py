@@ -13,6 +13,9 @@ edges formats errors for people.
     ├── StoreError              the store cannot be opened or written
     ├── NotFoundError           an id (conversation, document) that does not exist for this user
     ├── InputError              bad user input: empty question, unreadable task file, ...
+    ├── AuthError               missing, malformed, expired or wrongly signed credentials (HTTP service)
+    │   └── PermissionDeniedError    valid credentials that do not allow the action
+    ├── RateLimitError          too many turns in flight for one user (HTTP service); says when to retry
     └── StageTimeout            an optional stage ran past its time budget (always caught inside the pipeline)
 """
 
@@ -73,6 +76,22 @@ class InputError(AnaphoraError):
 
 class StageTimeout(AnaphoraError):
     pass
+
+
+class AuthError(AnaphoraError):
+    pass
+
+
+class PermissionDeniedError(AuthError):
+    pass
+
+
+class RateLimitError(AnaphoraError):
+    """Too much at once; ``retry_after_s`` says when trying again makes sense."""
+
+    def __init__(self, message: str, *, hint: str | None = None, retry_after_s: float = 1.0) -> None:
+        super().__init__(message, hint=hint)
+        self.retry_after_s = retry_after_s
 
 
 def require(module: str, *, package: str, extra: str, purpose: str):

@@ -148,6 +148,37 @@ class Settings(BaseSettings):
     summary_timeout_s: float = Field(default=60.0, gt=0, description="time budget of one summary update")
     summary_max_tokens: int = Field(default=256, ge=32, description="cap on the rolling summary's length")
 
+    # Service ----------------------------------------------------------------------------------------------------
+    server_host: str = Field(default="127.0.0.1", description="address `anaphora serve` listens on")
+    server_port: int = Field(default=8000, ge=1, le=65535, description="port `anaphora serve` listens on")
+    auth: Literal["jwt", "none"] = Field(
+        default="jwt",
+        description="'jwt' (Authorization: Bearer JWT; its 'sub' claim is the user) or 'none' (development only: "
+        "every request is user 'local'; `anaphora serve` refuses it on a non-loopback host without --force-insecure)",
+    )
+    jwt_algorithm: Literal["HS256", "RS256"] | None = Field(
+        default=None,
+        description="the one signing algorithm accepted; by default HS256 when jwt_secret is set, RS256 when "
+        "jwt_public_key is",
+    )
+    jwt_secret: SecretStr = Field(default=SecretStr(""), description="HS256 shared secret (at least 32 bytes)")
+    jwt_public_key: str = Field(default="", description="RS256 public key: a PEM string or the path of a PEM file")
+    jwt_issuer: str = Field(default="", description="if set, tokens must carry this 'iss' claim")
+    jwt_audience: str = Field(default="", description="if set, tokens must carry this 'aud' claim")
+    jwt_leeway_s: float = Field(default=0.0, ge=0, le=300, description="clock skew tolerated on 'exp' and 'nbf'")
+    max_message_chars: int = Field(default=16000, ge=1, description="longest message content accepted, in characters")
+    max_request_bytes: int = Field(
+        default=2_000_000, ge=1024, description="largest HTTP request body accepted (HTTP 413 above)"
+    )
+    max_concurrent_turns_per_user: int = Field(
+        default=4,
+        ge=1,
+        description="turns one user may have in flight, running or waiting for their conversation (HTTP 429 above)",
+    )
+    shutdown_grace_s: float = Field(
+        default=30.0, ge=0, description="on shutdown, how long open requests and in-flight turns get to finish"
+    )
+
     @field_validator("data_dir", mode="after")
     @classmethod
     def _expand(cls, value: Path) -> Path:

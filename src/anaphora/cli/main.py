@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from anaphora.app import Anaphora
 from anaphora.cli.eval import eval_app
 from anaphora.cli.render import print_ingest_report, print_sources, print_trace
-from anaphora.errors import AnaphoraError, InputError
+from anaphora.errors import AnaphoraError, InputError, require
 from anaphora.settings import load_settings
 from anaphora.types import TurnResult
 
@@ -195,6 +195,25 @@ def demo(
             f"\n[dim]conversation {conversation} stored; continue it with: "
             f"anaphora chat --conversation {conversation}[/dim]"
         )
+
+
+@app.command()
+def serve(
+    ctx: typer.Context,
+    host: Annotated[
+        str | None, typer.Option(help="address to listen on [default: 127.0.0.1; env: ANAPHORA_SERVER_HOST]")
+    ] = None,
+    port: Annotated[int | None, typer.Option(help="port [default: 8000; env: ANAPHORA_SERVER_PORT]")] = None,
+    force_insecure: Annotated[
+        bool, typer.Option("--force-insecure", help="allow auth=none on a non-loopback address")
+    ] = False,
+) -> None:
+    """Run the HTTP service: OpenAI-compatible chat completions and a conversations API (docs/server.md)."""
+    for module, package in (("fastapi", "fastapi"), ("uvicorn", "uvicorn"), ("jwt", "pyjwt[crypto]")):
+        require(module, package=package, extra="server", purpose="anaphora serve")
+    from anaphora.server.serve import run
+
+    run(load_settings(**{**ctx.obj, "server_host": host, "server_port": port}), force_insecure=force_insecure)
 
 
 def _report(exc: AnaphoraError) -> None:

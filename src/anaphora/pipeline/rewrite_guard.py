@@ -81,6 +81,8 @@ def strip_preamble(text: str) -> str:
 
 def _script(text: str) -> str | None:
     """The dominant writing system of the letters in ``text`` (LATIN, CYRILLIC, CJK, ...)."""
+    if text.isascii():
+        return "LATIN" if any(ch.isalpha() for ch in text) else None
     counts: Counter[str] = Counter()
     for ch in text:
         if ch.isalpha():
@@ -132,8 +134,9 @@ def validate_rewrite(question: str, history: Sequence[Message], rewrite: str) ->
     kept = content_set(text)
     if asked and len(asked & kept) / len(asked) < 0.5:
         reasons.append("drops the user's words")
-    known = asked | {w for m in history for w in content_set(m.content)}
-    invented = kept - known - _FRAMING
+    invented = kept - asked - _FRAMING
+    if invented:  # only then is the history worth reading
+        invented -= {w for m in history for w in content_set(m.content)}
     if invented:
         reasons.append(f"introduces words from nowhere ({', '.join(sorted(invented)[:5])})")
     if _script(question) and _script(text) and _script(question) != _script(text):

@@ -1,0 +1,112 @@
+"""The ASGI application: one :class:`Components` per app, built at startup unless given, drained at shutdown."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+
+from anaphora import __version__
+from anaphora.app import Components, build_components
+from anaphora.errors import AnaphoraError
+from anaphora.server import errors
+from anaphora.server.auth import Authenticator, build_authenticator
+from anaphora.server.limits import BodyLimitMiddleware
+from anaphora.server.metrics import HttpMetrics, MetricsMiddleware
+from anaphora.server.turns import TurnRunner
+from anaphora.settings import Settings
+
+log = logging.getLogger("anaphora.server")
+
+
+class Service:
+    """What the routes share: settings, the authenticator, the components and the turn runner."""
+
+    def __init__(self, settings: Settings, auth: Authenticator, components: Components | None) -> None:
+        self.settings = settings
+        self.auth = auth
+        self._components = components
+        self.owns_components = components is None
+        self._runner: TurnRunner | None = None
+        self.http_metrics: HttpMetrics | None = None
+
+    @property
+    def components(self) -> Components:
+        if self._components is None:
+            raise RuntimeError("the service has not started (the ASGI lifespan did not run)")
+        return self._components
+
+    @property
+    def runner(self) -> TurnRunner:
+        if self._runner is None:
+            raise RuntimeError("the service has not started (the ASGI lifespan did not run)")
+        return self._runner
+
+    async def start(self) -> None:
+        if self._components is None:
+            try:
+                self._components = build_components(self.settings)
+            except AnaphoraError as exc:
+                log.error("cannot start: %s%s", exc.message, f" (fix: {exc.hint})" if exc.hint else "")
+                raise
+        engine = self._components.engine
+        self._runner = runner = TurnRunner(engine, max_per_user=self.settings.max_concurrent_turns_per_user)
+        self.http_metrics = HttpMetrics.of(engine.metrics.registry)
+        self.http_metrics.turns_in_flight.set_function(lambda: runner.in_flight)
+
+    async def stop(self) -> None:
+        """Let in-flight turns finish (they are stored even if their clients left), then background work."""
+        if self._runner is not None:
+            pending = await self._runner.drain(self.settings.shutdown_grace_s)
+            if pending:
+                log.warning(
+                    "shutting down with %d turn(s) still running after %.0f s", pending, self.settings.shutdown_grace_s
+                )
+        if self._components is None:
+            return
+        engine = self._components.engine
+        if self.owns_components:
+            await engine.aclose()  # drains background work, closes model and reranker clients
+            self._components.database.close()
+            self._components = None
+        else:
+            await engine.drain()
+
+
+def service(request: Request) -> Service:
+    return request.app.state.service
+
+
+def create_app(settings: Settings, *, components: Components | None = None) -> FastAPI:
+    """The HTTP service. Auth settings are checked here, so a misconfigured service fails before it listens.
+
+    Given ``components`` stay the caller's: shutdown drains their engine but does not close it or the store.
+    Without them, the app builds its own at startup and closes them at shutdown.
+    """
+    from anaphora.server.routes import chat, conversations, ops, users
+
+    state = Service(settings, build_authenticator(settings), components)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await state.start()
+        try:
+            yield
+        finally:
+            await state.stop()
+
+    app = FastAPI(
+        title="Anaphora",
+        version=__version__,
+        description="Conversational RAG where follow-up questions work. Reference: docs/server.md.",
+        lifespan=lifespan,
+    )
+    app.state.service = state
+    errors.install(app)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)
+    app.add_middleware(MetricsMiddleware, metrics=lambda: state.http_metrics)  # outermost: counts the 413s too
+    for module in (chat, conversations, users, ops):
+        app.include_router(module.router)
+    return app

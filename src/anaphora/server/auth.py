@@ -1,0 +1,168 @@
+"""Who is asking: a verified JWT's ``sub`` claim, or user "local" when auth is off (development only).
+
+Exactly one signing algorithm is accepted (HS256 with a shared secret, or RS256 with a public key), so an HS256
+token forged with the RS256 public key as its secret is refused, and so is an unsigned (``alg: none``) one.
+Tokens must carry ``exp`` and ``sub``; ``iss`` and ``aud`` are checked when configured. A ``scope``/``scopes``/``scp``
+claim containing ``admin`` marks an administrator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from anaphora.errors import AuthError, ConfigurationError, MissingDependencyError, require
+from anaphora.pipeline.engine import LOCAL_USER
+from anaphora.settings import Settings
+
+ADMIN_SCOPE = "admin"
+MAX_SUBJECT_CHARS = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    user_id: str
+    admin: bool = False
+
+
+class Authenticator(Protocol):
+    def authenticate(self, authorization: str | None) -> Principal: ...
+
+
+class NoAuth:
+    """Development mode: every request is the local user."""
+
+    def authenticate(self, authorization: str | None) -> Principal:
+        return Principal(LOCAL_USER)
+
+
+def _denied(message: str, hint: str = "send a valid token: Authorization: Bearer <JWT>") -> AuthError:
+    return AuthError(message, hint=hint)
+
+
+def _scopes(claims: dict[str, Any]) -> set[str]:
+    scopes: set[str] = set()
+    for name in ("scope", "scopes", "scp"):
+        value = claims.get(name)
+        if isinstance(value, str):
+            scopes.update(value.split())
+        elif isinstance(value, list):
+            scopes.update(item for item in value if isinstance(item, str))
+    return scopes
+
+
+class JWTAuth:
+    def __init__(self, settings: Settings) -> None:
+        self.jwt = require("jwt", package="pyjwt[crypto]", extra="server", purpose="JWT authentication")
+        secret = settings.jwt_secret.get_secret_value()
+        public_key = settings.jwt_public_key.strip()
+        algorithm = settings.jwt_algorithm
+        if algorithm is None:
+            if secret and public_key:
+                raise ConfigurationError(
+                    "both jwt_secret and jwt_public_key are set: which algorithm to accept is ambiguous",
+                    hint="set ANAPHORA_JWT_ALGORITHM to HS256 or RS256, or unset one of the keys",
+                )
+            algorithm = "HS256" if secret else "RS256" if public_key else None
+        if algorithm is None:
+            raise ConfigurationError(
+                "auth is 'jwt' but no key is configured",
+                hint="set ANAPHORA_JWT_SECRET (HS256) or ANAPHORA_JWT_PUBLIC_KEY (RS256, PEM text or file), "
+                "or ANAPHORA_AUTH=none on a development machine",
+            )
+        self.algorithm = algorithm
+        self.key = self._key(algorithm, secret, public_key)
+        self.issuer = settings.jwt_issuer or None
+        self.audience = settings.jwt_audience or None
+        self.leeway = settings.jwt_leeway_s
+
+    def _key(self, algorithm: str, secret: str, public_key: str) -> Any:
+        if algorithm == "HS256":
+            if not secret:
+                raise ConfigurationError(
+                    "jwt_algorithm is HS256 but jwt_secret is empty", hint="set ANAPHORA_JWT_SECRET"
+                )
+            if len(secret.encode()) < 32:
+                raise ConfigurationError(
+                    "jwt_secret is shorter than 32 bytes, too short for HS256",
+                    hint="use a random secret of at least 32 bytes, e.g. from: openssl rand -hex 32",
+                )
+            return secret
+        if not public_key:
+            raise ConfigurationError(
+                "jwt_algorithm is RS256 but jwt_public_key is empty",
+                hint="set ANAPHORA_JWT_PUBLIC_KEY to the issuer's PEM public key or the path of a PEM file",
+            )
+        pem = public_key if public_key.startswith("-----BEGIN") else self._read(Path(public_key).expanduser())
+        algorithms = self.jwt.algorithms.get_default_algorithms()
+        if "RS256" not in algorithms:
+            raise MissingDependencyError("cryptography", "server", "RS256 token verification")
+        try:
+            return algorithms["RS256"].prepare_key(pem)
+        except (self.jwt.InvalidKeyError, ValueError, TypeError) as exc:
+            raise ConfigurationError(
+                f"jwt_public_key is not a usable RSA public key: {exc}",
+                hint="give the PEM text (-----BEGIN PUBLIC KEY-----) or the path of a PEM file",
+            ) from exc
+
+    @staticmethod
+    def _read(path: Path) -> str:
+        try:
+            return path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigurationError(
+                f"cannot read the JWT public key file {path}: {exc}",
+                hint="ANAPHORA_JWT_PUBLIC_KEY takes PEM text or the path of a readable PEM file",
+            ) from exc
+
+    def authenticate(self, authorization: str | None) -> Principal:
+        jwt = self.jwt
+        if not authorization:
+            raise _denied("missing credentials: no Authorization header")
+        scheme, _, token = authorization.partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
+            raise _denied("the Authorization header must be 'Bearer <token>'")
+        try:
+            header = jwt.get_unverified_header(token)
+        except jwt.InvalidTokenError as exc:
+            raise _denied(f"the bearer token is not a well-formed JWT: {exc}") from exc
+        algorithm = header.get("alg")
+        if not isinstance(algorithm, str) or algorithm.lower() == "none":
+            raise _denied("unsigned tokens (alg 'none') are refused")
+        if algorithm != self.algorithm:
+            raise _denied(f"tokens signed with {algorithm} are refused: this server accepts {self.algorithm} only")
+        try:
+            claims = jwt.decode(
+                token,
+                self.key,
+                algorithms=[self.algorithm],
+                issuer=self.issuer,
+                audience=self.audience,
+                leeway=self.leeway,
+                options={"require": ["exp", "sub"], "verify_aud": self.audience is not None},
+            )
+        except jwt.ExpiredSignatureError as exc:
+            raise _denied("the token has expired", hint="get a fresh token") from exc
+        except jwt.ImmatureSignatureError as exc:
+            raise _denied("the token is not valid yet (nbf/iat in the future)") from exc
+        except jwt.InvalidSignatureError as exc:
+            raise _denied("the token's signature does not verify") from exc
+        except jwt.MissingRequiredClaimError as exc:
+            raise _denied(f"the token has no '{exc.claim}' claim (exp and sub are required)") from exc
+        except jwt.InvalidAudienceError as exc:
+            raise _denied(f"the token's audience is not {self.audience!r}") from exc
+        except jwt.InvalidIssuerError as exc:
+            raise _denied(f"the token's issuer is not {self.issuer!r}") from exc
+        except jwt.InvalidTokenError as exc:
+            raise _denied(f"the token is invalid: {exc}") from exc
+        subject = claims.get("sub")
+        if not isinstance(subject, str) or not subject.strip() or len(subject) > MAX_SUBJECT_CHARS:
+            raise _denied(f"the token's 'sub' claim must be a non-empty string of at most {MAX_SUBJECT_CHARS} chars")
+        return Principal(subject, admin=ADMIN_SCOPE in _scopes(claims))
+
+
+def build_authenticator(settings: Settings) -> Authenticator:
+    """Validate the auth settings now (startup), so a misconfigured service never starts."""
+    return NoAuth() if settings.auth == "none" else JWTAuth(settings)

@@ -1,0 +1,116 @@
+"""OpenAI chat-completion shapes, and a started turn as an SSE stream of ``chat.completion.chunk`` events.
+
+The answer text travels in ``choices[0].message.content`` (or the chunks' ``delta.content``) and nothing else does:
+citations, the trace (which holds the retrieval query) and turn details travel in the ``anaphora`` extension field.
+
+Stream: a chunk with ``delta.role``, chunks with ``delta.content``, a chunk with ``finish_reason: "stop"``, then
+one chunk with ``choices: []``, ``usage`` and ``anaphora`` (like OpenAI's usage chunk), then ``data: [DONE]``. An
+error after the stream started is sent as ``data: {"error": {...}}`` followed by ``data: [DONE]``.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from fastapi.responses import StreamingResponse
+
+from anaphora.server import errors, sse
+from anaphora.server.turns import Turn
+from anaphora.types import TurnResult
+
+Extension = Callable[[TurnResult], dict[str, Any]]
+Counter = Callable[[str], int]
+
+
+def turn_details(result: TurnResult, *, stored: bool) -> dict[str, Any]:
+    details: dict[str, Any] = {
+        "citations": [c.model_dump(mode="json") for c in result.citations],
+        "trace": result.trace.model_dump(mode="json"),
+    }
+    if stored:
+        details["conversation_id"] = result.conversation_id
+        details["turn_index"] = result.turn_index
+    return details
+
+
+class Completion:
+    """Ids and shapes of one chat completion."""
+
+    def __init__(self, model: str, count_tokens: Counter) -> None:
+        self.id = f"chatcmpl-{uuid.uuid4().hex}"
+        self.created = int(time.time())
+        self.model = model
+        self.count_tokens = count_tokens
+
+    def usage(self, result: TurnResult) -> dict[str, int]:
+        prompt = result.trace.prompt_tokens
+        completion = self.count_tokens(result.answer)
+        return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+    def _base(self, kind: str) -> dict[str, Any]:
+        return {"id": self.id, "object": kind, "created": self.created, "model": self.model}
+
+    def message(self, result: TurnResult, extension: dict[str, Any]) -> dict[str, Any]:
+        return {
+            **self._base("chat.completion"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": result.answer},
+                    "finish_reason": "stop",
+                    "logprobs": None,
+                }
+            ],
+            "usage": self.usage(result),
+            "anaphora": extension,
+        }
+
+    def chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}
+        return {**self._base("chat.completion.chunk"), "choices": [choice]}
+
+    def closing(self, result: TurnResult, extension: dict[str, Any]) -> dict[str, Any]:
+        return {
+            **self._base("chat.completion.chunk"),
+            "choices": [],
+            "usage": self.usage(result),
+            "anaphora": extension,
+        }
+
+
+async def first_delta(turn: Turn) -> str | None:
+    """Wait for the first piece of the answer, so that errors before it (unknown conversation, empty question,
+    model down) still get their own HTTP status instead of a 200 stream that carries an error."""
+    try:
+        return await anext(turn.deltas)
+    except StopAsyncIteration:
+        await turn.result()  # a turn that ended without text: raise its error, if any
+        return None
+
+
+async def _events(turn: Turn, first: str | None, completion: Completion, extension: Extension) -> AsyncIterator[str]:
+    yield sse.event(completion.chunk({"role": "assistant", "content": ""}))
+    try:
+        if first is not None:
+            yield sse.event(completion.chunk({"content": first}))
+            async for delta in turn.deltas:
+                yield sse.event(completion.chunk({"content": delta}))
+        result = await turn.result()
+    except Exception as exc:  # after the 200 went out, an error can only travel as an event
+        _, content, _ = errors.describe(exc)
+        yield sse.event(content)
+        yield sse.DONE
+        return
+    yield sse.event(completion.chunk({}, finish_reason="stop"))
+    yield sse.event(completion.closing(result, extension(result)))
+    yield sse.DONE
+
+
+async def streaming(turn: Turn, completion: Completion, extension: Extension) -> StreamingResponse:
+    """The turn as an SSE stream. The turn is stored even if the client goes away: it runs in its own task, which
+    a disconnect (cancelling this response) does not cancel."""
+    first = await first_delta(turn)
+    return sse.response(_events(turn, first, completion, extension))

@@ -1,0 +1,151 @@
+"""The only place where errors become HTTP: status codes, a uniform JSON body, and no internals leaked.
+
+Every error body is ``{"error": {"type": ..., "message": ..., "hint": ...}}`` (a superset of OpenAI's error shape,
+so OpenAI clients raise the matching exception class).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import uuid
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from anaphora.errors import (
+    AnaphoraError,
+    AuthError,
+    ConfigurationError,
+    InputError,
+    ModelUnavailableError,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitError,
+)
+
+log = logging.getLogger("anaphora.server")
+
+# first match wins: subclasses before their bases
+_STATUS: list[tuple[type[AnaphoraError], int, str]] = [
+    (PermissionDeniedError, 403, "permission_error"),
+    (AuthError, 401, "authentication_error"),
+    (RateLimitError, 429, "rate_limit_error"),
+    (NotFoundError, 404, "not_found_error"),
+    (InputError, 400, "invalid_request_error"),
+    (ModelUnavailableError, 503, "model_unavailable_error"),
+    (ConfigurationError, 500, "configuration_error"),
+]
+_HTTP_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    405: "invalid_request_error",
+    413: "request_too_large",
+    415: "invalid_request_error",
+    429: "rate_limit_error",
+}
+MODEL_RETRY_AFTER_S = 5
+
+
+def body(type_: str, message: str, hint: str | None = None) -> dict[str, Any]:
+    return {"error": {"type": type_, "message": message, "hint": hint}}
+
+
+def describe(exc: BaseException) -> tuple[int, dict[str, Any], dict[str, str]]:
+    """(status, JSON body, headers) for any exception raised while serving a request or streaming a turn."""
+    if isinstance(exc, AnaphoraError):
+        for cls, status, type_ in _STATUS:
+            if not isinstance(exc, cls):
+                continue
+            headers: dict[str, str] = {}
+            message, hint = exc.message, exc.hint
+            if status == 404:
+                hint = "check the id: GET /v1/conversations lists yours"
+            elif status == 401:
+                headers["WWW-Authenticate"] = 'Bearer realm="anaphora"'
+            elif status == 429:
+                headers["Retry-After"] = str(max(1, math.ceil(getattr(exc, "retry_after_s", 1.0))))
+            elif status == 503:
+                log.warning("chat model unavailable: %s", exc)
+                headers["Retry-After"] = str(MODEL_RETRY_AFTER_S)
+                message, hint = "the chat model is unavailable", "try again in a few seconds"
+            elif status == 500:
+                log.error("configuration error: %s", exc)
+            return status, body(type_, message, hint), headers
+    reference = uuid.uuid4().hex[:12]
+    log.error("internal error %s", reference, exc_info=exc)
+    return (
+        500,
+        body("server_error", f"internal server error (reference {reference})", "the server log has the details"),
+        {},
+    )
+
+
+def _respond(exc: BaseException) -> JSONResponse:
+    status, content, headers = describe(exc)
+    return JSONResponse(content, status_code=status, headers=headers)
+
+
+def _field(loc: tuple | list) -> str:
+    parts = [str(p) for p in loc]
+    if parts and parts[0] == "body":
+        parts = parts[1:]
+    return ".".join(parts) or "body"
+
+
+async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+    errors = list(exc.errors())
+    broken = next((e for e in errors if e.get("type") == "json_invalid"), None)
+    if broken is not None:
+        detail = (broken.get("ctx") or {}).get("error", "")
+        return JSONResponse(
+            body("invalid_json", f"the request body is not valid JSON: {detail}".rstrip(": "), "send a JSON object"),
+            status_code=400,
+        )
+    if any(tuple(e.get("loc", ())) == ("body",) for e in errors) and "json" not in request.headers.get(
+        "content-type", ""
+    ):
+        return JSONResponse(
+            body(
+                "invalid_request_error",
+                "the request needs a JSON body",
+                "send a JSON object with the header Content-Type: application/json",
+            ),
+            status_code=400,
+        )
+    problems = "; ".join(f"{_field(e.get('loc', ()))}: {e.get('msg', 'invalid')}" for e in errors[:5])
+    if len(errors) > 5:
+        problems += f"; and {len(errors) - 5} more"
+    return JSONResponse(body("validation_error", problems, "see the request shapes in docs/server.md"), status_code=422)
+
+
+async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    if exc.status_code == 404 and exc.detail == "Not Found":
+        message = f"no route {request.method} {request.url.path}"
+    else:
+        message = str(exc.detail)
+    return JSONResponse(
+        body(_HTTP_TYPES.get(exc.status_code, "http_error"), message),
+        status_code=exc.status_code,
+        headers=dict(exc.headers or {}),
+    )
+
+
+async def _anaphora(request: Request, exc: AnaphoraError) -> JSONResponse:
+    return _respond(exc)
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    return _respond(exc)
+
+
+def install(app: FastAPI) -> None:
+    app.add_exception_handler(RequestValidationError, _validation)  # type: ignore[arg-type]
+    app.add_exception_handler(StarletteHTTPException, _http)  # type: ignore[arg-type]
+    app.add_exception_handler(AnaphoraError, _anaphora)  # type: ignore[arg-type]
+    app.add_exception_handler(Exception, _unexpected)

@@ -1,0 +1,1 @@
+"""One router per resource: chat completions, conversations, user data, operations."""

@@ -1,0 +1,48 @@
+"""``POST /v1/chat/completions``: OpenAI-compatible and stateless.
+
+The last message is the question and must come from the user; every earlier user and assistant message is the
+history (system and developer messages are not used: the service's system prompt is). Nothing is stored.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from anaphora.errors import InputError
+from anaphora.pipeline.engine import TurnRequest
+from anaphora.server import completions
+from anaphora.server.routes.deps import Svc, User, check_length
+from anaphora.server.schemas import ChatCompletionRequest, ChatMessage
+from anaphora.types import Message
+
+router = APIRouter(tags=["chat"])
+
+
+def split(messages: list[ChatMessage], max_chars: int) -> tuple[str, list[Message]]:
+    """(question, history) from an OpenAI ``messages`` array."""
+    for number, message in enumerate(messages):
+        check_length(message.text, max_chars, f"messages[{number}]")
+    if messages[-1].role != "user":
+        raise InputError(
+            f"the last message must come from the user, not the {messages[-1].role}",
+            hint="end `messages` with the user's question; earlier messages are the history",
+        )
+    history = [Message(role=m.role, content=m.text) for m in messages[:-1] if m.role in ("user", "assistant")]
+    return messages[-1].text, history
+
+
+@router.post("/v1/chat/completions", summary="Answer the last user message, with the earlier ones as history")
+async def chat_completions(body: ChatCompletionRequest, user: User, svc: Svc) -> Any:
+    question, history = split(body.messages, svc.settings.max_message_chars)
+    turn = await svc.runner.start(TurnRequest(question, user_id=user.user_id, history=history))
+    completion = completions.Completion(body.model, svc.components.chat_model.count_tokens)
+
+    def extension(result):
+        return completions.turn_details(result, stored=False)
+
+    if body.stream:
+        return await completions.streaming(turn, completion, extension)
+    result = await turn.result()
+    return completion.message(result, extension(result))

@@ -1,0 +1,82 @@
+"""Server-held conversations: create, list, read, append a turn (JSON or SSE), delete. All scoped to the user."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from anaphora.pipeline.engine import TurnRequest
+from anaphora.server import completions
+from anaphora.server.routes.deps import Svc, User, check_length
+from anaphora.server.schemas import (
+    Answer,
+    ConversationDetail,
+    ConversationList,
+    ConversationOut,
+    CreateConversation,
+    Deleted,
+    PostMessage,
+    TurnOut,
+)
+
+router = APIRouter(tags=["conversations"])  # full paths, no prefix: the metrics label routes by their template
+BASE = "/v1/conversations"
+
+
+@router.post(BASE, status_code=201, response_model=ConversationOut, summary="Start a conversation")
+async def create(user: User, svc: Svc, body: CreateConversation | None = None) -> ConversationOut:
+    conversation = await svc.components.conversations.create(user.user_id, (body or CreateConversation()).title)
+    return ConversationOut.of(conversation)
+
+
+@router.get(BASE, response_model=ConversationList, summary="Your conversations, most recently active first")
+async def list_conversations(
+    user: User,
+    svc: Svc,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> ConversationList:
+    found = await svc.components.conversations.list(user.user_id, limit=limit + 1, offset=offset)
+    return ConversationList(
+        data=[ConversationOut.of(c) for c in found[:limit]], limit=limit, offset=offset, has_more=len(found) > limit
+    )
+
+
+@router.get(
+    f"{BASE}/{{conversation_id}}", response_model=ConversationDetail, summary="A conversation with all its turns"
+)
+async def read(conversation_id: str, user: User, svc: Svc) -> ConversationDetail:
+    store = svc.components.conversations
+    conversation = await store.get(user.user_id, conversation_id)
+    turns = await store.turns(user.user_id, conversation_id)
+    return ConversationDetail(**ConversationOut.of(conversation).model_dump(), turns=[TurnOut.of(t) for t in turns])
+
+
+@router.post(
+    f"{BASE}/{{conversation_id}}/messages",
+    response_model=Answer,
+    summary="Ask the next question; the answer as JSON, or as SSE with stream: true",
+)
+async def post_message(conversation_id: str, body: PostMessage, user: User, svc: Svc) -> Any:
+    check_length(body.content, svc.settings.max_message_chars, "content")
+    request = TurnRequest(body.content, user_id=user.user_id, conversation_id=conversation_id)
+    turn = await svc.runner.start(request)
+
+    def extension(result):
+        return completions.turn_details(result, stored=True)
+
+    if body.stream:
+        completion = completions.Completion(svc.components.chat_model.name, svc.components.chat_model.count_tokens)
+        return await completions.streaming(turn, completion, extension)
+    result = await turn.result()
+    return Answer(**result.model_dump())
+
+
+@router.delete(
+    f"{BASE}/{{conversation_id}}", response_model=Deleted, summary="Delete a conversation, its turns and summaries"
+)
+async def delete(conversation_id: str, user: User, svc: Svc) -> Deleted:
+    async with svc.runner.conversation(user.user_id, conversation_id):  # after any turn in flight
+        await svc.components.conversations.delete(user.user_id, conversation_id)
+    return Deleted(id=conversation_id)

@@ -1,0 +1,37 @@
+"""Liveness, readiness and Prometheus metrics; no authentication on these."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Response
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from anaphora.server.routes.deps import Svc
+
+router = APIRouter(tags=["operations"])
+
+
+@router.get("/healthz", summary="The process is alive")
+async def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/readyz", summary="The store answers and a chat model is configured")
+async def readyz(svc: Svc) -> JSONResponse:
+    checks: dict[str, str] = {}
+    components = svc.components
+    try:
+        components.database.query("SELECT 1")
+        checks["store"] = "ok"
+    except Exception as exc:
+        checks["store"] = f"error: {type(exc).__name__}"
+    checks["model"] = "ok" if svc.settings.chat_model and components.chat_model is not None else "not configured"
+    ready = all(value == "ok" for value in checks.values())
+    return JSONResponse(
+        {"status": "ready" if ready else "not ready", "checks": checks}, status_code=200 if ready else 503
+    )
+
+
+@router.get("/metrics", summary="Prometheus metrics of the pipeline and the HTTP service")
+async def metrics(svc: Svc) -> Response:
+    return Response(generate_latest(svc.components.engine.metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,127 @@
+"""Request and response bodies. Unknown request fields are ignored (OpenAI clients send extras); known ones are
+typed strictly: a string where a boolean belongs is an error, not a guess."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
+
+from anaphora.store.protocols import Conversation, StoredTurn
+from anaphora.types import Citation, TurnTrace
+
+
+class TextPart(BaseModel):
+    type: Literal["text"]
+    text: StrictStr
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    role: Literal["system", "developer", "user", "assistant"]
+    content: StrictStr | list[TextPart] | None = None
+
+    @property
+    def text(self) -> str:
+        if self.content is None:
+            return ""
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(part.text for part in self.content)
+
+
+class ChatCompletionRequest(BaseModel):
+    """OpenAI's chat-completions request. ``temperature`` and ``max_tokens`` are validated but the service's
+    settings decide generation; ``user`` is recorded nowhere (the token decides who the user is)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    model: StrictStr = Field(default="anaphora", max_length=256)
+    messages: list[ChatMessage] = Field(min_length=1)
+    stream: StrictBool = False
+    temperature: StrictFloat | StrictInt | None = Field(default=None, ge=0, le=2)
+    max_tokens: StrictInt | None = Field(default=None, ge=1)
+    n: StrictInt | None = Field(default=None, ge=1, le=1)
+    user: StrictStr | None = Field(default=None, max_length=256)
+
+
+class CreateConversation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    title: StrictStr = Field(default="", max_length=200)
+
+
+class PostMessage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    content: StrictStr
+    stream: StrictBool = False
+
+
+class ConversationOut(BaseModel):
+    object: Literal["conversation"] = "conversation"
+    id: str
+    title: str
+    created_at: float
+    updated_at: float
+    turn_count: int
+
+    @classmethod
+    def of(cls, conversation: Conversation) -> ConversationOut:
+        return cls(
+            id=conversation.id,
+            title=conversation.title,
+            created_at=conversation.created_at,
+            updated_at=conversation.updated_at,
+            turn_count=conversation.turn_count,
+        )
+
+
+class TurnOut(BaseModel):
+    index: int
+    question: str
+    answer: str
+    citations: list[Citation]
+    trace: TurnTrace | None
+    created_at: float
+
+    @classmethod
+    def of(cls, turn: StoredTurn) -> TurnOut:
+        return cls(**turn.model_dump())
+
+
+class ConversationDetail(ConversationOut):
+    turns: list[TurnOut]
+
+
+class ConversationList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[ConversationOut]
+    limit: int
+    offset: int
+    has_more: bool
+
+
+class Deleted(BaseModel):
+    id: str
+    object: Literal["conversation.deleted"] = "conversation.deleted"
+    deleted: bool = True
+
+
+class Answer(BaseModel):
+    """A turn appended to a conversation (``POST /v1/conversations/{id}/messages`` without streaming)."""
+
+    object: Literal["conversation.turn"] = "conversation.turn"
+    conversation_id: str
+    turn_index: int
+    question: str
+    answer: str
+    citations: list[Citation]
+    trace: TurnTrace
+
+
+class Erased(BaseModel):
+    user_id: str
+    conversations: int
+    turns: int

@@ -1,0 +1,55 @@
+"""``anaphora serve``: refuse unsafe or self-referential set-ups, then run uvicorn."""
+
+from __future__ import annotations
+
+import ipaddress
+from urllib.parse import urlsplit
+
+from anaphora.errors import ConfigurationError
+from anaphora.settings import Settings
+
+
+def is_loopback(host: str) -> bool:
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a name we will not resolve here, or "": assume it is reachable from outside
+
+
+def check(settings: Settings, *, force_insecure: bool = False) -> None:
+    host, port = settings.server_host, settings.server_port
+    if settings.auth == "none" and not is_loopback(host) and not force_insecure:
+        raise ConfigurationError(
+            f"refusing to serve on {host or 'all interfaces'} without authentication (auth is 'none'): anyone who "
+            "can reach this address would act as user 'local' and read or delete every conversation",
+            hint="listen on 127.0.0.1 (--host 127.0.0.1), or configure JWT auth (ANAPHORA_AUTH=jwt with "
+            "ANAPHORA_JWT_SECRET or ANAPHORA_JWT_PUBLIC_KEY), or pass --force-insecure on a network you trust",
+        )
+    if settings.chat_model.startswith("openai:"):
+        upstream = urlsplit(settings.openai_base_url)
+        same_port = (upstream.port or (443 if upstream.scheme == "https" else 80)) == port
+        same_host = upstream.hostname == host or (is_loopback(upstream.hostname or "") and is_loopback(host))
+        if same_port and same_host:
+            raise ConfigurationError(
+                f"the chat model's endpoint {settings.openai_base_url} is this server's own address",
+                hint="point ANAPHORA_OPENAI_BASE_URL at the model server, or serve on another --port",
+            )
+
+
+def run(settings: Settings, *, force_insecure: bool = False) -> None:
+    """Check the set-up, build the app (which checks the auth settings) and serve until interrupted."""
+    check(settings, force_insecure=force_insecure)
+    import uvicorn
+
+    from anaphora.server.app import create_app
+
+    app = create_app(settings)
+    uvicorn.run(
+        app,
+        host=settings.server_host,
+        port=settings.server_port,
+        timeout_graceful_shutdown=settings.shutdown_grace_s,
+        log_level="info",
+    )
