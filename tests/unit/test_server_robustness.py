@@ -165,7 +165,6 @@ def test_healthz_readyz_metrics(http, running, monkeypatch) -> None:
             "anaphora_http_turns_in_flight 0.0",
         ):
             assert expected in text, expected
-        assert 'route="/v1/conversations/{conversation_id}' in text or "/v1/conversations/{" not in text
 
         def broken(*args, **kwargs):
             raise OSError("disk on fire")
