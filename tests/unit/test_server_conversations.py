@@ -179,11 +179,12 @@ async def test_parallel_messages_on_one_conversation_are_serialised(tmp_path) ->
 
 async def test_too_many_turns_in_flight_get_429_with_retry_after(tmp_path) -> None:
     settings = settings_for(tmp_path, max_concurrent_turns_per_user=2)
-    with serve(settings, components_for(settings, FakeChatModel(delay_s=0.5))) as running:
+    with serve(settings, components_for(settings, FakeChatModel(delay_s=1.0))) as running:
         body = {"messages": [{"role": "user", "content": QUESTION}]}
         async with httpx.AsyncClient(base_url=running.url, headers=bearer("alice"), timeout=30) as alice:
             slow = [asyncio.create_task(alice.post("/v1/chat/completions", json=body)) for _ in range(2)]
-            await asyncio.sleep(0.25)
+            while running.runner.in_flight_for("alice") < 2:
+                await asyncio.sleep(0.01)
             refused = await alice.post("/v1/chat/completions", json=body)
             async with httpx.AsyncClient(base_url=running.url, headers=bearer("bob"), timeout=30) as bob:
                 other_user = asyncio.create_task(bob.post("/v1/chat/completions", json=body))

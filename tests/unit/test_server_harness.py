@@ -100,10 +100,14 @@ class Running:
 
 
 @contextmanager
-def serve(settings: Settings, components: Components | None = None) -> Iterator[Running]:
-    """Run create_app(settings, components) under uvicorn on 127.0.0.1 and a free port; stop it afterwards."""
-    components = components or components_for(settings)
-    app = create_app(settings, components=components)
+def serve(settings: Settings, components: Components | None = None, *, app_builds: bool = False) -> Iterator[Running]:
+    """Run create_app(settings, components) under uvicorn on 127.0.0.1 and a free port; stop it afterwards.
+    With ``app_builds`` the app builds (and closes) its own components."""
+    if app_builds:
+        app = create_app(settings)
+    else:
+        components = components or components_for(settings)
+        app = create_app(settings, components=components)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
@@ -123,14 +127,15 @@ def serve(settings: Settings, components: Components | None = None) -> Iterator[
     while not server.started:
         assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
         time.sleep(0.01)
-    running = Running(f"http://127.0.0.1:{port}", server, thread, components, app)
+    running = Running(f"http://127.0.0.1:{port}", server, thread, app.state.service.components, app)
     try:
         yield running
     finally:
         if thread.is_alive():
             running.stop()
         sock.close()
-        components.database.close()
+        if not app_builds:
+            running.components.database.close()
 
 
 def sse_events(response: httpx.Response) -> list[Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
@@ -12,8 +13,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from fastapi import FastAPI
 
 from anaphora import ConfigurationError, FakeChatModel, ModelNotFoundError, Settings
+from anaphora.server.app import from_environment
 from anaphora.server.serve import check, is_loopback
 from tests.unit.test_server_harness import components_for, serve, settings_for
 
@@ -121,13 +124,16 @@ def test_unknown_routes_and_methods_use_the_error_shape(http) -> None:
     assert wrong.status_code == 405 and "error" in wrong.json()
 
 
-def test_internal_errors_are_500_without_internals(http, model) -> None:
+def test_internal_errors_are_500_without_internals(http, model, caplog) -> None:
     model.enqueue(RuntimeError("password=hunter2 at /srv/secret/path"))
     response = http.post("/v1/chat/completions", json={"messages": [user()]})
     assert response.status_code == 500
     error = response.json()["error"]
     assert error["type"] == "server_error" and "reference" in error["message"]
     assert "hunter2" not in response.text and "/srv/secret" not in response.text
+    reference = error["message"].split("reference ")[1].rstrip(")")
+    logged = [r for r in caplog.records if reference in r.getMessage()]
+    assert len(logged) == 1 and logged[0].exc_info  # the server log has the details, once, under the reference
 
 
 def test_model_not_found_is_500_without_paths_and_stream_errors_too(http, model) -> None:
@@ -183,6 +189,24 @@ def test_routes_are_labelled_by_template_not_by_id(http, running) -> None:
     assert "abc123" not in text and 'route="unmatched"' in text
 
 
+def test_an_app_without_components_builds_and_closes_its_own(tmp_path, monkeypatch) -> None:
+    settings = settings_for(tmp_path)
+    with serve(settings, app_builds=True) as running, running.client() as http:
+        conversation = http.post("/v1/conversations", json={"title": "kept"}).json()["id"]
+        service = running.app.state.service
+        assert service.owns_components
+        running.stop()
+        assert service._components is None  # closed at shutdown
+    reopened = components_for(settings, ingest=False)
+    try:
+        assert asyncio.run(reopened.conversations.get("alice", conversation)).title == "kept"
+    finally:
+        reopened.database.close()
+    monkeypatch.setenv("ANAPHORA_AUTH", "none")
+    monkeypatch.setenv("ANAPHORA_DATA_DIR", str(tmp_path / "env"))
+    assert isinstance(from_environment(), FastAPI)
+
+
 # --- anaphora serve ---------------------------------------------------------------------------------------------
 
 
@@ -227,6 +251,11 @@ def cli(tmp_path: Path, *args: str, env: dict[str, str] | None = None, **kwargs)
         (["serve", "--host", "0.0.0.0"], {"ANAPHORA_AUTH": "none"}, "--force-insecure"),
         (["serve"], {"ANAPHORA_AUTH": "jwt"}, "no key is configured"),
         (["serve"], {"ANAPHORA_JWT_SECRET": "short"}, "shorter than 32 bytes"),
+        (
+            ["serve"],
+            {"ANAPHORA_AUTH": "none", "ANAPHORA_EMBEDDER": "sentence-transformers:/nonexistent"},
+            "no sentence-transformers model",
+        ),
     ],
 )
 def test_serve_refuses_unsafe_setups_with_a_fix(tmp_path, args, env, says) -> None:

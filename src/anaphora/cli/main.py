@@ -201,9 +201,9 @@ def demo(
 def serve(
     ctx: typer.Context,
     host: Annotated[
-        str | None, typer.Option(help="address to listen on [default: 127.0.0.1; env: ANAPHORA_SERVER_HOST]")
+        str | None, typer.Option(help="address to listen on (default 127.0.0.1; env ANAPHORA_SERVER_HOST)")
     ] = None,
-    port: Annotated[int | None, typer.Option(help="port [default: 8000; env: ANAPHORA_SERVER_PORT]")] = None,
+    port: Annotated[int | None, typer.Option(help="port (default 8000; env ANAPHORA_SERVER_PORT)")] = None,
     force_insecure: Annotated[
         bool, typer.Option("--force-insecure", help="allow auth=none on a non-loopback address")
     ] = False,

@@ -16,7 +16,7 @@ from anaphora.server.auth import Authenticator, build_authenticator
 from anaphora.server.limits import BodyLimitMiddleware
 from anaphora.server.metrics import HttpMetrics, MetricsMiddleware
 from anaphora.server.turns import TurnRunner
-from anaphora.settings import Settings
+from anaphora.settings import Settings, load_settings
 
 log = logging.getLogger("anaphora.server")
 
@@ -24,11 +24,13 @@ log = logging.getLogger("anaphora.server")
 class Service:
     """What the routes share: settings, the authenticator, the components and the turn runner."""
 
-    def __init__(self, settings: Settings, auth: Authenticator, components: Components | None) -> None:
+    def __init__(
+        self, settings: Settings, auth: Authenticator, components: Components | None, *, owns_components: bool
+    ) -> None:
         self.settings = settings
         self.auth = auth
         self._components = components
-        self.owns_components = components is None
+        self.owns_components = owns_components
         self._runner: TurnRunner | None = None
         self.http_metrics: HttpMetrics | None = None
 
@@ -85,9 +87,20 @@ def create_app(settings: Settings, *, components: Components | None = None) -> F
     Given ``components`` stay the caller's: shutdown drains their engine but does not close it or the store.
     Without them, the app builds its own at startup and closes them at shutdown.
     """
+    return build_app(settings, components, owns_components=components is None)
+
+
+def from_environment() -> FastAPI:
+    """Zero-argument factory for ASGI servers: ``uvicorn --factory anaphora.server.app:from_environment``."""
+    return create_app(load_settings())
+
+
+def build_app(settings: Settings, components: Components | None, *, owns_components: bool) -> FastAPI:
+    """:func:`create_app`, with the ownership of ``components`` explicit (``anaphora serve`` builds them first,
+    so that a broken model or store is reported like any CLI error, and hands them over)."""
     from anaphora.server.routes import chat, conversations, ops, users
 
-    state = Service(settings, build_authenticator(settings), components)
+    state = Service(settings, build_authenticator(settings), components, owns_components=owns_components)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -15,6 +15,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from anaphora.errors import (
     AnaphoraError,
@@ -140,12 +141,35 @@ async def _anaphora(request: Request, exc: AnaphoraError) -> JSONResponse:
     return _respond(exc)
 
 
-async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-    return _respond(exc)
+class CatchAllMiddleware:
+    """Anything no handler took becomes a 500 with a reference, logged once with its traceback (Starlette's own
+    last resort would log it again, without the reference, and re-raise it to the server)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watch(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        except Exception as exc:
+            if started:  # too late for a status: let the server close the connection
+                raise
+            await _respond(exc)(scope, receive, send)
 
 
 def install(app: FastAPI) -> None:
+    """Exception handlers, plus the catch-all middleware (add it before any other middleware: innermost)."""
     app.add_exception_handler(RequestValidationError, _validation)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http)  # type: ignore[arg-type]
     app.add_exception_handler(AnaphoraError, _anaphora)  # type: ignore[arg-type]
-    app.add_exception_handler(Exception, _unexpected)
+    app.add_middleware(CatchAllMiddleware)

@@ -39,13 +39,17 @@ def check(settings: Settings, *, force_insecure: bool = False) -> None:
 
 
 def run(settings: Settings, *, force_insecure: bool = False) -> None:
-    """Check the set-up, build the app (which checks the auth settings) and serve until interrupted."""
+    """Check the set-up and the auth settings, build the components (so that errors surface as CLI errors, not as
+    a failed ASGI startup), then serve until interrupted; shutdown drains the turns and closes the components."""
     check(settings, force_insecure=force_insecure)
     import uvicorn
 
-    from anaphora.server.app import create_app
+    from anaphora.app import build_components
+    from anaphora.server.app import build_app
+    from anaphora.server.auth import build_authenticator
 
-    app = create_app(settings)
+    build_authenticator(settings)  # fail on bad auth settings before opening anything
+    app = build_app(settings, build_components(settings), owns_components=True)
     uvicorn.run(
         app,
         host=settings.server_host,
