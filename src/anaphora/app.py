@@ -58,6 +58,14 @@ def build_query_stage(settings: Settings, chat_model: ChatModel, metrics: Metric
 def build_components(settings: Settings, *, model: ChatModel | None = None) -> Components:
     """Open the store under ``settings.data_dir`` and assemble the pipeline. Models load lazily."""
     database = Database(settings.data_dir / "anaphora.db")
+    try:
+        return _assemble(settings, database, model)
+    except BaseException:
+        database.close()  # a model or embedder that fails to load must not leave the store open
+        raise
+
+
+def _assemble(settings: Settings, database: Database, model: ChatModel | None) -> Components:
     corpus = SQLiteCorpus(database)
     embedder = CachedEmbedder(
         load_embedder(settings), SQLiteEmbeddingCache(database, max_entries=settings.embedding_cache_entries)

@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from anaphora.app import Anaphora
 from anaphora.cli.eval import eval_app
 from anaphora.cli.render import print_ingest_report, print_sources, print_trace
-from anaphora.errors import AnaphoraError, InputError, require
+from anaphora.errors import AnaphoraError, InputError, NotFoundError, require
 from anaphora.settings import load_settings
 from anaphora.types import TurnResult
 
@@ -37,9 +37,9 @@ ConversationOption = Annotated[str | None, typer.Option("--conversation", "-c", 
 def configure(
     ctx: typer.Context,
     data_dir: Annotated[
-        Path | None, typer.Option(help="where the store and indexes live [env: ANAPHORA_DATA_DIR]")
+        Path | None, typer.Option(help="where the store and indexes live (env: ANAPHORA_DATA_DIR)")
     ] = None,
-    config: Annotated[Path | None, typer.Option(help="TOML settings file [env: ANAPHORA_CONFIG_FILE]")] = None,
+    config: Annotated[Path | None, typer.Option(help="TOML settings file (env: ANAPHORA_CONFIG_FILE)")] = None,
     chat_model: Annotated[str | None, typer.Option(help="embedded | fake | gguf:PATH | openai:MODEL")] = None,
     embedder: Annotated[str | None, typer.Option(help="minilm | sentence-transformers:PATH | hashing")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="any setting, as NAME=VALUE (repeatable)")] = None,
@@ -216,10 +216,14 @@ def serve(
     run(load_settings(**{**ctx.obj, "server_host": host, "server_port": port}), force_insecure=force_insecure)
 
 
+CLI_HINTS = {NotFoundError: "list your conversations with: anaphora conversations list"}
+
+
 def _report(exc: AnaphoraError) -> None:
-    errors.print(f"[bold red]error:[/bold red] {exc.message}", markup=True)
-    if exc.hint:
-        errors.print(f"[bold]fix:[/bold] {exc.hint}")
+    errors.print(f"[bold red]error:[/bold red] {escape(exc.message)}", markup=True)
+    hint = next((h for kind, h in CLI_HINTS.items() if isinstance(exc, kind)), exc.hint)
+    if hint:
+        errors.print(f"[bold]fix:[/bold] {escape(hint)}")
 
 
 def main() -> None:

@@ -56,7 +56,7 @@ class SQLiteConversationStore:
         if not rows:
             raise NotFoundError(
                 f"no conversation {conversation_id!r}",
-                hint="list your conversations with: anaphora conversations list",
+                hint="check the conversation id; list your conversations to find it",
             )
         return _conversation(rows[0])
 
