@@ -175,6 +175,23 @@ class Settings(BaseSettings):
         ge=1,
         description="turns one user may have in flight, running or waiting for their conversation (HTTP 429 above)",
     )
+    session_ttl_s: float = Field(
+        default=1800.0,
+        gt=0,
+        description="a user's server-side session ends after this much inactivity (independent of token expiry)",
+    )
+    max_live_sessions: int = Field(
+        default=1000, ge=1, description="live sessions kept in memory; the least recently active go first"
+    )
+    history_ttl_s: float = Field(
+        default=7 * 86400.0,
+        ge=0,
+        description="conversations inactive for longer are deleted with their turns and summaries by `anaphora "
+        "serve` (0 keeps them forever)",
+    )
+    history_sweep_interval_s: float = Field(
+        default=3600.0, gt=0, description="how often `anaphora serve` looks for conversations past history_ttl_s"
+    )
     shutdown_grace_s: float = Field(
         default=30.0, ge=0, description="on shutdown, how long open requests and in-flight turns get to finish"
     )

@@ -184,7 +184,7 @@ def test_erase_removes_every_conversation_turn_and_summary_of_the_user(tmp_path)
 
         erased = alice.delete("/v1/users/alice/data")
         assert erased.status_code == 200
-        assert erased.json() == {"user_id": "alice", "conversations": 3, "turns": 3}
+        assert erased.json() == {"user_id": "alice", "conversations": 3, "turns": 3, "summaries": 1}
         assert alice.get("/v1/conversations").json()["data"] == []
         assert all(alice.get(f"/v1/conversations/{c}").status_code == 404 for c in ids)
         database = running.components.database
@@ -192,14 +192,24 @@ def test_erase_removes_every_conversation_turn_and_summary_of_the_user(tmp_path)
         for table in ("turns", "summaries"):
             assert database.query(f"SELECT COUNT(*) FROM {table} WHERE conversation_id IN ({marks})", ids)[0][0] == 0
         assert bob.get(f"/v1/conversations/{kept}").status_code == 200  # other users untouched
-        assert alice.delete("/v1/users/alice/data").json() == {"user_id": "alice", "conversations": 0, "turns": 0}
+        assert alice.delete("/v1/users/alice/data").json() == {
+            "user_id": "alice",
+            "conversations": 0,
+            "turns": 0,
+            "summaries": 0,
+        }
 
 
 def test_an_admin_may_erase_another_user(tmp_path) -> None:
     with serve(settings_for(tmp_path)) as running, running.client("alice") as alice:
         alice.post("/v1/conversations", json={}).raise_for_status()
         with httpx.Client(base_url=running.url, headers=bearer("ops", scope="read admin")) as admin:
-            assert admin.delete("/v1/users/alice/data").json() == {"user_id": "alice", "conversations": 1, "turns": 0}
+            assert admin.delete("/v1/users/alice/data").json() == {
+                "user_id": "alice",
+                "conversations": 1,
+                "turns": 0,
+                "summaries": 0,
+            }
         with httpx.Client(base_url=running.url, headers=bearer("ops2", scopes=["admin"])) as admin:
             assert admin.delete("/v1/users/bob/data").status_code == 200
         with httpx.Client(base_url=running.url, headers=bearer("ops3", scope="administrator")) as not_admin:

@@ -13,8 +13,12 @@ from anaphora.app import Components, build_components
 from anaphora.errors import AnaphoraError
 from anaphora.server import errors
 from anaphora.server.auth import Authenticator, build_authenticator
+from anaphora.server.history import HistorySweeper
+from anaphora.server.jobs import IngestJobs
 from anaphora.server.limits import BodyLimitMiddleware
+from anaphora.server.logs import RequestIdMiddleware
 from anaphora.server.metrics import HttpMetrics, MetricsMiddleware
+from anaphora.server.sessions import SessionHeaderMiddleware, Sessions
 from anaphora.server.turns import TurnRunner
 from anaphora.settings import Settings, load_settings
 
@@ -33,6 +37,14 @@ class Service:
         self.owns_components = owns_components
         self._runner: TurnRunner | None = None
         self.http_metrics: HttpMetrics | None = None
+        self._jobs: IngestJobs | None = None
+        self.sweeper: HistorySweeper | None = None
+        self.sessions = Sessions(
+            ttl_s=settings.session_ttl_s, max_live=settings.max_live_sessions, busy=self._has_turns_in_flight
+        )
+
+    def _has_turns_in_flight(self, user_id: str) -> bool:
+        return self._runner is not None and self._runner.in_flight_for(user_id) > 0
 
     @property
     def components(self) -> Components:
@@ -46,6 +58,12 @@ class Service:
             raise RuntimeError("the service has not started (the ASGI lifespan did not run)")
         return self._runner
 
+    @property
+    def jobs(self) -> IngestJobs:
+        if self._jobs is None:
+            raise RuntimeError("the service has not started (the ASGI lifespan did not run)")
+        return self._jobs
+
     async def start(self) -> None:
         if self._components is None:
             try:
@@ -57,15 +75,30 @@ class Service:
         self._runner = runner = TurnRunner(engine, max_per_user=self.settings.max_concurrent_turns_per_user)
         self.http_metrics = HttpMetrics.of(engine.metrics.registry)
         self.http_metrics.turns_in_flight.set_function(lambda: runner.in_flight)
+        components = self._components
+        self._jobs = IngestJobs(components.ingestor, components.corpus, self.settings.data_dir / "uploads")
+        if self.settings.history_ttl_s > 0:
+            self.sweeper = HistorySweeper(
+                components.conversations,
+                runner,
+                ttl_s=self.settings.history_ttl_s,
+                interval_s=self.settings.history_sweep_interval_s,
+            )
+            self.sweeper.start()
 
     async def stop(self) -> None:
         """Let in-flight turns finish (they are stored even if their clients left), then background work."""
+        if self.sweeper is not None:
+            await self.sweeper.stop()
+            self.sweeper = None
         if self._runner is not None:
             pending = await self._runner.drain(self.settings.shutdown_grace_s)
             if pending:
                 log.warning(
                     "shutting down with %d turn(s) still running after %.0f s", pending, self.settings.shutdown_grace_s
                 )
+        if self._jobs is not None and await self._jobs.drain(self.settings.shutdown_grace_s):
+            log.warning("shutting down with an ingestion job still running")
         if self._components is None:
             return
         engine = self._components.engine
@@ -98,7 +131,7 @@ def from_environment() -> FastAPI:
 def build_app(settings: Settings, components: Components | None, *, owns_components: bool) -> FastAPI:
     """:func:`create_app`, with the ownership of ``components`` explicit (``anaphora serve`` builds them first,
     so that a broken model or store is reported like any CLI error, and hands them over)."""
-    from anaphora.server.routes import chat, conversations, ops, users
+    from anaphora.server.routes import chat, conversations, documents, ops, session, users
 
     state = Service(settings, build_authenticator(settings), components, owns_components=owns_components)
 
@@ -119,7 +152,9 @@ def build_app(settings: Settings, components: Components | None, *, owns_compone
     app.state.service = state
     errors.install(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)
-    app.add_middleware(MetricsMiddleware, metrics=lambda: state.http_metrics)  # outermost: counts the 413s too
-    for module in (chat, conversations, users, ops):
+    app.add_middleware(SessionHeaderMiddleware)
+    app.add_middleware(MetricsMiddleware, metrics=lambda: state.http_metrics)  # counts the 413s too
+    app.add_middleware(RequestIdMiddleware)  # outermost: every record of the request carries its id
+    for module in (chat, conversations, documents, session, users, ops):
         app.include_router(module.router)
     return app

@@ -65,7 +65,7 @@ def describe(exc: BaseException) -> tuple[int, dict[str, Any], dict[str, str]]:
                 continue
             headers: dict[str, str] = {}
             message, hint = exc.message, exc.hint
-            if status == 404:
+            if status == 404 and message.startswith("no conversation"):  # the store's hint is for the library
                 hint = "check the id: GET /v1/conversations lists yours"
             elif status == 401:
                 headers["WWW-Authenticate"] = 'Bearer realm="anaphora"'

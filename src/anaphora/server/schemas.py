@@ -125,3 +125,89 @@ class Erased(BaseModel):
     user_id: str
     conversations: int
     turns: int
+    summaries: int
+
+
+class IngestPath(BaseModel):
+    """``POST /v1/documents`` with JSON: a file or folder on the server to ingest."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: StrictStr = Field(min_length=1, max_length=4096)
+
+
+class Progress(BaseModel):
+    done: int
+    total: int
+
+
+class Skipped(BaseModel):
+    path: str
+    reason: str
+
+
+class Warned(BaseModel):
+    path: str
+    warning: str
+
+
+class IngestReportOut(BaseModel):
+    added: list[str]
+    updated: list[str]
+    unchanged: list[str]
+    removed: list[str]
+    skipped: list[Skipped]
+    warnings: list[Warned]
+    chunks_written: int
+    seconds: float
+
+
+class JobStarted(BaseModel):
+    object: Literal["ingest_job"] = "ingest_job"
+    job_id: str
+    status: Literal["queued", "running", "done", "failed"]
+
+
+class JobOut(BaseModel):
+    object: Literal["ingest_job"] = "ingest_job"
+    id: str
+    status: Literal["queued", "running", "done", "failed"]
+    progress: Progress
+    created_at: float
+    finished_at: float | None
+    error: str | None
+    report: IngestReportOut | None
+
+
+class DocumentOut(BaseModel):
+    source: str
+    chunks: int
+    ingested_at: float
+
+
+class DocumentList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[DocumentOut]
+
+
+class DocumentDeleted(BaseModel):
+    source: str
+    object: Literal["document.deleted"] = "document.deleted"
+    deleted: bool = True
+    documents: int
+
+
+class SessionOut(BaseModel):
+    object: Literal["session"] = "session"
+    id: str
+    user_id: str
+    started_at: float
+    last_seen: float
+    expires_at: float
+    turns_in_flight: int
+
+
+class SessionEnded(BaseModel):
+    object: Literal["session.ended"] = "session.ended"
+    id: str | None
+    ended: bool = True

@@ -47,13 +47,17 @@ def run(settings: Settings, *, force_insecure: bool = False) -> None:
     from anaphora.app import build_components
     from anaphora.server.app import build_app
     from anaphora.server.auth import build_authenticator
+    from anaphora.server.logs import configure_logging
 
     build_authenticator(settings)  # fail on bad auth settings before opening anything
     app = build_app(settings, build_components(settings), owns_components=True)
+    configure_logging()  # JSON lines with request ids; the app logs each request itself
     uvicorn.run(
         app,
         host=settings.server_host,
         port=settings.server_port,
         timeout_graceful_shutdown=settings.shutdown_grace_s,
         log_level="info",
+        log_config=None,
+        access_log=False,
     )

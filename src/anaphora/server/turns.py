@@ -68,6 +68,9 @@ class _Locks:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def held(self) -> list[Key]:
+        return list(self._entries)
+
 
 class TurnRunner:
     def __init__(self, engine: Engine, *, max_per_user: int) -> None:
@@ -83,6 +86,10 @@ class TurnRunner:
 
     def in_flight_for(self, user_id: str) -> int:
         return self._per_user.get(user_id, 0)
+
+    def busy_conversations(self) -> set[str]:
+        """Conversations with a turn (or a delete) running or waiting."""
+        return {conversation_id for _, conversation_id in self._locks.held()}
 
     async def start(self, request: TurnRequest) -> Turn:
         """Admit the turn (or raise :class:`RateLimitError`), wait for its conversation, start it."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from anaphora.errors import NotFoundError
 from anaphora.store.database import Database
@@ -35,6 +35,17 @@ def _turn(row) -> StoredTurn:
         trace=TurnTrace.model_validate_json(row["trace"]) if row["trace"] != "null" else None,
         created_at=row["created_at"],
     )
+
+
+def _delete(db, select_ids: str, params: tuple) -> dict[str, int]:
+    """Delete the conversations ``select_ids`` selects (turns and summaries cascade); count all three first."""
+    counts = {}
+    for name, table in (("turns", "turns"), ("summaries", "summaries")):
+        counts[name] = db.execute(
+            f"SELECT COUNT(*) FROM {table} WHERE conversation_id IN ({select_ids})", params
+        ).fetchone()[0]
+    counts["conversations"] = db.execute(f"DELETE FROM conversations WHERE id IN ({select_ids})", params).rowcount
+    return {"conversations": counts["conversations"], "turns": counts["turns"], "summaries": counts["summaries"]}
 
 
 class SQLiteConversationStore:
@@ -129,6 +140,21 @@ class SQLiteConversationStore:
             ).rowcount
         if not deleted:
             raise NotFoundError(f"no conversation {conversation_id!r}")
+
+    async def delete_inactive(self, before_ts: float, *, keep: Iterable[str] = ()) -> dict[str, int]:
+        """Delete every conversation whose last activity (``updated_at``) is older than ``before_ts``, with its
+        turns and summaries, in one transaction; ``keep`` names conversations to spare (e.g. a turn in flight).
+        Returns how many conversations, turns and summaries went."""
+        spared = sorted(set(keep))
+        marks = ",".join("?" * len(spared))
+        where = "updated_at < ?" + (f" AND id NOT IN ({marks})" if spared else "")
+        with self.db.transaction() as db:
+            return _delete(db, f"SELECT id FROM conversations WHERE {where}", (before_ts, *spared))
+
+    async def erase_user(self, user_id: str) -> dict[str, int]:
+        """Delete every conversation of ``user_id`` with its turns and summaries, atomically; returns the counts."""
+        with self.db.transaction() as db:
+            return _delete(db, "SELECT id FROM conversations WHERE user_id = ?", (user_id,))
 
     async def summary(self, user_id: str, conversation_id: str) -> Summary | None:
         await self.get(user_id, conversation_id)

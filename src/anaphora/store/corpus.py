@@ -123,6 +123,17 @@ class SQLiteCorpus:
             self._bump(db, None)
         return removed
 
+    def remove_source(self, source: str) -> list[str]:
+        """Remove every document named ``source`` (in any ingested folder) with its chunks; returns their roots."""
+        with self.db.transaction() as db:
+            roots = [
+                r["root"] for r in db.execute("SELECT root FROM documents WHERE source = ? ORDER BY root", (source,))
+            ]
+            if roots:
+                db.execute("DELETE FROM documents WHERE source = ?", (source,))
+                self._bump(db, None)
+        return roots
+
     def taken_chunk_ids(self, ids: Sequence[str], root: str, source: str) -> set[str]:
         """Those of ``ids`` already used by chunks of any other document."""
         taken: set[str] = set()

@@ -98,6 +98,12 @@ def m002_summaries(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m003_conversation_activity(db: sqlite3.Connection) -> None:
+    """The history TTL sweeper finds inactive conversations by their last activity."""
+    run_script(db, "CREATE INDEX conversations_updated ON conversations(updated_at)")
+
+
 class Database:
     """One SQLite connection guarded by a lock; statements are short, so callers run them inline."""
 

@@ -9,10 +9,15 @@ from fastapi import Depends, Request
 from anaphora.errors import InputError
 from anaphora.server.app import Service, service
 from anaphora.server.auth import Principal
+from anaphora.server.sessions import STATE_KEY
 
 
 async def current_user(request: Request) -> Principal:
-    return service(request).auth.authenticate(request.headers.get("authorization"))
+    """The authenticated caller; seeing them starts or refreshes their server-side session."""
+    svc = service(request)
+    principal = svc.auth.authenticate(request.headers.get("authorization"))
+    setattr(request.state, STATE_KEY, svc.sessions.touch(principal.user_id).id)
+    return principal
 
 
 User = Annotated[Principal, Depends(current_user)]

@@ -1,0 +1,210 @@
+"""HTTP load: M concurrent conversations against `anaphora serve`'s app, with the fake chat model.
+
+    python bench/load.py [--conversations 8] [--turns 400] [--max-seconds 30] [--domain clapnq]
+
+Copies the dev corpus index (bench/.cache/<domain>, built by bench/retrieval_latency.py) to a temporary data dir,
+so the cache is neither migrated nor filled with conversations; serves create_app(Settings(data_dir=..., auth=none,
+chat_model=fake)) with uvicorn on 127.0.0.1 in a child process (its own interpreter, so the client does not share
+its GIL); warms it up; then M clients (httpx.AsyncClient) each hold a conversation and ask the domain's task
+questions in order, starting a new conversation every --turns-per-conversation turns, until --turns turns are
+done or --max-seconds pass. Reports turns/s, latency p50/p95, the service overhead per turn (client latency minus
+the pipeline stages the turn's trace timed: HTTP, JSON, auth, locks, storing the turn, and, with several clients,
+the time a turn waits for the server's one event loop while other turns run), the stages' own times, and errors,
+and writes bench/results/load.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+import httpx
+from common import CACHE, ROOT, domain_paths, git_revision, machine, summary_ms, write_result
+
+
+def serve(data_dir: str, port: int, conversations: int) -> None:
+    """The child process: the service on 127.0.0.1:port. With auth 'none' every client is user "local", so the
+    per-user concurrency limit is raised to the number of clients (else most turns would get 429)."""
+    import uvicorn
+
+    from anaphora import Settings
+    from anaphora.server import create_app
+
+    settings = Settings(
+        data_dir=Path(data_dir),
+        chat_model="fake",
+        auth="none",
+        max_concurrent_turns_per_user=max(4, conversations),
+    )
+    uvicorn.run(create_app(settings), host="127.0.0.1", port=port, log_level="warning", access_log=False)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+async def wait_ready(base: str, process: subprocess.Popen, timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    async with httpx.AsyncClient(base_url=base) as http:
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise SystemExit(f"the server exited with {process.returncode}")
+            try:
+                if (await http.get("/readyz")).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            await asyncio.sleep(0.2)
+    raise SystemExit("the server did not become ready")
+
+
+class Load:
+    def __init__(self, questions: list[str], turns: int, max_seconds: float, per_conversation: int) -> None:
+        self.questions = itertools.cycle(questions)
+        self.budget = turns
+        self.deadline = 0.0
+        self.max_seconds = max_seconds
+        self.per_conversation = per_conversation
+        self.latencies: list[float] = []
+        self.overheads: list[float] = []
+        self.errors: dict[str, int] = {}
+        self.stages: dict[str, list[float]] = {}
+
+    def _error(self, kind: str) -> None:
+        self.errors[kind] = self.errors.get(kind, 0) + 1
+
+    async def client(self, http: httpx.AsyncClient) -> None:
+        conversation, asked = None, 0
+        while self.budget > 0 and time.monotonic() < self.deadline:
+            self.budget -= 1
+            try:
+                if conversation is None or asked == self.per_conversation:
+                    created = await http.post("/v1/conversations", json={})
+                    conversation, asked = created.json()["id"], 0
+                started = time.perf_counter()
+                response = await http.post(
+                    f"/v1/conversations/{conversation}/messages", json={"content": next(self.questions)}
+                )
+                ms = (time.perf_counter() - started) * 1000
+            except httpx.HTTPError as exc:
+                self._error(type(exc).__name__)
+                continue
+            asked += 1
+            if response.status_code != 200:
+                self._error(str(response.status_code))
+                continue
+            timed = response.json()["trace"]["stages"]
+            for stage in timed:
+                self.stages.setdefault(stage["name"], []).append(stage["ms"])
+            stages = sum(stage["ms"] for stage in timed)
+            self.latencies.append(ms)
+            self.overheads.append(max(0.0, ms - stages))
+
+    async def run(self, base: str, conversations: int) -> float:
+        limits = httpx.Limits(max_connections=conversations, max_keepalive_connections=conversations)
+        async with httpx.AsyncClient(base_url=base, timeout=60, limits=limits) as http:
+            started = time.perf_counter()
+            self.deadline = time.monotonic() + self.max_seconds
+            await asyncio.gather(*(self.client(http) for _ in range(conversations)))
+            return time.perf_counter() - started
+
+
+async def warm_up(base: str, questions: list[str]) -> None:
+    """Load the embedder and the indexes before timing anything."""
+    async with httpx.AsyncClient(base_url=base, timeout=300) as http:
+        conversation = (await http.post("/v1/conversations", json={})).json()["id"]
+        for question in questions[:3]:
+            (
+                await http.post(f"/v1/conversations/{conversation}/messages", json={"content": question})
+            ).raise_for_status()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--conversations", "-m", type=int, default=8)
+    parser.add_argument("--turns", type=int, default=400)
+    parser.add_argument("--max-seconds", type=float, default=30)
+    parser.add_argument("--turns-per-conversation", type=int, default=5)
+    parser.add_argument("--domain", default="clapnq")
+    parser.add_argument("--serve", nargs=2, metavar=("DATA_DIR", "PORT"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        serve(args.serve[0], int(args.serve[1]), args.conversations)
+        return
+
+    source = CACHE / args.domain
+    if not (source / "anaphora.db").exists():
+        raise SystemExit(f"no index at {source}: run python bench/retrieval_latency.py --domain {args.domain} first")
+    _, tasks_path = domain_paths(args.domain)
+    questions = [json.loads(line)["question"] for line in tasks_path.open() if line.strip()]
+    with tempfile.TemporaryDirectory(prefix="anaphora-load-") as scratch:
+        data_dir = Path(scratch) / args.domain
+        shutil.copytree(source, data_dir, ignore=shutil.ignore_patterns("*-shm", "*-wal"))
+        port = free_port()
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": str(ROOT / "bench")}
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--serve",
+                str(data_dir),
+                str(port),
+                "-m",
+                str(args.conversations),
+            ],
+            env=env,
+        )
+        base = f"http://127.0.0.1:{port}"
+        try:
+            asyncio.run(wait_ready(base, server))
+            asyncio.run(warm_up(base, questions))
+            load = Load(questions, args.turns, args.max_seconds, args.turns_per_conversation)
+            seconds = asyncio.run(load.run(base, args.conversations))
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+    done = len(load.latencies)
+    result = {
+        "benchmark": "load",
+        "date": date.today().isoformat(),
+        "revision": git_revision(),
+        "machine": machine(),
+        "command": "python bench/load.py " + " ".join(sys.argv[1:]),
+        "settings": {
+            "domain": args.domain,
+            "conversations": args.conversations,
+            "turns_requested": args.turns,
+            "max_seconds": args.max_seconds,
+            "turns_per_conversation": args.turns_per_conversation,
+            "chat_model": "fake",
+            "auth": "none",
+            "max_concurrent_turns_per_user": max(4, args.conversations),
+        },
+        "turns": done,
+        "seconds": round(seconds, 3),
+        "turns_per_s": round(done / seconds, 2) if seconds else 0.0,
+        "latency_ms": summary_ms(load.latencies),
+        "service_overhead_ms": summary_ms(load.overheads),
+        "stages_ms": {name: summary_ms(values) for name, values in load.stages.items()},
+        "errors": load.errors,
+    }
+    path = write_result("load", result)
+    print(json.dumps(result, indent=2))
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+"""Ingestion jobs started over HTTP: one at a time, off the event loop, with progress and the ingest report.
+
+Uploaded files are stored under ``<data_dir>/uploads/<job id>/`` and ingested from there, so that folder is their
+root in the corpus. A new upload of a file name replaces the earlier upload of that name (it is reported as
+updated), instead of indexing a second copy. Jobs live in this process's memory; the most recent
+:data:`KEEP_JOBS` are kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from anaphora.errors import NotFoundError
+from anaphora.ingest import Ingestor, IngestReport
+from anaphora.store.corpus import SQLiteCorpus
+
+log = logging.getLogger("anaphora.server")
+KEEP_JOBS = 100
+Status = Literal["queued", "running", "done", "failed"]
+
+
+@dataclass
+class Job:
+    id: str
+    created_at: float
+    status: Status = "queued"
+    done: int = 0
+    total: int = 0
+    report: IngestReport | None = None
+    rejected: list[tuple[str, str]] = field(default_factory=list)  # uploads refused before ingestion
+    error: str | None = None
+    finished_at: float | None = None
+
+    def progress(self, done: int, total: int) -> None:  # called from the ingestion thread
+        self.done, self.total = done, total
+
+
+@dataclass
+class Upload:
+    filename: str
+    data: bytes
+
+
+class IngestJobs:
+    def __init__(self, ingestor: Ingestor, corpus: SQLiteCorpus, uploads: Path) -> None:
+        self.ingestor = ingestor
+        self.corpus = corpus
+        self.uploads = uploads
+        self._jobs: dict[str, Job] = {}
+        self._one_at_a_time = asyncio.Lock()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def get(self, job_id: str) -> Job:
+        job = self._jobs.get(job_id)
+        if job is None:
+            raise NotFoundError(f"no ingestion job {job_id!r}", hint="use the job_id that POST /v1/documents returned")
+        return job
+
+    def _new(self) -> Job:
+        job = Job(uuid.uuid4().hex[:12], time.time())
+        self._jobs[job.id] = job
+        finished = [j for j in self._jobs.values() if j.status in ("done", "failed")]
+        for old in finished[: max(0, len(self._jobs) - KEEP_JOBS)]:
+            del self._jobs[old.id]
+        return job
+
+    def ingest_path(self, path: str) -> Job:
+        """Ingest a file or folder on the server, pruning documents whose files left that folder."""
+        job = self._new()
+        self._start(job, self._run_path(job, path))
+        return job
+
+    def ingest_uploads(self, uploads: Sequence[Upload]) -> Job:
+        job = self._new()
+        folder = self.uploads / job.id
+        folder.mkdir(parents=True, exist_ok=True)
+        names: set[str] = set()
+        for upload in uploads:
+            name = Path(upload.filename.replace("\\", "/")).name
+            if not name or name.startswith("."):
+                job.rejected.append((upload.filename, "the file name is empty or hidden (starts with '.')"))
+            elif name in names:
+                job.rejected.append((upload.filename, "the same file name was uploaded twice in this request"))
+            else:
+                names.add(name)
+                (folder / name).write_bytes(upload.data)
+        self._start(job, self._run_uploads(job, folder, names))
+        return job
+
+    def _start(self, job: Job, work) -> None:
+        task = asyncio.get_running_loop().create_task(self._guarded(job, work))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _guarded(self, job: Job, work) -> None:
+        async with self._one_at_a_time:
+            job.status = "running"
+            try:
+                job.report = await work
+                job.status = "done"
+            except Exception as exc:
+                log.error("ingestion job %s failed", job.id, exc_info=exc)
+                job.error, job.status = f"{type(exc).__name__}: {exc}", "failed"
+            finally:
+                job.finished_at = time.time()
+
+    async def _run_path(self, job: Job, path: str) -> IngestReport:
+        return await asyncio.to_thread(self.ingestor.run, [path], progress=job.progress)
+
+    async def _run_uploads(self, job: Job, folder: Path, names: set[str]) -> IngestReport:
+        root = str(folder.resolve())
+        earlier = [
+            d for d in self.corpus.documents() if d.source in names and d.root != root and self._is_upload(d.root)
+        ]
+        report = await asyncio.to_thread(self._replace, job, folder, earlier)
+        for name, reason in job.rejected:
+            report.skipped.append((name, reason))
+        prefix = root + "/"
+        report.skipped = [(p.removeprefix(prefix), reason) for p, reason in report.skipped]
+        report.warnings = [(p.removeprefix(prefix), warning) for p, warning in report.warnings]
+        return report
+
+    def _replace(self, job: Job, folder: Path, earlier: list) -> IngestReport:
+        """Drop the earlier uploads of the same names first (so chunk ids stay theirs), then ingest."""
+        self.corpus.remove_documents((d.root, d.source) for d in earlier)
+        report = self.ingestor.run([folder], progress=job.progress)
+        replaced = {d.source for d in earlier}
+        report.updated.extend(s for s in report.added if s in replaced)
+        report.added = [s for s in report.added if s not in replaced]
+        for document in earlier:
+            self._unlink(Path(document.root) / document.source)
+        return report
+
+    def _is_upload(self, root: str) -> bool:
+        return Path(root).parent == self.uploads.resolve()
+
+    def forget_upload(self, root: str, source: str) -> None:
+        """After a document was deleted: remove its uploaded file too, if it was uploaded."""
+        if self._is_upload(root):
+            self._unlink(Path(root) / source)
+
+    @staticmethod
+    def _unlink(path: Path) -> None:
+        try:
+            path.unlink(missing_ok=True)
+            if path.parent.is_dir() and not any(path.parent.iterdir()):
+                shutil.rmtree(path.parent, ignore_errors=True)
+        except OSError as exc:
+            log.warning("could not remove the uploaded file %s: %s", path, exc)
+
+    async def drain(self, timeout_s: float) -> int:
+        """Wait up to ``timeout_s`` for queued and running jobs; returns how many are left."""
+        if not self._tasks:
+            return 0
+        _, pending = await asyncio.wait(set(self._tasks), timeout=timeout_s)
+        return len(pending)
+
+
+def job_view(job: Job) -> dict[str, Any]:
+    report = job.report
+    return {
+        "object": "ingest_job",
+        "id": job.id,
+        "status": job.status,
+        "progress": {"done": job.done, "total": job.total},
+        "created_at": job.created_at,
+        "finished_at": job.finished_at,
+        "error": job.error,
+        "report": None
+        if report is None
+        else {
+            "added": report.added,
+            "updated": report.updated,
+            "unchanged": report.unchanged,
+            "removed": report.removed,
+            "skipped": [{"path": p, "reason": r} for p, r in report.skipped],
+            "warnings": [{"path": p, "warning": w} for p, w in report.warnings],
+            "chunks_written": report.chunks_written,
+            "seconds": report.seconds,
+        },
+    }

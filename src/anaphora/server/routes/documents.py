@@ -1,0 +1,129 @@
+"""The documents API: ingest uploads or a server-side path as a background job, follow the job, list and delete
+documents. Administrators only when auth is 'jwt' (anyone when auth is 'none')."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, Request
+from pydantic import ValidationError
+from starlette.datastructures import UploadFile
+
+from anaphora.errors import InputError, NotFoundError, PermissionDeniedError
+from anaphora.server.jobs import Upload, job_view
+from anaphora.server.routes.deps import Svc, User
+from anaphora.server.schemas import DocumentDeleted, DocumentList, DocumentOut, IngestPath, JobOut, JobStarted
+
+router = APIRouter(tags=["documents"])
+UPLOAD_FIELD = "files"
+_BODY = {
+    "required": True,
+    "content": {
+        "multipart/form-data": {
+            "schema": {
+                "type": "object",
+                "properties": {UPLOAD_FIELD: {"type": "array", "items": {"type": "string", "format": "binary"}}},
+                "required": [UPLOAD_FIELD],
+            }
+        },
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "properties": {"path": {"type": "string", "minLength": 1, "maxLength": 4096}},
+                "required": ["path"],
+                "additionalProperties": False,
+            }
+        },
+    },
+}
+
+
+def require_admin(user, svc) -> None:
+    if svc.settings.auth != "none" and not user.admin:
+        raise PermissionDeniedError(
+            "managing documents needs administrator rights", hint="use a token with the 'admin' scope"
+        )
+
+
+async def _uploads(request: Request) -> list[Upload]:
+    try:
+        form = await request.form()
+    except Exception as exc:  # malformed multipart: python-multipart's own errors
+        detail = getattr(exc, "detail", None) or exc
+        raise InputError(
+            f"the multipart body cannot be read: {detail}", hint="send files as multipart/form-data"
+        ) from exc
+    try:
+        uploads = [
+            Upload(value.filename or "", await value.read())
+            for _, value in form.multi_items()
+            if isinstance(value, UploadFile)
+        ]
+    finally:
+        await form.close()
+    if not uploads:
+        raise InputError(
+            "the multipart body has no files", hint=f"send one or more files in the '{UPLOAD_FIELD}' field"
+        )
+    return uploads
+
+
+async def _path(request: Request) -> str:
+    try:
+        return IngestPath.model_validate(json.loads(await request.body())).path
+    except (ValueError, ValidationError) as exc:
+        raise InputError(
+            'the JSON body must be {"path": "<file or folder on the server>"}',
+            hint="or upload files as multipart/form-data",
+        ) from exc
+
+
+@router.post(
+    "/v1/documents",
+    status_code=202,
+    response_model=JobStarted,
+    summary="Ingest uploaded files (multipart) or a server-side path (JSON) as a background job",
+    openapi_extra={"requestBody": _BODY},
+)
+async def ingest(request: Request, user: User, svc: Svc) -> JobStarted:
+    require_admin(user, svc)
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind == "multipart/form-data":
+        job = svc.jobs.ingest_uploads(await _uploads(request))
+    elif kind == "application/json" or kind.endswith("+json"):
+        job = svc.jobs.ingest_path(await _path(request))
+    else:
+        raise InputError(
+            f"unsupported content type {kind or '(none)'}",
+            hint='upload files as multipart/form-data, or send JSON {"path": "..."}',
+        )
+    return JobStarted(job_id=job.id, status=job.status)
+
+
+@router.get("/v1/jobs/{job_id}", response_model=JobOut, summary="An ingestion job: status, progress, report")
+async def job(job_id: str, user: User, svc: Svc) -> Any:
+    require_admin(user, svc)
+    return JobOut.model_validate(job_view(svc.jobs.get(job_id)))
+
+
+@router.get("/v1/documents", response_model=DocumentList, summary="The ingested documents")
+async def list_documents(user: User, svc: Svc) -> DocumentList:
+    require_admin(user, svc)
+    documents = svc.components.corpus.documents()
+    return DocumentList(
+        data=[DocumentOut(source=d.source, chunks=d.chunk_count, ingested_at=d.ingested_at) for d in documents]
+    )
+
+
+@router.delete(
+    "/v1/documents/{source:path}", response_model=DocumentDeleted, summary="Remove a document and its chunks"
+)
+async def delete_document(source: str, user: User, svc: Svc) -> DocumentDeleted:
+    require_admin(user, svc)
+    roots = svc.components.corpus.remove_source(source)
+    if not roots:
+        raise NotFoundError(f"no document {source!r}", hint="GET /v1/documents lists them")
+    for root in roots:
+        svc.jobs.forget_upload(root, source)
+    return DocumentDeleted(source=source, documents=len(roots))
