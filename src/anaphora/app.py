@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from anaphora.embeddings import CachedEmbedder, load_embedder
+from anaphora.embeddings import CachedEmbedder, cache_key, load_embedder
 from anaphora.ingest import Ingestor, IngestReport
 from anaphora.ingest.ingestor import Progress
 from anaphora.metrics import Metrics
@@ -117,6 +117,24 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
 
 def _dim(embedder: CachedEmbedder) -> int:
     return embedder.dim
+
+
+async def erase_user_data(components: Components, user_id: str) -> dict[str, int]:
+    """Right to erase: the user's conversations, turns and summaries, and the cached embeddings of their text (the
+    questions and the queries made from them). Returns what was removed, by kind."""
+    store = components.conversations
+    texts: set[str] = set()
+    offset = 0
+    while page := await store.list(user_id, limit=100, offset=offset):
+        offset += len(page)
+        for conversation in page:
+            for turn in await store.turns(user_id, conversation.id):
+                texts.add(turn.question)
+                if turn.trace is not None:
+                    texts.update([turn.trace.question, turn.trace.query, *turn.trace.alternate_queries])
+    keys = [cache_key(components.embedder.name, text) for text in texts if text]
+    cached = components.embedder.cache.delete_many(keys)
+    return {**await store.erase_user(user_id), "cached_embeddings": cached}
 
 
 class Anaphora:

@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from anaphora import ConfigurationError
+from anaphora.embeddings import cache_key
 from anaphora.server import create_app
 from tests.unit.test_server_harness import SECRET, bearer, serve, settings_for, token
 
@@ -182,9 +183,20 @@ def test_erase_removes_every_conversation_turn_and_summary_of_the_user(tmp_path)
         refused = bob.delete("/v1/users/alice/data")
         assert refused.status_code == 403 and refused.json()["error"]["type"] == "permission_error"
 
+        embedder = running.components.embedder
+        cached_question = cache_key(embedder.name, QUESTION)
+        assert embedder.cache.get_many([cached_question])  # the question's embedding was cached by the turns
         erased = alice.delete("/v1/users/alice/data")
         assert erased.status_code == 200
-        assert erased.json() == {"user_id": "alice", "conversations": 3, "turns": 3, "summaries": 1}
+        assert erased.json() == {
+            "user_id": "alice",
+            "conversations": 3,
+            "turns": 3,
+            "summaries": 1,
+            "cached_embeddings": erased.json()["cached_embeddings"],
+        }
+        assert erased.json()["cached_embeddings"] >= 1
+        assert not embedder.cache.get_many([cached_question])  # the embeddings of her text are gone too
         assert alice.get("/v1/conversations").json()["data"] == []
         assert all(alice.get(f"/v1/conversations/{c}").status_code == 404 for c in ids)
         database = running.components.database
@@ -197,6 +209,7 @@ def test_erase_removes_every_conversation_turn_and_summary_of_the_user(tmp_path)
             "conversations": 0,
             "turns": 0,
             "summaries": 0,
+            "cached_embeddings": 0,
         }
 
 
@@ -209,6 +222,7 @@ def test_an_admin_may_erase_another_user(tmp_path) -> None:
                 "conversations": 1,
                 "turns": 0,
                 "summaries": 0,
+                "cached_embeddings": 0,
             }
         with httpx.Client(base_url=running.url, headers=bearer("ops2", scopes=["admin"])) as admin:
             assert admin.delete("/v1/users/bob/data").status_code == 200

@@ -126,6 +126,7 @@ class Erased(BaseModel):
     conversations: int
     turns: int
     summaries: int
+    cached_embeddings: int
 
 
 class IngestPath(BaseModel):

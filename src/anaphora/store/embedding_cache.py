@@ -51,6 +51,16 @@ class SQLiteEmbeddingCache:
         if self._writes_since_trim >= TRIM_EVERY or len(items) > self.max_entries:
             self.trim()
 
+    def delete_many(self, keys: Sequence[str]) -> int:
+        """Forget these entries (right to erase); returns how many existed."""
+        removed = 0
+        with self.db.transaction() as db:
+            for start in range(0, len(keys), 500):
+                batch = list(keys[start : start + 500])
+                marks = ",".join("?" * len(batch))
+                removed += db.execute(f"DELETE FROM embedding_cache WHERE key IN ({marks})", batch).rowcount
+        return removed
+
     def __len__(self) -> int:
         return self.db.query("SELECT COUNT(*) AS n FROM embedding_cache")[0]["n"]
 

@@ -65,6 +65,8 @@ class EmbeddingCache(Protocol):
 
     def put_many(self, items: dict[str, np.ndarray]) -> None: ...
 
+    def delete_many(self, keys: Sequence[str]) -> int: ...
+
 
 class Summary(BaseModel):
     covers_turns: int

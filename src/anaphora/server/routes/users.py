@@ -1,6 +1,6 @@
-"""Right to erase: ``DELETE /v1/users/{user_id}/data`` removes every conversation of the user, with their turns and
-rolling summaries, in one transaction. Cached embeddings of the user's text and rewrite logs are not erased yet
-(docs/server.md says so)."""
+"""Right to erase: ``DELETE /v1/users/{user_id}/data`` removes every conversation of the user, with their turns,
+rolling summaries and traces (where the rewrites are logged), in one transaction, and the cached embeddings of their
+text."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from contextlib import AsyncExitStack
 
 from fastapi import APIRouter
 
+from anaphora.app import erase_user_data
 from anaphora.errors import PermissionDeniedError
 from anaphora.server.routes.deps import Svc, User
 from anaphora.server.schemas import Erased
@@ -30,5 +31,5 @@ async def erase(user_id: str, user: User, svc: Svc) -> Erased:
     async with AsyncExitStack() as locks:
         for conversation_id in sorted(set(ids)):  # a turn in flight finishes (and is counted) first
             await locks.enter_async_context(runner.conversation(user_id, conversation_id))
-        counts = await store.erase_user(user_id)
+        counts = await erase_user_data(svc.components, user_id)
     return Erased(user_id=user_id, **counts)
