@@ -21,6 +21,7 @@ from anaphora.rerank import load_reranker
 from anaphora.retrieval import HybridRetriever, IndexCache
 from anaphora.settings import Settings, load_settings
 from anaphora.store import Database, SQLiteConversationStore, SQLiteCorpus, SQLiteEmbeddingCache
+from anaphora.telemetry import build_tracer
 from anaphora.types import Message, TurnResult
 
 
@@ -100,6 +101,7 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
         summaries=conversations,
         summarizer=summarizer,
         metrics=metrics,
+        tracer=build_tracer(settings),
     )
     return Components(
         settings,

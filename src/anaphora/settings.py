@@ -130,6 +130,12 @@ class Settings(BaseSettings):
         default=True, description="answer chit-chat and questions about the conversation without retrieval"
     )
 
+    # Observability ----------------------------------------------------------------------------------------------
+    otel_exporter: Literal["none", "console", "otlp"] = Field(
+        default="none", description="OpenTelemetry spans per turn and stage: 'none', 'console' or 'otlp' (extra otel)"
+    )
+    otel_endpoint: str = Field(default="", description="OTLP/HTTP traces endpoint (default: the exporter's own)")
+
     # Conversation memory --------------------------------------------------------------------------------------
     history_turns: int = Field(default=8, ge=4, le=64, description="verbatim turns in the generation prompt")
     history_budget_tokens: int = Field(

@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
+from typing import Any
 
 from anaphora.errors import InputError
 from anaphora.metrics import Metrics
@@ -101,7 +103,9 @@ class Engine:
         summaries: SummaryStore | None = None,
         summarizer: RollingSummarizer | None = None,
         metrics: Metrics | None = None,
+        tracer: Any | None = None,
     ) -> None:
+        """``tracer``: an OpenTelemetry tracer for spans per turn and stage (None: no spans)."""
         self.settings = settings
         self.chat_model = chat_model
         self.retriever = retriever
@@ -113,6 +117,7 @@ class Engine:
         )
         self.summaries = summaries
         self.summarizer = summarizer
+        self.tracer = tracer
         self._background: set[asyncio.Task] = set()
 
     async def ask(self, request: TurnRequest) -> TurnResult:
@@ -148,7 +153,7 @@ class Engine:
         another ``query_stage`` (a baseline), so that what is measured is exactly what a turn does.
         """
         trace = TurnTrace(question=question)
-        with timed(trace, "route") as stage:
+        with timed(trace, "route", self.tracer) as stage:
             route = route_by_rules(question, bool(history))
             stage.set("ok", route.reason if route else "rules undecided")
         if route and not route.needs_retrieval and self.settings.skip_gate:
@@ -156,7 +161,7 @@ class Engine:
             self.metrics.retrievals_skipped.labels(reason=route.kind).inc()
             return [], trace
 
-        with timed(trace, "query") as stage:
+        with timed(trace, "query", self.tracer) as stage:
             plan = await (query_stage or self.query_stage).run(question, history)
             stage.set(plan.status, plan.detail)
         if route is None and plan.kind:
@@ -172,10 +177,10 @@ class Engine:
         trace.alternate_queries = [q for q in plan.queries if q != plan.query]
         trace.model_calls += plan.model_calls
 
-        with timed(trace, "retrieve") as stage:
+        with timed(trace, "retrieve", self.tracer) as stage:
             candidates = await self.retriever.run_many(plan.queries)
             stage.set("ok", f"{len(candidates)} candidates")
-        with timed(trace, "select") as stage:
+        with timed(trace, "select", self.tracer) as stage:
             selection = await self.selector.run(plan.query, candidates)
             stage.set(selection.status, selection.detail)
         trace.retrieved = selection.passages[: self.settings.top_k]
@@ -227,10 +232,19 @@ class Engine:
         )
 
     async def _run(self, request: TurnRequest, deltas: Deltas | None) -> TurnResult:
-        try:
-            return await self._turn(request, deltas)
-        finally:
-            emit(deltas, None)
+        span_context = self.tracer.start_as_current_span("anaphora.turn") if self.tracer else nullcontext()
+        with span_context as span:
+            try:
+                result = await self._turn(request, deltas)
+            finally:
+                emit(deltas, None)
+            if span is not None:
+                trace = result.trace
+                span.set_attribute("anaphora.route", trace.route or "")
+                span.set_attribute("anaphora.retrieval_skipped", trace.retrieval_skipped)
+                span.set_attribute("anaphora.model_calls", trace.model_calls)
+                span.set_attribute("anaphora.prompt_tokens", trace.prompt_tokens)
+            return result
 
     async def _turn(self, request: TurnRequest, deltas: Deltas | None) -> TurnResult:
         question = sanitize(request.question).strip()
@@ -240,11 +254,11 @@ class Engine:
         _, trace = await self.retrieve(question, history)
         retrieved = not trace.retrieval_skipped
 
-        with timed(trace, "budget") as stage:
+        with timed(trace, "budget", self.tracer) as stage:
             plan = self._plan(question, history, summary, trace.retrieved, framed=retrieved)
             trace.budget, passages = plan.decision, plan.passages
             stage.set("ok", f"{plan.decision.used}/{plan.decision.budget} tokens, {plan.decision.turns_kept} turns")
-        with timed(trace, "generate") as stage:
+        with timed(trace, "generate", self.tracer) as stage:
             if retrieved and not trace.retrieved:
                 answer, trace.abstained = ABSTAIN, True  # nothing relevant: say so rather than guess
                 self.metrics.abstentions.inc()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
+from typing import Any
 
 from anaphora.types import StageRecord, StageStatus, TurnTrace
 
@@ -22,11 +23,18 @@ class StageTimer:
 
 
 @contextmanager
-def timed(trace: TurnTrace, name: str) -> Iterator[StageTimer]:
+def timed(trace: TurnTrace, name: str, tracer: Any | None = None) -> Iterator[StageTimer]:
+    """Record a stage in the turn's trace, and as an OpenTelemetry span when a tracer is given."""
     record = StageRecord(name=name)
     trace.stages.append(record)
-    started = time.perf_counter()
-    try:
-        yield StageTimer(record)
-    finally:
-        record.ms = (time.perf_counter() - started) * 1000
+    span_context = tracer.start_as_current_span(f"anaphora.{name}") if tracer is not None else nullcontext()
+    with span_context as span:
+        started = time.perf_counter()
+        try:
+            yield StageTimer(record)
+        finally:
+            record.ms = (time.perf_counter() - started) * 1000
+            if span is not None:
+                span.set_attribute("anaphora.status", record.status)
+                if record.detail:
+                    span.set_attribute("anaphora.detail", record.detail)
