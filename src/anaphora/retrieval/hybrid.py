@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from anaphora.embeddings.base import Embedder
+from anaphora.embeddings.batching import BatchingEmbedder
 from anaphora.retrieval.fusion import weighted_rrf
 from anaphora.retrieval.indexes import IndexCache
 from anaphora.settings import Settings
@@ -24,6 +25,14 @@ class HybridRetriever:
         self.embedder = embedder
         self.settings = settings
 
+    @property
+    def embedder(self) -> Embedder:
+        return self._query_embedder.embedder
+
+    @embedder.setter
+    def embedder(self, embedder: Embedder) -> None:
+        self._query_embedder = BatchingEmbedder(embedder)  # concurrent turns share model batches
+
     def warm_up(self) -> None:
         self.indexes.get()
 
@@ -38,7 +47,7 @@ class HybridRetriever:
         indexes = await asyncio.to_thread(self.indexes.get)
         vectors: list[np.ndarray | None] = [None] * len(queries)
         if self.settings.fusion in ("rrf", "dense"):
-            vectors = list(np.asarray(await asyncio.to_thread(self.embedder.embed, queries)))
+            vectors = list(np.asarray(await self._query_embedder.embed(queries)))
         return [self._search(indexes, q, v, limit) for q, v in zip(queries, vectors, strict=True)]
 
     def _search(self, indexes, query: str, vector: np.ndarray | None, limit: int) -> list[Passage]:
