@@ -183,3 +183,14 @@ def test_empty_index_abstains_without_a_model_call(rag: Anaphora, fake_model: Fa
     assert fake_model.calls == [] and result.trace.model_calls == 0
     assert "do not cover" in result.answer and result.citations == []
     assert "abstained" in result.trace.stage("generate").detail
+
+
+def test_per_request_answer_options_apply_within_the_settings(sample_rag: Anaphora, fake_model: FakeChatModel) -> None:
+    engine = sample_rag.components.engine
+    sample_rag._runner.run(engine.ask(TurnRequest("How do I install Kestrel?", temperature=0.9, max_tokens=50)))
+    options = fake_model.calls[-1].options
+    assert (options.temperature, options.max_tokens) == (0.9, 50)
+    sample_rag._runner.run(engine.ask(TurnRequest("How do I install Kestrel?", max_tokens=10**6)))
+    assert fake_model.calls[-1].options.max_tokens == sample_rag.settings.answer_max_tokens
+    sample_rag._runner.run(engine.ask(TurnRequest("How do I install Kestrel?")))
+    assert fake_model.calls[-1].options.temperature == sample_rag.settings.answer_temperature

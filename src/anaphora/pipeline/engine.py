@@ -54,6 +54,8 @@ class TurnRequest:
     user_id: str = LOCAL_USER
     conversation_id: str | None = None
     history: Sequence[Message] | None = None  # stateless mode: the caller sends the history
+    temperature: float | None = None  # per-request answer options; None: the settings decide
+    max_tokens: int | None = None
 
 
 class TurnStream:
@@ -212,6 +214,15 @@ class Engine:
             summary = current.text if current else ""
         return [Message(role=m.role, content=sanitize(m.content)) for m in history], sanitize(summary), turns_before
 
+    @staticmethod
+    def _pick(requested: float | None, default: float) -> float:
+        return default if requested is None else requested
+
+    def _answer_tokens(self, request: TurnRequest) -> int:
+        """The answer's token cap: the request's, within the settings' (the budget reserved that much)."""
+        cap = self.settings.answer_max_tokens
+        return cap if request.max_tokens is None else max(1, min(request.max_tokens, cap))
+
     def _plan(
         self, question: str, history: list[Message], summary: str, passages: list[Passage], *, framed: bool
     ) -> PromptPlan:
@@ -269,8 +280,8 @@ class Engine:
                     self.settings.system_prompt, plan.history, passages if retrieved else None, question, plan.summary
                 )
                 options = ChatOptions(
-                    temperature=self.settings.answer_temperature,
-                    max_tokens=self.settings.answer_max_tokens,
+                    temperature=self._pick(request.temperature, self.settings.answer_temperature),
+                    max_tokens=self._answer_tokens(request),
                     stop=ANSWER_STOP,
                 )
                 answer, guard = await generate(self.chat_model, messages, options, deltas)

@@ -32,8 +32,8 @@ class ChatMessage(BaseModel):
 
 
 class ChatCompletionRequest(BaseModel):
-    """OpenAI's chat-completions request. ``temperature`` and ``max_tokens`` are validated but the service's
-    settings decide generation; ``user`` is recorded nowhere (the token decides who the user is)."""
+    """OpenAI's chat-completions request. ``temperature`` and ``max_tokens`` apply to the answer (``max_tokens``
+    within the service's ``answer_max_tokens``); ``user`` is recorded nowhere (the token decides who the user is)."""
 
     model_config = ConfigDict(extra="ignore")
 

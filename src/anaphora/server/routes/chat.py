@@ -36,7 +36,10 @@ def split(messages: list[ChatMessage], max_chars: int) -> tuple[str, list[Messag
 @router.post("/v1/chat/completions", summary="Answer the last user message, with the earlier ones as history")
 async def chat_completions(body: ChatCompletionRequest, user: User, svc: Svc) -> Any:
     question, history = split(body.messages, svc.settings.max_message_chars)
-    turn = await svc.runner.start(TurnRequest(question, user_id=user.user_id, history=history))
+    request = TurnRequest(
+        question, user_id=user.user_id, history=history, temperature=body.temperature, max_tokens=body.max_tokens
+    )
+    turn = await svc.runner.start(request)
     completion = completions.Completion(body.model, svc.components.chat_model.count_tokens)
 
     def extension(result):
