@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Sequence
+from collections.abc import Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from anaphora.embeddings import CachedEmbedder, cache_key, load_embedder
 from anaphora.ingest import Ingestor, IngestReport
@@ -20,9 +21,18 @@ from anaphora.pipeline.summary import RollingSummarizer
 from anaphora.rerank import load_reranker
 from anaphora.retrieval import HybridRetriever, IndexCache
 from anaphora.settings import Settings, load_settings
-from anaphora.store import Database, SQLiteConversationStore, SQLiteCorpus, SQLiteEmbeddingCache
+from anaphora.store import (
+    Conversation,
+    Database,
+    SQLiteConversationStore,
+    SQLiteCorpus,
+    SQLiteEmbeddingCache,
+    StoredTurn,
+)
 from anaphora.telemetry import build_tracer
 from anaphora.types import Message, TurnResult
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -164,8 +174,22 @@ class Anaphora:
     ) -> IngestReport:
         return self.components.ingestor.run(paths, prune=prune, force=force, progress=progress)
 
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine of the async core (e.g. ``evaluation.replay(rag.components.engine, ...)``) on this
+        facade's event loop."""
+        return self._runner.run(coroutine)
+
     def new_conversation(self, title: str = "", user_id: str = LOCAL_USER) -> str:
-        return self._runner.run(self.components.conversations.create(user_id, title)).id
+        return self.run(self.components.conversations.create(user_id, title)).id
+
+    def conversations(self, *, user_id: str = LOCAL_USER, limit: int = 50, offset: int = 0) -> list[Conversation]:
+        return self.run(self.components.conversations.list(user_id, limit=limit, offset=offset))
+
+    def turns(self, conversation_id: str, *, user_id: str = LOCAL_USER) -> list[StoredTurn]:
+        return self.run(self.components.conversations.turns(user_id, conversation_id))
+
+    def delete_conversation(self, conversation_id: str, *, user_id: str = LOCAL_USER) -> None:
+        self.run(self.components.conversations.delete(user_id, conversation_id))
 
     def ask(
         self,
@@ -176,7 +200,7 @@ class Anaphora:
         history: Sequence[Message] | None = None,
     ) -> TurnResult:
         request = TurnRequest(question, user_id=user_id, conversation_id=conversation_id, history=history)
-        return self._runner.run(self.components.engine.ask(request))
+        return self.run(self.components.engine.ask(request))
 
     def stream(
         self, question: str, conversation_id: str | None = None, *, user_id: str = LOCAL_USER

@@ -290,3 +290,10 @@ def test_serve_runs_and_stops_on_sigint(tmp_path) -> None:
         if process.poll() is None:
             process.kill()
             process.communicate()
+
+
+def test_a_huge_pagination_offset_is_a_4xx_not_a_crash(tmp_path) -> None:
+    # found by the schemathesis run: an offset beyond SQLite's 64-bit integers used to raise OverflowError (500)
+    with serve(settings_for(tmp_path)) as running, running.client("alice") as alice:
+        response = alice.get("/v1/conversations", params={"offset": 2**70})
+        assert response.status_code == 422

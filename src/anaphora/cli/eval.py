@@ -128,7 +128,7 @@ def eval_retrieval(
         _ingest(rag, corpus)
         bar, progress = _progress("replaying tasks")
         with bar:
-            records = rag._runner.run(replay(rag.components.engine, task_list, query_source, progress))
+            records = rag.run(replay(rag.components.engine, task_list, query_source, progress))
         summary = {"query_source": query_source, "settings": _settings_summary(rag), **score(records, ks)}
         print_retrieval_report(summary, ks)
         _write(out, records, report, summary)
@@ -146,7 +146,7 @@ def eval_rewrite(
     task_list = load_tasks(tasks, limit=limit)
     with ExitStack() as stack:
         rag = _open(ctx, stack, None)
-        records = rag._runner.run(replay_rewrites(rag.components.engine.query_stage, task_list))
+        records = rag.run(replay_rewrites(rag.components.engine.query_stage, task_list))
         if not records:
             raise InputError(f"no task in {tasks} has a reference rewrite", hint="tasks need rewrite or gold_rewrite")
         summary = {"settings": _settings_summary(rag), **score_rewrites(records)}
@@ -169,7 +169,7 @@ def eval_answers(
     with ExitStack() as stack:
         rag = _open(ctx, stack, index)
         _ingest(rag, corpus)
-        records = rag._runner.run(replay_answers(rag.components.engine, task_list))
+        records = rag.run(replay_answers(rag.components.engine, task_list))
         summary = {"settings": _settings_summary(rag), **score_answers(records)}
         console.print_json(json.dumps(summary))
         _write(out, records, report, summary)

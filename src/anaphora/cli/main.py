@@ -145,7 +145,7 @@ def chat(ctx: typer.Context, conversation: ConversationOption = None, trace: Tra
 def conversations_list(ctx: typer.Context, limit: int = 50) -> None:
     """Stored conversations, most recent first."""
     with _open(ctx) as rag:
-        items = rag._runner.run(rag.components.conversations.list("local", limit=limit))
+        items = rag.conversations(limit=limit)
         for c in items:
             console.print(f"[cyan]{c.id}[/cyan]  {c.turn_count:>3} turns  {c.title}")
         if not items:
@@ -156,7 +156,7 @@ def conversations_list(ctx: typer.Context, limit: int = 50) -> None:
 def conversations_show(ctx: typer.Context, conversation: str) -> None:
     """Print a conversation's turns with their sources."""
     with _open(ctx) as rag:
-        for turn in rag._runner.run(rag.components.conversations.turns("local", conversation)):
+        for turn in rag.turns(conversation):
             console.print(f"[bold green]you>[/bold green] {escape(turn.question)}")
             console.print("[bold blue]anaphora>[/bold blue] ", end="")
             console.print(turn.answer, markup=False)
@@ -168,7 +168,7 @@ def conversations_show(ctx: typer.Context, conversation: str) -> None:
 def conversations_delete(ctx: typer.Context, conversation: str) -> None:
     """Delete a conversation and all its turns."""
     with _open(ctx) as rag:
-        rag._runner.run(rag.components.conversations.delete("local", conversation))
+        rag.delete_conversation(conversation)
         console.print(f"deleted {conversation}")
 
 

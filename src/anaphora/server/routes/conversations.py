@@ -35,7 +35,7 @@ async def list_conversations(
     user: User,
     svc: Svc,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,  # SQLite integers are 64-bit; far past any list
 ) -> ConversationList:
     found = await svc.components.conversations.list(user.user_id, limit=limit + 1, offset=offset)
     return ConversationList(
