@@ -207,7 +207,7 @@ CPU, twice per follow-up, batched) dominates, and turns queue behind it on one e
 def peers_section() -> str:
     sections = []
     runs = (
-        ("peers_embedded", "quality, SmolLM2-135M for every system", "--model embedded --limit 100"),
+        ("peers_embedded", "quality, SmolLM2-135M for every system", "--model embedded"),
         ("peers_fake", "pipeline overhead, fake model (zero model time)", "--model fake"),
     )
     for name, title, flags in runs:
@@ -237,6 +237,7 @@ def peers_section() -> str:
                     ]
                 )
         versions = ", ".join(f"{k} {v}" for k, v in data.get("versions", {}).items())
+        flags = f"--model {data['model']}" + (f" --limit {data['limit']}" if data.get("limit") else "")
         sections.append(
             f"### Peers: {title}\n\nCommand: `python bench/peers/run.py {flags} --out bench/results/{name}.json` · "
             f"{data['date']} · revision {data['revision']} · {data['machine']} · {versions}\n\n"
