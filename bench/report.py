@@ -184,6 +184,10 @@ the turns that need retrieval.**
 """
 
 
+def verdict(met: bool) -> str:
+    return "met" if met else "not met"
+
+
 def load_section() -> str:
     data = load("load")
     if not data:
@@ -195,7 +199,7 @@ Command: `{data["command"]}` · {data["date"]} · revision {data["revision"]} ·
 
 {data["settings"]["conversations"]} concurrent conversations on loopback, fake model, the clapnq index, client and
 server on the same 2 cores. **Target: ≥ 200 turns/s and p95 service overhead ≤ 50 ms** — throughput
-{"met" if data["turns_per_s"] >= 200 else "not met"}, overhead {"met" if data["service_overhead_ms"]["p95"] <= 50 else "not met"}:
+{verdict(data["turns_per_s"] >= 200)}, overhead {verdict(data["service_overhead_ms"]["p95"] <= 50)}:
 {data["turns_per_s"]} turns/s, latency p50 {data["latency_ms"]["p50"]} ms / p95 {data["latency_ms"]["p95"]} ms,
 service overhead (latency minus the pipeline's own stages) p50 {data["service_overhead_ms"]["p50"]} ms / p95
 {data["service_overhead_ms"]["p95"]} ms, errors: {data["errors"] or 0}. The retrieve stage (query embeddings on the
