@@ -81,7 +81,7 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
     embedder = CachedEmbedder(
         load_embedder(settings), SQLiteEmbeddingCache(database, max_entries=settings.embedding_cache_entries)
     )
-    indexes = IndexCache(corpus, settings.data_dir / "index", embedder.name, _dim(embedder))
+    indexes = IndexCache(corpus, settings.data_dir / "index", embedder.name, embedder.dim)
     retriever = HybridRetriever(corpus, indexes, embedder, settings)
     conversations = SQLiteConversationStore(database)
     chat_model = model or load_chat_model(settings)
@@ -125,10 +125,6 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
         engine,
         Ingestor(corpus, embedder, settings),
     )
-
-
-def _dim(embedder: CachedEmbedder) -> int:
-    return embedder.dim
 
 
 async def erase_user_data(components: Components, user_id: str) -> dict[str, int]:

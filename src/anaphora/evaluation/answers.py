@@ -48,7 +48,7 @@ async def replay_answers(engine: Engine, tasks: Sequence[Task]) -> list[dict[str
                 "bracketed": references,
                 "valid_citations": sum(1 for r in references if r in retrieved),
                 "citations": [c.model_dump() for c in result.citations],
-                "abstained": abstained(result.answer),
+                "abstained": result.trace.abstained or abstained(result.answer),
                 "model_calls": result.trace.model_calls,
                 "timings_ms": result.trace.timings_ms,
             }
