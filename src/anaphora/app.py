@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from anaphora.embeddings import CachedEmbedder, cache_key, load_embedder
+from anaphora.errors import ConfigurationError
 from anaphora.ingest import Ingestor, IngestReport
 from anaphora.ingest.ingestor import Progress
 from anaphora.metrics import Metrics
@@ -29,6 +30,7 @@ from anaphora.store import (
     SQLiteEmbeddingCache,
     StoredTurn,
 )
+from anaphora.store.postgres import PostgresConversationStore
 from anaphora.telemetry import build_tracer
 from anaphora.types import Message, TurnResult
 
@@ -45,7 +47,7 @@ class Components:
     embedder: CachedEmbedder
     indexes: IndexCache
     retriever: HybridRetriever
-    conversations: SQLiteConversationStore
+    conversations: SQLiteConversationStore | PostgresConversationStore
     chat_model: ChatModel
     engine: Engine
     ingestor: Ingestor
@@ -66,6 +68,23 @@ def build_query_stage(settings: Settings, chat_model: ChatModel, metrics: Metric
     )
 
 
+def build_conversation_store(
+    settings: Settings, database: Database
+) -> SQLiteConversationStore | PostgresConversationStore:
+    """The conversation store ``settings.conversation_store`` names. The PostgreSQL one connects lazily, on first
+    use, so this stays synchronous; :meth:`Engine.aclose` closes it."""
+    if settings.conversation_store == "sqlite":
+        return SQLiteConversationStore(database)
+    url = settings.postgres_url.get_secret_value()
+    if not url:
+        raise ConfigurationError(
+            "conversation_store is 'postgres' but no postgres_url is set",
+            hint="set ANAPHORA_POSTGRES_URL=postgresql://user:password@host:5432/anaphora, "
+            "or use conversation_store='sqlite'",
+        )
+    return PostgresConversationStore(url)
+
+
 def build_components(settings: Settings, *, model: ChatModel | None = None) -> Components:
     """Open the store under ``settings.data_dir`` and assemble the pipeline. Models load lazily."""
     database = Database(settings.data_dir / "anaphora.db")
@@ -83,7 +102,7 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
     )
     indexes = IndexCache(corpus, settings.data_dir / "index", embedder.name, embedder.dim)
     retriever = HybridRetriever(corpus, indexes, embedder, settings)
-    conversations = SQLiteConversationStore(database)
+    conversations = build_conversation_store(settings, database)
     chat_model = model or load_chat_model(settings)
     metrics = Metrics()
     summarizer = RollingSummarizer(

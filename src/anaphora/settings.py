@@ -71,6 +71,16 @@ class Settings(BaseSettings):
 
     config_file: Path | None = Field(default=None, description="TOML file with settings")
     data_dir: Path = Field(default_factory=default_data_dir, description="where the SQLite store and indexes live")
+    conversation_store: Literal["sqlite", "postgres"] = Field(
+        default="sqlite",
+        description="where conversations, turns and summaries live: 'sqlite' (in data_dir; one replica) or "
+        "'postgres' (postgres_url; shared by several replicas; needs the `postgres` extra)",
+    )
+    postgres_url: SecretStr = Field(
+        default=SecretStr(""),
+        description="PostgreSQL connection URL when conversation_store is 'postgres', e.g. "
+        "postgresql://user:password@host:5432/anaphora",
+    )
 
     # Chat model ---------------------------------------------------------------------------------------------
     chat_model: str = Field(

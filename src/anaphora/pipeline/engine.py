@@ -138,9 +138,10 @@ class Engine:
             await asyncio.gather(*list(self._background), return_exceptions=True)
 
     async def aclose(self) -> None:
-        """Finish background work and close the network clients of the model and reranker, if any."""
+        """Finish background work and close the network clients of the model, the reranker and the conversation
+        store, if any."""
         await self.drain()
-        for part in (self.chat_model, self.selector.reranker):
+        for part in (self.chat_model, self.selector.reranker, self.conversations):
             close = getattr(part, "aclose", None)
             if close is not None:
                 await close()

@@ -71,6 +71,16 @@ class Service:
             except AnaphoraError as exc:
                 log.error("cannot start: %s%s", exc.message, f" (fix: {exc.hint})" if exc.hint else "")
                 raise
+        open_store = getattr(self._components.conversations, "open", None)
+        if open_store is not None:  # a networked store (PostgreSQL) connects and migrates now, not on first use
+            try:
+                await open_store()
+            except AnaphoraError as exc:
+                log.error("cannot start: %s%s", exc.message, f" (fix: {exc.hint})" if exc.hint else "")
+                if self.owns_components:
+                    self._components.database.close()
+                    self._components = None
+                raise
         engine = self._components.engine
         self._runner = runner = TurnRunner(engine, max_per_user=self.settings.max_concurrent_turns_per_user)
         self.http_metrics = HttpMetrics.of(engine.metrics.registry)

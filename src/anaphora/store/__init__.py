@@ -1,9 +1,11 @@
-"""Stores: the SQLite database and the stores built on it, behind the Protocols in ``protocols``."""
+"""Stores: the SQLite database and the stores built on it, and the PostgreSQL conversation store, behind the
+Protocols in ``protocols``."""
 
 from anaphora.store.conversations import SQLiteConversationStore
 from anaphora.store.corpus import SQLiteCorpus, StoredDocument
 from anaphora.store.database import Database
 from anaphora.store.embedding_cache import SQLiteEmbeddingCache
+from anaphora.store.postgres import PostgresConversationStore
 from anaphora.store.protocols import (
     Conversation,
     ConversationStore,
@@ -18,6 +20,7 @@ __all__ = [
     "ConversationStore",
     "Database",
     "EmbeddingCache",
+    "PostgresConversationStore",
     "SQLiteConversationStore",
     "SQLiteCorpus",
     "SQLiteEmbeddingCache",

@@ -1,8 +1,9 @@
-"""Store interfaces. SQLite implements them today; other backends must keep the same rules."""
+"""Store interfaces. SQLite and (for conversations) PostgreSQL implement them; every backend must keep the same
+rules, which the contract suite :mod:`anaphora.testing.store_contract` checks."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -56,6 +57,16 @@ class ConversationStore(Protocol):
     ) -> StoredTurn: ...
 
     async def delete(self, user_id: str, conversation_id: str) -> None: ...
+
+    async def erase_user(self, user_id: str) -> dict[str, int]:
+        """Right to erase: delete all of ``user_id``'s conversations with their turns and summaries, atomically.
+        Returns ``{"conversations": n, "turns": n, "summaries": n}``."""
+        ...
+
+    async def delete_inactive(self, before_ts: float, *, keep: Iterable[str] = ()) -> dict[str, int]:
+        """History TTL: delete every conversation last active (``updated_at``) strictly before ``before_ts``, except
+        those named in ``keep``, with their turns and summaries, atomically. Returns the counts as ``erase_user``."""
+        ...
 
 
 class EmbeddingCache(Protocol):

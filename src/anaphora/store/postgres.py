@@ -1,0 +1,388 @@
+"""PostgreSQL-backed conversations, turns and summaries (psycopg 3, async connection pool).
+
+Same rules as :class:`~anaphora.store.SQLiteConversationStore` (the contract suite in
+:mod:`anaphora.testing.store_contract` runs against both), for deployments where several replicas share one
+store. The schema is created by numbered migrations on :meth:`PostgresConversationStore.open`, recorded in
+``schema_migrations``; timestamps are ``timestamptz`` and citations and traces ``jsonb``, so the history can be
+queried and audited in SQL (PostgreSQL text cannot hold NUL characters: they are stored as U+FFFD). Appends lock
+the conversation row (``SELECT ... FOR UPDATE``), so concurrent appends from any number of processes get gapless
+indexes.
+
+Needs the ``postgres`` extra: ``pip install 'anaphora[postgres]'``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from anaphora.errors import NotFoundError, StoreError, require
+from anaphora.store.protocols import Conversation, StoredTurn, Summary
+from anaphora.types import Citation, TurnTrace
+
+Migration = Callable[[Any], Awaitable[None]]
+MIGRATIONS: list[tuple[str, Migration]] = []
+_MIGRATION_LOCK = 0x616E6170  # pg_advisory_xact_lock key: replicas starting together migrate one at a time
+
+
+def migration(fn: Migration) -> Migration:
+    """Register a schema migration; they run in definition order, each exactly once per database."""
+    MIGRATIONS.append((fn.__name__, fn))
+    return fn
+
+
+async def _run_script(conn: Any, script: str) -> None:
+    for statement in script.split(";"):
+        if statement.strip():
+            await conn.execute(statement)
+
+
+@migration
+async def m001_conversations(conn: Any) -> None:
+    await _run_script(
+        conn,
+        """
+        CREATE TABLE conversations (
+            id TEXT PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            title TEXT NOT NULL,
+            created_at TIMESTAMPTZ NOT NULL,
+            updated_at TIMESTAMPTZ NOT NULL
+        );
+        CREATE INDEX conversations_user ON conversations (user_id, updated_at DESC, id);
+        CREATE INDEX conversations_updated ON conversations (updated_at);
+        CREATE TABLE turns (
+            conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+            idx INTEGER NOT NULL CHECK (idx >= 0),
+            question TEXT NOT NULL,
+            answer TEXT NOT NULL,
+            citations JSONB NOT NULL,
+            trace JSONB,
+            created_at TIMESTAMPTZ NOT NULL,
+            PRIMARY KEY (conversation_id, idx)
+        )
+        """,
+    )
+
+
+@migration
+async def m002_summaries(conn: Any) -> None:
+    """Every version of a conversation's rolling summary is kept (audit); the one covering most turns is used."""
+    await _run_script(
+        conn,
+        """
+        CREATE TABLE summaries (
+            conversation_id TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+            covers_turns INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            created_at TIMESTAMPTZ NOT NULL,
+            PRIMARY KEY (conversation_id, covers_turns)
+        )
+        """,
+    )
+
+
+def _now() -> datetime:
+    """The current time at the microsecond precision of ``timestamptz``, so what is returned is what is stored."""
+    return datetime.fromtimestamp(time.time(), UTC)
+
+
+def _ts(value: float) -> datetime:
+    return datetime.fromtimestamp(value, UTC)
+
+
+def _text(value: str) -> str:
+    """PostgreSQL text (and jsonb) cannot hold NUL characters; they are stored as U+FFFD instead of failing."""
+    return value.replace("\x00", "\ufffd")
+
+
+def _json(value: Any) -> str:
+    """``value`` (plain JSON data) as JSON text for a jsonb column, NUL characters replaced as in :func:`_text`."""
+
+    def clean(item: Any) -> Any:
+        if isinstance(item, str):
+            return _text(item)
+        if isinstance(item, list):
+            return [clean(x) for x in item]
+        if isinstance(item, dict):
+            return {_text(k): clean(v) for k, v in item.items()}
+        return item
+
+    return json.dumps(clean(value))
+
+
+def _not_found(conversation_id: str) -> NotFoundError:
+    return NotFoundError(
+        f"no conversation {conversation_id!r}",
+        hint="check the conversation id; list your conversations to find it",
+    )
+
+
+_SELECT = (
+    "SELECT c.id, c.user_id, c.title, c.created_at, c.updated_at, "
+    "(SELECT COUNT(*) FROM turns t WHERE t.conversation_id = c.id) AS turn_count FROM conversations c"
+)
+
+
+def _conversation(row: dict[str, Any]) -> Conversation:
+    return Conversation(
+        id=row["id"],
+        user_id=row["user_id"],
+        title=row["title"],
+        created_at=row["created_at"].timestamp(),
+        updated_at=row["updated_at"].timestamp(),
+        turn_count=row["turn_count"],
+    )
+
+
+def _turn(row: dict[str, Any]) -> StoredTurn:
+    return StoredTurn(
+        index=row["idx"],
+        question=row["question"],
+        answer=row["answer"],
+        citations=[Citation.model_validate(c) for c in row["citations"]],
+        trace=TurnTrace.model_validate(row["trace"]) if row["trace"] is not None else None,
+        created_at=row["created_at"].timestamp(),
+    )
+
+
+class PostgresConversationStore:
+    """Conversations in PostgreSQL. Construction is cheap and synchronous; the pool opens (and the schema is
+    migrated) on :meth:`open` or on first use. Close it with :meth:`aclose`."""
+
+    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10, timeout_s: float = 30.0) -> None:
+        require("psycopg", package="psycopg[binary]", extra="postgres", purpose="the PostgreSQL conversation store")
+        pool_module = require(
+            "psycopg_pool", package="psycopg-pool", extra="postgres", purpose="the PostgreSQL conversation store"
+        )
+        from psycopg.rows import dict_row
+
+        if not url:
+            raise StoreError(
+                "the PostgreSQL conversation store needs a connection URL",
+                hint="set ANAPHORA_POSTGRES_URL, e.g. postgresql://user:password@host:5432/anaphora",
+            )
+        self._url = url
+        self.timeout_s = timeout_s
+        self.pool = pool_module.AsyncConnectionPool(
+            url,
+            min_size=min_size,
+            max_size=max_size,
+            timeout=timeout_s,
+            open=False,
+            kwargs={"row_factory": dict_row},
+        )
+        self._opened = False
+        self._open_lock: asyncio.Lock | None = None
+
+    async def open(self) -> None:
+        """Open the connection pool and bring the schema up to date; safe to call more than once."""
+        if self._opened:
+            return
+        if self._open_lock is None:
+            self._open_lock = asyncio.Lock()
+        async with self._open_lock:
+            if self._opened:
+                return
+            import psycopg
+            import psycopg_pool
+
+            try:
+                await self.pool.open(wait=True, timeout=self.timeout_s)
+            except (psycopg.Error, psycopg_pool.PoolTimeout, OSError) as exc:
+                await self.pool.close()
+                raise StoreError(
+                    f"cannot connect to the PostgreSQL store: {exc}",
+                    hint="check ANAPHORA_POSTGRES_URL and that the server is running and reachable",
+                ) from exc
+            try:
+                await self._migrate()
+            except BaseException:
+                await self.pool.close()
+                raise
+            self._opened = True
+
+    async def _migrate(self) -> None:
+        async with self.pool.connection() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            await conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
+                "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+            )
+            row = await (await conn.execute("SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations")).fetchone()
+            version = row["v"]
+            if version > len(MIGRATIONS):
+                raise StoreError(
+                    f"the PostgreSQL store was written by a newer Anaphora (schema {version})",
+                    hint="upgrade Anaphora, or point ANAPHORA_POSTGRES_URL at another database",
+                )
+            for number, (name, step) in enumerate(MIGRATIONS[version:], start=version + 1):
+                await step(conn)
+                await conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (number, name))
+
+    async def ping(self) -> None:
+        """Raise unless the database answers (readiness checks)."""
+        async with await self._conn() as conn:
+            await conn.execute("SELECT 1")
+
+    async def aclose(self) -> None:
+        await self.pool.close()
+        self._opened = False
+
+    close = aclose
+
+    async def _conn(self):
+        await self.open()
+        return self.pool.connection()
+
+    async def _owned(self, conn: Any, user_id: str, conversation_id: str, *, lock: bool = False) -> dict[str, Any]:
+        cursor = await conn.execute(
+            "SELECT user_id, title FROM conversations WHERE id = %s" + (" FOR UPDATE" if lock else ""),
+            (conversation_id,),
+        )
+        row = await cursor.fetchone()
+        if row is None or row["user_id"] != user_id:
+            raise _not_found(conversation_id)
+        return row
+
+    async def create(self, user_id: str, title: str = "") -> Conversation:
+        now = _now()
+        conversation_id = uuid.uuid4().hex[:12]
+        async with await self._conn() as conn:
+            await conn.execute(
+                "INSERT INTO conversations (id, user_id, title, created_at, updated_at) VALUES (%s, %s, %s, %s, %s)",
+                (conversation_id, user_id, _text(title), now, now),
+            )
+        stamp = now.timestamp()
+        return Conversation(id=conversation_id, user_id=user_id, title=title, created_at=stamp, updated_at=stamp)
+
+    async def get(self, user_id: str, conversation_id: str) -> Conversation:
+        async with await self._conn() as conn:
+            cursor = await conn.execute(f"{_SELECT} WHERE c.id = %s AND c.user_id = %s", (conversation_id, user_id))
+            row = await cursor.fetchone()
+        if row is None:
+            raise _not_found(conversation_id)
+        return _conversation(row)
+
+    async def list(self, user_id: str, *, limit: int = 50, offset: int = 0) -> list[Conversation]:
+        async with await self._conn() as conn:
+            cursor = await conn.execute(
+                f"{_SELECT} WHERE c.user_id = %s ORDER BY c.updated_at DESC, c.id LIMIT %s OFFSET %s",
+                (user_id, limit, offset),
+            )
+            return [_conversation(r) for r in await cursor.fetchall()]
+
+    async def turns(self, user_id: str, conversation_id: str, *, last: int | None = None) -> list[StoredTurn]:
+        async with await self._conn() as conn:
+            await self._owned(conn, user_id, conversation_id)
+            if last is None:
+                cursor = await conn.execute(
+                    "SELECT * FROM turns WHERE conversation_id = %s ORDER BY idx", (conversation_id,)
+                )
+            else:
+                cursor = await conn.execute(
+                    "SELECT * FROM (SELECT * FROM turns WHERE conversation_id = %s ORDER BY idx DESC LIMIT %s) t "
+                    "ORDER BY idx",
+                    (conversation_id, last),
+                )
+            return [_turn(r) for r in await cursor.fetchall()]
+
+    async def append_turn(
+        self,
+        user_id: str,
+        conversation_id: str,
+        question: str,
+        answer: str,
+        citations: Sequence[Citation],
+        trace: TurnTrace,
+    ) -> StoredTurn:
+        now = _now()
+        async with await self._conn() as conn, conn.transaction():
+            owner = await self._owned(conn, user_id, conversation_id, lock=True)  # serialises appends
+            cursor = await conn.execute(
+                "SELECT COALESCE(MAX(idx) + 1, 0) AS next FROM turns WHERE conversation_id = %s", (conversation_id,)
+            )
+            index = (await cursor.fetchone())["next"]
+            await conn.execute(
+                "INSERT INTO turns (conversation_id, idx, question, answer, citations, trace, created_at) "
+                "VALUES (%s, %s, %s, %s, %s::jsonb, %s::jsonb, %s)",
+                (
+                    conversation_id,
+                    index,
+                    _text(question),
+                    _text(answer),
+                    _json([json.loads(c.model_dump_json()) for c in citations]),
+                    _json(json.loads(trace.model_dump_json())),  # as SQLite stores it: NaN and infinities as null
+                    now,
+                ),
+            )
+            await conn.execute(
+                "UPDATE conversations SET updated_at = %s, title = %s WHERE id = %s",
+                (now, owner["title"] or _text(question[:80]), conversation_id),
+            )
+        return StoredTurn(
+            index=index,
+            question=question,
+            answer=answer,
+            citations=list(citations),
+            trace=trace,
+            created_at=now.timestamp(),
+        )
+
+    async def delete(self, user_id: str, conversation_id: str) -> None:
+        async with await self._conn() as conn:
+            cursor = await conn.execute(
+                "DELETE FROM conversations WHERE id = %s AND user_id = %s", (conversation_id, user_id)
+            )
+            if not cursor.rowcount:
+                raise _not_found(conversation_id)
+
+    async def _delete(self, conn: Any, where: str, params: tuple) -> dict[str, int]:
+        """Delete the conversations matching ``where`` with their turns and summaries; count all three."""
+        cursor = await conn.execute(f"SELECT id FROM conversations WHERE {where} ORDER BY id FOR UPDATE", params)
+        ids = [row["id"] for row in await cursor.fetchall()]
+        counts = {}
+        for name in ("turns", "summaries", "conversations"):
+            column = "id" if name == "conversations" else "conversation_id"
+            cursor = await conn.execute(f"DELETE FROM {name} WHERE {column} = ANY(%s)", (ids,))
+            counts[name] = cursor.rowcount
+        return {"conversations": counts["conversations"], "turns": counts["turns"], "summaries": counts["summaries"]}
+
+    async def delete_inactive(self, before_ts: float, *, keep: Iterable[str] = ()) -> dict[str, int]:
+        """Delete every conversation whose last activity (``updated_at``) is older than ``before_ts``, with its
+        turns and summaries, in one transaction; ``keep`` names conversations to spare. Returns the counts."""
+        async with await self._conn() as conn, conn.transaction():
+            return await self._delete(conn, "updated_at < %s AND NOT (id = ANY(%s))", (_ts(before_ts), sorted(keep)))
+
+    async def erase_user(self, user_id: str) -> dict[str, int]:
+        """Delete every conversation of ``user_id`` with its turns and summaries, atomically; returns the counts."""
+        async with await self._conn() as conn, conn.transaction():
+            return await self._delete(conn, "user_id = %s", (user_id,))
+
+    async def summary(self, user_id: str, conversation_id: str) -> Summary | None:
+        async with await self._conn() as conn:
+            await self._owned(conn, user_id, conversation_id)
+            cursor = await conn.execute(
+                "SELECT covers_turns, text, created_at FROM summaries WHERE conversation_id = %s "
+                "ORDER BY covers_turns DESC LIMIT 1",
+                (conversation_id,),
+            )
+            row = await cursor.fetchone()
+        if row is None:
+            return None
+        return Summary(covers_turns=row["covers_turns"], text=row["text"], created_at=row["created_at"].timestamp())
+
+    async def save_summary(self, user_id: str, conversation_id: str, covers_turns: int, text: str) -> None:
+        async with await self._conn() as conn, conn.transaction():
+            await self._owned(conn, user_id, conversation_id, lock=True)
+            await conn.execute(
+                "INSERT INTO summaries (conversation_id, covers_turns, text, created_at) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (conversation_id, covers_turns) DO UPDATE SET text = EXCLUDED.text, "
+                "created_at = EXCLUDED.created_at",
+                (conversation_id, covers_turns, _text(text), _now()),
+            )
