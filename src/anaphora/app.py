@@ -100,7 +100,7 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
     embedder = CachedEmbedder(
         load_embedder(settings), SQLiteEmbeddingCache(database, max_entries=settings.embedding_cache_entries)
     )
-    indexes = IndexCache(corpus, settings.data_dir / "index", embedder.name, embedder.dim)
+    indexes = IndexCache(corpus, settings.data_dir / "index", embedder.name, lambda: embedder.dim)
     retriever = HybridRetriever(corpus, indexes, embedder, settings)
     conversations = build_conversation_store(settings, database)
     chat_model = model or load_chat_model(settings)

@@ -38,9 +38,12 @@ class CachedEmbedder:
         self.inner = embedder
         self.cache = cache
         self.name = embedder.name
-        self.dim = embedder.dim
         self.hits = 0
         self.misses = 0
+
+    @property
+    def dim(self) -> int:  # read lazily: asking loads the model
+        return self.inner.dim
 
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)

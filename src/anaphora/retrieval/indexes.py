@@ -11,6 +11,7 @@ import contextlib
 import json
 import shutil
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,13 +29,20 @@ class SearchIndexes:
 
 
 class IndexCache:
-    def __init__(self, corpus: SQLiteCorpus, directory: Path, embedder_name: str, dim: int) -> None:
+    def __init__(self, corpus: SQLiteCorpus, directory: Path, embedder_name: str, dim: int | Callable[[], int]) -> None:
+        """``dim`` may be a callable, so that the embedder is loaded only when an index is first needed."""
         self.corpus = corpus
         self.directory = directory
         self.embedder_name = embedder_name
-        self.dim = dim
+        self._dim = dim
         self._current: SearchIndexes | None = None
         self._lock = threading.Lock()
+
+    @property
+    def dim(self) -> int:
+        if callable(self._dim):
+            self._dim = self._dim()
+        return self._dim
 
     def get(self) -> SearchIndexes:
         generation = self.corpus.generation()
