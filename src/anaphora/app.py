@@ -31,6 +31,8 @@ from anaphora.store import (
     StoredTurn,
 )
 from anaphora.store.postgres import PostgresConversationStore
+from anaphora.store.protocols import EmbeddingCache
+from anaphora.store.redis_store import RedisConversationStore, RedisEmbeddingCache
 from anaphora.telemetry import build_tracer
 from anaphora.types import Message, TurnResult
 
@@ -47,7 +49,7 @@ class Components:
     embedder: CachedEmbedder
     indexes: IndexCache
     retriever: HybridRetriever
-    conversations: SQLiteConversationStore | PostgresConversationStore
+    conversations: SQLiteConversationStore | PostgresConversationStore | RedisConversationStore
     chat_model: ChatModel
     engine: Engine
     ingestor: Ingestor
@@ -68,13 +70,27 @@ def build_query_stage(settings: Settings, chat_model: ChatModel, metrics: Metric
     )
 
 
+def _redis_url(settings: Settings, setting: str) -> str:
+    url = settings.redis_url.get_secret_value()
+    if not url:
+        raise ConfigurationError(
+            f"{setting} is 'redis' but no redis_url is set",
+            hint=f"set ANAPHORA_REDIS_URL=redis://host:6379/0, or use {setting}='sqlite'",
+        )
+    return url
+
+
 def build_conversation_store(
     settings: Settings, database: Database
-) -> SQLiteConversationStore | PostgresConversationStore:
-    """The conversation store ``settings.conversation_store`` names. The PostgreSQL one connects lazily, on first
-    use, so this stays synchronous; :meth:`Engine.aclose` closes it."""
+) -> SQLiteConversationStore | PostgresConversationStore | RedisConversationStore:
+    """The conversation store ``settings.conversation_store`` names. The PostgreSQL and Redis ones connect lazily,
+    on first use, so this stays synchronous; :meth:`Engine.aclose` closes them."""
     if settings.conversation_store == "sqlite":
         return SQLiteConversationStore(database)
+    if settings.conversation_store == "redis":
+        return RedisConversationStore(
+            _redis_url(settings, "conversation_store"), ttl_s=settings.redis_ttl_s, key_prefix=settings.redis_key_prefix
+        )
     url = settings.postgres_url.get_secret_value()
     if not url:
         raise ConfigurationError(
@@ -83,6 +99,17 @@ def build_conversation_store(
             "or use conversation_store='sqlite'",
         )
     return PostgresConversationStore(url)
+
+
+def build_embedding_cache(settings: Settings, database: Database) -> EmbeddingCache:
+    """The embedding cache ``settings.embedding_cache_store`` names: SQLite in ``data_dir`` or Redis (shared)."""
+    if settings.embedding_cache_store == "redis":
+        return RedisEmbeddingCache(
+            _redis_url(settings, "embedding_cache_store"),
+            ttl_s=settings.redis_ttl_s,
+            key_prefix=settings.redis_key_prefix,
+        )
+    return SQLiteEmbeddingCache(database, max_entries=settings.embedding_cache_entries)
 
 
 def build_components(settings: Settings, *, model: ChatModel | None = None) -> Components:
@@ -97,9 +124,7 @@ def build_components(settings: Settings, *, model: ChatModel | None = None) -> C
 
 def _assemble(settings: Settings, database: Database, model: ChatModel | None) -> Components:
     corpus = SQLiteCorpus(database)
-    embedder = CachedEmbedder(
-        load_embedder(settings), SQLiteEmbeddingCache(database, max_entries=settings.embedding_cache_entries)
-    )
+    embedder = CachedEmbedder(load_embedder(settings), build_embedding_cache(settings, database))
     indexes = IndexCache(corpus, settings.data_dir / "index", embedder.name, lambda: embedder.dim)
     retriever = HybridRetriever(corpus, indexes, embedder, settings)
     conversations = build_conversation_store(settings, database)
@@ -144,6 +169,14 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
         engine,
         Ingestor(corpus, embedder, settings),
     )
+
+
+def close_local(components: Components) -> None:
+    """Close what :meth:`Engine.aclose` does not: the SQLite database and a Redis embedding cache's client."""
+    close_cache = getattr(components.embedder.cache, "close", None)
+    if close_cache is not None:
+        close_cache()
+    components.database.close()
 
 
 async def erase_user_data(components: Components, user_id: str) -> dict[str, int]:
@@ -239,7 +272,7 @@ class Anaphora:
     def close(self) -> None:
         self._runner.run(self.components.engine.aclose())
         self._runner.close()
-        self.components.database.close()
+        close_local(self.components)
 
     def __enter__(self) -> Anaphora:
         return self

@@ -71,15 +71,37 @@ class Settings(BaseSettings):
 
     config_file: Path | None = Field(default=None, description="TOML file with settings")
     data_dir: Path = Field(default_factory=default_data_dir, description="where the SQLite store and indexes live")
-    conversation_store: Literal["sqlite", "postgres"] = Field(
+    conversation_store: Literal["sqlite", "postgres", "redis"] = Field(
         default="sqlite",
-        description="where conversations, turns and summaries live: 'sqlite' (in data_dir; one replica) or "
-        "'postgres' (postgres_url; shared by several replicas; needs the `postgres` extra)",
+        description="where conversations, turns and summaries live: 'sqlite' (in data_dir; one replica), "
+        "'postgres' (postgres_url; shared by several replicas; needs the `postgres` extra) or 'redis' (redis_url; "
+        "shared, a TTL of redis_ttl_s on every key; needs the `redis` extra)",
     )
     postgres_url: SecretStr = Field(
         default=SecretStr(""),
         description="PostgreSQL connection URL when conversation_store is 'postgres', e.g. "
         "postgresql://user:password@host:5432/anaphora",
+    )
+    redis_url: SecretStr = Field(
+        default=SecretStr("redis://127.0.0.1:6379/0"),
+        description="Redis URL when conversation_store or embedding_cache_store is 'redis', e.g. "
+        "redis://:password@host:6379/0 (rediss:// for TLS)",
+    )
+    redis_ttl_s: int = Field(
+        default=7 * 86400,
+        ge=1,
+        description="TTL of every Redis key, refreshed on activity (a conversation's keys when it is created or "
+        "gets a turn or a summary; a cached embedding when it is read or written)",
+    )
+    redis_key_prefix: str = Field(
+        default="anaphora:",
+        min_length=1,
+        description="prefix of every Redis key this deployment writes (to share one Redis between deployments)",
+    )
+    embedding_cache_store: Literal["sqlite", "redis"] = Field(
+        default="sqlite",
+        description="where cached query/text embeddings live: 'sqlite' (in data_dir, bounded LRU of "
+        "embedding_cache_entries) or 'redis' (redis_url, shared by replicas, each entry expires after redis_ttl_s)",
     )
 
     # Chat model ---------------------------------------------------------------------------------------------
@@ -260,7 +282,8 @@ def reference_markdown() -> str:
         if field.default_factory is not None:
             default = "`$XDG_DATA_HOME/anaphora` (`~/.local/share/anaphora`)"
         elif isinstance(field.default, SecretStr):
-            default = "(empty)"
+            secret = field.default.get_secret_value()
+            default = f"`{secret!r}`" if secret else "(empty)"
         elif isinstance(field.default, str) and len(field.default) > 60:
             default = "(see `anaphora/settings.py`)"
         else:

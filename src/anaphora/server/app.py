@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 
 from anaphora import __version__
-from anaphora.app import Components, build_components
+from anaphora.app import Components, build_components, close_local
 from anaphora.errors import AnaphoraError
 from anaphora.server import errors
 from anaphora.server.auth import Authenticator, build_authenticator
@@ -78,7 +78,7 @@ class Service:
             except AnaphoraError as exc:
                 log.error("cannot start: %s%s", exc.message, f" (fix: {exc.hint})" if exc.hint else "")
                 if self.owns_components:
-                    self._components.database.close()
+                    close_local(self._components)
                     self._components = None
                 raise
         engine = self._components.engine
@@ -114,7 +114,7 @@ class Service:
         engine = self._components.engine
         if self.owns_components:
             await engine.aclose()  # drains background work, closes model and reranker clients
-            self._components.database.close()
+            close_local(self._components)
             self._components = None
         else:
             await engine.drain()

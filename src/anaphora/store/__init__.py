@@ -1,5 +1,5 @@
-"""Stores: the SQLite database and the stores built on it, and the PostgreSQL conversation store, behind the
-Protocols in ``protocols``."""
+"""Stores: the SQLite database and the stores built on it, the PostgreSQL conversation store and the Redis
+conversation store and embedding cache, behind the Protocols in ``protocols``."""
 
 from anaphora.store.conversations import SQLiteConversationStore
 from anaphora.store.corpus import SQLiteCorpus, StoredDocument
@@ -14,6 +14,7 @@ from anaphora.store.protocols import (
     Summary,
     SummaryStore,
 )
+from anaphora.store.redis_store import RedisConversationStore, RedisEmbeddingCache
 
 __all__ = [
     "Conversation",
@@ -21,6 +22,8 @@ __all__ = [
     "Database",
     "EmbeddingCache",
     "PostgresConversationStore",
+    "RedisConversationStore",
+    "RedisEmbeddingCache",
     "SQLiteConversationStore",
     "SQLiteCorpus",
     "SQLiteEmbeddingCache",

@@ -1,0 +1,453 @@
+"""Redis-backed conversations, turns and summaries, and a Redis embedding cache (redis-py).
+
+Same rules as :class:`~anaphora.store.SQLiteConversationStore` (the contract suite in
+:mod:`anaphora.testing.store_contract` runs against both). Every key carries a TTL (``ttl_s``, default 7 days),
+refreshed on activity: creating a conversation, appending a turn or saving a summary re-arms the TTL of all that
+conversation's keys and of the indexes that list it. Keys, under ``key_prefix`` (default ``anaphora:``):
+
+- ``conv:{id}``: hash with ``user_id``, ``title``, ``created_at``, ``updated_at``;
+- ``turns:{id}``: list of JSON turns; a turn's index is its position, so indexes are gapless by construction;
+- ``sums:{id}``: hash ``covers_turns`` -> JSON ``{text, created_at}``, every version kept;
+- ``user:{user_id}``: sorted set of the user's conversation ids by ``updated_at`` (listing, erasure);
+- ``updated``: sorted set of every conversation id by ``updated_at`` (the history TTL sweep).
+
+Every write is one Lua script, so it is atomic and serialised against writes from any other client (appends from
+several replicas get distinct, gapless indexes). The scripts build key names from the prefix, so this needs a
+single Redis server (or a primary with replicas), not Redis Cluster.
+
+Needs the ``redis`` extra: ``pip install 'anaphora[redis]'``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from anaphora.errors import NotFoundError, StoreError, require
+from anaphora.store.protocols import Conversation, StoredTurn, Summary
+from anaphora.types import Citation, TurnTrace
+
+DEFAULT_TTL_S = 7 * 86400
+DEFAULT_PREFIX = "anaphora:"
+
+# Lua helpers shared by the scripts. ARGV[1] is always the key prefix, ARGV[2] the TTL in seconds.
+_LUA_COMMON = """
+local prefix = ARGV[1]
+local ttl = tonumber(ARGV[2])
+local function refresh(id, user)
+  for _, name in ipairs({'conv:', 'turns:', 'sums:'}) do
+    redis.call('EXPIRE', prefix .. name .. id, ttl)
+  end
+  redis.call('EXPIRE', prefix .. 'user:' .. user, ttl)
+  redis.call('EXPIRE', prefix .. 'updated', ttl)
+end
+local function remove(id)
+  local conv = prefix .. 'conv:' .. id
+  local user = redis.call('HGET', conv, 'user_id')
+  redis.call('ZREM', prefix .. 'updated', id)
+  if not user then
+    return nil
+  end
+  local turns = redis.call('LLEN', prefix .. 'turns:' .. id)
+  local sums = redis.call('HLEN', prefix .. 'sums:' .. id)
+  redis.call('DEL', conv, prefix .. 'turns:' .. id, prefix .. 'sums:' .. id)
+  redis.call('ZREM', prefix .. 'user:' .. user, id)
+  return {turns, sums}
+end
+"""
+
+# ARGV: prefix, ttl, id, user_id, title, now
+_CREATE = (
+    _LUA_COMMON
+    + """
+local id, user, now = ARGV[3], ARGV[4], ARGV[6]
+redis.call('HSET', prefix .. 'conv:' .. id, 'user_id', user, 'title', ARGV[5], 'created_at', now, 'updated_at', now)
+redis.call('ZADD', prefix .. 'user:' .. user, now, id)
+redis.call('ZADD', prefix .. 'updated', now, id)
+refresh(id, user)
+return 1
+"""
+)
+
+# ARGV: prefix, ttl, id, user_id, turn JSON, now, title if the conversation has none. Returns the index, or -1.
+_APPEND = (
+    _LUA_COMMON
+    + """
+local id, user, now = ARGV[3], ARGV[4], ARGV[6]
+local conv = prefix .. 'conv:' .. id
+if redis.call('HGET', conv, 'user_id') ~= user then
+  return -1
+end
+local n = redis.call('RPUSH', prefix .. 'turns:' .. id, ARGV[5])
+if redis.call('HGET', conv, 'title') == '' then
+  redis.call('HSET', conv, 'title', ARGV[7])
+end
+redis.call('HSET', conv, 'updated_at', now)
+redis.call('ZADD', prefix .. 'user:' .. user, now, id)
+redis.call('ZADD', prefix .. 'updated', now, id)
+refresh(id, user)
+return n - 1
+"""
+)
+
+# ARGV: prefix, ttl, id, user_id, covers_turns, summary JSON. Returns 1, or -1 when not found.
+_SAVE_SUMMARY = (
+    _LUA_COMMON
+    + """
+local id, user = ARGV[3], ARGV[4]
+if redis.call('HGET', prefix .. 'conv:' .. id, 'user_id') ~= user then
+  return -1
+end
+redis.call('HSET', prefix .. 'sums:' .. id, ARGV[5], ARGV[6])
+refresh(id, user)
+return 1
+"""
+)
+
+# ARGV: prefix, ttl, id, user_id. Returns 1, or -1 when not found.
+_DELETE = (
+    _LUA_COMMON
+    + """
+local id, user = ARGV[3], ARGV[4]
+if redis.call('HGET', prefix .. 'conv:' .. id, 'user_id') ~= user then
+  return -1
+end
+remove(id)
+return 1
+"""
+)
+
+# ARGV: prefix, ttl, mode ('user' or 'inactive'), user_id or exclusive score bound, ids to keep...
+# Returns {conversations, turns, summaries}.
+_DELETE_MANY = (
+    _LUA_COMMON
+    + """
+local ids
+if ARGV[3] == 'user' then
+  ids = redis.call('ZRANGE', prefix .. 'user:' .. ARGV[4], 0, -1)
+else
+  ids = redis.call('ZRANGEBYSCORE', prefix .. 'updated', '-inf', '(' .. ARGV[4])
+end
+local keep = {}
+for i = 5, #ARGV do
+  keep[ARGV[i]] = true
+end
+local counts = {0, 0, 0}
+for _, id in ipairs(ids) do
+  if not keep[id] then
+    local removed = remove(id)
+    if ARGV[3] == 'user' then
+      redis.call('ZREM', prefix .. 'user:' .. ARGV[4], id)
+    end
+    if removed then
+      counts[1] = counts[1] + 1
+      counts[2] = counts[2] + removed[1]
+      counts[3] = counts[3] + removed[2]
+    end
+  end
+end
+return counts
+"""
+)
+
+
+def _not_found(conversation_id: str) -> NotFoundError:
+    return NotFoundError(
+        f"no conversation {conversation_id!r}",
+        hint="check the conversation id; list your conversations to find it",
+    )
+
+
+def _unavailable(exc: Exception) -> StoreError:
+    return StoreError(
+        f"cannot reach the Redis store: {exc}",
+        hint="check ANAPHORA_REDIS_URL and that the Redis server is running and reachable",
+    )
+
+
+def _translating(method):
+    """Report connection failures as :class:`StoreError`; everything else passes through."""
+
+    @functools.wraps(method)
+    async def wrapper(*args, **kwargs):
+        from redis.exceptions import ConnectionError as RedisConnectionError
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+
+        try:
+            return await method(*args, **kwargs)
+        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+            raise _unavailable(exc) from exc
+
+    return wrapper
+
+
+def _turn(index: int, raw: str) -> StoredTurn:
+    data = json.loads(raw)
+    return StoredTurn(
+        index=index,
+        question=data["question"],
+        answer=data["answer"],
+        citations=[Citation.model_validate(c) for c in data["citations"]],
+        trace=TurnTrace.model_validate(data["trace"]) if data["trace"] is not None else None,
+        created_at=data["created_at"],
+    )
+
+
+class RedisConversationStore:
+    """Conversations in Redis, a TTL on every key. Construction is cheap and connects lazily; close with
+    :meth:`aclose`."""
+
+    def __init__(
+        self,
+        url: str = "redis://127.0.0.1:6379/0",
+        *,
+        ttl_s: int = DEFAULT_TTL_S,
+        key_prefix: str = DEFAULT_PREFIX,
+        timeout_s: float = 10.0,
+        client: Any = None,
+    ) -> None:
+        redis_asyncio = require("redis.asyncio", package="redis", extra="redis", purpose="the Redis conversation store")
+        if ttl_s < 1:
+            raise StoreError("the Redis store needs a TTL of at least one second", hint="set ANAPHORA_REDIS_TTL_S")
+        self.ttl_s = int(ttl_s)
+        self.prefix = key_prefix
+        self.client = client or redis_asyncio.Redis.from_url(
+            url, decode_responses=True, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
+        )
+        self._scripts = {
+            name: self.client.register_script(source)
+            for name, source in (
+                ("create", _CREATE),
+                ("append", _APPEND),
+                ("save_summary", _SAVE_SUMMARY),
+                ("delete", _DELETE),
+                ("delete_many", _DELETE_MANY),
+            )
+        }
+
+    def key(self, kind: str, name: str = "") -> str:
+        return f"{self.prefix}{kind}:{name}" if name else f"{self.prefix}{kind}"
+
+    async def _run(self, script: str, *args: Any) -> Any:
+        return await self._scripts[script](keys=[], args=[self.prefix, self.ttl_s, *args])
+
+    @_translating
+    async def ping(self) -> None:
+        """Raise unless the server answers (readiness checks)."""
+        await self.client.ping()
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    close = aclose
+
+    async def _owned(self, user_id: str, conversation_id: str) -> dict[str, str]:
+        data = await self.client.hgetall(self.key("conv", conversation_id))
+        if not data or data.get("user_id") != user_id:
+            raise _not_found(conversation_id)
+        return data
+
+    @_translating
+    async def create(self, user_id: str, title: str = "") -> Conversation:
+        now = time.time()
+        conversation_id = uuid.uuid4().hex[:12]
+        await self._run("create", conversation_id, user_id, title, repr(now))
+        return Conversation(id=conversation_id, user_id=user_id, title=title, created_at=now, updated_at=now)
+
+    async def _fetch(self, ids: Sequence[str]) -> list[Conversation | None]:
+        async with self.client.pipeline(transaction=True) as pipe:
+            for conversation_id in ids:
+                pipe.hgetall(self.key("conv", conversation_id))
+                pipe.llen(self.key("turns", conversation_id))
+            replies = await pipe.execute()
+        found: list[Conversation | None] = []
+        for conversation_id, data, count in zip(ids, replies[::2], replies[1::2], strict=True):
+            found.append(
+                Conversation(
+                    id=conversation_id,
+                    user_id=data["user_id"],
+                    title=data["title"],
+                    created_at=float(data["created_at"]),
+                    updated_at=float(data["updated_at"]),
+                    turn_count=count,
+                )
+                if data
+                else None
+            )
+        return found
+
+    @_translating
+    async def get(self, user_id: str, conversation_id: str) -> Conversation:
+        [found] = await self._fetch([conversation_id])
+        if found is None or found.user_id != user_id:
+            raise _not_found(conversation_id)
+        return found
+
+    @_translating
+    async def list(self, user_id: str, *, limit: int = 50, offset: int = 0) -> list[Conversation]:
+        scored = await self.client.zrange(self.key("user", user_id), 0, -1, withscores=True)
+        ordered = [cid for cid, _ in sorted(scored, key=lambda item: (-item[1], item[0]))]
+        wanted = offset + limit
+        live: list[Conversation] = []
+        for start in range(0, len(ordered), 100):  # ids whose keys expired are skipped
+            batch = await self._fetch(ordered[start : start + 100])
+            live += [c for c in batch if c is not None and c.user_id == user_id]
+            if len(live) >= wanted:
+                break
+        return live[offset:wanted]
+
+    @_translating
+    async def turns(self, user_id: str, conversation_id: str, *, last: int | None = None) -> list[StoredTurn]:
+        await self._owned(user_id, conversation_id)
+        if last is not None and last <= 0:
+            return []
+        key = self.key("turns", conversation_id)
+        async with self.client.pipeline(transaction=True) as pipe:
+            pipe.llen(key)
+            pipe.lrange(key, 0 if last is None else -last, -1)
+            count, raws = await pipe.execute()
+        first = count - len(raws)
+        return [_turn(first + n, raw) for n, raw in enumerate(raws)]
+
+    @_translating
+    async def append_turn(
+        self,
+        user_id: str,
+        conversation_id: str,
+        question: str,
+        answer: str,
+        citations: Sequence[Citation],
+        trace: TurnTrace,
+    ) -> StoredTurn:
+        now = time.time()
+        payload = json.dumps(
+            {
+                "question": question,
+                "answer": answer,
+                "citations": [json.loads(c.model_dump_json()) for c in citations],
+                # as SQLite stores it: NaN and infinities as null
+                "trace": json.loads(trace.model_dump_json()) if trace is not None else None,
+                "created_at": now,
+            }
+        )
+        index = await self._run("append", conversation_id, user_id, payload, repr(now), question[:80])
+        if index < 0:
+            raise _not_found(conversation_id)
+        return StoredTurn(
+            index=index, question=question, answer=answer, citations=list(citations), trace=trace, created_at=now
+        )
+
+    @_translating
+    async def delete(self, user_id: str, conversation_id: str) -> None:
+        if await self._run("delete", conversation_id, user_id) < 0:
+            raise _not_found(conversation_id)
+
+    @staticmethod
+    def _counts(reply: Sequence[int]) -> dict[str, int]:
+        return {"conversations": int(reply[0]), "turns": int(reply[1]), "summaries": int(reply[2])}
+
+    @_translating
+    async def erase_user(self, user_id: str) -> dict[str, int]:
+        """Delete every conversation of ``user_id`` with its turns and summaries, atomically; returns the counts."""
+        return self._counts(await self._run("delete_many", "user", user_id))
+
+    @_translating
+    async def delete_inactive(self, before_ts: float, *, keep: Iterable[str] = ()) -> dict[str, int]:
+        """Delete every conversation whose last activity (``updated_at``) is older than ``before_ts``, with its
+        turns and summaries, atomically; ``keep`` names conversations to spare. Returns the counts."""
+        return self._counts(await self._run("delete_many", "inactive", repr(float(before_ts)), *sorted(set(keep))))
+
+    @_translating
+    async def summary(self, user_id: str, conversation_id: str) -> Summary | None:
+        await self._owned(user_id, conversation_id)
+        versions = await self.client.hgetall(self.key("sums", conversation_id))
+        if not versions:
+            return None
+        covers = max(versions, key=int)
+        data = json.loads(versions[covers])
+        return Summary(covers_turns=int(covers), text=data["text"], created_at=data["created_at"])
+
+    @_translating
+    async def save_summary(self, user_id: str, conversation_id: str, covers_turns: int, text: str) -> None:
+        payload = json.dumps({"text": text, "created_at": time.time()})
+        if await self._run("save_summary", conversation_id, user_id, str(int(covers_turns)), payload) < 0:
+            raise _not_found(conversation_id)
+
+
+class RedisEmbeddingCache:
+    """The embedding cache in Redis, shared by replicas: one key per vector (float32 bytes) under
+    ``{key_prefix}emb:``, each with a TTL (``ttl_s``) refreshed when it is read or written. Synchronous, like the
+    embedders that use it."""
+
+    def __init__(
+        self,
+        url: str = "redis://127.0.0.1:6379/0",
+        *,
+        ttl_s: int = DEFAULT_TTL_S,
+        key_prefix: str = DEFAULT_PREFIX,
+        timeout_s: float = 10.0,
+        client: Any = None,
+    ) -> None:
+        redis_module = require("redis", package="redis", extra="redis", purpose="the Redis embedding cache")
+        if ttl_s < 1:
+            raise StoreError("the Redis cache needs a TTL of at least one second", hint="set ANAPHORA_REDIS_TTL_S")
+        self.ttl_s = int(ttl_s)
+        self.prefix = f"{key_prefix}emb:"
+        self.client = client or redis_module.Redis.from_url(
+            url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
+        )
+
+    def _call(self, fn, *args: Any) -> Any:
+        from redis.exceptions import ConnectionError as RedisConnectionError
+        from redis.exceptions import TimeoutError as RedisTimeoutError
+
+        try:
+            return fn(*args)
+        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+            raise _unavailable(exc) from exc
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        return self._call(self._get_many, keys)
+
+    def _get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        for start in range(0, len(keys), 500):
+            batch = list(keys[start : start + 500])
+            with self.client.pipeline(transaction=False) as pipe:
+                for key in batch:
+                    pipe.getex(self.prefix + key, ex=self.ttl_s)  # a hit refreshes the TTL
+                values = pipe.execute()
+            for key, value in zip(batch, values, strict=True):
+                if value is not None:
+                    found[key] = np.frombuffer(value, dtype=np.float32)
+        return found
+
+    def put_many(self, items: dict[str, np.ndarray]) -> None:
+        if items:
+            self._call(self._put_many, items)
+
+    def _put_many(self, items: dict[str, np.ndarray]) -> None:
+        with self.client.pipeline(transaction=False) as pipe:
+            for key, vector in items.items():
+                pipe.set(self.prefix + key, np.asarray(vector, dtype=np.float32).tobytes(), ex=self.ttl_s)
+            pipe.execute()
+
+    def delete_many(self, keys: Sequence[str]) -> int:
+        """Forget these entries (right to erase); returns how many existed."""
+        if not keys:
+            return 0
+        return self._call(
+            lambda: sum(
+                self.client.delete(*[self.prefix + k for k in keys[start : start + 500]])
+                for start in range(0, len(keys), 500)
+            )
+        )
+
+    def close(self) -> None:
+        self.client.close()
