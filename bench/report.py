@@ -209,6 +209,48 @@ CPU, two per follow-up, micro-batched across concurrent turns) dominates:
 """
 
 
+def stores_section() -> str:
+    data = load("stores")
+    if not data:
+        return "## Stores\n\n_Not run yet: `python bench/stores.py`._\n"
+    stores = [
+        [
+            name,
+            r["appends_per_s"],
+            r["ratio_to_sqlite"]["appends_per_s"],
+            r["read_last8_ms"]["p50"],
+            r["read_last8_ms"]["p95"],
+            r["ratio_to_sqlite"]["read_p50"],
+        ]
+        for name, r in data["conversation_stores"].items()
+    ]
+    work = data["workload"]
+    vector = data.get("vector_search")
+    vector_rows = [
+        [name, r["latency_ms"]["p50"], r["latency_ms"]["p95"], r["recall_at_10"], r["ratio_to_exact_p50"]]
+        for name, r in (vector or {}).get("methods", {}).items()
+    ]
+    parts = [
+        f"""## Stores (issue: production stores)
+
+Command: `{data["command"]}` · {data["date"]} · revision {data["revision"]} · {data["machine"]}
+
+Turn appends ({work["turns"]} turns of ~{work["question_words"]}/{work["answer_words"]} words into
+{work["conversations"]} conversations) and history reads (`turns(last=8)`), one process, local
+servers (embedded PostgreSQL 18, Redis 7):
+
+{table(["store", "appends/s", "× SQLite", "read p50 ms", "read p95 ms", "read p50 × SQLite"], stores)}
+"""
+    ]
+    if vector_rows:
+        parts.append(
+            f"Vector search on the clapnq pool ({vector['chunks']} chunks, {vector['dim']} dimensions, "
+            f"{vector['queries']} queries, top {vector['top_k']}); pgvector timings include the local round trip:\n\n"
+            + table(["method", "p50 ms", "p95 ms", "recall@10 vs exact", "p50 × exact"], vector_rows)
+        )
+    return "\n".join(parts) + "\n"
+
+
 def peers_section() -> str:
     sections = []
     runs = (
@@ -290,6 +332,7 @@ machine, so ratios against a baseline measured in the same process are more mean
         skip_gate_section(),
         peers_section(),
         load_section(),
+        stores_section(),
     ]
     notes = ROOT / "bench" / "NOTES.md"
     if notes.exists():
