@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,19 @@ from anaphora import Anaphora, FakeChatModel, Settings
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_DOCS = ROOT / "examples" / "docs"
 DEMO_SCRIPT = ROOT / "examples" / "demo_conversation.json"
+
+
+@pytest.fixture
+def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """Run in an empty folder with no ANAPHORA_* variable, so nothing from the developer's machine (environment or
+    ./anaphora.toml) leaks into the Settings under test. Returns that folder."""
+    for key in list(os.environ):
+        if key.startswith("ANAPHORA_"):
+            monkeypatch.delenv(key)
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    return work
 
 
 @pytest.fixture

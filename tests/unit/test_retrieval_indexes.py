@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,15 +15,7 @@ from anaphora.retrieval import IndexCache
 from anaphora.retrieval.bm25 import BM25Index
 from anaphora.settings import Settings
 
-pytestmark = pytest.mark.unit
-
-
-@pytest.fixture(autouse=True)
-def _isolated_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in list(os.environ):
-        if name.startswith("ANAPHORA_"):
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
+pytestmark = [pytest.mark.unit, pytest.mark.usefixtures("isolated_env")]
 
 
 @pytest.fixture

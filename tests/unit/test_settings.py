@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -15,15 +14,9 @@ pytestmark = pytest.mark.unit
 
 
 @pytest.fixture(autouse=True)
-def cwd(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+def cwd(isolated_env: Path) -> Path:
     """Each test runs in an empty folder with no ANAPHORA_* variables set."""
-    for key in list(os.environ):
-        if key.startswith("ANAPHORA_"):
-            monkeypatch.delenv(key)
-    work = tmp_path / "cwd"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    return work
+    return isolated_env
 
 
 def write(path: Path, text: str) -> Path:
