@@ -24,7 +24,7 @@ from anaphora.pipeline.citations import extract_citations
 from anaphora.pipeline.generate import Deltas, emit, generate
 from anaphora.pipeline.prompt import CONTEXT_FRAMING, SUMMARY_LABEL, build_messages, format_passage
 from anaphora.pipeline.query import QueryStage
-from anaphora.pipeline.route import Route, TurnKind, history_covers, route_by_rules, route_without_model
+from anaphora.pipeline.route import Route, TurnKind, history_covers, route_by_rules, route_by_standalone_test
 from anaphora.pipeline.select import PassageSelector
 from anaphora.pipeline.summary import RollingSummarizer
 from anaphora.pipeline.trace import timed
@@ -169,7 +169,7 @@ class Engine:
             stage.set(plan.status, plan.detail)
         if route is None and plan.kind:
             route = Route(TurnKind(plan.kind), plan.kind not in ("chit_chat", "meta"), "model analysis", "model")
-        route = route or route_without_model(question, bool(history))
+        route = route or route_by_standalone_test(question)  # the rules already ran above
         trace.route, trace.route_reason = route.kind, route.reason
         if self.settings.skip_gate and self._answered_by_history(plan, route, question, history):
             trace.retrieval_skipped, trace.route_reason = True, f"{route.reason}: the conversation holds the answer"

@@ -103,14 +103,16 @@ def route_by_rules(question: str, has_history: bool) -> Route | None:
     return None
 
 
-def route_without_model(question: str, has_history: bool) -> Route:
-    """The rules, completed by the standalone test: what a turn gets when there is no model analysis."""
-    decided = route_by_rules(question, has_history)
-    if decided:
-        return decided
+def route_by_standalone_test(question: str) -> Route:
+    """For a later turn the rules left undecided: a new query if it stands alone, else a follow-up."""
     if looks_standalone(question):
         return Route(TurnKind.NEW_QUERY, True, "stands alone")
     return Route(TurnKind.FOLLOW_UP, True, "refers back to the conversation")
+
+
+def route_without_model(question: str, has_history: bool) -> Route:
+    """The rules, completed by the standalone test: what a turn gets when there is no model analysis."""
+    return route_by_rules(question, has_history) or route_by_standalone_test(question)
 
 
 def history_covers(question: str, history_texts: list[str]) -> bool:
