@@ -18,16 +18,9 @@ from anaphora.store.locks import ProcessTurnLock, SharedTurnLock
 from anaphora.store.protocols import LockKey
 from anaphora.testing.lock_contract import TurnLockContract, fresh_key
 from anaphora.testing.session_contract import SessionStoreContract
+from tests.unit.test_server_sessions import Clock
 
 pytestmark = pytest.mark.unit
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class TestMemorySessionStore(SessionStoreContract):
