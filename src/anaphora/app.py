@@ -70,12 +70,25 @@ def build_query_stage(settings: Settings, chat_model: ChatModel, metrics: Metric
     )
 
 
-def _redis_url(settings: Settings, setting: str) -> str:
+def redis_url(settings: Settings, setting: str, fallback: str = "sqlite") -> str:
+    """``redis_url``, or a :class:`ConfigurationError` saying that ``setting`` needs it."""
     url = settings.redis_url.get_secret_value()
     if not url:
         raise ConfigurationError(
             f"{setting} is 'redis' but no redis_url is set",
-            hint=f"set ANAPHORA_REDIS_URL=redis://host:6379/0, or use {setting}='sqlite'",
+            hint=f"set ANAPHORA_REDIS_URL=redis://host:6379/0, or use {setting}='{fallback}'",
+        )
+    return url
+
+
+def postgres_url(settings: Settings, setting: str, fallback: str = "sqlite") -> str:
+    """``postgres_url``, or a :class:`ConfigurationError` saying that ``setting`` needs it."""
+    url = settings.postgres_url.get_secret_value()
+    if not url:
+        raise ConfigurationError(
+            f"{setting} is 'postgres' but no postgres_url is set",
+            hint=f"set ANAPHORA_POSTGRES_URL=postgresql://user:password@host:5432/anaphora, or use {setting}="
+            f"'{fallback}'",
         )
     return url
 
@@ -89,23 +102,16 @@ def build_conversation_store(
         return SQLiteConversationStore(database)
     if settings.conversation_store == "redis":
         return RedisConversationStore(
-            _redis_url(settings, "conversation_store"), ttl_s=settings.redis_ttl_s, key_prefix=settings.redis_key_prefix
+            redis_url(settings, "conversation_store"), ttl_s=settings.redis_ttl_s, key_prefix=settings.redis_key_prefix
         )
-    url = settings.postgres_url.get_secret_value()
-    if not url:
-        raise ConfigurationError(
-            "conversation_store is 'postgres' but no postgres_url is set",
-            hint="set ANAPHORA_POSTGRES_URL=postgresql://user:password@host:5432/anaphora, "
-            "or use conversation_store='sqlite'",
-        )
-    return PostgresConversationStore(url)
+    return PostgresConversationStore(postgres_url(settings, "conversation_store"))
 
 
 def build_embedding_cache(settings: Settings, database: Database) -> EmbeddingCache:
     """The embedding cache ``settings.embedding_cache_store`` names: SQLite in ``data_dir`` or Redis (shared)."""
     if settings.embedding_cache_store == "redis":
         return RedisEmbeddingCache(
-            _redis_url(settings, "embedding_cache_store"),
+            redis_url(settings, "embedding_cache_store"),
             ttl_s=settings.redis_ttl_s,
             key_prefix=settings.redis_key_prefix,
         )

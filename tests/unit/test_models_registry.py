@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 from pathlib import Path
 from types import SimpleNamespace
@@ -33,10 +34,26 @@ def _settings(**kwargs) -> Settings:
 # --- load_chat_model ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("spec", ["fake", "  fake  ", "fake:ignored"])
-def test_fake_spec_gives_fake_model(spec: str) -> None:
+@pytest.mark.parametrize(("spec", "pause"), [("fake", 0.0), ("  fake  ", 0.0), ("fake:0.05", 0.05), ("fake:0", 0.0)])
+def test_fake_spec_gives_fake_model(spec: str, pause: float) -> None:
     model = load_chat_model(_settings(), spec)
-    assert isinstance(model, FakeChatModel)
+    assert isinstance(model, FakeChatModel) and model.token_delay_s == pause
+
+
+@pytest.mark.parametrize("spec", ["fake:slow", "fake:-1", "fake:61"])
+def test_fake_spec_argument_must_be_a_pause(spec: str) -> None:
+    with pytest.raises(ConfigurationError, match="pause between streamed words"):
+        load_chat_model(_settings(), spec)
+
+
+async def test_fake_model_paces_its_streamed_words() -> None:
+    from anaphora.models.base import ChatOptions
+
+    model = FakeChatModel(["one two three four"], token_delay_s=0.05)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    words = [piece async for piece in model.stream([], ChatOptions())]
+    assert "".join(words) == "one two three four" and loop.time() - started >= 0.2
 
 
 def test_spec_defaults_to_settings_chat_model() -> None:

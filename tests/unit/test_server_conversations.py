@@ -174,7 +174,7 @@ async def test_parallel_messages_on_one_conversation_are_serialised(tmp_path) ->
         assert sorted(t["question"] for t in turns) == sorted(questions)
         # one at a time: each turn's prompt held every earlier turn (0, 1, 2, 3, 4 turns of history)
         assert [(len(call) - 2) // 2 for call in model.history] == [0, 1, 2, 3, 4]
-        assert len(running.runner._locks) == 0  # no lock left behind
+        assert not running.runner.lock.busy()  # no lock left behind
 
 
 async def test_too_many_turns_in_flight_get_429_with_retry_after(tmp_path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from anaphora.server.sessions import SESSION_HEADER, Sessions
+from anaphora.server.sessions import SESSION_HEADER, MemorySessionStore
 from tests.unit.test_server_harness import components_for, serve, settings_for
 
 pytestmark = pytest.mark.unit
@@ -107,18 +107,19 @@ def test_logout_clears_the_session(running) -> None:
     assert len(running.app.state.service.sessions) == 1
 
 
-def test_busy_sessions_are_neither_expired_nor_evicted(clock) -> None:
+async def test_busy_sessions_are_neither_expired_nor_evicted(clock) -> None:
     busy = {"alice"}
-    sessions = Sessions(ttl_s=10, max_live=1, busy=lambda user: user in busy, clock=clock)
-    alice = sessions.touch("alice").id
-    sessions.touch("bob")
+    sessions = MemorySessionStore(ttl_s=10, max_live=1, busy=lambda user: user in busy, clock=clock)
+    alice = (await sessions.touch("alice")).id
+    await sessions.touch("bob")
     assert len(sessions) == 2  # over the ceiling while alice has a turn in flight
     clock.now += 100
-    assert sessions.touch("alice").id == alice
+    assert (await sessions.touch("alice")).id == alice
     busy.clear()
-    sessions.touch("carol")
+    await sessions.touch("carol")
     assert len(sessions) == 1 and sessions.evicted == 2
-    carol = sessions.touch("carol").id
+    carol = (await sessions.touch("carol")).id
     clock.now += 100
-    assert sessions.touch("carol").id != carol and sessions.expired == 1
-    assert sessions.logout("nobody") is None and sessions.logout("carol") is not None and len(sessions) == 0
+    assert (await sessions.touch("carol")).id != carol and sessions.expired == 1
+    assert await sessions.logout("nobody") is None
+    assert await sessions.logout("carol") is not None and len(sessions) == 0

@@ -41,7 +41,9 @@ class FakeChatModel:
 
     ``enqueue`` adds replies: a string is returned, an exception is raised, a callable gets the messages. When the
     queue is empty ``default`` answers (by default, a deterministic echo of the first retrieved excerpt, citing
-    it, so the whole pipeline can run without a model). ``delay_s`` simulates latency.
+    it, so the whole pipeline can run without a model). ``delay_s`` simulates latency before a reply;
+    ``token_delay_s`` paces a streamed reply, a pause before each word, like a model generating it (the chat model
+    spec ``fake:SECONDS`` sets it, so a service started from settings can have slow turns, e.g. for crash tests).
     """
 
     name = "fake"
@@ -52,10 +54,12 @@ class FakeChatModel:
         *,
         default: Reply = echo_first_context,
         delay_s: float = 0.0,
+        token_delay_s: float = 0.0,
     ) -> None:
         self._queue: deque[Reply] = deque(replies)
         self.default = default
         self.delay_s = delay_s
+        self.token_delay_s = token_delay_s
         self.calls: list[RecordedCall] = []
 
     def enqueue(self, *replies: Reply) -> None:
@@ -80,6 +84,8 @@ class FakeChatModel:
     async def stream(self, messages: Sequence[Message], options: ChatOptions) -> AsyncIterator[str]:
         reply = await self.chat(messages, options)
         for piece in re.findall(r"\S+\s*|\s+", reply.text):
+            if self.token_delay_s:
+                await asyncio.sleep(self.token_delay_s)
             yield piece
 
     def count_tokens(self, text: str) -> int:

@@ -1,8 +1,9 @@
 """Chat-model backends by name: built-ins are registered exactly like third-party ones.
 
-A spec is ``scheme`` or ``scheme:argument``. Built-ins: ``embedded``, ``fake``, ``gguf:PATH`` (a bare path ending
-in ``.gguf`` works too) and ``openai:MODEL``. Packages add schemes through the ``anaphora.chat_models`` entry-point
-group; each entry point is a factory ``(argument: str, settings: Settings) -> ChatModel``.
+A spec is ``scheme`` or ``scheme:argument``. Built-ins: ``embedded``, ``fake`` (``fake:SECONDS`` paces its streamed
+words), ``gguf:PATH`` (a bare path ending in ``.gguf`` works too) and ``openai:MODEL``. Packages add schemes
+through the ``anaphora.chat_models`` entry-point group; each entry point is a factory
+``(argument: str, settings: Settings) -> ChatModel``.
 """
 
 from __future__ import annotations
@@ -50,9 +51,19 @@ def _openai(argument: str, settings: Settings) -> ChatModel:
 
 
 def _fake(argument: str, settings: Settings) -> ChatModel:
+    """``fake``, or ``fake:SECONDS``: streamed answers come a word at a time, SECONDS apart (slow turns on demand)."""
     from anaphora.models.fake import FakeChatModel
 
-    return FakeChatModel()
+    try:
+        pause = float(argument) if argument else 0.0
+    except ValueError:
+        pause = -1.0
+    if not 0 <= pause <= 60:
+        raise ConfigurationError(
+            f"'fake:{argument}' needs a pause between streamed words in seconds, from 0 to 60",
+            hint="use 'fake' or e.g. 'fake:0.05'",
+        )
+    return FakeChatModel(token_delay_s=pause)
 
 
 BUILTIN_CHAT_MODELS: dict[str, Factory] = {

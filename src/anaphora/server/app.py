@@ -13,12 +13,13 @@ from anaphora.app import Components, build_components, close_local
 from anaphora.errors import AnaphoraError
 from anaphora.server import errors
 from anaphora.server.auth import Authenticator, build_authenticator
+from anaphora.server.coordination import build_session_store, build_turn_lock
 from anaphora.server.history import HistorySweeper
 from anaphora.server.jobs import IngestJobs
 from anaphora.server.limits import BodyLimitMiddleware
 from anaphora.server.logs import RequestIdMiddleware
 from anaphora.server.metrics import HttpMetrics, MetricsMiddleware
-from anaphora.server.sessions import SessionHeaderMiddleware, Sessions
+from anaphora.server.sessions import SessionHeaderMiddleware
 from anaphora.server.turns import TurnRunner
 from anaphora.settings import Settings, load_settings
 
@@ -39,9 +40,7 @@ class Service:
         self.http_metrics: HttpMetrics | None = None
         self._jobs: IngestJobs | None = None
         self.sweeper: HistorySweeper | None = None
-        self.sessions = Sessions(
-            ttl_s=settings.session_ttl_s, max_live=settings.max_live_sessions, busy=self._has_turns_in_flight
-        )
+        self.sessions = build_session_store(settings, busy=self._has_turns_in_flight)
 
     def _has_turns_in_flight(self, user_id: str) -> bool:
         return self._runner is not None and self._runner.in_flight_for(user_id) > 0
@@ -82,7 +81,9 @@ class Service:
                     self._components = None
                 raise
         engine = self._components.engine
-        self._runner = runner = TurnRunner(engine, max_per_user=self.settings.max_concurrent_turns_per_user)
+        self._runner = runner = TurnRunner(
+            engine, max_per_user=self.settings.max_concurrent_turns_per_user, lock=build_turn_lock(self.settings)
+        )
         self.http_metrics = HttpMetrics.of(engine.metrics.registry)
         self.http_metrics.turns_in_flight.set_function(lambda: runner.in_flight)
         components = self._components
@@ -109,6 +110,9 @@ class Service:
                 )
         if self._jobs is not None and await self._jobs.drain(self.settings.shutdown_grace_s):
             log.warning("shutting down with an ingestion job still running")
+        if self._runner is not None:
+            await self._runner.lock.aclose()
+        await self.sessions.aclose()
         if self._components is None:
             return
         engine = self._components.engine

@@ -1,11 +1,15 @@
-"""Server-side sessions: per-user in-memory state with an inactivity TTL and an LRU ceiling.
+"""Server-side sessions in this process's memory (:class:`MemorySessionStore`), and the response header naming them.
 
-A session is what this process holds for a user between requests: when it started, when the user was last seen,
-and (in :class:`anaphora.server.turns.TurnRunner`) the user's turns in flight, which occupy the concurrency slots.
-It is independent of the token: a valid token after ``session_ttl_s`` of inactivity starts a fresh session. Nothing
-persisted belongs to a session: conversations live in the store, so expiry, eviction and logout lose none of them.
-A session with a turn in flight is never expired or evicted (its slots must stay counted); when every live session
-is busy, the ceiling is exceeded until one finishes.
+A session is what the service holds for a user between requests: when it started and when the user was last seen
+(the user's turns in flight, which occupy the concurrency slots, are counted by
+:class:`anaphora.server.turns.TurnRunner`). It is independent of the token: a valid token after ``session_ttl_s``
+of inactivity starts a fresh session. Nothing persisted belongs to a session: conversations live in the store, so
+expiry, eviction and logout lose none of them. Replicas share sessions through
+:class:`anaphora.store.redis_coordination.RedisSessionStore` instead (``session_store = "redis"``).
+
+In memory, at most ``max_live`` sessions are kept (least recently seen evicted first). A session with a turn in
+flight is never expired or evicted, so ``GET /v1/session`` keeps naming the session the turn started in; when every
+live session is busy, the ceiling is exceeded until one finishes.
 """
 
 from __future__ import annotations
@@ -14,24 +18,17 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from anaphora.store.protocols import Session
 
 SESSION_HEADER = "X-Anaphora-Session"
 STATE_KEY = "anaphora_session"  # in the ASGI scope's state: the id the response header carries
 
 
-@dataclass
-class Session:
-    id: str
-    user_id: str
-    started_at: float
-    last_seen: float
-
-
-class Sessions:
+class MemorySessionStore:
     def __init__(
         self,
         *,
@@ -51,7 +48,7 @@ class Sessions:
     def __len__(self) -> int:
         return len(self._live)
 
-    def touch(self, user_id: str) -> Session:
+    async def touch(self, user_id: str) -> Session:
         """The user's session, seen now: the live one, or a fresh one if there is none or it expired."""
         now = self.clock()
         session = self._live.get(user_id)
@@ -64,11 +61,14 @@ class Sessions:
             self._evict()
         session.last_seen = now
         self._live.move_to_end(user_id)
-        return session
+        return Session(session.id, user_id, session.started_at, session.last_seen)  # a copy, as Redis returns
 
-    def logout(self, user_id: str) -> Session | None:
+    async def logout(self, user_id: str) -> Session | None:
         """Forget the user's session; the next request starts a fresh one."""
         return self._live.pop(user_id, None)
+
+    async def aclose(self) -> None:
+        self._live.clear()
 
     def _evict(self) -> None:
         if len(self._live) <= self.max_live:

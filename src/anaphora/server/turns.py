@@ -2,14 +2,16 @@
 
 - A user has at most ``max_per_user`` turns in flight (running, or waiting for an earlier turn of the same
   conversation); one more is refused with :class:`RateLimitError` at once, never queued.
-- Turns of one conversation run one at a time, in arrival order (a per-conversation ``asyncio.Lock``), so each turn
-  sees the previous one in its history and indexes follow the order of the requests.
+- Turns of one conversation run one at a time, in arrival order, so each turn sees the previous one in its history
+  and indexes follow the order of the requests. The :class:`~anaphora.store.protocols.TurnLock` decides how far
+  that holds: within this process (:class:`~anaphora.store.locks.ProcessTurnLock`, the default), or across every
+  replica sharing the store (:class:`~anaphora.store.locks.SharedTurnLock` over Redis or PostgreSQL; arrival order
+  then holds within each replica, and turns from different replicas take turns).
 - Each turn runs in its own task that the server never cancels: a client that disconnects or stops reading does not
   stop its turn from being stored. The user's slot and the conversation's lock are released when the turn ends,
   not when the response does, and shutdown waits for the turns still in flight.
 
-The locks live in this process: several replicas behind one store keep gap-free indexes (the store appends
-atomically) but do not order concurrent turns of one conversation across replicas.
+The per-user limit counts the turns in flight in this process.
 """
 
 from __future__ import annotations
@@ -18,14 +20,14 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from functools import partial
 
 from anaphora.errors import AnaphoraError, RateLimitError
 from anaphora.pipeline.engine import Engine, TurnRequest, TurnStream
+from anaphora.store.locks import ProcessTurnLock
+from anaphora.store.protocols import Lease, TurnLock
 from anaphora.types import TurnResult
 
 log = logging.getLogger("anaphora.server")
-Key = tuple[str, str]
 
 
 class Turn:
@@ -40,44 +42,12 @@ class Turn:
         return await asyncio.shield(self.task)
 
 
-class _Locks:
-    """One FIFO lock per key, dropped when nobody holds or waits for it."""
-
-    def __init__(self) -> None:
-        self._entries: dict[Key, tuple[asyncio.Lock, list[int]]] = {}
-
-    async def acquire(self, key: Key) -> None:
-        lock, users = self._entries.setdefault(key, (asyncio.Lock(), [0]))
-        users[0] += 1
-        try:
-            await lock.acquire()
-        except BaseException:
-            self._forget(key)
-            raise
-
-    def release(self, key: Key) -> None:
-        self._entries[key][0].release()
-        self._forget(key)
-
-    def _forget(self, key: Key) -> None:
-        _, users = self._entries[key]
-        users[0] -= 1
-        if users[0] == 0:
-            del self._entries[key]
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def held(self) -> list[Key]:
-        return list(self._entries)
-
-
 class TurnRunner:
-    def __init__(self, engine: Engine, *, max_per_user: int) -> None:
+    def __init__(self, engine: Engine, *, max_per_user: int, lock: TurnLock | None = None) -> None:
         self.engine = engine
         self.max_per_user = max_per_user
+        self.lock: TurnLock = lock if lock is not None else ProcessTurnLock()
         self._per_user: dict[str, int] = {}
-        self._locks = _Locks()
         self._tasks: set[asyncio.Task[TurnResult]] = set()
 
     @property
@@ -88,8 +58,8 @@ class TurnRunner:
         return self._per_user.get(user_id, 0)
 
     def busy_conversations(self) -> set[str]:
-        """Conversations with a turn (or a delete) running or waiting."""
-        return {conversation_id for _, conversation_id in self._locks.held()}
+        """Conversations with a turn (or a delete) running or waiting in this process."""
+        return {conversation_id for _, conversation_id in self.lock.busy()}
 
     async def start(self, request: TurnRequest) -> Turn:
         """Admit the turn (or raise :class:`RateLimitError`), wait for its conversation, start it."""
@@ -101,32 +71,40 @@ class TurnRunner:
                 retry_after_s=1.0,
             )
         self._per_user[user] = self._per_user.get(user, 0) + 1
-        key = (user, request.conversation_id) if request.conversation_id is not None else None
-        locked = False
+        lease: Lease | None = None
         try:
-            if key is not None:
-                await self._locks.acquire(key)
-                locked = True
+            if request.conversation_id is not None:
+                lease = await self.lock.acquire((user, request.conversation_id))
             stream = self.engine.stream(request)
         except BaseException:
-            if locked:
-                self._locks.release(key)  # type: ignore[arg-type]
+            if lease is not None:
+                await lease.release()
             self._leave(user)
             raise
-        task = asyncio.get_running_loop().create_task(stream.result())
+        task = asyncio.get_running_loop().create_task(self._finish(user, stream, lease))
         self._tasks.add(task)
-        task.add_done_callback(partial(self._finished, user, key))
+        task.add_done_callback(self._finished)
         return Turn(stream, task)
+
+    async def _finish(self, user: str, stream: TurnStream, lease: Lease | None) -> TurnResult:
+        """The turn's task: its result, then the conversation's lock and the user's slot are given back."""
+        try:
+            return await stream.result()
+        finally:
+            try:
+                if lease is not None:
+                    await lease.release()
+            finally:
+                self._leave(user)
 
     @asynccontextmanager
     async def conversation(self, user_id: str, conversation_id: str) -> AsyncIterator[None]:
         """Hold a conversation's lock (e.g. to delete it after its in-flight turns)."""
-        key = (user_id, conversation_id)
-        await self._locks.acquire(key)
+        lease = await self.lock.acquire((user_id, conversation_id))
         try:
             yield
         finally:
-            self._locks.release(key)
+            await lease.release()
 
     async def drain(self, timeout_s: float) -> int:
         """Wait up to ``timeout_s`` for the turns in flight; returns how many are still running."""
@@ -135,11 +113,8 @@ class TurnRunner:
         _, pending = await asyncio.wait(set(self._tasks), timeout=timeout_s)
         return len(pending)
 
-    def _finished(self, user: str, key: Key | None, task: asyncio.Task[TurnResult]) -> None:
+    def _finished(self, task: asyncio.Task[TurnResult]) -> None:
         self._tasks.discard(task)
-        if key is not None:
-            self._locks.release(key)
-        self._leave(user)
         if task.cancelled():
             log.warning("a turn was cancelled before it was stored")
             return

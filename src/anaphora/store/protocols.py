@@ -1,9 +1,10 @@
-"""Store interfaces. SQLite and (for conversations) PostgreSQL implement them; every backend must keep the same
-rules, which the contract suite :mod:`anaphora.testing.store_contract` checks."""
+"""Store interfaces. SQLite, PostgreSQL and Redis implement them; every backend must keep the same rules, which the
+contract suites in :mod:`anaphora.testing` check (conversations, sessions, turn locks)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -92,3 +93,58 @@ class SummaryStore(Protocol):
     async def summary(self, user_id: str, conversation_id: str) -> Summary | None: ...
 
     async def save_summary(self, user_id: str, conversation_id: str, covers_turns: int, text: str) -> None: ...
+
+
+@dataclass
+class Session:
+    """A user's server-side session: what the service holds between requests, independent of the token."""
+
+    id: str
+    user_id: str
+    started_at: float
+    last_seen: float
+
+
+class SessionStore(Protocol):
+    """Server-side sessions, one per user, ended by ``ttl_s`` seconds of inactivity or by logout.
+
+    Rules: ``touch`` returns the user's live session with ``last_seen`` set to now, or starts a fresh one (a new id)
+    when there is none or it has been idle for longer than ``ttl_s``; concurrent touches of one user, from any
+    number of processes sharing the store, agree on one session. ``logout`` ends it and returns what it was.
+    Nothing persisted belongs to a session, so expiry loses no conversation.
+    """
+
+    ttl_s: float
+
+    async def touch(self, user_id: str) -> Session: ...
+
+    async def logout(self, user_id: str) -> Session | None: ...
+
+    async def aclose(self) -> None: ...
+
+
+LockKey = tuple[str, str]  # (user_id, conversation_id)
+
+
+class Lease(Protocol):
+    """A held turn lock; release it exactly once, when the turn (or delete) is over."""
+
+    async def release(self) -> None: ...
+
+
+class TurnLock(Protocol):
+    """Mutual exclusion per conversation, so its turns run one at a time and each sees the previous one.
+
+    Rules: at most one lease per key is held at a time among all the processes sharing the lock; waiters in one
+    process are served in arrival order; a waiter that is cancelled leaves no lease behind; a lease held by a
+    process that died is freed by itself (a lease that expires unless renewed, or a session the server drops), so
+    a crashed replica never blocks a conversation for good.
+    """
+
+    async def acquire(self, key: LockKey) -> Lease: ...
+
+    def busy(self) -> set[LockKey]:
+        """Keys this process holds or waits for (the history sweeper spares their conversations)."""
+        ...
+
+    async def aclose(self) -> None: ...

@@ -171,7 +171,15 @@ def _unavailable(exc: Exception) -> StoreError:
     )
 
 
-def _translating(method):
+def async_client(url: str, timeout_s: float, *, purpose: str) -> Any:
+    """An asyncio Redis client that decodes replies to text; connects on first use."""
+    redis_asyncio = require("redis.asyncio", package="redis", extra="redis", purpose=purpose)
+    return redis_asyncio.Redis.from_url(
+        url, decode_responses=True, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
+    )
+
+
+def translating(method):
     """Report connection failures as :class:`StoreError`; everything else passes through."""
 
     @functools.wraps(method)
@@ -212,14 +220,11 @@ class RedisConversationStore:
         timeout_s: float = 10.0,
         client: Any = None,
     ) -> None:
-        redis_asyncio = require("redis.asyncio", package="redis", extra="redis", purpose="the Redis conversation store")
         if ttl_s < 1:
             raise StoreError("the Redis store needs a TTL of at least one second", hint="set ANAPHORA_REDIS_TTL_S")
         self.ttl_s = int(ttl_s)
         self.prefix = key_prefix
-        self.client = client or redis_asyncio.Redis.from_url(
-            url, decode_responses=True, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
-        )
+        self.client = client or async_client(url, timeout_s, purpose="the Redis conversation store")
         self._scripts = {
             name: self.client.register_script(source)
             for name, source in (
@@ -237,7 +242,7 @@ class RedisConversationStore:
     async def _run(self, script: str, *args: Any) -> Any:
         return await self._scripts[script](keys=[], args=[self.prefix, self.ttl_s, *args])
 
-    @_translating
+    @translating
     async def ping(self) -> None:
         """Raise unless the server answers (readiness checks)."""
         await self.client.ping()
@@ -253,7 +258,7 @@ class RedisConversationStore:
             raise _not_found(conversation_id)
         return data
 
-    @_translating
+    @translating
     async def create(self, user_id: str, title: str = "") -> Conversation:
         now = time.time()
         conversation_id = uuid.uuid4().hex[:12]
@@ -282,14 +287,14 @@ class RedisConversationStore:
             )
         return found
 
-    @_translating
+    @translating
     async def get(self, user_id: str, conversation_id: str) -> Conversation:
         [found] = await self._fetch([conversation_id])
         if found is None or found.user_id != user_id:
             raise _not_found(conversation_id)
         return found
 
-    @_translating
+    @translating
     async def list(self, user_id: str, *, limit: int = 50, offset: int = 0) -> list[Conversation]:
         scored = await self.client.zrange(self.key("user", user_id), 0, -1, withscores=True)
         ordered = [cid for cid, _ in sorted(scored, key=lambda item: (-item[1], item[0]))]
@@ -302,7 +307,7 @@ class RedisConversationStore:
                 break
         return live[offset:wanted]
 
-    @_translating
+    @translating
     async def turns(self, user_id: str, conversation_id: str, *, last: int | None = None) -> list[StoredTurn]:
         await self._owned(user_id, conversation_id)
         if last is not None and last <= 0:
@@ -315,7 +320,7 @@ class RedisConversationStore:
         first = count - len(raws)
         return [_turn(first + n, raw) for n, raw in enumerate(raws)]
 
-    @_translating
+    @translating
     async def append_turn(
         self,
         user_id: str,
@@ -343,7 +348,7 @@ class RedisConversationStore:
             index=index, question=question, answer=answer, citations=list(citations), trace=trace, created_at=now
         )
 
-    @_translating
+    @translating
     async def delete(self, user_id: str, conversation_id: str) -> None:
         if await self._run("delete", conversation_id, user_id) < 0:
             raise _not_found(conversation_id)
@@ -352,18 +357,18 @@ class RedisConversationStore:
     def _counts(reply: Sequence[int]) -> dict[str, int]:
         return {"conversations": int(reply[0]), "turns": int(reply[1]), "summaries": int(reply[2])}
 
-    @_translating
+    @translating
     async def erase_user(self, user_id: str) -> dict[str, int]:
         """Delete every conversation of ``user_id`` with its turns and summaries, atomically; returns the counts."""
         return self._counts(await self._run("delete_many", "user", user_id))
 
-    @_translating
+    @translating
     async def delete_inactive(self, before_ts: float, *, keep: Iterable[str] = ()) -> dict[str, int]:
         """Delete every conversation whose last activity (``updated_at``) is older than ``before_ts``, with its
         turns and summaries, atomically; ``keep`` names conversations to spare. Returns the counts."""
         return self._counts(await self._run("delete_many", "inactive", repr(float(before_ts)), *sorted(set(keep))))
 
-    @_translating
+    @translating
     async def summary(self, user_id: str, conversation_id: str) -> Summary | None:
         await self._owned(user_id, conversation_id)
         versions = await self.client.hgetall(self.key("sums", conversation_id))
@@ -373,7 +378,7 @@ class RedisConversationStore:
         data = json.loads(versions[covers])
         return Summary(covers_turns=int(covers), text=data["text"], created_at=data["created_at"])
 
-    @_translating
+    @translating
     async def save_summary(self, user_id: str, conversation_id: str, covers_turns: int, text: str) -> None:
         payload = json.dumps({"text": text, "created_at": time.time()})
         if await self._run("save_summary", conversation_id, user_id, str(int(covers_turns)), payload) < 0:

@@ -16,7 +16,7 @@ async def current_user(request: Request) -> Principal:
     """The authenticated caller; seeing them starts or refreshes their server-side session."""
     svc = service(request)
     principal = svc.auth.authenticate(request.headers.get("authorization"))
-    setattr(request.state, STATE_KEY, svc.sessions.touch(principal.user_id).id)
+    setattr(request.state, STATE_KEY, (await svc.sessions.touch(principal.user_id)).id)
     return principal
 
 

@@ -14,7 +14,7 @@ router = APIRouter(tags=["session"])
 @router.get("/v1/session", response_model=SessionOut, summary="Your server-side session (this request refreshes it)")
 async def read(user: User, svc: Svc) -> SessionOut:
     sessions = svc.sessions
-    session = sessions.touch(user.user_id)
+    session = await sessions.touch(user.user_id)
     return SessionOut(
         id=session.id,
         user_id=session.user_id,
@@ -27,6 +27,6 @@ async def read(user: User, svc: Svc) -> SessionOut:
 
 @router.post("/v1/session/logout", response_model=SessionEnded, summary="End your server-side session")
 async def logout(request: Request, user: User, svc: Svc) -> SessionEnded:
-    ended = svc.sessions.logout(user.user_id)
+    ended = await svc.sessions.logout(user.user_id)
     setattr(request.state, STATE_KEY, None)  # no session left to name in the response
     return SessionEnded(id=ended.id if ended else None)
