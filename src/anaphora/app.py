@@ -71,22 +71,16 @@ def build_query_stage(settings: Settings, chat_model: ChatModel, metrics: Metric
     )
 
 
-def _redis_url(settings: Settings, setting: str) -> str:
-    url = settings.redis_url.get_secret_value()
-    if not url:
-        raise ConfigurationError(
-            f"{setting} is 'redis' but no redis_url is set",
-            hint=f"set ANAPHORA_REDIS_URL=redis://host:6379/0, or use {setting}='sqlite'",
-        )
-    return url
+_URL_EXAMPLES = {"redis": "redis://host:6379/0", "postgres": "postgresql://user:password@host:5432/anaphora"}
 
 
-def _postgres_url(settings: Settings, setting: str) -> str:
-    url = settings.postgres_url.get_secret_value()
+def _server_url(settings: Settings, setting: str, backend: str) -> str:
+    """The ``redis_url`` or ``postgres_url`` that ``setting = backend`` needs, refused with a hint when unset."""
+    url = getattr(settings, f"{backend}_url").get_secret_value()
     if not url:
         raise ConfigurationError(
-            f"{setting} is 'postgres' but no postgres_url is set",
-            hint=f"set ANAPHORA_POSTGRES_URL=postgresql://user:password@host:5432/anaphora, or use {setting}='sqlite'",
+            f"{setting} is '{backend}' but no {backend}_url is set",
+            hint=f"set ANAPHORA_{backend.upper()}_URL={_URL_EXAMPLES[backend]}, or use {setting}='sqlite'",
         )
     return url
 
@@ -99,7 +93,7 @@ def build_passage_stores(
     connects here; that happens on first use."""
     if settings.passage_store == "postgres":
         store = PostgresPassageStore(
-            _postgres_url(settings, "passage_store"),
+            _server_url(settings, "passage_store", "postgres"),
             embedder_name=embedder.name,
             dim=lambda: embedder.dim,
             text_search_config=settings.postgres_text_search_config,
@@ -120,16 +114,18 @@ def build_conversation_store(
         return SQLiteConversationStore(database)
     if settings.conversation_store == "redis":
         return RedisConversationStore(
-            _redis_url(settings, "conversation_store"), ttl_s=settings.redis_ttl_s, key_prefix=settings.redis_key_prefix
+            _server_url(settings, "conversation_store", "redis"),
+            ttl_s=settings.redis_ttl_s,
+            key_prefix=settings.redis_key_prefix,
         )
-    return PostgresConversationStore(_postgres_url(settings, "conversation_store"))
+    return PostgresConversationStore(_server_url(settings, "conversation_store", "postgres"))
 
 
 def build_embedding_cache(settings: Settings, database: Database) -> EmbeddingCache:
     """The embedding cache ``settings.embedding_cache_store`` names: SQLite in ``data_dir`` or Redis (shared)."""
     if settings.embedding_cache_store == "redis":
         return RedisEmbeddingCache(
-            _redis_url(settings, "embedding_cache_store"),
+            _server_url(settings, "embedding_cache_store", "redis"),
             ttl_s=settings.redis_ttl_s,
             key_prefix=settings.redis_key_prefix,
         )
