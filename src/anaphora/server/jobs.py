@@ -117,9 +117,8 @@ class IngestJobs:
 
     async def _run_uploads(self, job: Job, folder: Path, names: set[str]) -> IngestReport:
         root = str(folder.resolve())
-        earlier = [
-            d for d in self.corpus.documents() if d.source in names and d.root != root and self._is_upload(d.root)
-        ]
+        documents = await asyncio.to_thread(self.corpus.documents)  # may be a PostgreSQL round trip
+        earlier = [d for d in documents if d.source in names and d.root != root and self._is_upload(d.root)]
         report = await asyncio.to_thread(self._replace, job, folder, earlier)
         for name, reason in job.rejected:
             report.skipped.append((name, reason))
