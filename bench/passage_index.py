@@ -182,13 +182,13 @@ def main() -> None:
         "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "default"),  # the exact scan is a BLAS product
         "command": f"python bench/passage_index.py --queries {args.queries} --ef-search {args.ef_search}",
         "corpus": "clapnq",
-        "postgres": {
+        "postgres_setup": {
             **loaded,
             "hnsw": {"m": 16, "ef_construction": 200, "ef_search": args.ef_search, "ops": "vector_cosine_ops"},
             "text_search_config": settings.postgres_text_search_config,
             "note": "timings include the client round trips over a local Unix socket",
         },
-        "embedded": {"lexical": "bm25s (Lucene, k1=1.5, b=0.75)", "dense": "exact scan (under 20,000 passages)"},
+        "embedded_setup": {"lexical": "bm25s (Lucene, k1=1.5, b=0.75)", "dense": "exact scan (under 20,000 passages)"},
         **numbers,
     }
     path = write_result("passage_index", result)
