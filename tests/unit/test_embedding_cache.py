@@ -227,7 +227,7 @@ def test_corpus_vectors_survive_cache_eviction(rag: Anaphora) -> None:
     cache.trim()
     assert len(cache) == 0
     shutil.rmtree(components.settings.data_dir / "index")
-    components.indexes._current = None
+    components.passages.indexes._current = None
     misses = components.embedder.misses
     after = rag.ask("How do I install Kestrel on Kubernetes?")
     # the indexes were rebuilt from the chunk table: only the question had to be embedded again

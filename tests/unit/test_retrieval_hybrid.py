@@ -52,7 +52,7 @@ def app(settings: Settings, tmp_path: Path) -> Iterator[Components]:
 
 
 def retriever(app: Components, **overrides) -> HybridRetriever:
-    return HybridRetriever(app.corpus, app.indexes, app.embedder, app.settings.model_copy(update=overrides))
+    return HybridRetriever(app.passages, app.embedder, app.settings.model_copy(update=overrides))
 
 
 def assert_sorted(passages: list[Passage]) -> None:

@@ -67,7 +67,7 @@ def top_bm25_source(app: Components, cache: IndexCache, query: str) -> str | Non
 
 def test_first_get_builds_and_saves(app: Components, docs: Path, build_calls: list[int]):
     app.ingestor.run([docs])
-    indexes = app.indexes.get()
+    indexes = app.passages.indexes.get()
     assert build_calls == [2]
     assert indexes.generation == app.corpus.generation()
     assert len(indexes.dense) == 2
@@ -82,30 +82,30 @@ def test_first_get_builds_and_saves(app: Components, docs: Path, build_calls: li
 
 def test_unchanged_generation_reuses_the_in_memory_index(app: Components, docs: Path, build_calls: list[int]):
     app.ingestor.run([docs])
-    first = app.indexes.get()
-    assert app.indexes.get() is first
+    first = app.passages.indexes.get()
+    assert app.passages.indexes.get() is first
     app.ingestor.run([docs])  # no change: generation stays
-    assert app.indexes.get() is first
+    assert app.passages.indexes.get() is first
     assert build_calls == [2]
 
 
 def test_rebuilds_after_the_generation_changes(app: Components, docs: Path, build_calls: list[int]):
     app.ingestor.run([docs])
-    before = app.indexes.get()
-    assert top_bm25_source(app, app.indexes, "zeppelin") is None
+    before = app.passages.indexes.get()
+    assert top_bm25_source(app, app.passages.indexes, "zeppelin") is None
 
     (docs / "gamma.md").write_text("# Gamma\n\nA zeppelin floats over the city.\n", encoding="utf-8")
     app.ingestor.run([docs])
-    after = app.indexes.get()
+    after = app.passages.indexes.get()
     assert after.generation > before.generation
     assert build_calls == [2, 3]
-    assert top_bm25_source(app, app.indexes, "zeppelin") == "gamma.md"
+    assert top_bm25_source(app, app.passages.indexes, "zeppelin") == "gamma.md"
     assert len(after.dense) == 3
 
 
 def test_fresh_cache_loads_from_disk_without_rebuilding(app: Components, docs: Path, build_calls: list[int]):
     app.ingestor.run([docs])
-    built = app.indexes.get()
+    built = app.passages.indexes.get()
     assert build_calls == [2]
 
     cache = fresh_cache(app)
@@ -134,7 +134,7 @@ def test_damaged_or_stale_cache_on_disk_is_rebuilt(app: Components, docs: Path, 
     import shutil
 
     app.ingestor.run([docs])
-    app.indexes.get()
+    app.passages.indexes.get()
     directory = app.settings.data_dir / "index"
     stamp = directory / "stamp.json"
     generation = app.corpus.generation()
@@ -179,7 +179,7 @@ def test_other_embedder_name_is_fine_for_an_empty_corpus(app: Components):
 
 
 def test_empty_corpus_gives_empty_indexes(app: Components):
-    indexes = app.indexes.get()
+    indexes = app.passages.indexes.get()
     assert indexes.generation == 0
     assert indexes.bm25.search("anything at all", 5) == []
     assert indexes.dense.search(np.ones(app.embedder.dim, dtype=np.float32) / 20, 5) == []
@@ -189,12 +189,12 @@ def test_empty_corpus_gives_empty_indexes(app: Components):
 
 def test_corpus_emptied_by_removal_gives_empty_indexes(app: Components, docs: Path):
     app.ingestor.run([docs])
-    assert app.indexes.get().bm25.search("aardvark", 5)
+    assert app.passages.indexes.get().bm25.search("aardvark", 5)
     for file in docs.iterdir():
         file.unlink()
     report = app.ingestor.run([docs])
     assert sorted(report.removed) == ["alpha.md", "beta.md"]
-    indexes = app.indexes.get()
+    indexes = app.passages.indexes.get()
     assert indexes.bm25.search("aardvark", 5) == []
     assert len(indexes.dense) == 0
 
@@ -208,7 +208,7 @@ def test_index_of_a_replaced_database_is_not_reused(settings: Settings, tmp_path
 
     first = build_components(settings)
     first.ingestor.run([old_docs])
-    first.indexes.get()  # saved, stamped generation 1
+    first.passages.indexes.get()  # saved, stamped generation 1
     first.database.close()
     for suffix in ("", "-wal", "-shm"):
         Path(f"{settings.data_dir / 'anaphora.db'}{suffix}").unlink(missing_ok=True)
@@ -217,6 +217,6 @@ def test_index_of_a_replaced_database_is_not_reused(settings: Settings, tmp_path
     try:
         second.ingestor.run([new_docs])
         assert second.corpus.generation() == 1
-        assert top_bm25_source(second, second.indexes, "zeppelin") == "new.md"
+        assert top_bm25_source(second, second.passages.indexes, "zeppelin") == "new.md"
     finally:
         second.database.close()

@@ -66,7 +66,7 @@ def _ingest(rag: Anaphora, corpus: Path) -> None:
     for path, reason in report.skipped:
         errors.print(f"[yellow]skipped[/yellow] {path}: {reason}")
     errors.print(
-        f"index: {rag.components.corpus.chunk_count()} passages "
+        f"index: {sum(d.chunk_count for d in rag.components.corpus.documents())} passages "
         f"({report.chunks_written} embedded now, {len(report.unchanged)} files unchanged)"
     )
 

@@ -20,7 +20,8 @@ from anaphora.errors import InputError
 from anaphora.ingest.chunker import chunk_sections
 from anaphora.ingest.parsers import SUPPORTED_SUFFIXES, ParsedDocument, parse_file
 from anaphora.settings import Settings
-from anaphora.store.corpus import SQLiteCorpus, search_text
+from anaphora.store.corpus import search_text
+from anaphora.store.protocols import DocumentRegistry
 from anaphora.types import Chunk
 
 Progress = Callable[[int, int], None]  # (chunks embedded so far, chunks to embed)
@@ -67,7 +68,7 @@ def _discover(path: Path, report: IngestReport) -> tuple[Path, list[Path], bool]
 
 
 class Ingestor:
-    def __init__(self, corpus: SQLiteCorpus, embedder: Embedder, settings: Settings) -> None:
+    def __init__(self, corpus: DocumentRegistry, embedder: Embedder, settings: Settings) -> None:
         self.corpus = corpus
         self.embedder = embedder
         self.settings = settings

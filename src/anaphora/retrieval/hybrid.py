@@ -1,4 +1,10 @@
-"""The hybrid first stage: BM25 and dense lists fused with weighted reciprocal rank fusion."""
+"""The hybrid first stage: lexical and dense lists from a passage index, fused with weighted reciprocal rank fusion.
+
+The index is a :class:`~anaphora.store.protocols.PassageIndex`: the embedded one (BM25 + exact/HNSW over SQLite)
+or PostgreSQL (full-text search + pgvector). Fusion happens here, the same for both, so switching backends changes
+only the two lists. A turn's queries are embedded in one batch and searched in one worker-thread call, so blocking
+database I/O never stalls the event loop and a database backend can answer all the queries in one round trip.
+"""
 
 from __future__ import annotations
 
@@ -10,18 +16,16 @@ import numpy as np
 from anaphora.embeddings.base import Embedder
 from anaphora.embeddings.batching import BatchingEmbedder
 from anaphora.retrieval.fusion import weighted_rrf
-from anaphora.retrieval.indexes import IndexCache
 from anaphora.settings import Settings
-from anaphora.store.corpus import SQLiteCorpus
+from anaphora.store.protocols import PassageIndex, Ranking
 from anaphora.types import Passage
 
 LIST_DEPTH = 50  # each list contributes this many candidates to the fusion
 
 
 class HybridRetriever:
-    def __init__(self, corpus: SQLiteCorpus, indexes: IndexCache, embedder: Embedder, settings: Settings) -> None:
-        self.corpus = corpus
-        self.indexes = indexes
+    def __init__(self, index: PassageIndex, embedder: Embedder, settings: Settings) -> None:
+        self.index = index
         self.embedder = embedder
         self.settings = settings
 
@@ -34,7 +38,7 @@ class HybridRetriever:
         self._query_embedder = BatchingEmbedder(embedder)  # concurrent turns share model batches
 
     def warm_up(self) -> None:
-        self.indexes.get()
+        self.index.warm_up()
 
     async def run(self, query: str, *, limit: int | None = None) -> list[Passage]:
         """Up to ``limit`` (default: the ``candidates`` setting) passages, best first, with their scores."""
@@ -43,45 +47,50 @@ class HybridRetriever:
         return (await self._search_all([query], limit or self.settings.candidates))[0]
 
     async def _search_all(self, queries: list[str], limit: int) -> list[list[Passage]]:
-        """One ranking per query; the queries are embedded together in one batch."""
-        indexes = await asyncio.to_thread(self.indexes.get)
-        vectors: list[np.ndarray | None] = [None] * len(queries)
+        """One ranking per query; the queries are embedded together in one batch and searched together."""
+        vectors = None
         if self.settings.fusion in ("rrf", "dense"):
-            vectors = list(np.asarray(await self._query_embedder.embed(queries)))
-        return [self._search(indexes, q, v, limit) for q, v in zip(queries, vectors, strict=True)]
+            vectors = np.asarray(await self._query_embedder.embed(queries), dtype=np.float32)
+        return await asyncio.to_thread(self._search, queries, vectors, limit)
 
-    def _search(self, indexes, query: str, vector: np.ndarray | None, limit: int) -> list[Passage]:
+    def _search(self, queries: list[str], vectors: np.ndarray | None, limit: int) -> list[list[Passage]]:
         fusion = self.settings.fusion
         depth = max(LIST_DEPTH, limit)
-        lexical = indexes.bm25.search(query, depth) if fusion in ("rrf", "bm25") else []
-        dense = indexes.dense.search(vector, depth) if vector is not None else []
+        nothing: list[Ranking] = [[] for _ in queries]
+        lexical = self.index.lexical(queries, depth) if fusion in ("rrf", "bm25") else nothing
+        dense = self.index.dense(vectors, depth) if vectors is not None else nothing
         if fusion == "bm25":
-            ranked = lexical
+            ranked = [found[:limit] for found in lexical]
         elif fusion == "dense":
-            ranked = dense
+            ranked = [found[:limit] for found in dense]
         else:
-            ranked = weighted_rrf(
-                [(self.settings.bm25_weight, lexical), (self.settings.dense_weight, dense)],
-                k=self.settings.rrf_k,
-            )
-        ranked = ranked[:limit]
-        lexical_scores, dense_scores = dict(lexical), dict(dense)
-        if vector is not None:  # every candidate gets its cosine similarity, the score thresholds apply to
-            missing = [key for key, _ in ranked if key not in dense_scores]
-            dense_scores.update(indexes.dense.similarity(vector, missing))
-        chunks = self.corpus.chunks([key for key, _ in ranked])
+            weights = (self.settings.bm25_weight, self.settings.dense_weight)
+            ranked = [
+                weighted_rrf([(weights[0], words), (weights[1], meaning)], k=self.settings.rrf_k)[:limit]
+                for words, meaning in zip(lexical, dense, strict=True)
+            ]
+        dense_scores = [dict(found) for found in dense]
+        if vectors is not None:  # every candidate gets its cosine similarity, the score thresholds apply to
+            missing = [[key for key, _ in r if key not in d] for r, d in zip(ranked, dense_scores, strict=True)]
+            if any(missing):
+                for scores, found in zip(dense_scores, self.index.similarity(vectors, missing), strict=True):
+                    scores.update(found)
+        chunks = self.index.passages(sorted({key for r in ranked for key, _ in r}))
         return [
-            Passage(
-                id=chunks[key].id,
-                text=chunks[key].text,
-                source=chunks[key].source,
-                heading=chunks[key].heading,
-                score=score,
-                bm25_score=lexical_scores.get(key),
-                dense_score=dense_scores.get(key),
-            )
-            for key, score in ranked
-            if key in chunks
+            [
+                Passage(
+                    id=chunks[key].id,
+                    text=chunks[key].text,
+                    source=chunks[key].source,
+                    heading=chunks[key].heading,
+                    score=score,
+                    bm25_score=words.get(key),
+                    dense_score=meaning.get(key),
+                )
+                for key, score in r
+                if key in chunks
+            ]
+            for r, words, meaning in zip(ranked, map(dict, lexical), dense_scores, strict=True)
         ]
 
     async def run_many(self, queries: Sequence[str], *, limit: int | None = None) -> list[Passage]:

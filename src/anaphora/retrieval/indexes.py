@@ -92,6 +92,11 @@ class IndexCache:
         keys, texts = self.corpus.keys_and_texts()
         bm25 = BM25Index.build(keys, texts)
         vector_keys, vectors = self.corpus.keys_and_vectors()
+        if vectors is not None and vectors.shape[1] != self.dim:
+            raise ConfigurationError(
+                f"the stored passage vectors have {vectors.shape[1]} dimensions but the embedder gives {self.dim}",
+                hint="re-embed with: anaphora ingest --rebuild PATH (or use a new ANAPHORA_DATA_DIR)",
+            )
         dense = DenseIndex.build(vector_keys, vectors, self.dim)
         with contextlib.suppress(OSError):  # a read-only data dir still serves from memory; the next start rebuilds
             self._save(generation, bm25, dense)

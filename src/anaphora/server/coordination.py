@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from anaphora.app import postgres_url, redis_url
+from anaphora.app import server_url
 from anaphora.server.sessions import MemorySessionStore
 from anaphora.settings import Settings
 from anaphora.store.locks import ProcessTurnLock, SharedTurnLock
@@ -35,12 +35,12 @@ def build_turn_lock(settings: Settings) -> TurnLock:
 
         lease_s = settings.turn_lock_lease_s
         backend = RedisLockBackend(
-            redis_url(settings, "turn_lock", "process"), lease_s=lease_s, key_prefix=settings.redis_key_prefix
+            server_url(settings, "turn_lock", "redis", "process"), lease_s=lease_s, key_prefix=settings.redis_key_prefix
         )
         return SharedTurnLock(backend, renew_every_s=lease_s / 3, wait_s=settings.turn_lock_wait_s)
     from anaphora.store.postgres_locks import PostgresLockBackend
 
-    backend = PostgresLockBackend(postgres_url(settings, "turn_lock", "process"))
+    backend = PostgresLockBackend(server_url(settings, "turn_lock", "postgres", "process"))
     # the lease is the connection; renewing only checks it is alive, so a few seconds apart is plenty
     return SharedTurnLock(backend, renew_every_s=10.0, wait_s=settings.turn_lock_wait_s)
 
@@ -51,7 +51,7 @@ def build_session_store(settings: Settings, *, busy: Callable[[str], bool]) -> S
         from anaphora.store.redis_coordination import RedisSessionStore
 
         return RedisSessionStore(
-            redis_url(settings, "session_store", "memory"),
+            server_url(settings, "session_store", "redis", "memory"),
             ttl_s=settings.session_ttl_s,
             key_prefix=settings.redis_key_prefix,
         )

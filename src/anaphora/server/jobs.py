@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from anaphora.errors import NotFoundError
 from anaphora.ingest import Ingestor, IngestReport
-from anaphora.store.corpus import SQLiteCorpus
+from anaphora.store.protocols import DocumentRegistry
 
 log = logging.getLogger("anaphora.server")
 KEEP_JOBS = 100
@@ -50,7 +50,7 @@ class Upload:
 
 
 class IngestJobs:
-    def __init__(self, ingestor: Ingestor, corpus: SQLiteCorpus, uploads: Path) -> None:
+    def __init__(self, ingestor: Ingestor, corpus: DocumentRegistry, uploads: Path) -> None:
         self.ingestor = ingestor
         self.corpus = corpus
         self.uploads = uploads
@@ -117,9 +117,8 @@ class IngestJobs:
 
     async def _run_uploads(self, job: Job, folder: Path, names: set[str]) -> IngestReport:
         root = str(folder.resolve())
-        earlier = [
-            d for d in self.corpus.documents() if d.source in names and d.root != root and self._is_upload(d.root)
-        ]
+        documents = await asyncio.to_thread(self.corpus.documents)  # may be a PostgreSQL round trip
+        earlier = [d for d in documents if d.source in names and d.root != root and self._is_upload(d.root)]
         report = await asyncio.to_thread(self._replace, job, folder, earlier)
         for name, reason in job.rejected:
             report.skipped.append((name, reason))

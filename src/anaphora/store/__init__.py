@@ -1,21 +1,25 @@
-"""Stores: the SQLite database and the stores built on it, the PostgreSQL conversation store and the Redis
-conversation store and embedding cache, behind the Protocols in ``protocols``; and what replicas share besides
-history: sessions (Redis) and turn locks (in-process, Redis or PostgreSQL)."""
+"""Stores: the SQLite database and the stores built on it, the PostgreSQL conversation store and passage store
+(pgvector), the Redis conversation store and embedding cache, behind the Protocols in ``protocols``; and what
+replicas share besides history: sessions (Redis) and turn locks (in-process, Redis or PostgreSQL)."""
 
 from anaphora.store.conversations import SQLiteConversationStore
-from anaphora.store.corpus import SQLiteCorpus, StoredDocument
+from anaphora.store.corpus import SQLiteCorpus
 from anaphora.store.database import Database
 from anaphora.store.embedding_cache import SQLiteEmbeddingCache
 from anaphora.store.locks import LockBackend, ProcessTurnLock, SharedTurnLock
+from anaphora.store.pg_passages import PostgresPassageStore
 from anaphora.store.postgres import PostgresConversationStore
 from anaphora.store.protocols import (
     Conversation,
     ConversationStore,
+    DocumentRegistry,
     EmbeddingCache,
     Lease,
     LockKey,
+    PassageIndex,
     Session,
     SessionStore,
+    StoredDocument,
     StoredTurn,
     Summary,
     SummaryStore,
@@ -27,11 +31,14 @@ __all__ = [
     "Conversation",
     "ConversationStore",
     "Database",
+    "DocumentRegistry",
     "EmbeddingCache",
     "Lease",
     "LockBackend",
     "LockKey",
+    "PassageIndex",
     "PostgresConversationStore",
+    "PostgresPassageStore",
     "ProcessTurnLock",
     "RedisConversationStore",
     "RedisEmbeddingCache",

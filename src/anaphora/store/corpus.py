@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from anaphora.store.database import Database
+from anaphora.store.protocols import StoredDocument
 from anaphora.types import Chunk
+
+__all__ = ["SQLiteCorpus", "StoredDocument", "search_text"]
 
 
 def search_text(heading: str, text: str) -> str:
@@ -17,17 +19,9 @@ def search_text(heading: str, text: str) -> str:
     return f"{heading}\n{text}" if heading else text
 
 
-@dataclass(frozen=True, slots=True)
-class StoredDocument:
-    root: str
-    source: str
-    content_hash: str
-    chunk_count: int
-    ingested_at: float
-
-
 class SQLiteCorpus:
-    """Documents and their chunks (with vectors).
+    """Documents and their chunks (with vectors): the :class:`~anaphora.store.protocols.DocumentRegistry` of the
+    embedded backend, read by :class:`~anaphora.retrieval.embedded.EmbeddedPassageIndex`.
 
     Every change bumps ``generation`` in the same transaction, so a derived index (BM25, HNSW) can tell whether it
     is stale by comparing the generation it was built at.

@@ -3,6 +3,7 @@ documents. Administrators only when auth is 'jwt' (anyone when auth is 'none')."
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -110,7 +111,7 @@ async def job(job_id: str, user: User, svc: Svc) -> Any:
 @router.get("/v1/documents", response_model=DocumentList, summary="The ingested documents")
 async def list_documents(user: User, svc: Svc) -> DocumentList:
     require_admin(user, svc)
-    documents = svc.components.corpus.documents()
+    documents = await asyncio.to_thread(svc.components.corpus.documents)  # may be a PostgreSQL round trip
     return DocumentList(
         data=[DocumentOut(source=d.source, chunks=d.chunk_count, ingested_at=d.ingested_at) for d in documents]
     )
@@ -121,7 +122,7 @@ async def list_documents(user: User, svc: Svc) -> DocumentList:
 )
 async def delete_document(source: str, user: User, svc: Svc) -> DocumentDeleted:
     require_admin(user, svc)
-    roots = svc.components.corpus.remove_source(source)
+    roots = await asyncio.to_thread(svc.components.corpus.remove_source, source)
     if not roots:
         raise NotFoundError(f"no document {source!r}", hint="GET /v1/documents lists them")
     for root in roots:

@@ -1,0 +1,47 @@
+"""The embedded passage index: BM25 (bm25s) and dense (exact scan or hnswlib) over the SQLite corpus, in process.
+
+It implements :class:`~anaphora.store.protocols.PassageIndex` on top of :class:`~anaphora.retrieval.IndexCache`,
+whose indexes are derived from the chunk table and rebuilt when the corpus generation changes; passages are read
+back from SQLite by key. Searches are CPU work of a millisecond or two, so they run inline in the caller's thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from anaphora.retrieval.indexes import IndexCache
+from anaphora.store.corpus import SQLiteCorpus
+from anaphora.store.protocols import Ranking, check_dimension
+from anaphora.types import Chunk
+
+
+class EmbeddedPassageIndex:
+    """The default :class:`~anaphora.store.protocols.PassageIndex`: no server, indexes cached under ``data_dir``."""
+
+    def __init__(self, corpus: SQLiteCorpus, indexes: IndexCache) -> None:
+        self.corpus = corpus
+        self.indexes = indexes
+
+    def warm_up(self) -> None:
+        self.indexes.get()
+
+    def dense(self, vectors: np.ndarray, k: int) -> list[Ranking]:
+        vectors = np.asarray(vectors, dtype=np.float32)
+        index = self.indexes.get().dense
+        check_dimension(vectors, index.dim)
+        return [index.search(vector, k) for vector in vectors]
+
+    def lexical(self, queries: Sequence[str], k: int) -> list[Ranking]:
+        index = self.indexes.get().bm25
+        return [index.search(query, k) if query.strip() else [] for query in queries]
+
+    def similarity(self, vectors: np.ndarray, keys: Sequence[Sequence[int]]) -> list[dict[int, float]]:
+        vectors = np.asarray(vectors, dtype=np.float32)
+        index = self.indexes.get().dense
+        check_dimension(vectors, index.dim)
+        return [index.similarity(vector, list(wanted)) for vector, wanted in zip(vectors, keys, strict=True)]
+
+    def passages(self, keys: Sequence[int]) -> dict[int, Chunk]:
+        return self.corpus.chunks(keys)
