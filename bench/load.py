@@ -50,6 +50,12 @@ def serve(data_dir: str, port: int, conversations: int) -> None:
     uvicorn.run(create_app(settings), host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc), to tell how busy the server was."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -172,7 +178,9 @@ def main() -> None:
             asyncio.run(wait_ready(base, server))
             asyncio.run(warm_up(base, questions))
             load = Load(questions, args.turns, args.max_seconds, args.turns_per_conversation)
+            server_cpu, client_cpu = cpu_seconds(server.pid), time.process_time()
             seconds = asyncio.run(load.run(base, args.conversations))
+            server_cpu, client_cpu = cpu_seconds(server.pid) - server_cpu, time.process_time() - client_cpu
         finally:
             server.terminate()
             server.wait(timeout=60)
@@ -200,6 +208,10 @@ def main() -> None:
         "service_overhead_ms": summary_ms(load.overheads),
         "stages_ms": {name: summary_ms(values) for name, values in load.stages.items()},
         "errors": load.errors,
+        # CPU per turn: the server's (all its threads) and the load generator's, which shares the 2 cores
+        "server_cpu_ms_per_turn": round(server_cpu * 1000 / done, 2) if done else None,
+        "client_cpu_ms_per_turn": round(client_cpu * 1000 / done, 2) if done else None,
+        "cpu_cores_busy": round((server_cpu + client_cpu) / seconds, 2) if seconds else None,
     }
     path = write_result("load", result)
     print(json.dumps(result, indent=2))

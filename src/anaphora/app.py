@@ -101,7 +101,13 @@ def build_passage_stores(
         )
         return store, store
     corpus = SQLiteCorpus(database)
-    indexes = IndexCache(corpus, settings.data_dir / "index", embedder.name, lambda: embedder.dim)
+    indexes = IndexCache(
+        corpus,
+        settings.data_dir / "index",
+        embedder.name,
+        lambda: embedder.dim,
+        exact_below=settings.dense_exact_below,
+    )
     return corpus, EmbeddedPassageIndex(corpus, indexes)
 
 
@@ -142,7 +148,17 @@ def build_components(settings: Settings, *, model: ChatModel | None = None) -> C
         raise
 
 
+def limit_blas_threads(threads: int) -> None:
+    """Cap the BLAS thread pool of this process (0: leave it). Process-wide, so it is a setting applied when the
+    components are built, never an import side effect."""
+    if threads > 0:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=threads, user_api="blas")
+
+
 def _assemble(settings: Settings, database: Database, model: ChatModel | None) -> Components:
+    limit_blas_threads(settings.blas_threads)
     embedder = CachedEmbedder(load_embedder(settings), build_embedding_cache(settings, database))
     corpus, passages = build_passage_stores(settings, database, embedder)
     retriever = HybridRetriever(passages, embedder, settings)

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from anaphora.retrieval import EmbeddedPassageIndex, IndexCache
-from anaphora.retrieval.dense import DenseIndex
 from anaphora.store import Database, SQLiteCorpus
 from anaphora.testing.passage_contract import PassageStoreContract
 
@@ -29,18 +28,11 @@ class TestEmbeddedHnswPassageStoreContract(PassageStoreContract):
     """The same rules when the dense index is the hnswlib graph (used above 20,000 passages)."""
 
     @pytest.fixture
-    def stores(
-        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-    ) -> Iterator[tuple[SQLiteCorpus, EmbeddedPassageIndex]]:
-        build = DenseIndex.build.__func__
-        monkeypatch.setattr(
-            DenseIndex,
-            "build",
-            classmethod(lambda cls, keys, vectors, dim: build(cls, keys, vectors, dim, exact_below=1)),
-        )
+    def stores(self, tmp_path: Path) -> Iterator[tuple[SQLiteCorpus, EmbeddedPassageIndex]]:
         database = Database(tmp_path / "anaphora.db")
         corpus = SQLiteCorpus(database)
-        yield corpus, EmbeddedPassageIndex(corpus, IndexCache(corpus, tmp_path / "index", "hashing-384", 384))
+        indexes = IndexCache(corpus, tmp_path / "index", "hashing-384", 384, exact_below=1)
+        yield corpus, EmbeddedPassageIndex(corpus, indexes)
         database.close()
 
     def test_the_graph_is_what_answers(self, index: EmbeddedPassageIndex, ingested: Path) -> None:

@@ -157,3 +157,19 @@ def test_dense_empty_index(tmp_path: Path, vectors):
     assert index.search(np.ones(8, dtype=np.float32), 5) == []
     index.save(tmp_path / "d")
     assert DenseIndex.load(tmp_path / "d", 8).search(np.ones(8, dtype=np.float32), 5) == []
+
+
+@pytest.mark.parametrize("exact_below", [20_000, 1], ids=["exact", "hnsw"])
+def test_search_many_equals_one_search_per_query(exact_below: int):
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(300, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    index = DenseIndex.build(np.arange(300, dtype=np.int64) * 3, vectors, 16, exact_below=exact_below)
+    queries = vectors[[5, 17, 250]] + 0.01
+    batched = index.search_many(queries, 7)
+    assert len(batched) == 3
+    for query, ranking in zip(queries, batched, strict=True):
+        single = index.search(query, 7)
+        assert [k for k, _ in ranking] == [k for k, _ in single]
+        assert np.allclose([s for _, s in ranking], [s for _, s in single], atol=1e-5)
+    assert batched[0][0][0] == 15  # the query's own vector (key 5 * 3) ranks first

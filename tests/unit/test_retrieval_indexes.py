@@ -220,3 +220,39 @@ def test_index_of_a_replaced_database_is_not_reused(settings: Settings, tmp_path
         assert top_bm25_source(second, second.passages.indexes, "zeppelin") == "new.md"
     finally:
         second.database.close()
+
+
+def test_a_change_by_another_process_shows_within_recheck_s(app: Components, docs: Path, tmp_path: Path):
+    """The generation is read at most every recheck_s seconds; this process's own writes show at once."""
+    from anaphora.store.corpus import SQLiteCorpus
+    from anaphora.store.database import Database
+
+    app.ingestor.run([docs])
+    cache = IndexCache(app.corpus, tmp_path / "idx", app.embedder.name, app.embedder.dim, recheck_s=3600)
+    seen = cache.get().generation
+    other = Database(app.settings.data_dir / "anaphora.db")  # another connection, as another process would have
+    try:
+        SQLiteCorpus(other).remove_documents([(str(docs.resolve()), "alpha.md")])
+    finally:
+        other.close()
+    assert app.corpus.generation() > seen
+    assert cache.get().generation == seen, "within recheck_s the cached indexes are served as they are"
+    cache.recheck_s = 0
+    assert cache.get().generation == app.corpus.generation()
+    cache.recheck_s = 3600
+    app.corpus.remove_documents([(str(docs.resolve()), "beta.md")])  # a write through this process's corpus
+    assert cache.get().generation == app.corpus.generation()
+
+
+def test_passage_cache_never_serves_text_of_an_older_generation(app: Components, docs: Path):
+    app.ingestor.run([docs])
+    index = app.passages
+    [ranking] = index.lexical(["aardvark"], 1)
+    key = ranking[0][0]
+    assert "aardvark" in index.passages([key])[key].text
+    (docs / "alpha.md").write_text("# Alpha\n\nThe aardvark now sleeps all day.\n", encoding="utf-8")
+    app.ingestor.run([docs])
+    [ranking] = index.lexical(["aardvark"], 1)
+    fresh = index.passages([ranking[0][0]])
+    assert "sleeps" in fresh[ranking[0][0]].text
+    assert index.passages([key]).get(key) is None or "sleeps" in index.passages([key])[key].text

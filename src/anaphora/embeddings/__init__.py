@@ -20,16 +20,20 @@ def load_embedder(settings: Settings) -> Embedder:
             embedded_minilm_path,
         )
 
+        runtime = {
+            "batch_size": settings.embed_batch_size,
+            "runtime": settings.embedder_runtime,
+            "cache_dir": settings.cache_dir,
+            "threads": settings.embedder_threads,
+        }
         if scheme == "minilm":
-            return SentenceTransformerEmbedder(
-                embedded_minilm_path(), name="all-MiniLM-L6-v2", batch_size=settings.embed_batch_size
-            )
+            return SentenceTransformerEmbedder(embedded_minilm_path(), name="all-MiniLM-L6-v2", **runtime)
         if not argument:
             raise ConfigurationError(
                 "'sentence-transformers:' needs a model directory",
                 hint="use sentence-transformers:/path/to/model",
             )
-        return SentenceTransformerEmbedder(argument, batch_size=settings.embed_batch_size)
+        return SentenceTransformerEmbedder(argument, **runtime)
     raise ConfigurationError(
         f"unknown embedder {spec!r}", hint="use 'minilm', 'sentence-transformers:/path' or 'hashing'"
     )

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
+from anaphora.embeddings.onnx_runtime import OnnxEncoder, OnnxUnsupported, load_onnx_encoder
 from anaphora.errors import ModelError, ModelNotFoundError, require
+
+log = logging.getLogger("anaphora.embeddings")
+Runtime = Literal["auto", "torch", "onnx"]
 
 
 def embedded_minilm_path() -> Path:
@@ -36,9 +41,23 @@ def load_local(class_name: str, path: Path, purpose: str) -> Any:
 
 
 class SentenceTransformerEmbedder:
-    """A sentence-transformers model from a local directory; normalised embeddings (cosine = dot product)."""
+    """A sentence-transformers model from a local directory; normalised embeddings (cosine = dot product).
 
-    def __init__(self, model_path: str | Path, *, name: str | None = None, batch_size: int = 32) -> None:
+    ``runtime``: "torch" runs it with PyTorch; "onnx" with ONNX Runtime (exported once into ``cache_dir``, see
+    :mod:`anaphora.embeddings.onnx_runtime`; an error if that is impossible); "auto" tries ONNX and falls back to
+    PyTorch. Both give the same vectors, so the choice does not change the embedder's name.
+    """
+
+    def __init__(
+        self,
+        model_path: str | Path,
+        *,
+        name: str | None = None,
+        batch_size: int = 32,
+        runtime: Runtime = "torch",
+        cache_dir: Path | None = None,
+        threads: int = 0,
+    ) -> None:
         self.model_path = Path(model_path).expanduser()
         if not (self.model_path / "config.json").is_file() and not (self.model_path / "modules.json").is_file():
             raise ModelNotFoundError(
@@ -48,17 +67,52 @@ class SentenceTransformerEmbedder:
             )
         self.name = name or self.model_path.name
         self.batch_size = batch_size
-        self._model: Any = None
+        self.runtime = runtime
+        self.cache_dir = cache_dir
+        self.threads = threads
+        self._model: Any = None  # the PyTorch model, loaded when used or needed to export
+        self._onnx: OnnxEncoder | None = None
+        self._ready = False
         self._lock = threading.Lock()
+
+    def _torch_model(self) -> Any:
+        if self._model is None:
+            self._model = load_local("SentenceTransformer", self.model_path, "the embedder")
+        return self._model
 
     def warm_up(self) -> None:
         with self._lock:
-            if self._model is None:
-                self._model = load_local("SentenceTransformer", self.model_path, "the embedder")
+            if self._ready:
+                return
+            if self.runtime != "torch" and self.cache_dir is not None:
+                try:
+                    self._onnx = load_onnx_encoder(
+                        self.model_path, self.cache_dir / "onnx", self.name, self.threads, self._torch_model
+                    )
+                except OnnxUnsupported as exc:
+                    if self.runtime == "onnx":
+                        raise ModelError(
+                            f"cannot run the embedder {self.name} on ONNX Runtime: {exc}",
+                            hint="install the `embedded` extra (onnx, onnxruntime), or set "
+                            "ANAPHORA_EMBEDDER_RUNTIME=torch",
+                        ) from exc
+                    log.info("embedder %s runs on PyTorch: %s", self.name, exc)
+            if self._onnx is None:
+                self._torch_model()
+            else:
+                self._model = None  # only needed for the export; ONNX Runtime serves from here on
+            self._ready = True
+
+    @property
+    def active_runtime(self) -> str:
+        self.warm_up()
+        return "onnx" if self._onnx is not None else "torch"
 
     @property
     def dim(self) -> int:
         self.warm_up()
+        if self._onnx is not None:
+            return int(self._onnx.session.get_outputs()[0].shape[-1] or len(self._onnx.encode(["x"])[0]))
         get_dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
         return int(get_dim())
 
@@ -66,6 +120,10 @@ class SentenceTransformerEmbedder:
         self.warm_up()
         if not texts:
             return np.empty((0, self.dim), dtype=np.float32)
+        if self._onnx is not None:
+            return np.concatenate(
+                [self._onnx.encode(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+            )
         vectors = self._model.encode(
             list(texts),
             batch_size=self.batch_size,
@@ -77,4 +135,6 @@ class SentenceTransformerEmbedder:
 
     def count_tokens(self, text: str) -> int:
         self.warm_up()
+        if self._onnx is not None:
+            return self._onnx.count_tokens(text)
         return len(self._model.tokenizer(text, add_special_tokens=False)["input_ids"])

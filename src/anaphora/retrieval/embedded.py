@@ -2,11 +2,15 @@
 
 It implements :class:`~anaphora.store.protocols.PassageIndex` on top of :class:`~anaphora.retrieval.IndexCache`,
 whose indexes are derived from the chunk table and rebuilt when the corpus generation changes; passages are read
-back from SQLite by key. Searches are CPU work of a millisecond or two, so they run inline in the caller's thread.
+back from SQLite by key and kept in a bounded cache for the current generation (every turn reads its 25 candidates,
+and under load those reads queue on the one SQLite connection that also stores the turns). Searches are CPU work of
+a millisecond or two, so they run inline in the caller's thread.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
@@ -20,9 +24,13 @@ from anaphora.types import Chunk
 class EmbeddedPassageIndex:
     """The default :class:`~anaphora.store.protocols.PassageIndex`: no server, indexes cached under ``data_dir``."""
 
-    def __init__(self, corpus: SQLiteCorpus, indexes: IndexCache) -> None:
+    def __init__(self, corpus: SQLiteCorpus, indexes: IndexCache, *, cached_passages: int = 20_000) -> None:
         self.corpus = corpus
         self.indexes = indexes
+        self.cached_passages = cached_passages
+        self._cache: OrderedDict[int, Chunk] = OrderedDict()  # least recently used first
+        self._cache_generation = -1
+        self._cache_lock = threading.Lock()
 
     def warm_up(self) -> None:
         self.indexes.get()
@@ -31,7 +39,7 @@ class EmbeddedPassageIndex:
         vectors = np.asarray(vectors, dtype=np.float32)
         index = self.indexes.get().dense
         check_dimension(vectors, index.dim)
-        return [index.search(vector, k) for vector in vectors]
+        return index.search_many(vectors, k)
 
     def lexical(self, queries: Sequence[str], k: int) -> list[Ranking]:
         index = self.indexes.get().bm25
@@ -44,4 +52,21 @@ class EmbeddedPassageIndex:
         return [index.similarity(vector, list(wanted)) for vector, wanted in zip(vectors, keys, strict=True)]
 
     def passages(self, keys: Sequence[int]) -> dict[int, Chunk]:
-        return self.corpus.chunks(keys)
+        generation = self.indexes.get().generation  # keys are stable within a generation
+        with self._cache_lock:
+            if generation != self._cache_generation:
+                self._cache.clear()
+                self._cache_generation = generation
+            found = {key: self._cache[key] for key in keys if key in self._cache}
+            for key in found:
+                self._cache.move_to_end(key)
+        missing = [key for key in keys if key not in found]
+        if missing:
+            loaded = self.corpus.chunks(missing)
+            found.update(loaded)
+            with self._cache_lock:
+                if generation == self._cache_generation:
+                    self._cache.update(loaded)
+                    while len(self._cache) > self.cached_passages:
+                        self._cache.popitem(last=False)
+        return found

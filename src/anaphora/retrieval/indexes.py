@@ -3,6 +3,10 @@
 SQLite is the truth; ``bm25/`` and ``dense/`` under ``<data_dir>/index`` are caches stamped with the corpus
 generation they were built from. A stale, missing or unreadable cache is rebuilt, so a crash between a
 corpus write and an index save costs a rebuild, never a wrong answer.
+
+Reading the generation is a query on the shared SQLite connection, which under load queues behind the turns being
+stored; so it is read at most every ``recheck_s`` seconds, and at once after a change made in this process. A
+change made by another process (``anaphora ingest`` beside a running service) shows within ``recheck_s``.
 """
 
 from __future__ import annotations
@@ -11,13 +15,14 @@ import contextlib
 import json
 import shutil
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from anaphora.errors import ConfigurationError
 from anaphora.retrieval.bm25 import BM25Index
-from anaphora.retrieval.dense import DenseIndex
+from anaphora.retrieval.dense import EXACT_BELOW, DenseIndex
 from anaphora.store.corpus import SQLiteCorpus
 
 
@@ -29,13 +34,26 @@ class SearchIndexes:
 
 
 class IndexCache:
-    def __init__(self, corpus: SQLiteCorpus, directory: Path, embedder_name: str, dim: int | Callable[[], int]) -> None:
-        """``dim`` may be a callable, so that the embedder is loaded only when an index is first needed."""
+    def __init__(
+        self,
+        corpus: SQLiteCorpus,
+        directory: Path,
+        embedder_name: str,
+        dim: int | Callable[[], int],
+        *,
+        recheck_s: float = 1.0,
+        exact_below: int = EXACT_BELOW,
+    ) -> None:
+        """``dim`` may be a callable, so that the embedder is loaded only when an index is first needed.
+        ``exact_below``: corpora with fewer passages are searched by an exact scan, larger ones by HNSW."""
         self.corpus = corpus
+        self.exact_below = exact_below
         self.directory = directory
         self.embedder_name = embedder_name
+        self.recheck_s = recheck_s
         self._dim = dim
         self._current: SearchIndexes | None = None
+        self._checked: tuple[float, int] = (float("-inf"), -1)  # (when, corpus.local_writes) of the last check
         self._lock = threading.Lock()
 
     @property
@@ -45,8 +63,14 @@ class IndexCache:
         return self._dim
 
     def get(self) -> SearchIndexes:
-        generation = self.corpus.generation()
         current = self._current
+        checked_at, writes_seen = self._checked
+        now = time.monotonic()
+        if current is not None and writes_seen == self.corpus.local_writes and now - checked_at < self.recheck_s:
+            return current
+        writes = self.corpus.local_writes
+        generation = self.corpus.generation()
+        self._checked = (now, writes)
         if current is not None and current.generation == generation:
             return current
         with self._lock:
@@ -69,6 +93,7 @@ class IndexCache:
             "store": self.corpus.db.get_meta("store_id"),
             "generation": generation,
             "embedder": self.embedder_name,
+            "exact_below": self.exact_below,
         }
 
     def _stamp(self) -> Path:
@@ -97,7 +122,7 @@ class IndexCache:
                 f"the stored passage vectors have {vectors.shape[1]} dimensions but the embedder gives {self.dim}",
                 hint="re-embed with: anaphora ingest --rebuild PATH (or use a new ANAPHORA_DATA_DIR)",
             )
-        dense = DenseIndex.build(vector_keys, vectors, self.dim)
+        dense = DenseIndex.build(vector_keys, vectors, self.dim, exact_below=self.exact_below)
         with contextlib.suppress(OSError):  # a read-only data dir still serves from memory; the next start rebuilds
             self._save(generation, bm25, dense)
         return SearchIndexes(generation, bm25, dense)

@@ -24,11 +24,13 @@ class SQLiteCorpus:
     embedded backend, read by :class:`~anaphora.retrieval.embedded.EmbeddedPassageIndex`.
 
     Every change bumps ``generation`` in the same transaction, so a derived index (BM25, HNSW) can tell whether it
-    is stale by comparing the generation it was built at.
+    is stale by comparing the generation it was built at. ``local_writes`` counts the changes made through this
+    object, so a reader in the same process can notice them without a query.
     """
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        self.local_writes = 0
 
     # -- reads -------------------------------------------------------------------------------------------------
     def generation(self) -> int:
@@ -143,6 +145,7 @@ class SQLiteCorpus:
         return taken
 
     def _bump(self, db, embedder: str | None) -> None:
+        self.local_writes += 1
         current = db.execute("SELECT value FROM meta WHERE key = 'corpus_generation'").fetchone()
         Database.set_meta(db, "corpus_generation", str(int(current[0]) + 1 if current else 1))
         if embedder:
