@@ -7,11 +7,12 @@ and deletes only its own keys: the database is never flushed."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import numpy as np
 import pytest
 
+from anaphora.testing.embedding_cache_contract import EmbeddingCacheContract
 from anaphora.testing.store_contract import ALICE, ConversationStoreContract, add_turn
 
 pytestmark = pytest.mark.integration
@@ -175,3 +176,11 @@ def test_the_service_runs_on_the_redis_store(prefix: str, tmp_path) -> None:
             created = http.post("/v1/conversations", json={"title": "redis"}).json()
             assert [c["id"] for c in http.get("/v1/conversations").json()["data"]] == [created["id"]]
             assert http.delete(f"/v1/conversations/{created['id']}").status_code == 200
+
+
+class TestRedisEmbeddingCacheContract(EmbeddingCacheContract):
+    @pytest.fixture
+    def cache(self, prefix: str) -> Iterator[RedisEmbeddingCache]:
+        cache = RedisEmbeddingCache(REDIS_URL, key_prefix=prefix, ttl_s=1000)
+        yield cache
+        cache.close()

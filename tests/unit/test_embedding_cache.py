@@ -17,6 +17,7 @@ from anaphora.store import embedding_cache
 from anaphora.store.corpus import search_text
 from anaphora.store.database import Database
 from anaphora.store.embedding_cache import TRIM_EVERY, SQLiteEmbeddingCache
+from anaphora.testing.embedding_cache_contract import EmbeddingCacheContract
 from tests.conftest import SAMPLE_DOCS
 
 pytestmark = pytest.mark.unit
@@ -243,3 +244,9 @@ def test_settings_bound_the_cache(rag: Anaphora) -> None:
     cache = rag.components.embedder.cache
     assert isinstance(cache, SQLiteEmbeddingCache)
     assert cache.max_entries == rag.settings.embedding_cache_entries
+
+
+class TestSQLiteEmbeddingCacheContract(EmbeddingCacheContract):
+    @pytest.fixture
+    def cache(self, db: Database) -> SQLiteEmbeddingCache:
+        return SQLiteEmbeddingCache(db, max_entries=10_000)

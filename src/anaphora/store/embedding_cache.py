@@ -44,7 +44,7 @@ class SQLiteEmbeddingCache:
         with self.db.transaction() as db:
             db.executemany(
                 "INSERT INTO embedding_cache(key, vector, used_at) VALUES (?, ?, ?) "
-                "ON CONFLICT(key) DO UPDATE SET used_at = excluded.used_at",
+                "ON CONFLICT(key) DO UPDATE SET vector = excluded.vector, used_at = excluded.used_at",
                 [(k, np.asarray(v, dtype=np.float32).tobytes(), now) for k, v in items.items()],
             )
         self._writes_since_trim += len(items)
