@@ -179,7 +179,7 @@ def main() -> None:
         "date": date.today().isoformat(),
         "revision": git_revision(),
         "machine": machine(),
-        "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "default"),  # the exact scan is a BLAS product
+        "blas_threads": settings.blas_threads,  # the exact scan is a BLAS product
         "command": f"python bench/passage_index.py --queries {args.queries} --ef-search {args.ef_search}",
         "corpus": "clapnq",
         "postgres_setup": {
@@ -188,7 +188,10 @@ def main() -> None:
             "text_search_config": settings.postgres_text_search_config,
             "note": "timings include the client round trips over a local Unix socket",
         },
-        "embedded_setup": {"lexical": "bm25s (Lucene, k1=1.5, b=0.75)", "dense": "exact scan (under 20,000 passages)"},
+        "embedded_setup": {
+            "lexical": "bm25s (Lucene, k1=1.5, b=0.75)",
+            "dense": f"exact scan below {settings.dense_exact_below:,} passages, else HNSW (hnswlib, ef 128)",
+        },
         **numbers,
     }
     path = write_result("passage_index", result)

@@ -253,6 +253,37 @@ servers (embedded PostgreSQL 18, Redis 7):
     return "\n".join(parts) + "\n"
 
 
+def passage_index_section() -> str:
+    data = load("passage_index")
+    if not data:
+        return "## The first stage in PostgreSQL\n\n_Not run yet: `python bench/passage_index.py`._\n"
+    rows = []
+    for backend in ("embedded", "postgres"):
+        result = data[backend]
+        for mode, label in (("rrf", "hybrid (RRF)"), ("bm25", "lexical only"), ("dense", "dense only")):
+            latency = result["latency_ms"][mode]
+            ratio = result.get("ratio_to_embedded", {}).get(mode, {}).get("p50", 1.0)
+            rows.append(
+                [backend, label, latency["p50"], latency["p95"], ratio, result["recall_at_5_followups_rewrite"][mode]]
+            )
+    setup = data["postgres_setup"]
+    return f"""## The first stage in PostgreSQL (issue: production stores)
+
+Command: `{data["command"]}` · {data["date"]} · revision {data["revision"]} · {data["machine"]}
+
+The clapnq pool ({setup["passages"]:,} passages) searched by the embedded index ({data["embedded_setup"]["lexical"]};
+{data["embedded_setup"]["dense"]}) and by `passage_store = "postgres"` (pgvector HNSW m={setup["hnsw"]["m"]},
+ef_search={setup["hnsw"]["ef_search"]}; full-text search `{setup["text_search_config"]}` ranked by `ts_rank`), same
+{data["queries"]} task questions with their vectors computed beforehand; Recall@5 on the {data["followups"]} follow-ups
+with the reference rewrite as the query. PostgreSQL times include the round trip over a local socket; loading the
+passages (vectors read from the SQLite index, no re-embedding) took {setup["load_s"]} s.
+
+{table(["backend", "list", "p50 ms", "p95 ms", "p50 × embedded", "R@5 follow-ups"], rows)}
+
+pgvector's HNSW returns {data["postgres"]["dense_recall_at_10_vs_exact"]} of the exact scan's top 10.
+"""
+
+
 def peers_section() -> str:
     sections = []
     runs = (
@@ -365,6 +396,7 @@ machine, so ratios against a baseline measured in the same process are more mean
         peers_section(),
         load_section(),
         stores_section(),
+        passage_index_section(),
     ]
     previous = previous_sections()
     body = [keep_previous(section, previous) for section in body]

