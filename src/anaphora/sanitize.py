@@ -37,6 +37,8 @@ _FOLD = {**{cp: cp - 0xFEE0 for cp in range(0xFF01, 0xFF5F)}, 0xFE64: ord("<"), 
 
 def _strip_once(text: str) -> str:
     folded = text.translate(_FOLD)  # same length as text, so match spans index both
+    if "<" not in folded and "[" not in folded and "#" not in folded:
+        return text  # every pattern needs one of these: most passages and questions stop here, cheaply
     spans = [m.span() for pattern in (_BOUNDARY, _CONTEXT_FENCE) for m in pattern.finditer(folded)]
     if not spans:
         return text
