@@ -121,9 +121,13 @@ class SentenceTransformerEmbedder:
         if not texts:
             return np.empty((0, self.dim), dtype=np.float32)
         if self._onnx is not None:
-            return np.concatenate(
-                [self._onnx.encode(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+            # batches of similar length pad less (sentence-transformers sorts the same way)
+            order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
+            ordered = [texts[i] for i in order]
+            vectors = np.concatenate(
+                [self._onnx.encode(ordered[i : i + self.batch_size]) for i in range(0, len(ordered), self.batch_size)]
             )
+            return vectors[np.argsort(order)]
         vectors = self._model.encode(
             list(texts),
             batch_size=self.batch_size,
