@@ -11,6 +11,8 @@ import json
 
 from common import RESULTS, ROOT
 
+from anaphora.settings import Settings
+
 TARGET = ROOT / "docs" / "benchmarks.md"
 CALIBRATION = {  # shared/bench/README.md, follow-ups, Recall@5
     ("clapnq", "last-turn"): 0.203,
@@ -45,6 +47,8 @@ def latency_section() -> str:
         return "## Ingestion and first-stage retrieval\n\n_Not run yet: `python bench/retrieval_latency.py`._\n"
     rows = [[label, s["p50"], s["p95"], data["ratio_to_bm25_p50"][label]] for label, s in data["latency_ms"].items()]
     ingest = data["ingest"]
+    exact_below = Settings().dense_exact_below
+    dense_kind = "an exact scan" if data["passages"] < exact_below else f"an HNSW graph (exact below {exact_below:,})"
     return f"""## Ingestion and first-stage retrieval (issue: foundation)
 
 Command: `python bench/retrieval_latency.py --fresh` · {data["date"]} · revision {data["revision"]} · {data["machine"]}
@@ -52,7 +56,7 @@ Command: `python bench/retrieval_latency.py --fresh` · {data["date"]} · revisi
 Corpus: MTRAG clapnq dev pool, {data["passages"]:,} passages; {data["latency_ms"]["bm25"]["n"]} task questions
 as queries.
 
-- Cold ingest (parse, embed every passage with all-MiniLM-L6-v2 on the CPU, store): {ingest["seconds"]} s,
+- Cold ingest (parse, embed every passage with all-MiniLM-L6-v2 on ONNX Runtime, CPU, store): {ingest["seconds"]} s,
   **{ingest["passages_per_s"]} passages/s**. Re-ingest of the unchanged corpus: {ingest["reingest_unchanged_s"]} s
   (content hash: nothing re-embedded). Loading or building the search indexes: {ingest["index_load_or_build_s"]} s.
 - Query latency in ms (one process, same queries; ratio = p50 against BM25 alone, the in-process baseline):
@@ -62,7 +66,7 @@ as queries.
 **Target: hybrid p50 ≤ 30 ms with embeddings computed once** — met: hybrid p50 is
 {data["latency_ms"]["hybrid (query embedding computed)"]["p50"]} ms when the query must be embedded (the embedding
 is almost all of it) and {data["latency_ms"]["hybrid (query embedding cached)"]["p50"]} ms when the query's embedding
-is cached. The dense index is an exact scan at this size (see docs/architecture.md).
+is cached. The dense index is {dense_kind} at this size (see docs/architecture.md).
 """
 
 
@@ -205,9 +209,13 @@ server on the same 2 cores. **Target: ≥ 200 turns/s and p95 service overhead �
 {data["turns_per_s"]} turns/s, latency p50 {data["latency_ms"]["p50"]} ms / p95 {data["latency_ms"]["p95"]} ms,
 service overhead (latency minus the pipeline's own stages) p50 {data["service_overhead_ms"]["p50"]} ms / p95
 {data["service_overhead_ms"]["p95"]} ms, errors: {data["errors"] or 0}. The retrieve stage (query embeddings on the
-CPU, two per follow-up, micro-batched across concurrent turns) dominates:
+CPU, two per follow-up, micro-batched across concurrent turns) dominates the latency:
 
 {table(["stage", "p50 ms", "p95 ms"], stages)}
+
+CPU per turn: the server {data.get("server_cpu_ms_per_turn", "—")} ms (all its threads), the load generator
+{data.get("client_cpu_ms_per_turn", "—")} ms; {data.get("cpu_cores_busy", "—")} of the 2 cores were busy. At 200 turns/s
+the two cores allow 10 ms per turn for server and client together, on more than one event loop.
 """
 
 
