@@ -351,12 +351,18 @@ def load_settings(**overrides: Any) -> Settings:
         ) from exc
 
 
+FACTORY_DEFAULTS = {  # how the defaults computed at run time are shown in the reference
+    "data_dir": "`$XDG_DATA_HOME/anaphora` (`~/.local/share/anaphora`)",
+    "cache_dir": "`$XDG_CACHE_HOME/anaphora` (`~/.cache/anaphora`)",
+}
+
+
 def reference_markdown() -> str:
     """The configuration reference table (docs/configuration.md is generated from this)."""
     lines = ["| setting | environment variable | default | meaning |", "|---|---|---|---|"]
     for name, field in Settings.model_fields.items():
         if field.default_factory is not None:
-            default = "`$XDG_DATA_HOME/anaphora` (`~/.local/share/anaphora`)"
+            default = FACTORY_DEFAULTS.get(name, "(computed)")
         elif isinstance(field.default, SecretStr):
             secret = field.default.get_secret_value()
             default = f"`{secret!r}`" if secret else "(empty)"
