@@ -89,3 +89,13 @@ def test_auto_falls_back_to_torch_for_an_unsupported_model(cls_pooling_model: Pa
     assert embedder.active_runtime == "torch"
     assert embedder.embed(["hello"]).shape == (1, 384)
     assert not (tmp_path / "cache" / "onnx").exists() or not any((tmp_path / "cache" / "onnx").iterdir())
+
+
+def test_an_unwritable_cache_dir_falls_back_or_is_reported(tmp_path) -> None:
+    not_a_dir = tmp_path / "cache-is-a-file"
+    not_a_dir.write_text("")
+    auto = SentenceTransformerEmbedder(embedded_minilm_path(), runtime="auto", cache_dir=not_a_dir)
+    assert auto.active_runtime == "torch" and auto.embed(["hello"]).shape == (1, 384)
+    strict = SentenceTransformerEmbedder(embedded_minilm_path(), runtime="onnx", cache_dir=not_a_dir)
+    with pytest.raises(ModelError, match="cannot write the export"):
+        strict.warm_up()

@@ -161,8 +161,12 @@ def load_onnx_encoder(model_path: Path, cache_dir: Path, name: str, threads: int
         except ImportError as exc:
             raise OnnxUnsupported(f"{exc.name} is not installed") from exc
         st_model = load_torch_model()
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=cache_dir) as scratch:
+        try:
+            cache_dir.mkdir(parents=True, exist_ok=True)
+            scratch_dir = tempfile.TemporaryDirectory(dir=cache_dir)
+        except OSError as exc:
+            raise OnnxUnsupported(f"cannot write the export to {cache_dir}: {exc}") from exc
+        with scratch_dir as scratch:
             staged = Path(scratch) / target.name
             try:
                 _export(st_model, staged)
