@@ -1,4 +1,5 @@
-"""SQLiteConversationStore: CRUD, ordering, pagination, turn indexes and per-user isolation."""
+"""SQLiteConversationStore: CRUD, ordering, pagination, turn indexes and per-user isolation, checked against the
+SQLite rows themselves (the backend-neutral rules are in anaphora.testing.store_contract, whose helpers this uses)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,10 @@ import pytest
 import anaphora.store.conversations as conversations_module
 from anaphora.errors import NotFoundError
 from anaphora.store import Conversation, Database, SQLiteConversationStore
-from anaphora.types import Citation, Passage, StageRecord, TurnTrace
+from anaphora.testing.store_contract import ALICE, BOB, add_turn, make_trace
+from anaphora.types import Citation
 
 pytestmark = pytest.mark.unit
-
-ALICE, BOB = "alice", "bob"
 
 
 @pytest.fixture
@@ -38,27 +38,6 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
 @pytest.fixture
 def store(db: Database, clock: SimpleNamespace) -> SQLiteConversationStore:
     return SQLiteConversationStore(db)
-
-
-def trace(question: str) -> TurnTrace:
-    return TurnTrace(
-        question=question,
-        query=question.lower(),
-        retrieved=[Passage(id="a.md#1", text="t", source="a.md", heading="H", score=0.5, bm25_score=1.5)],
-        stages=[StageRecord(name="retrieve", ms=1.25)],
-        model_calls=1,
-    )
-
-
-async def add_turn(store: SQLiteConversationStore, user: str, cid: str, n: int):
-    return await store.append_turn(
-        user,
-        cid,
-        f"question {n}?",
-        f"answer {n}",
-        [Citation(id=f"doc.md#{n}", source="doc.md", heading="H")],
-        trace(f"question {n}?"),
-    )
 
 
 def turn_rows(db: Database) -> int:
@@ -118,7 +97,7 @@ async def test_turn_round_trips_citations_and_trace(store: SQLiteConversationSto
     [stored] = await store.turns(ALICE, conversation.id)
     assert stored.answer == "answer 0"
     assert stored.citations == [Citation(id="doc.md#0", source="doc.md", heading="H")]
-    assert stored.trace == trace("question 0?")
+    assert stored.trace == make_trace("question 0?")
     assert stored.trace.retrieved[0].bm25_score == 1.5
     assert stored == appended
 
