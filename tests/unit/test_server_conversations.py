@@ -17,11 +17,6 @@ QUESTION = "How do I install Kestrel on Kubernetes?"
 
 
 @pytest.fixture
-def fake_model() -> FakeChatModel:
-    return FakeChatModel()
-
-
-@pytest.fixture
 def running(tmp_path, fake_model):
     settings = settings_for(tmp_path)
     with serve(settings, components_for(settings, fake_model)) as server:

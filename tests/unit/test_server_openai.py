@@ -19,11 +19,6 @@ REWRITE = "kestrel zzqqx helm daemonset arm64"
 
 
 @pytest.fixture
-def fake_model() -> FakeChatModel:
-    return FakeChatModel()
-
-
-@pytest.fixture
 def running(tmp_path, fake_model):
     settings = settings_for(tmp_path)
     with serve(settings, components_for(settings, fake_model)) as server:
