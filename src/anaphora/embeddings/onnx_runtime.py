@@ -154,31 +154,32 @@ def load_onnx_encoder(model_path: Path, cache_dir: Path, name: str, threads: int
     :class:`OnnxUnsupported` when the model or the installation cannot do it."""
     max_length = _layout(model_path)
     target = cache_dir / f"{name}-{fingerprint(model_path)}.onnx"
-    if not target.is_file():
+    if target.is_file():
+        return OnnxEncoder(target, model_path, max_length, threads)
+    try:
+        import onnx  # noqa: F401  (the exporter needs it)
+        import onnxruntime  # noqa: F401
+    except ImportError as exc:
+        raise OnnxUnsupported(f"{exc.name} is not installed") from exc
+    st_model = load_torch_model()
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        scratch_dir = tempfile.TemporaryDirectory(dir=cache_dir)
+    except OSError as exc:
+        raise OnnxUnsupported(f"cannot write the export to {cache_dir}: {exc}") from exc
+    with scratch_dir as scratch:
+        staged = Path(scratch) / target.name
         try:
-            import onnx  # noqa: F401  (the exporter needs it)
-            import onnxruntime  # noqa: F401
-        except ImportError as exc:
-            raise OnnxUnsupported(f"{exc.name} is not installed") from exc
-        st_model = load_torch_model()
-        try:
-            cache_dir.mkdir(parents=True, exist_ok=True)
-            scratch_dir = tempfile.TemporaryDirectory(dir=cache_dir)
-        except OSError as exc:
-            raise OnnxUnsupported(f"cannot write the export to {cache_dir}: {exc}") from exc
-        with scratch_dir as scratch:
-            staged = Path(scratch) / target.name
-            try:
-                _export(st_model, staged)
-            except OnnxUnsupported:
-                raise
-            except Exception as exc:  # the exporter's errors are many and undocumented
-                raise OnnxUnsupported(f"export failed: {type(exc).__name__}: {exc}") from exc
-            encoder = OnnxEncoder(staged, model_path, max_length, threads)
-            expected = np.asarray(st_model.encode(list(PROBES), normalize_embeddings=True), dtype=np.float32)
-            gap = float(np.max(1.0 - np.sum(expected * encoder.encode(PROBES), axis=1)))
-            if gap > MAX_COSINE_GAP:
-                raise OnnxUnsupported(f"the export differs from the PyTorch model (cosine gap {gap:.2e})")
-            os.replace(staged, target)
-        log.info("exported %s to ONNX at %s", name, target)
-    return OnnxEncoder(target, model_path, max_length, threads)
+            _export(st_model, staged)
+        except OnnxUnsupported:
+            raise
+        except Exception as exc:  # the exporter's errors are many and undocumented
+            raise OnnxUnsupported(f"export failed: {type(exc).__name__}: {exc}") from exc
+        encoder = OnnxEncoder(staged, model_path, max_length, threads)
+        expected = np.asarray(st_model.encode(list(PROBES), normalize_embeddings=True), dtype=np.float32)
+        gap = float(np.max(1.0 - np.sum(expected * encoder.encode(PROBES), axis=1)))
+        if gap > MAX_COSINE_GAP:
+            raise OnnxUnsupported(f"the export differs from the PyTorch model (cosine gap {gap:.2e})")
+        os.replace(staged, target)
+    log.info("exported %s to ONNX at %s", name, target)
+    return encoder  # its session already holds the checked model; the file it was read from has moved
