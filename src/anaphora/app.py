@@ -32,7 +32,7 @@ from anaphora.store import (
 )
 from anaphora.store.pg_passages import PostgresPassageStore
 from anaphora.store.postgres import PostgresConversationStore
-from anaphora.store.protocols import DocumentRegistry, EmbeddingCache, PassageIndex
+from anaphora.store.protocols import DocumentRegistry, EmbeddingCache, HistoryStore, PassageIndex
 from anaphora.store.redis_store import RedisConversationStore, RedisEmbeddingCache
 from anaphora.telemetry import build_tracer
 from anaphora.types import Message, TurnResult
@@ -50,13 +50,13 @@ class Components:
     passages: PassageIndex
     embedder: CachedEmbedder
     retriever: HybridRetriever
-    conversations: SQLiteConversationStore | PostgresConversationStore | RedisConversationStore
+    conversations: HistoryStore
     chat_model: ChatModel
     engine: Engine
     ingestor: Ingestor
 
 
-def build_query_stage(settings: Settings, chat_model: ChatModel, metrics: Metrics) -> QueryStage:
+def build_query_stage(settings: Settings, chat_model: ChatModel) -> QueryStage:
     if settings.rewriter == "off":
         return LastMessageQuery()
     if settings.rewriter == "expansion":
@@ -64,9 +64,7 @@ def build_query_stage(settings: Settings, chat_model: ChatModel, metrics: Metric
     return GuardedRewriter(
         chat_model,
         history_turns=settings.rewrite_history_turns,
-        timeout_s=settings.rewrite_timeout_s,
         max_tokens=settings.rewrite_max_tokens,
-        metrics=metrics,
         style=JSON_ANALYSIS if settings.rewriter == "analysis" else TEXT_REWRITE,
     )
 
@@ -111,9 +109,7 @@ def build_passage_stores(
     return corpus, EmbeddedPassageIndex(corpus, indexes)
 
 
-def build_conversation_store(
-    settings: Settings, database: Database
-) -> SQLiteConversationStore | PostgresConversationStore | RedisConversationStore:
+def build_conversation_store(settings: Settings, database: Database) -> HistoryStore:
     """The conversation store ``settings.conversation_store`` names. The PostgreSQL and Redis ones connect lazily,
     on first use, so this stays synchronous; :meth:`Engine.aclose` closes them."""
     if settings.conversation_store == "sqlite":
@@ -172,20 +168,18 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
         max_tokens=settings.summary_max_tokens,
         timeout_s=settings.summary_timeout_s,
         input_tokens=max(256, settings.context_window // 2 - settings.summary_max_tokens),
-        metrics=metrics,
     )
     engine = Engine(
         settings,
         chat_model=chat_model,
         retriever=retriever,
         conversations=conversations,
-        query_stage=build_query_stage(settings, chat_model, metrics),
+        query_stage=build_query_stage(settings, chat_model),
         selector=PassageSelector(
             load_reranker(settings),
             similarity_threshold=settings.similarity_threshold,
             rerank_threshold=settings.rerank_threshold,
             timeout_s=settings.rerank_timeout_s,
-            metrics=metrics,
         ),
         summaries=conversations,
         summarizer=summarizer,
@@ -209,10 +203,8 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
 def close_local(components: Components) -> None:
     """Close what :meth:`Engine.aclose` does not: the SQLite database, a Redis embedding cache's client and a
     PostgreSQL passage store's pool."""
-    for closable in (components.embedder.cache, components.passages):
-        close = getattr(closable, "close", None)
-        if close is not None:
-            close()
+    components.embedder.cache.close()
+    components.passages.close()
     components.database.close()
 
 

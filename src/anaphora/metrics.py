@@ -28,6 +28,11 @@ class Metrics:
         self.reranker = Counter(
             "anaphora_reranker_requests", "Rerank attempts by outcome", ["status"], registry=self.registry
         )
+        # outcome counters a stage names in ``Stage.counter``
+        self.requests = {"rewriter": self.rewriter, "summarizer": self.summarizer, "reranker": self.reranker}
+        self.stage_runs = Counter(
+            "anaphora_stage_runs", "Pipeline stage runs by outcome", ["stage", "status"], registry=self.registry
+        )
         self.routes = Counter("anaphora_routes", "Turns by route kind", ["kind"], registry=self.registry)
         self.retrievals_skipped = Counter(
             "anaphora_retrievals_skipped", "Turns answered without retrieval", ["reason"], registry=self.registry
@@ -57,6 +62,14 @@ class Metrics:
             "Verbatim turns left out to fit the budget",
             registry=self.registry,
         )
+
+    def counter(self, name: str, description: str) -> Counter:
+        """The outcome counter ``anaphora_{name}_requests_total{status}`` for a stage's ``counter`` (made once)."""
+        if name not in self.requests:
+            self.requests[name] = Counter(
+                f"anaphora_{name}_requests", description, ["status"], registry=self.registry
+            )
+        return self.requests[name]
 
     def value(self, name: str, **labels: str) -> float:
         """Current value of a sample, e.g. ``value("anaphora_rewriter_requests_total", status="ok")``."""

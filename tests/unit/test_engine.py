@@ -42,6 +42,8 @@ def test_generator_gets_original_words_even_when_query_differs(settings, fake_mo
     from anaphora.pipeline.query import QueryPlan
 
     class Rewrites:
+        calls_model = False
+
         async def run(self, question, history):
             return QueryPlan(query="kestrel kubernetes arm64 images", source="rewrite", status="ok")
 

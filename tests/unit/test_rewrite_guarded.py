@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import pytest
 
@@ -10,7 +11,10 @@ from anaphora import Anaphora, FakeChatModel
 from anaphora.errors import ModelUnavailableError
 from anaphora.metrics import Metrics
 from anaphora.pipeline.engine import NO_ANSWER
+from anaphora.pipeline.query import QueryStage
 from anaphora.pipeline.rewrite import REWRITE_INSTRUCTIONS, GuardedRewriter, HistoryExpansion
+from anaphora.pipeline.stages import QueryPlanner
+from anaphora.testing.stages import run_stage, turn_state
 from anaphora.types import Message
 
 pytestmark = pytest.mark.unit
@@ -31,13 +35,34 @@ def long_history(turns: int) -> list[Message]:
     return messages
 
 
+@dataclass(frozen=True)
+class Planned:
+    """What the query stage made of a strategy's run: the plan's fields and the stage's verdict."""
+
+    query: str
+    source: str
+    status: str
+    detail: str
+    model_calls: int
+
+
+async def plan_with(
+    strategy: QueryStage, question: str, history: list[Message], *, metrics: Metrics | None = None, timeout_s=10.0
+) -> Planned:
+    """Run ``strategy`` as the engine does: in the query stage, observed and failing open."""
+    stage = QueryPlanner(strategy, timeout_s=timeout_s)
+    state, record = await run_stage(stage, turn_state(question, history), metrics=metrics)
+    assert state.plan is not None and record is not None
+    calls = state.calls.count("rewrite")
+    return Planned(state.plan.query, state.plan.source, record.status, record.detail, calls)
+
+
 # --- turn 1 -----------------------------------------------------------------------------------------------------
 
 
 async def test_turn_one_makes_no_model_call(fake_model: FakeChatModel) -> None:
     metrics = Metrics()
-    rewriter = GuardedRewriter(fake_model, metrics=metrics)
-    plan = await rewriter.run("How do I install Kestrel?", [])
+    plan = await plan_with(GuardedRewriter(fake_model), "How do I install Kestrel?", [], metrics=metrics)
     assert fake_model.calls == []
     assert plan.status == "skipped"
     assert plan.query == "How do I install Kestrel?"
@@ -148,7 +173,7 @@ async def test_bad_rewrite_is_rejected_and_falls_back_to_expansion(
 ) -> None:
     fake_model.enqueue(reply)
     metrics = Metrics()
-    plan = await GuardedRewriter(fake_model, metrics=metrics).run(FOLLOW_UP, HISTORY)
+    plan = await plan_with(GuardedRewriter(fake_model), FOLLOW_UP, HISTORY, metrics=metrics)
     assert plan.status == "rejected"
     assert reason in plan.detail
     expected_query, expanded = HistoryExpansion().expand(FOLLOW_UP, HISTORY)
@@ -181,7 +206,7 @@ async def test_rejected_rewrite_of_standalone_question_falls_back_to_the_questio
 async def test_model_error_falls_back(fake_model: FakeChatModel, exc: Exception) -> None:
     fake_model.enqueue(exc)
     metrics = Metrics()
-    plan = await GuardedRewriter(fake_model, metrics=metrics).run(FOLLOW_UP, HISTORY)
+    plan = await plan_with(GuardedRewriter(fake_model), FOLLOW_UP, HISTORY, metrics=metrics)
     assert plan.status == "error"
     assert type(exc).__name__ in plan.detail
     assert plan.query == HistoryExpansion().expand(FOLLOW_UP, HISTORY)[0]
@@ -194,7 +219,7 @@ async def test_callable_reply_that_raises_falls_back(fake_model: FakeChatModel) 
         raise KeyError("tokenizer")
 
     fake_model.enqueue(explode)
-    plan = await GuardedRewriter(fake_model).run(FOLLOW_UP, HISTORY)
+    plan = await plan_with(GuardedRewriter(fake_model), FOLLOW_UP, HISTORY)
     assert plan.status == "error"
     assert plan.query.startswith(FOLLOW_UP)
 
@@ -203,7 +228,7 @@ async def test_slow_model_times_out_and_falls_back() -> None:
     slow = FakeChatModel([GOOD_REWRITE], delay_s=2.0)
     metrics = Metrics()
     started = time.perf_counter()
-    plan = await GuardedRewriter(slow, timeout_s=0.05, metrics=metrics).run(FOLLOW_UP, HISTORY)
+    plan = await plan_with(GuardedRewriter(slow), FOLLOW_UP, HISTORY, metrics=metrics, timeout_s=0.05)
     assert time.perf_counter() - started < 1.0
     assert plan.status == "timeout"
     assert "0.05" in plan.detail
@@ -214,13 +239,13 @@ async def test_slow_model_times_out_and_falls_back() -> None:
 
 async def test_metrics_count_every_status(fake_model: FakeChatModel) -> None:
     metrics = Metrics()
-    rewriter = GuardedRewriter(fake_model, metrics=metrics, timeout_s=0.05)
-    await rewriter.run("How do I install Kestrel?", [])  # skipped
+    rewriter = GuardedRewriter(fake_model)
+    await plan_with(rewriter, "How do I install Kestrel?", [], metrics=metrics)  # skipped
     fake_model.enqueue(GOOD_REWRITE, GOOD_REWRITE, "Yes, use Helm.", RuntimeError("x"))
     for _ in range(4):
-        await rewriter.run(FOLLOW_UP, HISTORY)
+        await plan_with(rewriter, FOLLOW_UP, HISTORY, metrics=metrics, timeout_s=0.05)
     rewriter.model = FakeChatModel([GOOD_REWRITE], delay_s=1.0)
-    await rewriter.run(FOLLOW_UP, HISTORY)
+    await plan_with(rewriter, FOLLOW_UP, HISTORY, metrics=metrics, timeout_s=0.05)
     counts = {
         status: metrics.value("anaphora_rewriter_requests_total", status=status)
         for status in ("skipped", "ok", "rejected", "error", "timeout")
@@ -257,7 +282,7 @@ def test_engine_turn_answers_whatever_the_rewrite_does(
     sample_rag.ask(FIRST, conversation)
     assert len(fake_model.calls) == 1  # turn 1: no rewrite call
     if inject == "slow":
-        sample_rag.components.engine.query_stage.timeout_s = 0.05
+        next(s for s in sample_rag.components.engine.stages if s.name == "query").timeout_s = 0.05
         fake_model.delay_s = 0.2
         fake_model.enqueue(GOOD_REWRITE)
     else:

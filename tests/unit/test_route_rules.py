@@ -112,7 +112,7 @@ def test_meta_is_detected(message: str) -> None:
 @pytest.mark.parametrize("message", META)
 def test_meta_with_history_skips_retrieval(message: str) -> None:
     route = route_by_rules(message, True)
-    assert route == Route(TurnKind.META, False, route.reason)
+    assert route == Route(TurnKind.META, route.reason)
     assert "conversation" in route.reason
     assert route_without_model(message, True) == route
 

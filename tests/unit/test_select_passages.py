@@ -8,8 +8,11 @@ from collections.abc import Sequence
 import pytest
 
 from anaphora.metrics import Metrics
-from anaphora.pipeline.select import PassageSelector
+from anaphora.pipeline.query import QueryPlan
+from anaphora.pipeline.select import PassageSelector, Selection
+from anaphora.pipeline.stages import Select
 from anaphora.rerank.base import NoModelReranker, Reranker
+from anaphora.testing.stages import run_stage, turn_state
 from anaphora.types import Passage
 
 pytestmark = pytest.mark.unit
@@ -47,6 +50,19 @@ class Scripted:
             raise self.error
         return [self.scores[t.removeprefix("text of ")] for t in texts]
 
+    async def aclose(self) -> None:
+        return None
+
+
+async def select(
+    selector: PassageSelector, candidates: Sequence[Passage], metrics: Metrics | None = None, query: str = "q"
+) -> Selection:
+    """Select as the engine does: in the select stage, observed and failing open."""
+    state = turn_state(query, plan=QueryPlan(query, "question"), candidates=tuple(candidates))
+    after, record = await run_stage(Select(selector, top_k=100), state, metrics=metrics)
+    assert record is not None
+    return Selection(list(after.candidates), record.status, record.detail)
+
 
 def ids(passages: Sequence[Passage]) -> list[str]:
     return [p.id for p in passages]
@@ -58,7 +74,7 @@ def test_scripted_reranker_satisfies_the_protocol() -> None:
 
 
 async def test_similarity_floor_drops_low_dense_scores_and_keeps_unscored() -> None:
-    selection = await PassageSelector(NoModelReranker(), similarity_threshold=0.30).run("q", CANDIDATES)
+    selection = await select(PassageSelector(NoModelReranker(), similarity_threshold=0.30), CANDIDATES)
     assert ids(selection.passages) == ["a", "c", "d"]
     assert selection.status == "skipped"
     assert "2 below similarity 0.3" in selection.detail
@@ -66,20 +82,21 @@ async def test_similarity_floor_drops_low_dense_scores_and_keeps_unscored() -> N
 
 async def test_no_model_reranker_keeps_first_stage_order_untouched() -> None:
     metrics = Metrics()
-    selector = PassageSelector(NoModelReranker(), similarity_threshold=-1.0, metrics=metrics)
-    selection = await selector.run("q", CANDIDATES)
+    selector = PassageSelector(NoModelReranker(), similarity_threshold=-1.0)
+    selection = await select(selector, CANDIDATES, metrics)
     assert selection.passages == CANDIDATES  # same order, same objects' values, no rerank scores
     assert all(p.rerank_score is None for p in selection.passages)
     assert selection.status == "skipped"
     assert selection.detail == "first-stage order"
-    # the no-model path is not a rerank attempt
-    for status in ("ok", "error", "timeout", "skipped"):
+    # the no-model path is counted as a skipped rerank, never as an attempt
+    assert metrics.value("anaphora_reranker_requests_total", status="skipped") == 1
+    for status in ("ok", "error", "timeout"):
         assert metrics.value("anaphora_reranker_requests_total", status=status) == 0
 
 
 async def test_everything_below_the_floor_leaves_nothing_and_calls_no_reranker() -> None:
     reranker = Scripted({})
-    selection = await PassageSelector(reranker, similarity_threshold=0.95).run("q", CANDIDATES[:2])
+    selection = await select(PassageSelector(reranker, similarity_threshold=0.95), CANDIDATES[:2])
     assert selection.passages == []
     assert selection.status == "skipped"
     assert reranker.calls == []
@@ -88,8 +105,8 @@ async def test_everything_below_the_floor_leaves_nothing_and_calls_no_reranker()
 async def test_reranker_reorders_sets_scores_and_applies_its_floor() -> None:
     metrics = Metrics()
     reranker = Scripted({"a": 0.2, "c": 0.9, "d": 0.5})
-    selector = PassageSelector(reranker, similarity_threshold=0.30, rerank_threshold=0.30, metrics=metrics)
-    selection = await selector.run("the query", CANDIDATES)
+    selector = PassageSelector(reranker, similarity_threshold=0.30, rerank_threshold=0.30)
+    selection = await select(selector, CANDIDATES, metrics, query="the query")
     # only the survivors of the similarity floor are sent, in first-stage order, with the query
     assert reranker.calls == [("the query", ["text of a", "text of c", "text of d"])]
     assert ids(selection.passages) == ["c", "d"]  # best first; "a" fell below the rerank floor
@@ -105,7 +122,7 @@ async def test_reranker_reorders_sets_scores_and_applies_its_floor() -> None:
 
 async def test_reranker_detail_names_it_when_nothing_was_dropped() -> None:
     reranker = Scripted({"a": 0.4, "c": 0.6})
-    selection = await PassageSelector(reranker, similarity_threshold=0.0).run("q", [CANDIDATES[0], CANDIDATES[2]])
+    selection = await select(PassageSelector(reranker, similarity_threshold=0.0), [CANDIDATES[0], CANDIDATES[2]])
     assert ids(selection.passages) == ["c", "a"]
     assert selection.detail == "reranked by scripted"
 
@@ -123,14 +140,14 @@ async def test_rerank_threshold_is_inclusive_and_can_drop_everything() -> None:
 
 async def test_equal_rerank_scores_keep_first_stage_order() -> None:
     reranker = Scripted({"a": 0.5, "c": 0.5, "d": 0.5})
-    selection = await PassageSelector(reranker, similarity_threshold=0.3).run("q", CANDIDATES)
+    selection = await select(PassageSelector(reranker, similarity_threshold=0.3), CANDIDATES)
     assert ids(selection.passages) == ["a", "c", "d"]
 
 
 async def test_reranker_error_fails_open_in_first_stage_order() -> None:
     metrics = Metrics()
     reranker = Scripted({}, error=RuntimeError("boom"))
-    selection = await PassageSelector(reranker, similarity_threshold=0.30, metrics=metrics).run("q", CANDIDATES)
+    selection = await select(PassageSelector(reranker, similarity_threshold=0.30), CANDIDATES, metrics)
     assert ids(selection.passages) == ["a", "c", "d"]
     assert all(p.rerank_score is None for p in selection.passages)
     assert selection.status == "error"
@@ -146,7 +163,10 @@ async def test_wrong_number_of_scores_counts_as_an_error() -> None:
         async def score(self, query: str, texts: Sequence[str]) -> list[float]:
             return [0.9]
 
-    selection = await PassageSelector(Short(), similarity_threshold=0.0).run("q", CANDIDATES[:3])
+        async def aclose(self) -> None:
+            return None
+
+    selection = await select(PassageSelector(Short(), similarity_threshold=0.0), CANDIDATES[:3])
     assert selection.status == "error"
     assert ids(selection.passages) == ["a", "b", "c"]
 
@@ -154,9 +174,9 @@ async def test_wrong_number_of_scores_counts_as_an_error() -> None:
 async def test_slow_reranker_times_out_and_keeps_first_stage_order() -> None:
     metrics = Metrics()
     reranker = Scripted({"a": 1.0, "c": 1.0, "d": 1.0}, delay_s=5.0)
-    selector = PassageSelector(reranker, similarity_threshold=0.30, timeout_s=0.05, metrics=metrics)
+    selector = PassageSelector(reranker, similarity_threshold=0.30, timeout_s=0.05)
     started = asyncio.get_running_loop().time()
-    selection = await selector.run("q", CANDIDATES)
+    selection = await select(selector, CANDIDATES, metrics)
     assert asyncio.get_running_loop().time() - started < 2.0
     assert selection.status == "timeout"
     assert ids(selection.passages) == ["a", "c", "d"]
@@ -166,15 +186,15 @@ async def test_slow_reranker_times_out_and_keeps_first_stage_order() -> None:
 
 async def test_metrics_count_each_outcome() -> None:
     metrics = Metrics()
-    ok = PassageSelector(Scripted({"a": 0.9}), similarity_threshold=0.0, metrics=metrics)
-    bad = PassageSelector(Scripted({}, error=ValueError("x")), similarity_threshold=0.0, metrics=metrics)
+    ok = PassageSelector(Scripted({"a": 0.9}), similarity_threshold=0.0)
+    bad = PassageSelector(Scripted({}, error=ValueError("x")), similarity_threshold=0.0)
     for _ in range(3):
-        await ok.run("q", CANDIDATES[:1])
-    await bad.run("q", CANDIDATES[:1])
+        await select(ok, CANDIDATES[:1], metrics)
+    await select(bad, CANDIDATES[:1], metrics)
     assert metrics.value("anaphora_reranker_requests_total", status="ok") == 3
     assert metrics.value("anaphora_reranker_requests_total", status="error") == 1
 
 
 async def test_without_metrics_nothing_is_counted_and_nothing_breaks() -> None:
-    selection = await PassageSelector(Scripted({"a": 0.9})).run("q", CANDIDATES[:1])
+    selection = await select(PassageSelector(Scripted({"a": 0.9})), CANDIDATES[:1])
     assert selection.status == "ok"

@@ -82,6 +82,8 @@ def test_streaming_text_equals_the_final_answer_and_metadata_rides_the_extension
 
 def test_the_retrieval_rewrite_never_reaches_the_answer_text(running) -> None:
     class Rewrites:
+        calls_model = False
+
         async def run(self, question, history):
             return QueryPlan(query=REWRITE, source="rewrite", status="ok")
 

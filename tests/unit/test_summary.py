@@ -13,6 +13,7 @@ from anaphora.errors import ModelUnavailableError
 from anaphora.metrics import Metrics
 from anaphora.models.fake import echo_first_context
 from anaphora.pipeline.engine import TurnRequest
+from anaphora.pipeline.observer import StageObserver
 from anaphora.pipeline.rewrite import REWRITE_INSTRUCTIONS
 from anaphora.pipeline.summary import SUMMARY_INSTRUCTIONS, RollingSummarizer, summary_prompt
 from anaphora.store.protocols import StoredTurn, Summary
@@ -44,12 +45,24 @@ class MemoryStore:
         self.versions.append(Summary(covers_turns=covers_turns, text=text, created_at=time.time()))
 
 
-def summarizer(model: FakeChatModel, store: MemoryStore, **kwargs) -> RollingSummarizer:
-    kwargs.setdefault("metrics", Metrics())
-    return RollingSummarizer(model, store, store, **kwargs)
+class Observed(RollingSummarizer):
+    """The summarizer as the engine runs it: in the observer's background runner (timed, counted, never raising)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.metrics = Metrics()
+        self.observer = StageObserver(self.metrics)
+
+    async def update(self, user_id: str, conversation_id: str, covers: int) -> str:
+        work = super().update(user_id, conversation_id, covers)
+        return await self.observer.background("summary", "summarizer", work, self.timeout_s)
 
 
-def status_count(s: RollingSummarizer, status: str) -> float:
+def summarizer(model: FakeChatModel, store: MemoryStore, **kwargs) -> Observed:
+    return Observed(model, store, store, **kwargs)
+
+
+def status_count(s: Observed, status: str) -> float:
     return s.metrics.value("anaphora_summarizer_requests_total", status=status)
 
 

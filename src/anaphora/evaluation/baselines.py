@@ -11,6 +11,8 @@ from anaphora.types import Message
 class FixedQuery:
     """Retrieve with a given string (the task's last-turn query or its reference rewrite)."""
 
+    calls_model = False
+
     def __init__(self, query: str, source: str) -> None:
         self.query = query
         self.source = source
@@ -21,6 +23,8 @@ class FixedQuery:
 
 class AllQuestionsQuery:
     """Every user question of the conversation so far, concatenated (a common naive baseline)."""
+
+    calls_model = False
 
     async def run(self, question: str, history: Sequence[Message]) -> QueryPlan:
         asked = [m.content for m in history if m.role == "user"] + [question]

@@ -47,6 +47,10 @@ class ChatModel(Protocol):
 
     def count_tokens(self, text: str) -> int: ...
 
+    async def aclose(self) -> None:
+        """Release what the backend holds (an HTTP client); in-process backends have nothing to release."""
+        ...
+
 
 def approx_tokens(text: str) -> int:
     """About four characters per token: the brief's rule where no tokenizer is available."""

@@ -90,3 +90,6 @@ class FakeChatModel:
 
     def count_tokens(self, text: str) -> int:
         return approx_tokens(text)
+
+    async def aclose(self) -> None:
+        return None  # nothing to release

@@ -164,3 +164,6 @@ async def iterate_in_thread(make_iterator) -> AsyncIterator[Any]:
     finally:
         cancelled.set()
         await worker
+
+    async def aclose(self) -> None:
+        return None  # nothing to release

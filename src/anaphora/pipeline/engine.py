@@ -1,9 +1,9 @@
-"""The turn pipeline's async core.
+"""The turn pipeline's async core: a sequence of stages over one frozen turn state.
 
-sanitize -> query (rewrite for retrieval only) -> retrieve -> select -> prompt -> generate -> cite -> remember
-
-The generator always answers the user's original words; the retrieval query lives only in the trace.
-A turn runs in its own task: a streaming caller that stops reading does not stop the turn from being stored.
+route -> query (rewrite for retrieval only) -> skip gate -> retrieve -> select -> budget -> generate -> cite,
+then the turn is stored and the rolling summary scheduled. The generator always answers the user's original
+words; the retrieval query lives only in the trace. A turn runs in its own task: a streaming caller that stops
+reading does not stop the turn from being stored.
 """
 
 from __future__ import annotations
@@ -11,33 +11,38 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Sequence
-from contextlib import nullcontext
-from dataclasses import dataclass
 from typing import Any
 
 from anaphora.errors import InputError
 from anaphora.metrics import Metrics
-from anaphora.models.base import ChatModel, ChatOptions
-from anaphora.pipeline.answer_guard import ANSWER_STOP, extractive_answer
-from anaphora.pipeline.budget import PromptPlan, plan_prompt
-from anaphora.pipeline.citations import extract_citations
-from anaphora.pipeline.generate import Deltas, emit, generate
-from anaphora.pipeline.prompt import CONTEXT_FRAMING, SUMMARY_LABEL, build_messages, format_passage
+from anaphora.models.base import ChatModel
+from anaphora.pipeline.generate import emit
+from anaphora.pipeline.observer import StageObserver
 from anaphora.pipeline.query import QueryStage
-from anaphora.pipeline.route import Route, TurnKind, history_covers, route_by_rules, route_by_standalone_test
 from anaphora.pipeline.select import PassageSelector
+from anaphora.pipeline.stage import Stage
+from anaphora.pipeline.stages import (
+    ABSTAIN,
+    NO_ANSWER,
+    Budget,
+    Cite,
+    Generate,
+    QueryPlanner,
+    Retrieve,
+    Router,
+    Select,
+    SkipGate,
+)
+from anaphora.pipeline.state import LOCAL_USER, Deltas, TurnRequest, TurnState
 from anaphora.pipeline.summary import RollingSummarizer
-from anaphora.pipeline.trace import timed
 from anaphora.rerank.base import NoModelReranker
-from anaphora.retrieval.hybrid import HybridRetriever
+from anaphora.retrieval.base import Retriever
 from anaphora.sanitize import sanitize
 from anaphora.settings import Settings
 from anaphora.store.protocols import ConversationStore, StoredTurn, SummaryStore
-from anaphora.types import Message, Passage, TurnResult, TurnTrace
+from anaphora.types import Message, Passage, StageRecord, TurnResult, TurnTrace
 
-LOCAL_USER = "local"
-NO_ANSWER = "I could not find this in the documents."
-ABSTAIN = "The documents do not cover this: none of the passages I found is relevant enough to answer from."
+__all__ = ["ABSTAIN", "LOCAL_USER", "NO_ANSWER", "Engine", "TurnRequest", "TurnStream", "turns_to_messages"]
 
 
 def turns_to_messages(turns: Sequence[StoredTurn]) -> list[Message]:
@@ -46,16 +51,6 @@ def turns_to_messages(turns: Sequence[StoredTurn]) -> list[Message]:
         messages.append(Message(role="user", content=turn.question))
         messages.append(Message(role="assistant", content=turn.answer))
     return messages
-
-
-@dataclass
-class TurnRequest:
-    question: str
-    user_id: str = LOCAL_USER
-    conversation_id: str | None = None
-    history: Sequence[Message] | None = None  # stateless mode: the caller sends the history
-    temperature: float | None = None  # per-request answer options; None: the settings decide
-    max_tokens: int | None = None
 
 
 class TurnStream:
@@ -90,15 +85,37 @@ class TurnStream:
         return await self._task
 
 
+def trace_of(state: TurnState, records: list[StageRecord]) -> TurnTrace:
+    """The turn's audit record, written once from the final state."""
+    route, plan, skip = state.route, state.plan, state.skip
+    trace = TurnTrace(
+        question=state.question,
+        route=route.kind if route else None,
+        route_reason=skip.why if skip else (route.reason if route else ""),
+        retrieval_skipped=skip is not None,
+        abstained=state.abstain,
+        retrieved=list(state.selected),
+        stages=records,
+        model_calls=len(state.calls),
+        prompt_tokens=state.prompt.decision.used if state.prompt else 0,
+        budget=state.prompt.decision if state.prompt else None,
+    )
+    if plan is not None and skip is None:
+        trace.query, trace.query_source = plan.query, plan.source
+        trace.alternate_queries = [q for q in plan.queries if q != plan.query]
+    return trace
+
+
 class Engine:
-    """Runs turns. Every dependency is passed in; :func:`anaphora.app.build_components` wires the defaults."""
+    """Runs turns through ``stages``. Every dependency is passed in; :func:`anaphora.app.build_components` wires
+    the defaults. The engine knows the order of the stages, not what they do."""
 
     def __init__(
         self,
         settings: Settings,
         *,
         chat_model: ChatModel,
-        retriever: HybridRetriever,
+        retriever: Retriever,
         conversations: ConversationStore,
         query_stage: QueryStage,
         selector: PassageSelector | None = None,
@@ -110,17 +127,53 @@ class Engine:
         """``tracer``: an OpenTelemetry tracer for spans per turn and stage (None: no spans)."""
         self.settings = settings
         self.chat_model = chat_model
-        self.retriever = retriever
         self.conversations = conversations
-        self.query_stage = query_stage
         self.metrics = metrics or Metrics()
         self.selector = selector or PassageSelector(
-            NoModelReranker(), similarity_threshold=settings.similarity_threshold, metrics=self.metrics
+            NoModelReranker(), similarity_threshold=settings.similarity_threshold
         )
         self.summaries = summaries
         self.summarizer = summarizer
-        self.tracer = tracer
+        self.observer = StageObserver(self.metrics, tracer)
+        self.stages: list[Stage] = [
+            Router(skip_gate=settings.skip_gate),
+            QueryPlanner(query_stage, timeout_s=settings.rewrite_timeout_s),
+            *([SkipGate()] if settings.skip_gate else []),
+            Retrieve(retriever),
+            Select(self.selector, top_k=settings.top_k),
+            Budget(settings, chat_model),
+            Generate(settings, chat_model),
+            Cite(),
+        ]
         self._background: set[asyncio.Task] = set()
+
+    def add_stage(self, stage: Stage, *, after: str) -> None:
+        """Insert ``stage`` after the stage named ``after`` (e.g. ``"generate"``)."""
+        names = [s.name for s in self.stages]
+        if after not in names:
+            raise ValueError(f"no stage named {after!r}; the stages are {', '.join(names)}")
+        self.stages.insert(names.index(after) + 1, stage)
+
+    @property
+    def query_stage(self) -> QueryStage:
+        """The query strategy of the query stage; assigning one replaces the stage (evaluation swaps baselines)."""
+        return self._planner().strategy
+
+    @query_stage.setter
+    def query_stage(self, strategy: QueryStage) -> None:
+        index = self.stages.index(self._planner())
+        self.stages[index] = QueryPlanner(strategy, timeout_s=self.settings.rewrite_timeout_s)
+
+    def _planner(self) -> QueryPlanner:
+        return next(s for s in self.stages if isinstance(s, QueryPlanner))
+
+    @property
+    def tracer(self) -> Any | None:
+        return self.observer.tracer
+
+    @tracer.setter
+    def tracer(self, tracer: Any | None) -> None:
+        self.observer.tracer = tracer
 
     async def ask(self, request: TurnRequest) -> TurnResult:
         """Run one turn to completion (no streaming)."""
@@ -138,13 +191,17 @@ class Engine:
             await asyncio.gather(*list(self._background), return_exceptions=True)
 
     async def aclose(self) -> None:
-        """Finish background work and close the network clients of the model, the reranker and the conversation
-        store, if any."""
+        """Finish background work and close the network clients of the model, the reranker and the store."""
         await self.drain()
-        for part in (self.chat_model, self.selector.reranker, self.conversations):
-            close = getattr(part, "aclose", None)
-            if close is not None:
-                await close()
+        await self.chat_model.aclose()
+        await self.selector.reranker.aclose()
+        await self.conversations.aclose()
+
+    async def _run_stages(self, stages: Sequence[Stage], state: TurnState) -> tuple[TurnState, list[StageRecord]]:
+        records: list[StageRecord] = []
+        for stage in stages:
+            state = await self.observer.run(stage, state, records)
+        return state, records
 
     async def retrieve(
         self, question: str, history: Sequence[Message], query_stage: QueryStage | None = None
@@ -155,190 +212,88 @@ class Engine:
         ``question`` and ``history`` must already be sanitised. Evaluation calls this directly, optionally with
         another ``query_stage`` (a baseline), so that what is measured is exactly what a turn does.
         """
-        trace = TurnTrace(question=question)
-        with timed(trace, "route", self.tracer) as stage:
-            route = route_by_rules(question, bool(history))
-            stage.set("ok", route.reason if route else "rules undecided")
-        if route and not route.needs_retrieval and self.settings.skip_gate:
-            trace.route, trace.route_reason, trace.retrieval_skipped = route.kind, route.reason, True
-            self.metrics.retrievals_skipped.labels(reason=route.kind).inc()
-            return [], trace
+        stages = [s for s in self.stages if s.retrieval]
+        if query_stage is not None:
+            stages = [QueryPlanner(query_stage) if isinstance(s, QueryPlanner) else s for s in stages]
+        state = TurnState(question=question, request=TurnRequest(question), history=tuple(history))
+        state, records = await self._run_stages(stages, state)
+        return list(state.candidates), trace_of(state, records)
 
-        with timed(trace, "query", self.tracer) as stage:
-            plan = await (query_stage or self.query_stage).run(question, history)
-            stage.set(plan.status, plan.detail)
-        if route is None and plan.kind:
-            route = Route(TurnKind(plan.kind), plan.kind not in ("chit_chat", "meta"), "model analysis", "model")
-        route = route or route_by_standalone_test(question)  # the rules already ran above
-        trace.route, trace.route_reason = route.kind, route.reason
-        if self.settings.skip_gate and self._answered_by_history(plan, route, question, history):
-            trace.retrieval_skipped, trace.route_reason = True, f"{route.reason}: the conversation holds the answer"
-            trace.model_calls += plan.model_calls
-            self.metrics.retrievals_skipped.labels(reason="answered_by_conversation").inc()
-            return [], trace
-        trace.query, trace.query_source = plan.query, plan.source
-        trace.alternate_queries = [q for q in plan.queries if q != plan.query]
-        trace.model_calls += plan.model_calls
-
-        with timed(trace, "retrieve", self.tracer) as stage:
-            candidates = await self.retriever.run_many(plan.queries)
-            stage.set("ok", f"{len(candidates)} candidates")
-        with timed(trace, "select", self.tracer) as stage:
-            selection = await self.selector.run(plan.query, candidates)
-            stage.set(selection.status, selection.detail)
-        trace.retrieved = selection.passages[: self.settings.top_k]
-        return selection.passages, trace
-
-    @staticmethod
-    def _answered_by_history(plan, route: Route, question: str, history: Sequence[Message]) -> bool:
-        """Trust the model's "already answered" or "not about the documents" only when the message brings no
-        word the conversation has not seen: a wrong skip costs recall, a wrong retrieval costs milliseconds."""
-        says_so = plan.answered_by_conversation or not route.needs_retrieval
-        return says_so and history_covers(question, [m.content for m in history])
-
-    async def _context(self, request: TurnRequest) -> tuple[list[Message], str, int]:
-        """(recent history as messages, current summary, number of earlier turns) - all sanitised."""
+    async def _start(self, request: TurnRequest, deltas: Deltas | None) -> TurnState:
+        """The turn's starting state: the sanitised question, recent history and current summary."""
+        question = sanitize(request.question).strip()
+        if not question:
+            raise InputError("the question is empty", hint="type a question")
+        summary = ""
         if request.history is not None:
             history = [m for m in request.history if m.role in ("user", "assistant")]
-            turns_before = sum(1 for m in history if m.role == "user")
-            summary = ""
         elif request.conversation_id is None:
-            return [], "", 0
+            history = []
         else:
-            conversation = await self.conversations.get(request.user_id, request.conversation_id)
             stored = await self.conversations.turns(
                 request.user_id, request.conversation_id, last=self.settings.history_turns
             )
-            history, turns_before = turns_to_messages(stored), conversation.turn_count
-            use_summary = self.settings.summary and self.summaries is not None
-            current = await self.summaries.summary(request.user_id, request.conversation_id) if use_summary else None
-            summary = current.text if current else ""
-        return [Message(role=m.role, content=sanitize(m.content)) for m in history], sanitize(summary), turns_before
-
-    @staticmethod
-    def _pick(requested: float | None, default: float) -> float:
-        return default if requested is None else requested
-
-    def _answer_tokens(self, request: TurnRequest) -> int:
-        """The answer's token cap: the request's, within the settings' (the budget reserved that much)."""
-        cap = self.settings.answer_max_tokens
-        return cap if request.max_tokens is None else max(1, min(request.max_tokens, cap))
-
-    def _plan(
-        self, question: str, history: list[Message], summary: str, passages: list[Passage], *, framed: bool
-    ) -> PromptPlan:
-        settings = self.settings
-        return plan_prompt(
-            count=self.chat_model.count_tokens,
-            budget=settings.context_window - settings.answer_max_tokens,
-            history_budget=settings.history_budget_tokens,
-            max_turns=settings.history_turns,
-            system=settings.system_prompt,
-            summary=summary,
-            history=history,
-            passages=passages,
+            history = turns_to_messages(stored)
+            if self.settings.summary and self.summaries is not None:
+                current = await self.summaries.summary(request.user_id, request.conversation_id)
+                summary = current.text if current else ""
+        return TurnState(
             question=question,
-            passage_text=format_passage,
-            framing=CONTEXT_FRAMING if framed else "",
-            summary_label=SUMMARY_LABEL,
+            request=request,
+            history=tuple(Message(role=m.role, content=sanitize(m.content)) for m in history),
+            summary=sanitize(summary),
+            deltas=deltas,
         )
 
     async def _run(self, request: TurnRequest, deltas: Deltas | None) -> TurnResult:
-        span_context = self.tracer.start_as_current_span("anaphora.turn") if self.tracer else nullcontext()
-        with span_context as span:
+        with self.observer.turn() as finish:
             try:
                 result = await self._turn(request, deltas)
             finally:
                 emit(deltas, None)
-            if span is not None:
-                trace = result.trace
-                span.set_attribute("anaphora.route", trace.route or "")
-                span.set_attribute("anaphora.retrieval_skipped", trace.retrieval_skipped)
-                span.set_attribute("anaphora.model_calls", trace.model_calls)
-                span.set_attribute("anaphora.prompt_tokens", trace.prompt_tokens)
+            finish(result.trace)
             return result
 
     async def _turn(self, request: TurnRequest, deltas: Deltas | None) -> TurnResult:
-        question = sanitize(request.question).strip()
-        if not question:
-            raise InputError("the question is empty", hint="type a question")
-        history, summary, turns_before = await self._context(request)
-        _, trace = await self.retrieve(question, history)
-        retrieved = not trace.retrieval_skipped
-
-        with timed(trace, "budget", self.tracer) as stage:
-            plan = self._plan(question, history, summary, trace.retrieved, framed=retrieved)
-            trace.budget, passages = plan.decision, plan.passages
-            stage.set("ok", f"{plan.decision.used}/{plan.decision.budget} tokens, {plan.decision.turns_kept} turns")
-        with timed(trace, "generate", self.tracer) as stage:
-            if retrieved and not trace.retrieved:
-                answer, trace.abstained = ABSTAIN, True  # nothing relevant: say so rather than guess
-                self.metrics.abstentions.inc()
-                stage.set("skipped", "abstained: no passage passed the relevance thresholds")
-                emit(deltas, answer)
-            else:
-                messages = build_messages(
-                    self.settings.system_prompt, plan.history, passages if retrieved else None, question, plan.summary
-                )
-                options = ChatOptions(
-                    temperature=self._pick(request.temperature, self.settings.answer_temperature),
-                    max_tokens=self._answer_tokens(request),
-                    stop=ANSWER_STOP,
-                )
-                answer, guard = await generate(self.chat_model, messages, options, deltas)
-                trace.model_calls += 1
-                if not answer:
-                    answer = extractive_answer(question, passages) or NO_ANSWER
-                    stage.set("ok", "model gave no usable answer: quoted the best passages instead")
-                    emit(deltas, answer)
-                elif guard.tripped:
-                    stage.set("ok", "stopped the model repeating itself or echoing the prompt")
-        trace.prompt_tokens = plan.decision.used
-        citations = extract_citations(answer, passages)
+        if request.conversation_id is not None:  # an unknown conversation is refused before any work
+            conversation = await self.conversations.get(request.user_id, request.conversation_id)
+            turns_before = conversation.turn_count
+        else:
+            turns_before = sum(1 for m in request.history or () if m.role == "user")
+        state, records = await self._run_stages(self.stages, await self._start(request, deltas))
+        trace = trace_of(state, records)
+        citations = list(state.citations)
 
         turn_index = turns_before
         if request.conversation_id is not None:
             started = time.perf_counter()  # timed outside the trace, which is stored as it is now
             stored = await self.conversations.append_turn(
-                request.user_id, request.conversation_id, request.question, answer, citations, trace
+                request.user_id, request.conversation_id, request.question, state.answer, citations, trace
             )
-            self.metrics.stage_seconds.labels(stage="remember").observe(time.perf_counter() - started)
+            self.observer.seconds("remember", time.perf_counter() - started)
             turn_index = stored.index
             # turns the next prompt will not show verbatim: beyond the window, or evicted by the budget just now
-            covers = max(turns_before + 1 - self.settings.history_turns, turns_before - plan.decision.turns_kept)
+            kept = state.prompt.decision.turns_kept if state.prompt else 0
+            covers = max(turns_before + 1 - self.settings.history_turns, turns_before - kept)
             self._schedule_summary(request, covers)
-        self._observe(trace)
+        self.observer.finish(trace, state.calls)
         return TurnResult(
             conversation_id=request.conversation_id or "",
             turn_index=turn_index,
             question=request.question,
-            answer=answer,
+            answer=state.answer,
             citations=citations,
             trace=trace,
         )
 
     def _schedule_summary(self, request: TurnRequest, covers: int) -> None:
         """Summarise turns that will not be shown verbatim any more, after the answer, without blocking it."""
-        if not (self.settings.summary and self.summarizer and covers > 0):
+        summarizer = self.summarizer
+        if not (self.settings.summary and summarizer and covers > 0):
             return
+        work = summarizer.update(request.user_id, request.conversation_id or "", covers)
         task = asyncio.get_running_loop().create_task(
-            self.summarizer.update(request.user_id, request.conversation_id or "", covers)
+            self.observer.background("summary", "summarizer", work, summarizer.timeout_s)
         )
         self._background.add(task)
         task.add_done_callback(self._background.discard)
-
-    def _observe(self, trace: TurnTrace) -> None:
-        metrics = self.metrics
-        metrics.turns.inc()
-        for stage in trace.stages:
-            metrics.stage_seconds.labels(stage=stage.name).observe(stage.ms / 1000)
-        if trace.route:
-            metrics.routes.labels(kind=trace.route).inc()
-        if not trace.abstained:
-            metrics.model_calls.labels(purpose="answer").inc()
-        rewrite_calls = trace.model_calls - (0 if trace.abstained else 1)
-        if rewrite_calls > 0:
-            metrics.model_calls.labels(purpose="rewrite").inc(rewrite_calls)
-        metrics.prompt_tokens.observe(trace.prompt_tokens)
-        if trace.budget:
-            metrics.budget_evictions.inc(trace.budget.turns_evicted_for_budget)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from anaphora.types import Message, StageStatus
+
+if TYPE_CHECKING:
+    from anaphora.pipeline.route import TurnKind
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,7 +22,7 @@ class QueryPlan:
     detail: str = ""
     model_calls: int = 0
     alternates: tuple[str, ...] = ()
-    kind: str | None = None  # the turn kind, when a model analysis decided it
+    kind: TurnKind | None = None  # the turn kind, when a model analysis decided it
     answered_by_conversation: bool = False  # the analysis says the history already holds the answer
 
     @property
@@ -28,11 +31,18 @@ class QueryPlan:
 
 
 class QueryStage(Protocol):
+    """A query strategy: what to retrieve with for this message and history. ``calls_model``: whether ``run``
+    makes a chat-model call (then it is counted as a rewrite, and may fail or time out)."""
+
+    calls_model: bool
+
     async def run(self, question: str, history: Sequence[Message]) -> QueryPlan: ...
 
 
 class LastMessageQuery:
     """Plain RAG: the retriever sees the user's latest message alone (the last-turn baseline)."""
+
+    calls_model = False
 
     async def run(self, question: str, history: Sequence[Message]) -> QueryPlan:
         return QueryPlan(query=question, source="question", status="skipped", detail="no rewriting configured")

@@ -5,7 +5,6 @@ Both feed only the retriever. Turn 1 (no history) makes no model call at all.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from collections.abc import Sequence
@@ -14,11 +13,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ValidationError
 
-from anaphora.metrics import Metrics
 from anaphora.models.base import ChatModel, ChatOptions
 from anaphora.pipeline.query import QueryPlan
 from anaphora.pipeline.rewrite_guard import strip_preamble, validate_rewrite
-from anaphora.pipeline.route import REFERRING, is_chit_chat, is_meta, looks_standalone
+from anaphora.pipeline.route import REFERRING, TurnKind, is_chit_chat, is_meta, looks_standalone
 from anaphora.text import STOPWORDS, content_set
 from anaphora.types import Message
 
@@ -38,6 +36,8 @@ QUESTION_SNIPPET_WORDS = 100
 class HistoryExpansion:
     """Model-free history-aware query: a non-standalone message gets the salient words of the recent user turns
     (most recent first, in the spirit of historical query expansion); a standalone one is used as it is."""
+
+    calls_model = False
 
     def __init__(self, *, turns: int = 3, max_terms: int = 10) -> None:
         self.turns = turns
@@ -138,23 +138,22 @@ def format_history(history: Sequence[Message], turns: int) -> str:
 
 
 class GuardedRewriter:
-    """One model call turns the latest message into a standalone query; a guard validates it; anything wrong
-    (rejected output, error, timeout) falls back to :class:`HistoryExpansion`. Never raises."""
+    """One model call turns the latest message into a standalone query; a guard validates it; a rejected rewrite
+    falls back to :class:`HistoryExpansion` (and so do a model error and a timeout, in the query stage)."""
+
+    calls_model = True
 
     def __init__(
         self,
         model: ChatModel,
         *,
         history_turns: int = 6,
-        timeout_s: float = 10.0,
         max_tokens: int = 256,
         fallback: HistoryExpansion | None = None,
-        metrics: Metrics | None = None,
         style: PromptStyle = TEXT_REWRITE,
     ) -> None:
         self.model = model
         self.history_turns = history_turns
-        self.timeout_s = timeout_s
         self.style = style
         self.options = ChatOptions(
             temperature=0.0,
@@ -164,7 +163,6 @@ class GuardedRewriter:
             json_schema=TurnAnalysis.model_json_schema() if style.structured else None,
         )
         self.fallback = fallback or HistoryExpansion()
-        self.metrics = metrics
 
     def messages(self, question: str, history: Sequence[Message]) -> list[Message]:
         conversation = format_history(history, self.history_turns)
@@ -174,22 +172,16 @@ class GuardedRewriter:
         ]
 
     async def run(self, question: str, history: Sequence[Message]) -> QueryPlan:
+        """Raises when the model fails; the query stage that runs it falls back (and times it out)."""
         if not history:
-            return self._count(QueryPlan(question, "question", "skipped", "turn 1: no rewrite"))
-        try:
-            reply = await asyncio.wait_for(
-                self.model.chat(self.messages(question, history), self.options), self.timeout_s
-            )
-        except TimeoutError:
-            return self._fall_back(question, history, "timeout", f"no rewrite within {self.timeout_s:g}s", "")
-        except Exception as exc:  # fail open: any model error degrades to the model-free query
-            return self._fall_back(question, history, "error", f"{type(exc).__name__}: {exc}", "")
+            return QueryPlan(question, "question", "skipped", "turn 1: no rewrite")
+        reply = await self.model.chat(self.messages(question, history), self.options)
         analysis = self.style.parse(reply.text)
         if isinstance(analysis, str):
             return self._fall_back(question, history, "rejected", analysis, reply.text.strip())
         rewrite = strip_preamble(analysis.query)
         reasons = validate_rewrite(question, history, rewrite)
-        kind = analysis.kind if self.style.structured else None
+        kind = TurnKind(analysis.kind) if self.style.structured else None
         if reasons:
             plan = self._fall_back(question, history, "rejected", "; ".join(reasons), rewrite)
             return replace(plan, kind=kind, answered_by_conversation=analysis.answered_by_conversation)
@@ -197,7 +189,7 @@ class GuardedRewriter:
         # the model-free queries ride along: fused rankings dampen a plausible but wrong rewrite (measured in
         # docs/benchmarks.md: with SmolLM2 this is never worse than the rewrite alone)
         alternates = tuple(q for q in self.fallback.plan(question, history).queries if q != rewrite)
-        plan = QueryPlan(
+        return QueryPlan(
             rewrite,
             "rewrite",
             "ok",
@@ -207,7 +199,6 @@ class GuardedRewriter:
             kind=kind,
             answered_by_conversation=analysis.answered_by_conversation,
         )
-        return self._count(plan)
 
     def _fall_back(self, question: str, history: Sequence[Message], status, reason: str, rewrite: str) -> QueryPlan:
         plan = self.fallback.plan(question, history, status=status, model_calls=1)
@@ -218,9 +209,4 @@ class GuardedRewriter:
             extra={"original": question, "rewrite": rewrite, "verdict": reason, "fallback": plan.query},
         )
         detail = f"{reason}; fallback: {plan.source}" + (f" (model said: {rewrite[:120]!r})" if rewrite else "")
-        return self._count(QueryPlan(plan.query, plan.source, status, detail, 1, plan.alternates))
-
-    def _count(self, plan: QueryPlan) -> QueryPlan:
-        if self.metrics:
-            self.metrics.rewriter.labels(status=plan.status).inc()
-        return plan
+        return QueryPlan(plan.query, plan.source, status, detail, 1, plan.alternates)

@@ -41,13 +41,21 @@ class TurnKind(StrEnum):
     CHIT_CHAT = "chit_chat"
     META = "meta"
 
+    @property
+    def needs_retrieval(self) -> bool:
+        """Chit-chat and requests about the conversation are answered without the documents."""
+        return self not in (TurnKind.CHIT_CHAT, TurnKind.META)
+
 
 @dataclass(frozen=True, slots=True)
 class Route:
     kind: TurnKind
-    needs_retrieval: bool
     reason: str
     decided_by: str = "rules"  # "rules" or "model"
+
+    @property
+    def needs_retrieval(self) -> bool:
+        return self.kind.needs_retrieval
 
 
 # social words and phrases; a message made only of these is chit-chat ("thanks, and on ARM?" is not)
@@ -95,19 +103,24 @@ def route_by_rules(question: str, has_history: bool) -> Route | None:
     """The rules' verdict, or ``None`` when only the model can tell (a later turn that is neither chit-chat nor
     about the conversation)."""
     if is_chit_chat(question):
-        return Route(TurnKind.CHIT_CHAT, False, "chit-chat: greetings, thanks or small talk")
+        return Route(TurnKind.CHIT_CHAT, "chit-chat: greetings, thanks or small talk")
     if has_history and is_meta(question):
-        return Route(TurnKind.META, False, "about the conversation itself: answered from the history")
+        return Route(TurnKind.META, "about the conversation itself: answered from the history")
     if not has_history:
-        return Route(TurnKind.NEW_QUERY, True, "first turn")
+        return Route(TurnKind.NEW_QUERY, "first turn")
     return None
 
 
 def route_by_standalone_test(question: str) -> Route:
     """For a later turn the rules left undecided: a new query if it stands alone, else a follow-up."""
     if looks_standalone(question):
-        return Route(TurnKind.NEW_QUERY, True, "stands alone")
-    return Route(TurnKind.FOLLOW_UP, True, "refers back to the conversation")
+        return Route(TurnKind.NEW_QUERY, "stands alone")
+    return Route(TurnKind.FOLLOW_UP, "refers back to the conversation")
+
+
+def route_by_analysis(kind: TurnKind) -> Route:
+    """The route a model's structured analysis decided."""
+    return Route(kind, "model analysis", "model")
 
 
 def route_without_model(question: str, has_history: bool) -> Route:

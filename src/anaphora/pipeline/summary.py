@@ -6,17 +6,15 @@ is stored (they never delay an answer) and fail open: on any problem the previou
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Sequence
 
-from anaphora.metrics import Metrics
 from anaphora.models.base import ChatModel, ChatOptions
 from anaphora.pipeline.answer_guard import RepetitionGuard
 from anaphora.pipeline.budget import truncate_to_tokens
 from anaphora.sanitize import sanitize
 from anaphora.store.protocols import ConversationStore, StoredTurn, SummaryStore
-from anaphora.types import Message
+from anaphora.types import Message, StageStatus
 
 log = logging.getLogger("anaphora.summary")
 
@@ -49,48 +47,39 @@ class RollingSummarizer:
         max_tokens: int = 256,
         timeout_s: float = 60.0,
         input_tokens: int = 3000,
-        metrics: Metrics | None = None,
     ) -> None:
-        """``input_tokens`` caps the turns put into one update, so the call fits the model's context."""
+        """``input_tokens`` caps the turns put into one update, so the call fits the model's context;
+        ``timeout_s`` is the update's time budget."""
         self.input_tokens = input_tokens
         self.model = model
         self.conversations = conversations
         self.summaries = summaries
         self.max_tokens = max_tokens
         self.timeout_s = timeout_s
-        self.metrics = metrics
 
-    async def update(self, user_id: str, conversation_id: str, covers: int) -> str:
-        """Make the summary cover the oldest ``covers`` turns. Returns the status; never raises."""
-        try:
-            current = await self.summaries.summary(user_id, conversation_id)
-            done = current.covers_turns if current else 0
-            if covers <= done:
-                return self._count("skipped")
-            turns = await self.conversations.turns(user_id, conversation_id)
-            fresh = self._batch([t for t in turns if done <= t.index < covers])
-            if not fresh:
-                return self._count("skipped")
-            covers = fresh[-1].index + 1  # a long backlog is caught up over several updates
-            prompt = summary_prompt(current.text if current else "", fresh, words=int(self.max_tokens * 0.6))
-            options = ChatOptions(temperature=0.0, max_tokens=self.max_tokens)
-            reply = await asyncio.wait_for(self.model.chat(prompt, options), self.timeout_s)
-            text = sanitize(reply.text).strip()
-            cut = RepetitionGuard().check(text)
-            text = truncate_to_tokens(
-                (cut if cut is not None else text).strip(), self.max_tokens, self.model.count_tokens
-            )
-            if not text:
-                log.info("summary rejected: empty", extra={"conversation": conversation_id})
-                return self._count("rejected")
-            await self.summaries.save_summary(user_id, conversation_id, covers, text)
-            return self._count("ok")
-        except TimeoutError:
-            log.warning("summary timed out", extra={"conversation": conversation_id})
-            return self._count("timeout")
-        except Exception as exc:  # fail open: keep the previous summary
-            log.warning("summary failed: %s", exc, extra={"conversation": conversation_id})
-            return self._count("error")
+    async def update(self, user_id: str, conversation_id: str, covers: int) -> StageStatus:
+        """Make the summary cover the oldest ``covers`` turns. Returns the status; raises on failure, which the
+        engine's background runner catches and counts (the previous summary stays current)."""
+        current = await self.summaries.summary(user_id, conversation_id)
+        done = current.covers_turns if current else 0
+        if covers <= done:
+            return "skipped"
+        turns = await self.conversations.turns(user_id, conversation_id)
+        fresh = self._batch([t for t in turns if done <= t.index < covers])
+        if not fresh:
+            return "skipped"
+        covers = fresh[-1].index + 1  # a long backlog is caught up over several updates
+        prompt = summary_prompt(current.text if current else "", fresh, words=int(self.max_tokens * 0.6))
+        options = ChatOptions(temperature=0.0, max_tokens=self.max_tokens)
+        reply = await self.model.chat(prompt, options)
+        text = sanitize(reply.text).strip()
+        cut = RepetitionGuard().check(text)
+        text = truncate_to_tokens((cut if cut is not None else text).strip(), self.max_tokens, self.model.count_tokens)
+        if not text:
+            log.info("summary rejected: empty", extra={"conversation": conversation_id})
+            return "rejected"
+        await self.summaries.save_summary(user_id, conversation_id, covers, text)
+        return "ok"
 
     def _batch(self, turns: list[StoredTurn]) -> list[StoredTurn]:
         """The oldest turns whose text fits ``input_tokens``; at least one (cut by the model if it must)."""
@@ -102,8 +91,3 @@ class RollingSummarizer:
                 break
             batch.append(turn)
         return batch
-
-    def _count(self, status: str) -> str:
-        if self.metrics:
-            self.metrics.summarizer.labels(status=status).inc()
-        return status

@@ -46,3 +46,6 @@ class CrossEncoderReranker:
 
     async def score(self, query: str, texts: Sequence[str]) -> list[float]:
         return await asyncio.to_thread(self._score, query, texts) if texts else []
+
+    async def aclose(self) -> None:
+        return None  # nothing held but the model in memory

@@ -70,3 +70,6 @@ class EmbeddedPassageIndex:
                     while len(self._cache) > self.cached_passages:
                         self._cache.popitem(last=False)
         return found
+
+    def close(self) -> None:
+        return None  # lives in the SQLite database, which its owner closes

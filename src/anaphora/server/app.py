@@ -70,16 +70,14 @@ class Service:
             except AnaphoraError as exc:
                 log.error("cannot start: %s%s", exc.message, f" (fix: {exc.hint})" if exc.hint else "")
                 raise
-        open_store = getattr(self._components.conversations, "open", None)
-        if open_store is not None:  # a networked store (PostgreSQL) connects and migrates now, not on first use
-            try:
-                await open_store()
-            except AnaphoraError as exc:
-                log.error("cannot start: %s%s", exc.message, f" (fix: {exc.hint})" if exc.hint else "")
-                if self.owns_components:
-                    close_local(self._components)
-                    self._components = None
-                raise
+        try:  # a networked store (PostgreSQL) connects and migrates now, not on first use
+            await self._components.conversations.open()
+        except AnaphoraError as exc:
+            log.error("cannot start: %s%s", exc.message, f" (fix: {exc.hint})" if exc.hint else "")
+            if self.owns_components:
+                close_local(self._components)
+                self._components = None
+            raise
         engine = self._components.engine
         self._runner = runner = TurnRunner(
             engine, max_per_user=self.settings.max_concurrent_turns_per_user, lock=build_turn_lock(self.settings)

@@ -52,6 +52,15 @@ class SQLiteConversationStore:
     def __init__(self, db: Database) -> None:
         self.db = db
 
+    async def open(self) -> None:
+        return None  # the database was opened (and migrated) when it was built
+
+    async def ping(self) -> None:
+        self.db.query("SELECT 1")
+
+    async def aclose(self) -> None:
+        return None  # the database is closed by its owner (close_local)
+
     async def create(self, user_id: str, title: str = "") -> Conversation:
         now = time.time()
         conversation_id = uuid.uuid4().hex[:12]

@@ -73,3 +73,6 @@ class SQLiteEmbeddingCache:
                 "(SELECT key FROM embedding_cache ORDER BY used_at DESC, key LIMIT -1 OFFSET ?)",
                 (self.max_entries,),
             ).rowcount
+
+    def close(self) -> None:
+        return None  # lives in the SQLite database, which its owner closes

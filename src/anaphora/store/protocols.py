@@ -41,6 +41,16 @@ class ConversationStore(Protocol):
     reported as missing (:class:`anaphora.errors.NotFoundError`), never revealed.
     """
 
+    async def open(self) -> None:
+        """Connect and bring the schema up to date (a networked store); safe to call more than once."""
+        ...
+
+    async def ping(self) -> None:
+        """Raise unless the store answers (the readiness check)."""
+        ...
+
+    async def aclose(self) -> None: ...
+
     async def create(self, user_id: str, title: str = "") -> Conversation: ...
 
     async def get(self, user_id: str, conversation_id: str) -> Conversation: ...
@@ -81,6 +91,10 @@ class EmbeddingCache(Protocol):
 
     def delete_many(self, keys: Sequence[str]) -> int: ...
 
+    def close(self) -> None:
+        """Release a network client; a cache inside the SQLite database has nothing of its own to close."""
+        ...
+
 
 class Summary(BaseModel):
     covers_turns: int
@@ -95,6 +109,10 @@ class SummaryStore(Protocol):
     async def summary(self, user_id: str, conversation_id: str) -> Summary | None: ...
 
     async def save_summary(self, user_id: str, conversation_id: str, covers_turns: int, text: str) -> None: ...
+
+
+class HistoryStore(ConversationStore, SummaryStore, Protocol):
+    """What every conversation backend is: the turns and the rolling summaries beside them."""
 
 
 @dataclass
@@ -224,6 +242,10 @@ class PassageIndex(Protocol):
     """
 
     def dense(self, vectors: np.ndarray, k: int) -> list[Ranking]: ...
+
+    def close(self) -> None:
+        """Release a connection pool (PostgreSQL); the embedded index holds none."""
+        ...
 
     def lexical(self, queries: Sequence[str], k: int) -> list[Ranking]: ...
 

@@ -242,6 +242,9 @@ class RedisConversationStore:
     async def _run(self, script: str, *args: Any) -> Any:
         return await self._scripts[script](keys=[], args=[self.prefix, self.ttl_s, *args])
 
+    async def open(self) -> None:
+        return None  # the client connects on first use; nothing to migrate
+
     @translating
     async def ping(self) -> None:
         """Raise unless the server answers (readiness checks)."""

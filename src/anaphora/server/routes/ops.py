@@ -22,9 +22,7 @@ async def readyz(svc: Svc) -> JSONResponse:
     components = svc.components
     try:
         components.database.query("SELECT 1")
-        ping = getattr(components.conversations, "ping", None)  # a networked conversation store (PostgreSQL)
-        if ping is not None:
-            await ping()
+        await components.conversations.ping()
         checks["store"] = "ok"
     except Exception as exc:
         checks["store"] = f"error: {type(exc).__name__}"

@@ -1,0 +1,128 @@
+"""One place that observes the turn: trace records, Prometheus metrics and OpenTelemetry spans, all written from
+each stage's result, and the fail-open rule applied to every optional stage."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager, nullcontext
+from typing import Any
+
+from anaphora.metrics import Metrics
+from anaphora.pipeline.stage import Stage, StageResult
+from anaphora.pipeline.state import TurnState
+from anaphora.types import StageRecord, StageStatus, TurnTrace
+
+log = logging.getLogger("anaphora.pipeline")
+
+
+class StageObserver:
+    def __init__(self, metrics: Metrics, tracer: Any | None = None) -> None:
+        """``tracer``: an OpenTelemetry tracer for spans per turn and stage (None: no spans)."""
+        self.metrics = metrics
+        self.tracer = tracer
+
+    def _span(self, name: str):
+        return self.tracer.start_as_current_span(name) if self.tracer is not None else nullcontext()
+
+    @contextmanager
+    def turn(self) -> Iterator[Callable[[TurnTrace], None]]:
+        """A span around the whole turn; call the yielded function with the finished trace."""
+        with self._span("anaphora.turn") as span:
+
+            def finish(trace: TurnTrace) -> None:
+                if span is not None:
+                    span.set_attribute("anaphora.route", trace.route or "")
+                    span.set_attribute("anaphora.retrieval_skipped", trace.retrieval_skipped)
+                    span.set_attribute("anaphora.model_calls", trace.model_calls)
+                    span.set_attribute("anaphora.prompt_tokens", trace.prompt_tokens)
+
+            yield finish
+
+    async def run(self, stage: Stage, state: TurnState, records: list[StageRecord]) -> TurnState:
+        """Run one stage: time it, span it, record it, count it; an optional stage that fails degrades to its
+        fallback. A stage that does not apply is not run and leaves no record."""
+        if not stage.applies(state):
+            return state
+        record = StageRecord(name=stage.name)
+        records.append(record)
+        with self._span(f"anaphora.{stage.name}") as span:
+            started = time.perf_counter()
+            try:
+                result = await self._attempt(stage, state)
+            finally:
+                record.ms = (time.perf_counter() - started) * 1000
+            record.status, record.detail = result.status, result.detail
+            if span is not None:
+                span.set_attribute("anaphora.status", record.status)
+                if record.detail:
+                    span.set_attribute("anaphora.detail", record.detail)
+        self._count(stage, record, state, result.state)
+        return result.state
+
+    async def _attempt(self, stage: Stage, state: TurnState) -> StageResult:
+        try:
+            if stage.timeout_s is None:
+                return await stage.run(state)
+            return await asyncio.wait_for(stage.run(state), stage.timeout_s)
+        except TimeoutError:
+            return self._degrade(stage, state, "timeout", f"took over {stage.timeout_s:g}s")
+        except Exception as exc:
+            return self._degrade(stage, state, "error", f"{type(exc).__name__}: {exc}", exc)
+
+    def _degrade(
+        self, stage: Stage, state: TurnState, status: StageStatus, failure: str, exc: Exception | None = None
+    ) -> StageResult:
+        fallback = stage.fallback(state, failure)
+        if fallback is None:  # a required stage: the turn fails
+            if exc is None:
+                raise TimeoutError(f"stage {stage.name} {failure}")
+            raise exc
+        degraded, note = fallback
+        log.warning("stage %s failed open: %s", stage.name, failure, extra={"stage": stage.name, "status": status})
+        return StageResult(degraded, status, f"{failure}; {note}" if note else failure)
+
+    def _count(self, stage: Stage, record: StageRecord, before: TurnState, after: TurnState) -> None:
+        metrics = self.metrics
+        metrics.stage_seconds.labels(stage=stage.name).observe(record.ms / 1000)
+        metrics.stage_runs.labels(stage=stage.name, status=record.status).inc()
+        if stage.counter is not None:
+            metrics.requests[stage.counter].labels(status=record.status).inc()
+        if after.skip is not None and before.skip is None:
+            metrics.retrievals_skipped.labels(reason=after.skip.reason).inc()
+        if after.abstain and not before.abstain:
+            metrics.abstentions.inc()
+
+    async def background(self, name: str, counter: str, work: Awaitable[StageStatus], timeout_s: float) -> StageStatus:
+        """Work after the answer (summary updates): timed, counted, never raising; returns its status."""
+        started = time.perf_counter()
+        with self._span(f"anaphora.{name}"):
+            try:
+                status: StageStatus = await asyncio.wait_for(work, timeout_s)
+            except TimeoutError:
+                log.warning("%s timed out", name)
+                status = "timeout"
+            except Exception as exc:  # fail open: the turn is already answered and stored
+                log.warning("%s failed: %s", name, exc)
+                status = "error"
+        self.metrics.stage_seconds.labels(stage=name).observe(time.perf_counter() - started)
+        self.metrics.requests[counter].labels(status=status).inc()
+        return status
+
+    def seconds(self, name: str, seconds: float) -> None:
+        """Time spent outside the stage list (storing the turn, which happens after the trace is final)."""
+        self.metrics.stage_seconds.labels(stage=name).observe(seconds)
+
+    def finish(self, trace: TurnTrace, calls: tuple[str, ...]) -> None:
+        """Turn-level counts, once per answered turn."""
+        metrics = self.metrics
+        metrics.turns.inc()
+        if trace.route:
+            metrics.routes.labels(kind=trace.route).inc()
+        for purpose in calls:
+            metrics.model_calls.labels(purpose=purpose).inc()
+        metrics.prompt_tokens.observe(trace.prompt_tokens)
+        if trace.budget:
+            metrics.budget_evictions.inc(trace.budget.turns_evicted_for_budget)

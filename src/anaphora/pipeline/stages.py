@@ -1,0 +1,224 @@
+"""The turn's stages, in order: route, query, skip gate, retrieve, select | budget, generate, cite.
+
+Each is a small :class:`~anaphora.pipeline.stage.Stage`. The first five are the retrieval half (what evaluation
+replays); the rest answer. Optional stages (query, skip gate, select) declare the fallback they degrade to.
+"""
+
+from __future__ import annotations
+
+from anaphora.models.base import ChatModel, ChatOptions
+from anaphora.pipeline.answer_guard import ANSWER_STOP, extractive_answer
+from anaphora.pipeline.budget import plan_prompt
+from anaphora.pipeline.citations import extract_citations
+from anaphora.pipeline.generate import emit, generate
+from anaphora.pipeline.prompt import CONTEXT_FRAMING, SUMMARY_LABEL, build_messages, format_passage
+from anaphora.pipeline.query import QueryPlan, QueryStage
+from anaphora.pipeline.rewrite import HistoryExpansion
+from anaphora.pipeline.route import (
+    history_covers,
+    route_by_analysis,
+    route_by_rules,
+    route_by_standalone_test,
+)
+from anaphora.pipeline.select import PassageSelector
+from anaphora.pipeline.stage import Stage, StageResult
+from anaphora.pipeline.state import Skip, TurnState
+from anaphora.retrieval.base import Retriever
+from anaphora.settings import Settings
+
+NO_ANSWER = "I could not find this in the documents."
+ABSTAIN = "The documents do not cover this: none of the passages I found is relevant enough to answer from."
+
+
+class Router(Stage):
+    """Deterministic rules: chit-chat, requests about the conversation, turn 1. A turn the rules leave undecided
+    is routed by the query stage (the model's analysis, or the standalone test)."""
+
+    name = "route"
+    retrieval = True
+
+    def __init__(self, *, skip_gate: bool) -> None:
+        self.skip_gate = skip_gate
+
+    async def run(self, state: TurnState) -> StageResult:
+        route = route_by_rules(state.question, bool(state.history))
+        skip = Skip(route.kind, route.reason) if route and not route.needs_retrieval and self.skip_gate else None
+        return StageResult(state.update(route=route, skip=skip), "ok", route.reason if route else "rules undecided")
+
+
+class QueryPlanner(Stage):
+    """What the retriever is asked: a query strategy's plan (a guarded rewrite, an expansion, the bare message).
+    A strategy that calls the model may fail or time out; the plan then falls back to the model-free expansion."""
+
+    name = "query"
+    retrieval = True
+
+    def __init__(self, strategy: QueryStage, *, timeout_s: float | None = None) -> None:
+        self.strategy = strategy
+        self.expansion = HistoryExpansion()
+        self.timeout_s = timeout_s if strategy.calls_model else None
+        self.counter = "rewriter" if strategy.calls_model else None
+
+    def applies(self, state: TurnState) -> bool:
+        return state.retrieves
+
+    def _planned(self, state: TurnState, plan: QueryPlan) -> TurnState:
+        route = state.route
+        if route is None and plan.kind is not None:
+            route = route_by_analysis(plan.kind)
+        route = route or route_by_standalone_test(state.question)
+        return state.update(plan=plan, route=route, calls=state.called("rewrite", plan.model_calls))
+
+    async def run(self, state: TurnState) -> StageResult:
+        plan = await self.strategy.run(state.question, state.history)
+        return StageResult(self._planned(state, plan), plan.status, plan.detail)
+
+    def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
+        plan = self.expansion.plan(state.question, state.history, model_calls=1)
+        return self._planned(state, plan), f"fallback: {plan.source}"
+
+
+class SkipGate(Stage):
+    """Skips retrieval when the conversation already holds the answer. The model's "already answered" (or "not
+    about the documents") is trusted only when the message brings no word the conversation has not seen: a wrong
+    skip costs recall, a wrong retrieval costs milliseconds."""
+
+    name = "skip_gate"
+    retrieval = True
+
+    def applies(self, state: TurnState) -> bool:
+        return state.retrieves and bool(state.history)
+
+    async def run(self, state: TurnState) -> StageResult:
+        plan, route = state.plan, state.route
+        says_so = bool(plan and plan.answered_by_conversation) or not (route and route.needs_retrieval)
+        if says_so and history_covers(state.question, [m.content for m in state.history]):
+            why = f"{route.reason if route else 'analysis'}: the conversation holds the answer"
+            return StageResult(state.update(skip=Skip("answered_by_conversation", why)), "ok", "retrieval skipped")
+        return StageResult(state, "ok", "retrieval needed")
+
+    def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
+        return state, "retrieval kept"
+
+
+class Retrieve(Stage):
+    """The hybrid first stage over every query of the plan, fused."""
+
+    name = "retrieve"
+    retrieval = True
+
+    def __init__(self, retriever: Retriever) -> None:
+        self.retriever = retriever
+
+    def applies(self, state: TurnState) -> bool:
+        return state.retrieves
+
+    async def run(self, state: TurnState) -> StageResult:
+        assert state.plan is not None  # the query stage ran (or fell back) before
+        candidates = await self.retriever.run_many(state.plan.queries)
+        return StageResult(state.update(candidates=tuple(candidates)), "ok", f"{len(candidates)} candidates")
+
+
+class Select(Stage):
+    """Rerank, apply the thresholds, keep the top k; nothing left means the turn abstains."""
+
+    name = "select"
+    retrieval = True
+    counter = "reranker"
+
+    def __init__(self, selector: PassageSelector, *, top_k: int) -> None:
+        self.selector = selector
+        self.top_k = top_k
+        self.timeout_s = selector.timeout_s
+
+    def applies(self, state: TurnState) -> bool:
+        return state.retrieves
+
+    def _selected(self, state: TurnState, passages: list) -> TurnState:
+        selected = tuple(passages[: self.top_k])
+        return state.update(candidates=tuple(passages), selected=selected, abstain=not selected)
+
+    async def run(self, state: TurnState) -> StageResult:
+        assert state.plan is not None
+        selection = await self.selector.run(state.plan.query, state.candidates)
+        return StageResult(self._selected(state, selection.passages), selection.status, selection.detail)
+
+    def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
+        return self._selected(state, self.selector.first_stage(state.candidates).passages), "first-stage order"
+
+
+class Budget(Stage):
+    """One token budget for the whole prompt (see :mod:`anaphora.pipeline.budget`)."""
+
+    name = "budget"
+
+    def __init__(self, settings: Settings, model: ChatModel) -> None:
+        self.settings = settings
+        self.model = model
+
+    async def run(self, state: TurnState) -> StageResult:
+        settings = self.settings
+        plan = plan_prompt(
+            count=self.model.count_tokens,
+            budget=settings.context_window - settings.answer_max_tokens,
+            history_budget=settings.history_budget_tokens,
+            max_turns=settings.history_turns,
+            system=settings.system_prompt,
+            summary=state.summary,
+            history=state.history,
+            passages=state.selected,
+            question=state.question,
+            passage_text=format_passage,
+            framing=CONTEXT_FRAMING if state.retrieves else "",
+            summary_label=SUMMARY_LABEL,
+        )
+        decision = plan.decision
+        detail = f"{decision.used}/{decision.budget} tokens, {decision.turns_kept} turns"
+        return StageResult(state.update(prompt=plan), "ok", detail)
+
+
+class Generate(Stage):
+    """The answer to the user's original words; abstains when retrieval found nothing relevant."""
+
+    name = "generate"
+
+    def __init__(self, settings: Settings, model: ChatModel) -> None:
+        self.settings = settings
+        self.model = model
+
+    def _options(self, state: TurnState) -> ChatOptions:
+        request, settings = state.request, self.settings
+        cap = settings.answer_max_tokens  # the request's cap, within the settings' (the budget reserved that much)
+        max_tokens = cap if request.max_tokens is None else max(1, min(request.max_tokens, cap))
+        temperature = settings.answer_temperature if request.temperature is None else request.temperature
+        return ChatOptions(temperature=temperature, max_tokens=max_tokens, stop=ANSWER_STOP)
+
+    async def run(self, state: TurnState) -> StageResult:
+        if state.abstain:
+            emit(state.deltas, ABSTAIN)
+            detail = "abstained: no passage passed the relevance thresholds"
+            return StageResult(state.update(answer=ABSTAIN), "skipped", detail)
+        assert state.prompt is not None
+        plan = state.prompt
+        passages = plan.passages if state.retrieves else None
+        messages = build_messages(self.settings.system_prompt, plan.history, passages, state.question, plan.summary)
+        answer, guard = await generate(self.model, messages, self._options(state), state.deltas)
+        state = state.update(calls=state.called("answer"))
+        if not answer:
+            answer = extractive_answer(state.question, plan.passages) or NO_ANSWER
+            emit(state.deltas, answer)
+            note = "model gave no usable answer: quoted the best passages instead"
+            return StageResult(state.update(answer=answer), "ok", note)
+        detail = "stopped the model repeating itself or echoing the prompt" if guard.tripped else ""
+        return StageResult(state.update(answer=answer), "ok", detail)
+
+
+class Cite(Stage):
+    """The passages the answer used: the ids it cites, else attribution by wording."""
+
+    name = "cite"
+
+    async def run(self, state: TurnState) -> StageResult:
+        shown = state.prompt.passages if state.prompt else []
+        citations = extract_citations(state.answer, shown)
+        return StageResult(state.update(citations=tuple(citations)), "ok", f"{len(citations)} cited")

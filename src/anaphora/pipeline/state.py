@@ -1,0 +1,72 @@
+"""The turn's state: one frozen value that flows through the stages, each returning an updated copy.
+
+The engine decides from this state, never from the trace; the trace is written from it once the turn is over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from anaphora.types import Citation, Message, Passage
+
+if TYPE_CHECKING:
+    from anaphora.pipeline.budget import PromptPlan
+    from anaphora.pipeline.query import QueryPlan
+    from anaphora.pipeline.route import Route
+
+LOCAL_USER = "local"
+Deltas = asyncio.Queue[str | None]
+
+
+@dataclass
+class TurnRequest:
+    question: str
+    user_id: str = LOCAL_USER
+    conversation_id: str | None = None
+    history: Sequence[Message] | None = None  # stateless mode: the caller sends the history
+    temperature: float | None = None  # per-request answer options; None: the settings decide
+    max_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    """Retrieval is not needed: ``reason`` is the counted label, ``why`` the sentence the trace shows."""
+
+    reason: str
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class TurnState:
+    """What is known about the turn so far. ``question`` and ``history`` are sanitised."""
+
+    question: str
+    request: TurnRequest
+    history: tuple[Message, ...] = ()
+    summary: str = ""
+    route: Route | None = None
+    plan: QueryPlan | None = None
+    skip: Skip | None = None
+    candidates: tuple[Passage, ...] = ()  # every first-stage candidate that survived selection, best first
+    selected: tuple[Passage, ...] = ()  # what the prompt may show (the top k)
+    abstain: bool = False  # retrieval ran and found nothing relevant enough: say so rather than guess
+    prompt: PromptPlan | None = None
+    answer: str = ""
+    citations: tuple[Citation, ...] = ()
+    calls: tuple[str, ...] = ()  # chat-model calls made, by purpose ("rewrite", "answer", ...)
+    deltas: Deltas | None = field(default=None, compare=False, repr=False)  # the streaming caller's queue
+
+    @property
+    def retrieves(self) -> bool:
+        """Whether this turn uses the documents (nothing decided to skip retrieval)."""
+        return self.skip is None
+
+    def update(self, **changes) -> TurnState:
+        return replace(self, **changes)
+
+    def called(self, purpose: str, times: int = 1) -> tuple[str, ...]:
+        """``calls`` with ``times`` more calls for ``purpose``."""
+        return self.calls + (purpose,) * times

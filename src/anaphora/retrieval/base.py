@@ -1,0 +1,17 @@
+"""The first-stage retriever interface the pipeline depends on."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from anaphora.types import Passage
+
+
+class Retriever(Protocol):
+    """Ranks passages for one or more queries of the same turn, their rankings fused into one list, best first.
+
+    Rules: ``run_many`` never mutates its inputs; an empty corpus gives ``[]``, not an error.
+    """
+
+    async def run_many(self, queries: Sequence[str], *, limit: int | None = None) -> list[Passage]: ...
