@@ -88,6 +88,9 @@ class LlamaCppChatModel:
         with self._lock:
             return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
+    async def aclose(self) -> None:
+        return None  # the weights stay loaded for the life of the process
+
     def _kwargs(self, messages: Sequence[Message], options: ChatOptions) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "messages": [{"role": m.role, "content": m.content} for m in messages],
@@ -164,6 +167,3 @@ async def iterate_in_thread(make_iterator) -> AsyncIterator[Any]:
     finally:
         cancelled.set()
         await worker
-
-    async def aclose(self) -> None:
-        return None  # nothing to release
