@@ -15,6 +15,7 @@ from anaphora.ingest.ingestor import Progress
 from anaphora.metrics import Metrics
 from anaphora.models import ChatModel, load_chat_model
 from anaphora.pipeline.engine import LOCAL_USER, Engine, TurnRequest
+from anaphora.pipeline.extractive import ExtractiveAnswerer
 from anaphora.pipeline.query import LastMessageQuery, QueryStage
 from anaphora.pipeline.rewrite import JSON_ANALYSIS, TEXT_REWRITE, GuardedRewriter, HistoryExpansion
 from anaphora.pipeline.select import PassageSelector
@@ -185,6 +186,7 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
         summarizer=summarizer,
         metrics=metrics,
         tracer=build_tracer(settings),
+        extractive=ExtractiveAnswerer(embedder, min_relevance=settings.extractive_min_relevance),
     )
     return Components(
         settings,

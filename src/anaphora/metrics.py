@@ -40,6 +40,12 @@ class Metrics:
         self.abstentions = Counter(
             "anaphora_abstentions", "Turns where no passage was relevant enough", registry=self.registry
         )
+        self.answer_units = Counter(
+            "anaphora_answer_units",
+            "Units of generated answers by the support check's verdict, and whether they were kept",
+            ["verdict", "kept"],
+            registry=self.registry,
+        )
         self.turns = Counter("anaphora_turns", "Turns answered", registry=self.registry)
         self.model_calls = Counter(
             "anaphora_model_calls", "Chat-model calls by purpose", ["purpose"], registry=self.registry

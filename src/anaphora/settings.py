@@ -148,6 +148,30 @@ class Settings(BaseSettings):
     answer_max_tokens: int = Field(default=384, ge=16, description="cap on generated answer tokens")
     answer_temperature: float = Field(default=0.2, ge=0, le=2, description="sampling temperature of answers")
     system_prompt: str = Field(default=DEFAULT_SYSTEM_PROMPT, description="first message of every generation prompt")
+    answer_mode: Literal["generate", "extractive", "auto"] = Field(
+        default="auto",
+        description="'generate' (the model answers), 'extractive' (the passages' best sentences for the turn are "
+        "quoted: no model call), 'auto' (the model answers; when the check keeps nothing, quote instead)",
+    )
+    answer_check: Literal["drop", "mark", "off"] = Field(
+        default="drop",
+        description="the support check of generated answers: 'drop' removes units no shown passage or the "
+        "conversation supports, 'mark' keeps the text and reports each unit's verdict (for capable models), 'off'",
+    )
+    support_threshold: float = Field(
+        default=0.6,
+        ge=0,
+        le=1,
+        description="share of a unit's content words that must occur in one source for it to count as supported "
+        "(its numbers, commands, paths and identifiers must occur verbatim in any case)",
+    )
+    extractive_min_relevance: float = Field(
+        default=0.25,
+        ge=-1,
+        le=1,
+        description="similarity to the turn's query a passage sentence needs to be quoted; when none has it, the "
+        "extractive answer abstains",
+    )
 
     # Embeddings and ingestion ---------------------------------------------------------------------------------
     embedder: str = Field(

@@ -42,11 +42,24 @@ class Citation(BaseModel):
     id: str
     source: str = ""
     heading: str = ""
-    how: Literal["cited", "attributed"] = Field(
+    how: Literal["cited", "attributed", "supported"] = Field(
         default="cited",
-        description="'cited': the model wrote the id; 'attributed': matched to the answer by word overlap "
-        "because the model cited nothing",
+        description="'supported': the passage supports a unit of the answer (the support check); 'cited': the "
+        "model wrote the id (the check off); 'attributed': matched by word overlap because the model cited nothing",
     )
+
+
+class UnitVerdict(BaseModel):
+    """The support check's verdict on one unit of an answer (a sentence, list item, code block or table row)."""
+
+    text: str
+    kind: Literal["sentence", "item", "code", "row"] = "sentence"
+    verdict: Literal["supported", "unsupported", "filler"]
+    precision: float = Field(description="share of the unit's content words found in its best source")
+    passage_id: str | None = Field(default=None, description="the passage that supports it (None: the conversation)")
+    reason: str = ""
+    missing: list[str] = Field(default_factory=list, description="risky tokens found in no source")
+    kept: bool = True
 
 
 class StageRecord(BaseModel):
@@ -91,6 +104,10 @@ class TurnTrace(BaseModel):
     model_calls: int = 0
     prompt_tokens: int = 0
     budget: BudgetDecision | None = None
+    answer_source: str = Field(
+        default="model", description="'model', 'extractive' (quoted from the passages), 'abstain' or 'none'"
+    )
+    support: list[UnitVerdict] = Field(default_factory=list, description="the support check, unit by unit")
 
     def stage(self, name: str) -> StageRecord | None:
         return next((s for s in self.stages if s.name == name), None)

@@ -118,7 +118,7 @@ def test_unknown_conversation_is_404_streaming_or_not(running) -> None:
 
 
 def test_disconnect_mid_stream_still_stores_the_complete_turn(tmp_path) -> None:
-    settings = settings_for(tmp_path)
+    settings = settings_for(tmp_path, answer_check="off")
     model = SlowModel(pause_s=0.05)
     with serve(settings, components_for(settings, model)) as running, running.client() as http:
         conversation = http.post("/v1/conversations", json={}).json()["id"]
@@ -192,7 +192,7 @@ async def test_too_many_turns_in_flight_get_429_with_retry_after(tmp_path) -> No
 
 
 def test_shutdown_lets_in_flight_turns_finish_and_store(tmp_path) -> None:
-    settings = settings_for(tmp_path)
+    settings = settings_for(tmp_path, answer_check="off")
     model = SlowModel(pause_s=0.05)
     with serve(settings, components_for(settings, model)) as running:
         with running.client() as http:

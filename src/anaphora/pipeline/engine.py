@@ -16,6 +16,8 @@ from typing import Any
 from anaphora.errors import InputError
 from anaphora.metrics import Metrics
 from anaphora.models.base import ChatModel
+from anaphora.pipeline.check import AnswerCheck, Extract
+from anaphora.pipeline.extractive import ExtractiveAnswerer
 from anaphora.pipeline.generate import emit
 from anaphora.pipeline.observer import StageObserver
 from anaphora.pipeline.query import QueryStage
@@ -99,6 +101,8 @@ def trace_of(state: TurnState, records: list[StageRecord]) -> TurnTrace:
         model_calls=len(state.calls),
         prompt_tokens=state.prompt.decision.used if state.prompt else 0,
         budget=state.prompt.decision if state.prompt else None,
+        answer_source=state.answer_source,
+        support=list(state.support),
     )
     if plan is not None and skip is None:
         trace.query, trace.query_source = plan.query, plan.source
@@ -123,8 +127,10 @@ class Engine:
         summarizer: RollingSummarizer | None = None,
         metrics: Metrics | None = None,
         tracer: Any | None = None,
+        extractive: ExtractiveAnswerer | None = None,
     ) -> None:
-        """``tracer``: an OpenTelemetry tracer for spans per turn and stage (None: no spans)."""
+        """``tracer``: an OpenTelemetry tracer for spans per turn and stage (None: no spans); ``extractive``: the
+        answerer that quotes passages (``answer_mode`` 'extractive' and 'auto'; without it 'auto' abstains)."""
         self.settings = settings
         self.chat_model = chat_model
         self.conversations = conversations
@@ -142,10 +148,17 @@ class Engine:
             Retrieve(retriever),
             Select(self.selector, top_k=settings.top_k),
             Budget(settings, chat_model),
-            Generate(settings, chat_model),
+            *self._answer_stages(settings, chat_model, extractive),
             Cite(),
         ]
         self._background: set[asyncio.Task] = set()
+
+    @staticmethod
+    def _answer_stages(settings: Settings, model: ChatModel, extractive: ExtractiveAnswerer | None) -> list[Stage]:
+        if settings.answer_mode == "extractive" and extractive is not None:
+            return [Extract(extractive)]
+        check = AnswerCheck(settings.answer_check, settings.answer_mode, settings.support_threshold, extractive)
+        return [Generate(settings, model, check if settings.answer_check == "drop" else None), check]
 
     def add_stage(self, stage: Stage, *, after: str) -> None:
         """Insert ``stage`` after the stage named ``after`` (e.g. ``"generate"``)."""

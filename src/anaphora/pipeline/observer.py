@@ -94,6 +94,9 @@ class StageObserver:
             metrics.retrievals_skipped.labels(reason=after.skip.reason).inc()
         if after.abstain and not before.abstain:
             metrics.abstentions.inc()
+        if after.support and not before.support:
+            for verdict in after.support:
+                metrics.answer_units.labels(verdict=verdict.verdict, kept=str(verdict.kept).lower()).inc()
 
     async def background(self, name: str, counter: str, work: Awaitable[StageStatus], timeout_s: float) -> StageStatus:
         """Work after the answer (summary updates): timed, counted, never raising; returns its status."""

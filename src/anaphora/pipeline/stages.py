@@ -9,6 +9,7 @@ from __future__ import annotations
 from anaphora.models.base import ChatModel, ChatOptions
 from anaphora.pipeline.answer_guard import ANSWER_STOP, extractive_answer
 from anaphora.pipeline.budget import plan_prompt
+from anaphora.pipeline.check import ABSTAIN, AnswerCheck
 from anaphora.pipeline.citations import extract_citations
 from anaphora.pipeline.generate import emit, generate
 from anaphora.pipeline.prompt import CONTEXT_FRAMING, SUMMARY_LABEL, build_messages, format_passage
@@ -25,9 +26,9 @@ from anaphora.pipeline.stage import Stage, StageResult
 from anaphora.pipeline.state import Skip, TurnState
 from anaphora.retrieval.base import Retriever
 from anaphora.settings import Settings
+from anaphora.types import Citation
 
 NO_ANSWER = "I could not find this in the documents."
-ABSTAIN = "The documents do not cover this: none of the passages I found is relevant enough to answer from."
 
 
 class Router(Stage):
@@ -178,13 +179,15 @@ class Budget(Stage):
 
 
 class Generate(Stage):
-    """The answer to the user's original words; abstains when retrieval found nothing relevant."""
+    """The answer to the user's original words; abstains when retrieval found nothing relevant. With the answer
+    check in ``drop`` mode the stream passes through the check, unit by unit."""
 
     name = "generate"
 
-    def __init__(self, settings: Settings, model: ChatModel) -> None:
+    def __init__(self, settings: Settings, model: ChatModel, check: AnswerCheck | None = None) -> None:
         self.settings = settings
         self.model = model
+        self.check = check
 
     def _options(self, state: TurnState) -> ChatOptions:
         request, settings = state.request, self.settings
@@ -197,28 +200,39 @@ class Generate(Stage):
         if state.abstain:
             emit(state.deltas, ABSTAIN)
             detail = "abstained: no passage passed the relevance thresholds"
-            return StageResult(state.update(answer=ABSTAIN), "skipped", detail)
+            after = state.update(answer=ABSTAIN, answer_source="abstain", released=ABSTAIN)
+            return StageResult(after, "skipped", detail)
         assert state.prompt is not None
         plan = state.prompt
         passages = plan.passages if state.retrieves else None
         messages = build_messages(self.settings.system_prompt, plan.history, passages, state.question, plan.summary)
-        answer, guard = await generate(self.model, messages, self._options(state), state.deltas)
-        state = state.update(calls=state.called("answer"))
-        if not answer:
+        release = self.check.release(state) if self.check is not None and self.check.releases(state) else None
+        answer, guard = await generate(self.model, messages, self._options(state), release or state.deltas)
+        released = release.flush() if release is not None else (answer if state.deltas is not None else "")
+        state = state.update(calls=state.called("answer"), answer=answer, released=released)
+        if not answer and release is None:  # unchecked: quote the passages rather than say nothing
             answer = extractive_answer(state.question, plan.passages) or NO_ANSWER
             emit(state.deltas, answer)
             note = "model gave no usable answer: quoted the best passages instead"
-            return StageResult(state.update(answer=answer), "ok", note)
+            return StageResult(state.update(answer=answer, answer_source="extractive", released=answer), "ok", note)
         detail = "stopped the model repeating itself or echoing the prompt" if guard.tripped else ""
-        return StageResult(state.update(answer=answer), "ok", detail)
+        return StageResult(state, "ok", detail)
 
 
 class Cite(Stage):
-    """The passages the answer used: the ids it cites, else attribution by wording."""
+    """The passages the answer used: those that support its kept units (the answer check), else the ids the model
+    cited, else attribution by wording."""
 
     name = "cite"
 
     async def run(self, state: TurnState) -> StageResult:
         shown = state.prompt.passages if state.prompt else []
-        citations = extract_citations(state.answer, shown)
+        if state.support:  # the answer check ran: each kept unit names the passage that supports it
+            by_id = {p.id: p for p in shown}
+            ids = dict.fromkeys(v.passage_id for v in state.support if v.kept and v.passage_id in by_id)
+            citations = [
+                Citation(id=i, source=by_id[i].source, heading=by_id[i].heading, how="supported") for i in ids if i
+            ]
+        else:
+            citations = extract_citations(state.answer, shown)
         return StageResult(state.update(citations=tuple(citations)), "ok", f"{len(citations)} cited")

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from anaphora.types import Citation, Message, Passage
+from anaphora.types import Citation, Message, Passage, UnitVerdict
 
 if TYPE_CHECKING:
     from anaphora.pipeline.budget import PromptPlan
@@ -55,6 +55,9 @@ class TurnState:
     abstain: bool = False  # retrieval ran and found nothing relevant enough: say so rather than guess
     prompt: PromptPlan | None = None
     answer: str = ""
+    answer_source: str = "model"  # "model", "extractive" (quoted from the passages), "abstain"
+    released: str = ""  # what the streaming caller has been sent of the answer so far
+    support: tuple[UnitVerdict, ...] = ()  # the answer check's verdicts, unit by unit
     citations: tuple[Citation, ...] = ()
     calls: tuple[str, ...] = ()  # chat-model calls made, by purpose ("rewrite", "answer", ...)
     deltas: Deltas | None = field(default=None, compare=False, repr=False)  # the streaming caller's queue

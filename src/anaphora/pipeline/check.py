@@ -1,0 +1,218 @@
+"""The answer check: every unit of a generated answer is held against the shown passages and the conversation
+(:mod:`anaphora.pipeline.support`); in ``drop`` mode unsupported units are removed, in ``mark`` mode they are kept
+and their verdicts reported. When nothing of the answer survives, ``auto`` answers extractively and otherwise the
+turn abstains with the one fixed phrase.
+
+Streaming stays honest: in ``drop`` mode the generator's deltas pass through :class:`UnitRelease`, which holds each
+unit back until it is complete and checked, so nothing unsupported is ever sent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Literal
+
+from anaphora.pipeline.citations import BRACKETED
+from anaphora.pipeline.extractive import ExtractiveAnswerer
+from anaphora.pipeline.generate import emit
+from anaphora.pipeline.stage import Stage, StageResult
+from anaphora.pipeline.state import Deltas, TurnState
+from anaphora.pipeline.support import SupportChecker, Unit, split_units
+from anaphora.types import Passage, UnitVerdict
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_SENTENCE_CLOSED = re.compile(r"[.!?][\"')\]]*$")
+
+ABSTAIN = "The documents do not cover this: none of the passages I found is relevant enough to answer from."
+LEFT_OUT = "(Unsupported text left out.)"
+CheckMode = Literal["drop", "mark", "off"]
+AnswerMode = Literal["generate", "extractive", "auto"]
+
+
+def render(unit: Unit, verdict: UnitVerdict, known: set[str]) -> str:
+    """A kept unit as shown in ``drop`` mode: the model's own ``[id]`` markers replaced by the passage that
+    supports it (a marker pointing at a passage that does not is dropped)."""
+    if unit.kind == "code":
+        return unit.text
+
+    def keep_unknown(match: re.Match) -> str:
+        return "" if any(part.strip() in known for part in re.split(r"[,;]", match.group(1))) else match.group(0)
+
+    text = re.sub(r"\s*" + BRACKETED.pattern, keep_unknown, unit.text)
+    if verdict.passage_id is None:
+        return text
+    end = re.search(r"[.!?:]$", text)
+    marker = f" [{verdict.passage_id}]"
+    return text[: end.start()] + marker + text[end.start() :] if end else text + marker
+
+
+class Judged:
+    """An answer's units with their verdicts, and what ``drop`` mode keeps of it."""
+
+    def __init__(self, checker: SupportChecker, text: str, known: set[str]) -> None:
+        self.units = split_units(text)
+        self.verdicts = [checker.check(u) for u in self.units]
+        self.known = known
+        self.supported = any(v.verdict == "supported" for v in self.verdicts)
+
+    def kept(self, index: int) -> bool:
+        """Supported units, and filler ("Here is how:") when something of substance is kept."""
+        verdict = self.verdicts[index].verdict
+        return verdict == "supported" or (verdict == "filler" and self.supported)
+
+    def pieces(self) -> list[tuple[str, str]]:
+        """(separator before, rendered text) of each kept unit."""
+        kept: list[tuple[str, str]] = []
+        separator = ""
+        for index, unit in enumerate(self.units):
+            if self.kept(index) and unit.text:
+                kept.append((separator if kept else "", render(unit, self.verdicts[index], self.known)))
+                separator = unit.separator
+            elif kept and not separator.strip():
+                separator = separator or unit.separator
+        return kept
+
+    def dropped(self) -> int:
+        return sum(1 for i, u in enumerate(self.units) if u.text and not self.kept(i))
+
+    def report(self, *, drop: bool) -> list[UnitVerdict]:
+        return [
+            v.model_copy(update={"kept": self.kept(i) if drop else True})
+            for i, v in enumerate(self.verdicts)
+            if self.units[i].text
+        ]
+
+
+class UnitRelease:
+    """Stands in for the stream's queue during generation: takes the generator's deltas, passes on each unit once
+    the next one has begun and the check has kept it. :meth:`flush` releases the last unit and returns all sent."""
+
+    def __init__(self, checker: SupportChecker, known: set[str], deltas: Deltas) -> None:
+        self.checker = checker
+        self.known = known
+        self.deltas = deltas
+        self.text = ""
+        self.released = ""  # what the user has been sent
+
+    def put_nowait(self, delta: str | None) -> None:
+        if delta is not None:
+            self.text += delta
+            self._release(final=False)
+
+    def flush(self) -> str:
+        self._release(final=True)
+        return self.released
+
+    def _release(self, *, final: bool) -> None:
+        units = split_units(self.text)
+        growing = not final and units and not finished(units[-1])
+        complete = units[:-1] if growing else units
+        judged = Judged(self.checker, "".join(u.text + u.separator for u in complete), self.known)
+        text = "".join(before + rendered for before, rendered in judged.pieces())
+        if len(text) > len(self.released) and text.startswith(self.released):
+            emit(self.deltas, text[len(self.released) :])
+            self.released = text
+
+
+def finished(unit: Unit) -> bool:
+    """Whether more text can no longer change this unit: a sentence that ended with its punctuation and a space,
+    a line that ended, a code block that was closed."""
+    if unit.kind == "code":
+        return sum(1 for line in unit.text.splitlines() if _FENCE.match(line)) >= 2
+    if "\n" in unit.separator:
+        return True
+    return bool(unit.separator) and unit.kind == "sentence" and bool(_SENTENCE_CLOSED.search(unit.text))
+
+
+def checker_for(state: TurnState, threshold: float) -> SupportChecker:
+    """The sources of this turn: the passages shown, the question and the conversation. A turn answered without
+    retrieval (chit-chat, a request about the conversation) has no passage to ground in: only its risky tokens
+    (numbers, commands, paths...) are checked, against the conversation."""
+    shown: Sequence[Passage] = state.prompt.passages if state.prompt and state.retrieves else []
+    conversation = [state.question, state.summary, *(m.content for m in state.history)]
+    return SupportChecker(shown, conversation, threshold=threshold if state.retrieves else 0.0)
+
+
+class AnswerCheck(Stage):
+    """Judges the generated answer unit by unit; keeps what is supported (``drop``) or marks it (``mark``); falls
+    back to an extractive answer (``auto``) or the fixed abstention when nothing is supported."""
+
+    name = "check"
+
+    def __init__(
+        self, mode: CheckMode, answer_mode: AnswerMode, threshold: float, extractive: ExtractiveAnswerer | None
+    ) -> None:
+        self.mode = mode
+        self.answer_mode = answer_mode
+        self.threshold = threshold
+        self.extractive = extractive
+
+    def applies(self, state: TurnState) -> bool:
+        return self.mode != "off" and not state.abstain and state.answer_source == "model"
+
+    def releases(self, state: TurnState) -> bool:
+        """Whether the generator's stream must go through :class:`UnitRelease` (``drop`` mode only)."""
+        return self.mode == "drop" and state.deltas is not None
+
+    def release(self, state: TurnState) -> UnitRelease:
+        assert state.deltas is not None
+        return UnitRelease(checker_for(state, self.threshold), self._known(state), state.deltas)
+
+    @staticmethod
+    def _known(state: TurnState) -> set[str]:
+        return {p.id for p in state.prompt.passages} if state.prompt else set()
+
+    async def run(self, state: TurnState) -> StageResult:
+        judged = Judged(checker_for(state, self.threshold), state.answer, self._known(state))
+        report = tuple(judged.report(drop=self.mode == "drop"))
+        counts = f"{sum(v.verdict == 'supported' for v in report)}/{len(report)} units supported"
+        if self.mode == "mark":  # the text stays as the model wrote it (and as it was streamed)
+            return StageResult(state.update(support=report), "ok", counts)
+        if not judged.supported:
+            return await self._replace(state.update(support=report), counts)
+        answer = "".join(before + text for before, text in judged.pieces())
+        if judged.dropped():
+            answer = f"{answer}\n\n{LEFT_OUT}"
+        send_rest(state, answer)
+        detail = f"{counts}, {judged.dropped()} left out"
+        return StageResult(state.update(answer=answer, support=report), "ok", detail)
+
+    async def _replace(self, state: TurnState, counts: str) -> StageResult:
+        """Nothing of the model's answer is supported (so nothing of it was streamed): quote the passages
+        (``auto``), else abstain."""
+        extract = None
+        if self.answer_mode == "auto" and self.extractive is not None:
+            extract = await self.extractive.answer_turn(state)
+        if extract is not None:
+            send_rest(state, extract.text)
+            after = state.update(answer=extract.text, answer_source="extractive")
+            return StageResult(after, "ok", f"{counts}: answered from the passages instead")
+        send_rest(state, ABSTAIN)
+        after = state.update(answer=ABSTAIN, answer_source="abstain", abstain=True)
+        return StageResult(after, "ok", f"{counts}: abstained")
+
+
+def send_rest(state: TurnState, answer: str) -> None:
+    """Stream what the caller has not had yet; what was streamed is always a prefix of the final answer."""
+    if state.deltas is not None and len(answer) > len(state.released) and answer.startswith(state.released):
+        emit(state.deltas, answer[len(state.released) :])
+
+
+class Extract(Stage):
+    """``answer_mode = "extractive"``: the answer is quoted from the passages, with no model call."""
+
+    name = "generate"
+
+    def __init__(self, extractive: ExtractiveAnswerer) -> None:
+        self.extractive = extractive
+
+    async def run(self, state: TurnState) -> StageResult:
+        extract = await self.extractive.answer_turn(state) if not state.abstain else None
+        if extract is None:
+            emit(state.deltas, ABSTAIN)
+            after = state.update(answer=ABSTAIN, abstain=True, answer_source="abstain", released=ABSTAIN)
+            return StageResult(after, "skipped", "abstained: no passage sentence is relevant enough")
+        emit(state.deltas, extract.text)
+        after = state.update(answer=extract.text, released=extract.text, answer_source="extractive")
+        return StageResult(after, "ok", f"{len(extract.points)} sentences quoted, no model call")

@@ -1,0 +1,121 @@
+"""The query-focused extractive answerer: the shown passages' best sentences for this turn, quoted with their ids,
+at no model cost.
+
+Sentences (and whole code blocks) are scored by embedding similarity to the turn's *retrieval query* (the rewrite
+or expansion, so "And on ARM?" pulls the ARM sentences) and to the question, plus lexical overlap with the query;
+MMR keeps them from repeating each other; the chosen ones are shown in their passages' order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from anaphora.embeddings.base import Embedder
+from anaphora.pipeline.state import TurnState
+from anaphora.pipeline.support import split_units
+from anaphora.text import content_set
+from anaphora.types import Passage
+
+MIN_WORDS = 4  # shorter sentences are headings or fragments, not answers
+RANK_PENALTY = 0.02  # per passage rank: the selector's order is evidence too
+
+
+@dataclass(frozen=True, slots=True)
+class Extract:
+    passage_id: str
+    text: str
+    kind: str
+    rank: int
+    position: int
+    relevance: float
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractiveAnswer:
+    text: str
+    points: tuple[Extract, ...]
+
+
+class ExtractiveAnswerer:
+    def __init__(
+        self,
+        embedder: Embedder,
+        *,
+        max_points: int = 3,
+        min_relevance: float = 0.25,
+        diversity: float = 0.3,
+    ) -> None:
+        """``min_relevance``: the similarity to the query a sentence needs to be quoted at all (below it for every
+        sentence, the answer abstains); ``diversity``: MMR's weight on not repeating a chosen sentence."""
+        self.embedder = embedder
+        self.max_points = max_points
+        self.min_relevance = min_relevance
+        self.diversity = diversity
+
+    @staticmethod
+    def candidates(passages: Sequence[Passage]) -> list[tuple[Passage, int, int, str, str]]:
+        found = []
+        for rank, passage in enumerate(passages):
+            for position, unit in enumerate(split_units(passage.text)):
+                text = unit.text.strip()
+                if unit.kind == "code" or len(text.split()) >= MIN_WORDS:
+                    found.append((passage, rank, position, text, unit.kind))
+        return found
+
+    async def answer_turn(self, state: TurnState) -> ExtractiveAnswer | None:
+        """This turn's extract: from the passages selected (what the prompt would show, not cut by its budget),
+        for the retrieval query and the question."""
+        shown = state.selected if state.retrieves else ()
+        query = state.plan.query if state.plan and state.retrieves else state.question
+        return await self.answer(query, state.question, shown)
+
+    async def answer(self, query: str, question: str, passages: Sequence[Passage]) -> ExtractiveAnswer | None:
+        """The quoted answer, or ``None`` when no sentence is relevant enough."""
+        found = self.candidates(passages)
+        if not found:
+            return None
+        texts = [text for _, _, _, text, _ in found]
+        queries = list(dict.fromkeys([query, question]))
+        vectors = await asyncio.to_thread(self.embedder.embed, [*queries, *texts])
+        vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
+        asked, sentences = vectors[: len(queries)], vectors[len(queries) :]
+        similarity = (sentences @ asked.T).mean(axis=1)
+        wanted = content_set(query) | content_set(question)
+        overlap = np.array([len(content_set(t) & wanted) / (len(wanted) or 1) for t in texts])
+        ranks = np.array([rank for _, rank, _, _, _ in found])
+        relevance = similarity + 0.2 * overlap - RANK_PENALTY * ranks
+        chosen: list[int] = []
+        while len(chosen) < self.max_points:
+            redundancy = (sentences @ sentences[chosen].T).max(axis=1) if chosen else np.zeros(len(texts))
+            score = (1 - self.diversity) * relevance - self.diversity * redundancy
+            score[chosen] = -np.inf
+            best = int(np.argmax(score))
+            if similarity[best] < self.min_relevance or (chosen and redundancy[best] > 0.9):
+                break
+            chosen.append(best)
+        if not chosen:
+            return None
+        points = sorted(
+            (
+                Extract(found[i][0].id, found[i][3], found[i][4], found[i][1], found[i][2], float(relevance[i]))
+                for i in chosen
+            ),
+            key=lambda e: (e.rank, e.position),
+        )
+        return ExtractiveAnswer(format_points(points), tuple(points))
+
+
+def format_points(points: Sequence[Extract]) -> str:
+    """A lead sentence, then the other points quoted, each with its passage id."""
+
+    def cited(point: Extract) -> str:
+        return f"{point.text}\n[{point.passage_id}]" if point.kind == "code" else f"{point.text} [{point.passage_id}]"
+
+    lead, *rest = points
+    lines = [cited(lead)]
+    lines.extend(cited(p) if p.kind == "code" else f"> {cited(p)}" for p in rest)
+    return "\n\n".join(lines)
