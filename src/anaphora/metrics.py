@@ -72,9 +72,7 @@ class Metrics:
     def counter(self, name: str, description: str) -> Counter:
         """The outcome counter ``anaphora_{name}_requests_total{status}`` for a stage's ``counter`` (made once)."""
         if name not in self.requests:
-            self.requests[name] = Counter(
-                f"anaphora_{name}_requests", description, ["status"], registry=self.registry
-            )
+            self.requests[name] = Counter(f"anaphora_{name}_requests", description, ["status"], registry=self.registry)
         return self.requests[name]
 
     def value(self, name: str, **labels: str) -> float:

@@ -155,3 +155,31 @@ def test_a_model_failing_mid_stream_ends_the_stream_with_an_error_event(tmp_path
             for chunk in stream:
                 received.append(chunk)
     assert "".join(c.choices[0].delta.content or "" for c in received if c.choices) == "A first sentence."
+
+
+def test_the_http_stream_sends_only_checked_units_and_never_the_rewrite(tmp_path) -> None:
+    """Through uvicorn, SSE and the openai client: the model's invented command is not sent, and the rewrite the
+    retriever used never reaches the stream."""
+    invented = "Then run sudo systemctl start kestrel-host -n 128.04k to finish."
+    rewrite = "How do I install Kestrel on Kubernetes on arm64 nodes?"
+
+    def answer(messages) -> str:
+        return f"{echo_first_context(messages).split(' [')[0]}. {invented}"
+
+    model = FakeChatModel([rewrite, answer], token_delay_s=0.001)
+    settings = settings_for(tmp_path, rewriter="model")
+    with serve(settings, components_for(settings, model)) as running, client(running) as openai_client:
+        stream = openai_client.chat.completions.create(
+            model="m",
+            messages=[
+                {"role": "user", "content": QUESTION},
+                {"role": "assistant", "content": "Use the Helm chart."},
+                {"role": "user", "content": "And on ARM?"},
+            ],
+            stream=True,
+        )
+        chunks = [c for c in stream]
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text  # the supported sentence was streamed
+    assert "systemctl" not in text and "128.04k" not in text
+    assert rewrite not in text and "arm64 nodes" not in text

@@ -70,3 +70,35 @@ def rouge_l_recall(reference: str, candidate: str) -> float:
             current.append(previous[j - 1] + 1 if r == c else max(previous[j], current[j - 1]))
         previous = current
     return previous[-1] / len(ref)
+
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_MARKER = re.compile(r"\[[^\[\]\n]{1,200}\]")
+
+
+def answer_tokens(text: str) -> list[str]:
+    """SQuAD-style normalisation (lower-case, punctuation and articles removed), citation markers stripped first."""
+    text = _MARKER.sub(" ", text.lower())
+    text = re.sub(r"[^\w\s]", " ", text)
+    return _ARTICLES.sub(" ", text).split()
+
+
+def k_precision(answer: str, knowledge: Sequence[str]) -> float | None:
+    """Share of the answer's tokens that occur in the knowledge shown to the generator (MTRAG's k_prec)."""
+    tokens = answer_tokens(answer)
+    if not tokens:
+        return None
+    known = set(answer_tokens(" ".join(knowledge)))
+    return sum(1 for t in tokens if t in known) / len(tokens)
+
+
+def unsupported_risky_tokens(answer: str, sources: Sequence[str]) -> list[str]:
+    """Tokens with a digit or one of ``/ _ . = :`` (code, paths, URLs, numbers, versions, phone numbers) that occur
+    in none of the sources (shared/bench/README.md's definition, independent of the product's own check)."""
+    haystack = " ".join(sources).lower()
+    found = []
+    for raw in _MARKER.sub(" ", answer).split():
+        token = raw.strip("()[]{}<>,;!?\"'`*").rstrip(".:").lower()
+        if token and (any(c.isdigit() for c in token) or any(c in token for c in "/_.=:")) and token not in haystack:
+            found.append(token)
+    return found

@@ -227,7 +227,7 @@ class Cite(Stage):
 
     async def run(self, state: TurnState) -> StageResult:
         shown = state.prompt.passages if state.prompt else []
-        if state.support:  # the answer check ran: each kept unit names the passage that supports it
+        if state.support and state.answer_source == "model":  # checked: each kept unit names its passage
             by_id = {p.id: p for p in shown}
             ids = dict.fromkeys(v.passage_id for v in state.support if v.kept and v.passage_id in by_id)
             citations = [

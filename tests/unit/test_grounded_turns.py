@@ -1,0 +1,107 @@
+"""Grounded answers through whole turns: drop, mark and extractive modes, streaming, citations from support."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from anaphora import Anaphora, FakeChatModel, Message, Settings
+from anaphora.pipeline.check import ABSTAIN, LEFT_OUT
+from anaphora.pipeline.support import strip_markers
+from tests.conftest import SAMPLE_DOCS
+
+pytestmark = pytest.mark.unit
+
+FIRST = "How do I install Kestrel on Kubernetes?"
+ARM = "Architecture-specific tags also exist, `3.4.1-amd64` and `3.4.1-arm64`."
+INVENTED = "Then run sudo systemctl start kestrel-host -n 128.04k to finish."
+
+
+def make(tmp_path: Path, model: FakeChatModel, **overrides) -> Anaphora:
+    overrides.setdefault("similarity_threshold", 0.0)  # the hashing embedder's cosines are not MiniLM's
+    settings = Settings(data_dir=tmp_path / "data", chat_model="fake", embedder="hashing", **overrides)
+    rag = Anaphora(settings, model=model)
+    rag.ingest([SAMPLE_DOCS])
+    return rag
+
+
+def test_drop_removes_the_invented_command_and_says_so(tmp_path: Path) -> None:
+    with make(tmp_path, FakeChatModel([f"{ARM} {INVENTED}"])) as rag:
+        result = rag.ask("Which image tags exist for arm64 on Kubernetes?")
+    assert "systemctl" not in result.answer and "128.04k" not in result.answer
+    assert strip_markers(result.answer.replace(LEFT_OUT, "")).strip() == ARM
+    assert result.answer.endswith(LEFT_OUT)
+    kept = [v for v in result.trace.support if v.kept]
+    dropped = [v for v in result.trace.support if not v.kept]
+    assert len(kept) == 1 and len(dropped) == 1 and "128.04k" in dropped[0].missing
+    assert result.citations and result.citations[0].how == "supported"
+    assert result.citations[0].id == kept[0].passage_id
+    assert f"[{kept[0].passage_id}]" in result.answer
+    metrics = rag.components.engine.metrics
+    assert metrics.value("anaphora_answer_units_total", verdict="unsupported", kept="false") == 1
+    assert metrics.value("anaphora_answer_units_total", verdict="supported", kept="true") == 1
+
+
+def test_mark_leaves_a_capable_models_supported_paraphrase_untouched(tmp_path: Path) -> None:
+    paraphrase = (
+        "Kestrel publishes architecture-specific tags, 3.4.1-amd64 and 3.4.1-arm64, for registry mirrors that "
+        "do not support manifest lists."
+    )
+    with make(tmp_path, FakeChatModel([paraphrase]), answer_check="mark") as rag:
+        result = rag.ask("Which image tags exist for arm64 on Kubernetes?")
+    assert result.answer == paraphrase  # not a character changed
+    assert [v.verdict for v in result.trace.support] == ["supported"]
+    assert result.trace.support[0].passage_id == result.citations[0].id
+
+
+def test_mark_reports_an_unsupported_unit_without_removing_it(tmp_path: Path) -> None:
+    with make(tmp_path, FakeChatModel([f"{ARM} {INVENTED}"]), answer_check="mark") as rag:
+        result = rag.ask("Which image tags exist for arm64 on Kubernetes?")
+    assert INVENTED in result.answer
+    assert [v.verdict for v in result.trace.support] == ["supported", "unsupported"]
+
+
+def test_auto_quotes_the_passages_when_nothing_of_the_answer_is_supported(tmp_path: Path) -> None:
+    with make(tmp_path, FakeChatModel([INVENTED])) as rag:
+        result = rag.ask(FIRST)
+    assert result.trace.answer_source == "extractive"
+    assert "systemctl" not in result.answer
+    assert result.citations and all(c.id in {p.id for p in result.trace.retrieved} for c in result.citations)
+
+
+def test_generate_mode_abstains_with_the_fixed_phrase_when_nothing_is_supported(tmp_path: Path) -> None:
+    with make(tmp_path, FakeChatModel([INVENTED]), answer_mode="generate") as rag:
+        result = rag.ask(FIRST)
+        assert rag.components.engine.metrics.value("anaphora_abstentions_total") == 1
+    assert result.answer == ABSTAIN and result.trace.abstained and result.trace.answer_source == "abstain"
+
+
+def test_extractive_mode_makes_no_answer_call_and_a_follow_up_uses_the_retrieval_query(tmp_path: Path) -> None:
+    model = FakeChatModel()
+    with make(tmp_path, model, answer_mode="extractive", rewriter="expansion") as rag:
+        history = [
+            Message(role="user", content="How do I install Kestrel on Kubernetes with Helm?"),
+            Message(role="assistant", content="Use the Helm chart."),
+        ]
+        result = rag.ask("And on ARM?", history=history)
+    assert model.calls == []  # no rewrite call (expansion) and no answer call
+    assert result.trace.model_calls == 0 and result.trace.answer_source == "extractive"
+    assert result.trace.query != "And on ARM?"  # the expansion brought Kubernetes in ...
+    assert "arm" in result.answer.lower()  # ... and the quoted sentences are about ARM
+    assert result.citations and result.citations[0].how == "cited"
+
+
+def test_streaming_in_drop_mode_never_sends_the_dropped_unit(tmp_path: Path) -> None:
+    with make(tmp_path, FakeChatModel([f"{ARM} {INVENTED} {ARM}"], token_delay_s=0.001)) as rag:
+        conversation = rag.new_conversation()
+        *deltas, result = list(rag.stream("Which image tags exist for arm64 on Kubernetes?", conversation))
+    assert "".join(deltas) == result.answer
+    assert not any("systemctl" in d or "128.04k" in d for d in deltas)
+    assert len(deltas) >= 2  # released unit by unit, not all at the end
+
+
+def test_chit_chat_is_not_held_to_the_documents(tmp_path: Path) -> None:
+    with make(tmp_path, FakeChatModel(["Hello! How can I help you with your documents?"])) as rag:
+        result = rag.ask("hi")
+    assert result.answer == "Hello! How can I help you with your documents?"
