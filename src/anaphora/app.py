@@ -33,7 +33,7 @@ from anaphora.store import (
 )
 from anaphora.store.pg_passages import PostgresPassageStore
 from anaphora.store.postgres import PostgresConversationStore
-from anaphora.store.protocols import DocumentRegistry, EmbeddingCache, HistoryStore, PassageIndex
+from anaphora.store.protocols import DocumentRegistry, EmbeddingCache, HistoryStore, PassageIndex, all_conversations
 from anaphora.store.redis_store import RedisConversationStore, RedisEmbeddingCache
 from anaphora.telemetry import build_tracer
 from anaphora.types import Message, TurnResult
@@ -215,14 +215,11 @@ async def erase_user_data(components: Components, user_id: str) -> dict[str, int
     questions and the queries made from them). Returns what was removed, by kind."""
     store = components.conversations
     texts: set[str] = set()
-    offset = 0
-    while page := await store.list(user_id, limit=100, offset=offset):
-        offset += len(page)
-        for conversation in page:
-            for turn in await store.turns(user_id, conversation.id):
-                texts.add(turn.question)
-                if turn.trace is not None:
-                    texts.update([turn.trace.question, turn.trace.query, *turn.trace.alternate_queries])
+    for conversation in await all_conversations(store, user_id):
+        for turn in await store.turns(user_id, conversation.id):
+            texts.add(turn.question)
+            if turn.trace is not None:
+                texts.update([turn.trace.question, turn.trace.query, *turn.trace.alternate_queries])
     keys = [cache_key(components.embedder.name, text) for text in texts if text]
     cached = components.embedder.cache.delete_many(keys)
     return {**await store.erase_user(user_id), "cached_embeddings": cached}

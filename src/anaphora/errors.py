@@ -16,7 +16,6 @@ edges formats errors for people.
     ├── AuthError               missing, malformed, expired or wrongly signed credentials (HTTP service)
     │   └── PermissionDeniedError    valid credentials that do not allow the action
     ├── RateLimitError          too many turns in flight for one user (HTTP service); says when to retry
-    └── StageTimeout            an optional stage ran past its time budget (always caught inside the pipeline)
 """
 
 from __future__ import annotations
@@ -71,10 +70,6 @@ class NotFoundError(AnaphoraError):
 
 
 class InputError(AnaphoraError):
-    pass
-
-
-class StageTimeout(AnaphoraError):
     pass
 
 

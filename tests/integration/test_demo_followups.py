@@ -72,3 +72,19 @@ def test_chit_chat_and_repeat_turns_skip_retrieval(played) -> None:
     for _, result in social:
         assert result.trace.retrieval_skipped and result.trace.retrieved == []
         assert result.trace.model_calls == 1 and result.answer
+
+
+def test_every_answer_of_the_demo_is_grounded(played) -> None:
+    """With the embedded defaults, every unit the user reads is supported and no risky token is unsupported (the
+    shared/bench definition, independent of the product's own check)."""
+    from anaphora.evaluation.metrics import unsupported_risky_tokens
+
+    history: list[str] = []
+    for turn, result in played:
+        trace = result.trace
+        shown = [p.text for p in (trace.retrieved if not trace.retrieval_skipped else [])]
+        sources = [*shown, turn["user"], *history]
+        assert not unsupported_risky_tokens(result.answer, sources), (turn["user"], result.answer)
+        if trace.answer_source == "model":
+            assert trace.support and all(v.verdict != "unsupported" for v in trace.support if v.kept), turn["user"]
+        history += [turn["user"], result.answer]

@@ -111,6 +111,14 @@ class SummaryStore(Protocol):
     async def save_summary(self, user_id: str, conversation_id: str, covers_turns: int, text: str) -> None: ...
 
 
+async def all_conversations(store: ConversationStore, user_id: str, *, page: int = 100) -> list[Conversation]:
+    """Every conversation of ``user_id``, paged through ``list`` (erase and export read them all)."""
+    found: list[Conversation] = []
+    while batch := await store.list(user_id, limit=page, offset=len(found)):
+        found.extend(batch)
+    return found
+
+
 class HistoryStore(ConversationStore, SummaryStore, Protocol):
     """What every conversation backend is: the turns and the rolling summaries beside them."""
 

@@ -12,6 +12,7 @@ from anaphora.app import erase_user_data
 from anaphora.errors import PermissionDeniedError
 from anaphora.server.routes.deps import Svc, User
 from anaphora.server.schemas import Erased
+from anaphora.store.protocols import all_conversations
 
 router = APIRouter(tags=["users"])
 PAGE = 100
@@ -25,9 +26,7 @@ async def erase(user_id: str, user: User, svc: Svc) -> Erased:
             hint="use your own user id (the token's 'sub'), or a token with the 'admin' scope",
         )
     store, runner = svc.components.conversations, svc.runner
-    ids: list[str] = []
-    while page := await store.list(user_id, limit=PAGE, offset=len(ids)):
-        ids.extend(c.id for c in page)
+    ids = [c.id for c in await all_conversations(store, user_id, page=PAGE)]
     async with AsyncExitStack() as locks:
         for conversation_id in sorted(set(ids)):  # a turn in flight finishes (and is counted) first
             await locks.enter_async_context(runner.conversation(user_id, conversation_id))
