@@ -16,14 +16,15 @@ import json
 import logging
 import re
 import sys
-import time
 import uuid
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from starlette.datastructures import Headers, MutableHeaders
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Scope
+
+from anaphora.server.asgi import ExchangeObserver
 
 REQUEST_ID_HEADER = "X-Request-ID"
 request_id: ContextVar[str | None] = ContextVar("anaphora_request_id", default=None)
@@ -38,41 +39,29 @@ _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
 }
 
 
-class RequestIdMiddleware:
+class RequestIdMiddleware(ExchangeObserver):
     """Assigns or propagates ``X-Request-ID`` and logs one access record per request (add it outermost)."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    def begin(self, scope: Scope) -> tuple[str, Token]:
         given = Headers(scope=scope).get(REQUEST_ID_HEADER.lower(), "")
         rid = given if _SANE.fullmatch(given) else uuid.uuid4().hex
-        token = request_id.set(rid)
-        started, status = time.perf_counter(), 500
+        return rid, request_id.set(rid)
 
-        async def tag(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-                MutableHeaders(scope=message)[REQUEST_ID_HEADER] = rid
-            await send(message)
+    def response_started(self, scope: Scope, message: Message, context: tuple[str, Token]) -> None:
+        MutableHeaders(scope=message)[REQUEST_ID_HEADER] = context[0]
 
-        try:
-            await self.app(scope, receive, tag)
-        finally:
-            ms = round((time.perf_counter() - started) * 1000, 2)
-            access_log.info(
-                "%s %s %d %.1f ms",
-                scope.get("method", ""),
-                scope.get("path", ""),
-                status,
-                ms,
-                extra={"method": scope.get("method", ""), "path": scope.get("path", ""), "status": status, "ms": ms},
-            )
-            request_id.reset(token)
+    def finished(self, scope: Scope, status: int, seconds: float, context: tuple[str, Token]) -> None:
+        ms = round(seconds * 1000, 2)
+        method, path = scope.get("method", ""), scope.get("path", "")
+        access_log.info(
+            "%s %s %d %.1f ms",
+            method,
+            path,
+            status,
+            ms,
+            extra={"method": method, "path": path, "status": status, "ms": ms},
+        )
+        request_id.reset(context[1])
 
 
 class RequestIdFilter(logging.Filter):

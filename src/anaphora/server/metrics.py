@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import time
 import weakref
 from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.routing import BaseRoute
+from starlette.types import ASGIApp, Scope
+
+from anaphora.server.asgi import ExchangeObserver
 
 HTTP_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 
@@ -43,32 +45,17 @@ class HttpMetrics:
         return metrics
 
 
-class MetricsMiddleware:
+class MetricsMiddleware(ExchangeObserver):
     """Counts every HTTP request, labelled by route template (bounded cardinality), status and duration."""
 
     def __init__(self, app: ASGIApp, metrics: Callable[[], HttpMetrics | None]) -> None:
-        self.app = app
+        super().__init__(app)
         self.metrics = metrics
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
-        status = 500
-
-        async def observe(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, observe)
-        finally:
-            metrics = self.metrics()
-            if metrics is not None:
-                route = getattr(scope.get("route"), "path", "unmatched")
-                method = scope.get("method", "")
-                metrics.requests.labels(method=method, route=route, status=str(status)).inc()
-                metrics.seconds.labels(method=method, route=route).observe(time.perf_counter() - started)
+    def finished(self, scope: Scope, status: int, seconds: float, context: None) -> None:
+        metrics = self.metrics()
+        if metrics is not None:
+            route = scope["route"].path if isinstance(scope.get("route"), BaseRoute) else "unmatched"
+            method = scope.get("method", "")
+            metrics.requests.labels(method=method, route=route, status=str(status)).inc()
+            metrics.seconds.labels(method=method, route=route).observe(seconds)
