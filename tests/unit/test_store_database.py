@@ -281,3 +281,30 @@ def test_taken_chunk_ids_ignores_the_same_document(db: Database):
     assert corpus.taken_chunk_ids(["p2"], "/other", "a.jsonl") == {"p2"}
     many = [f"n{i}" for i in range(1100)] + ["p2"]
     assert corpus.taken_chunk_ids(many, "/r", "b.jsonl") == {"p2"}
+
+
+def test_steps_are_recorded_by_name_and_a_store_from_before_names_is_not_migrated_twice(tmp_path: Path):
+    path = tmp_path / "store.db"
+    first = Database(path)
+    assert [r[0] for r in first.query("SELECT name FROM schema_migrations")] == MIGRATIONS.names
+    with first.transaction() as conn:  # what a store written before steps were recorded by name looks like
+        conn.execute("DROP TABLE schema_migrations")
+        Database.set_meta(conn, "marker", "kept")
+    first.close()
+    second = Database(path)  # must not re-run the steps (they would fail: the tables exist)
+    try:
+        assert [r[0] for r in second.query("SELECT name FROM schema_migrations")] == MIGRATIONS.names
+        assert second.get_meta("marker") == "kept"
+    finally:
+        second.close()
+
+
+def test_a_recorded_step_this_code_does_not_know_is_refused(tmp_path: Path):
+    path = tmp_path / "future.db"
+    Database(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute("INSERT INTO schema_migrations VALUES ('m999_from_the_future', 0)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreError, match=r"newer Anaphora.*m999_from_the_future"):
+        Database(path)

@@ -10,15 +10,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from anaphora.errors import StoreError
+from anaphora.store.migrations import Migrations
 
 Migration = Callable[[sqlite3.Connection], None]
-MIGRATIONS: list[Migration] = []
-
-
-def migration(fn: Migration) -> Migration:
-    """Register a schema migration; they run in definition order, each exactly once per database."""
-    MIGRATIONS.append(fn)
-    return fn
+MIGRATIONS: Migrations[Migration] = Migrations(
+    "the SQLite store", hint="upgrade Anaphora, or point ANAPHORA_DATA_DIR at another directory"
+)
+migration = MIGRATIONS  # the decorator that registers a step
 
 
 def run_script(db: sqlite3.Connection, script: str) -> None:
@@ -131,15 +129,17 @@ class Database:
 
     def _migrate(self) -> None:
         with self.transaction() as db:
+            db.execute("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+            applied = [row[0] for row in db.execute("SELECT name FROM schema_migrations")]
             version = db.execute("PRAGMA user_version").fetchone()[0]
-            if version > len(MIGRATIONS):
-                raise StoreError(
-                    f"the store at {self.path} was written by a newer Anaphora (schema {version})",
-                    hint="upgrade Anaphora, or point ANAPHORA_DATA_DIR at another directory",
-                )
-            for number, step in enumerate(MIGRATIONS[version:], start=version + 1):
+            if not applied and version:  # a store from before steps were recorded by name: user_version counted them
+                applied = MIGRATIONS.names[:version] + [f"step {n}" for n in range(len(MIGRATIONS) + 1, version + 1)]
+                db.executemany("INSERT INTO schema_migrations VALUES (?, 0)", [(n,) for n in applied])
+            for name, step in MIGRATIONS.pending(applied, where=f" at {self.path}"):
                 step(db)
-                db.execute(f"PRAGMA user_version = {number}")
+                db.execute("INSERT INTO schema_migrations VALUES (?, strftime('%s', 'now'))", (name,))
+                applied.append(name)
+            db.execute(f"PRAGMA user_version = {len(applied)}")  # what an older Anaphora reads to refuse it
             if db.execute("SELECT 1 FROM meta WHERE key = 'store_id'").fetchone() is None:
                 self.set_meta(db, "store_id", uuid.uuid4().hex)
 

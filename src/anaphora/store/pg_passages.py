@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from anaphora.errors import ConfigurationError, StoreError, require
+from anaphora.store.migrations import Migrations
 from anaphora.store.postgres import _text
 from anaphora.store.protocols import Ranking, StoredDocument, check_dimension
 from anaphora.types import Chunk
@@ -58,13 +59,10 @@ class Layout:
 
 
 Migration = Callable[[Any, Layout], None]
-MIGRATIONS: list[tuple[str, Migration]] = []
-
-
-def migration(fn: Migration) -> Migration:
-    """Register a corpus schema migration; they run in definition order, each exactly once per database."""
-    MIGRATIONS.append((fn.__name__, fn))
-    return fn
+MIGRATIONS: Migrations[Migration] = Migrations(
+    "the PostgreSQL passage store", hint="upgrade Anaphora, or point ANAPHORA_POSTGRES_URL at another database"
+)
+migration = MIGRATIONS  # the decorator that registers a step
 
 
 @migration
@@ -241,13 +239,8 @@ class PostgresPassageStore:
                 "CREATE TABLE IF NOT EXISTS corpus_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
                 "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
             )
-            version = conn.execute("SELECT COALESCE(MAX(version), 0) FROM corpus_migrations").fetchone()[0]
-            if version > len(MIGRATIONS):
-                raise StoreError(
-                    f"the PostgreSQL passage store was written by a newer Anaphora (corpus schema {version})",
-                    hint="upgrade Anaphora, or point ANAPHORA_POSTGRES_URL at another database",
-                )
-            for number, (name, step) in enumerate(MIGRATIONS[version:], start=version + 1):
+            applied = [row[0] for row in conn.execute("SELECT name FROM corpus_migrations ORDER BY version")]
+            for number, (name, step) in enumerate(MIGRATIONS.pending(applied), start=len(applied) + 1):
                 step(conn, layout)
                 conn.execute("INSERT INTO corpus_migrations (version, name) VALUES (%s, %s)", (number, name))
             meta = dict(conn.execute("SELECT key, value FROM corpus_meta").fetchall())

@@ -22,18 +22,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 from anaphora.errors import NotFoundError, StoreError, require
+from anaphora.store.migrations import Migrations
 from anaphora.store.protocols import Conversation, StoredTurn, Summary
 from anaphora.types import Citation, TurnTrace
 
 Migration = Callable[[Any], Awaitable[None]]
-MIGRATIONS: list[tuple[str, Migration]] = []
+MIGRATIONS: Migrations[Migration] = Migrations(
+    "the PostgreSQL store", hint="upgrade Anaphora, or point ANAPHORA_POSTGRES_URL at another database"
+)
+migration = MIGRATIONS  # the decorator that registers a step
 _MIGRATION_LOCK = 0x616E6170  # pg_advisory_xact_lock key: replicas starting together migrate one at a time
-
-
-def migration(fn: Migration) -> Migration:
-    """Register a schema migration; they run in definition order, each exactly once per database."""
-    MIGRATIONS.append((fn.__name__, fn))
-    return fn
 
 
 async def _run_script(conn: Any, script: str) -> None:
@@ -214,14 +212,9 @@ class PostgresConversationStore:
                 "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
                 "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
             )
-            row = await (await conn.execute("SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations")).fetchone()
-            version = row["v"]
-            if version > len(MIGRATIONS):
-                raise StoreError(
-                    f"the PostgreSQL store was written by a newer Anaphora (schema {version})",
-                    hint="upgrade Anaphora, or point ANAPHORA_POSTGRES_URL at another database",
-                )
-            for number, (name, step) in enumerate(MIGRATIONS[version:], start=version + 1):
+            rows = await (await conn.execute("SELECT name FROM schema_migrations ORDER BY version")).fetchall()
+            applied = [row["name"] for row in rows]
+            for number, (name, step) in enumerate(MIGRATIONS.pending(applied), start=len(applied) + 1):
                 await step(conn)
                 await conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (number, name))
 
