@@ -120,6 +120,13 @@ function wire() {
     }
   });
   $("new-conversation").addEventListener("click", () => go(null));
+  $("close-sidebar").addEventListener("click", () => {
+    closeSidebarOnPhone();
+    $("toggle-sidebar").focus();
+  });
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && document.body.classList.contains("sidebar-open")) closeSidebarOnPhone();
+  });
   $("toggle-sidebar").addEventListener("click", () => {
     const open = document.body.classList.toggle("sidebar-open");
     $("toggle-sidebar").setAttribute("aria-expanded", String(open));

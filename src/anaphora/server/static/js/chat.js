@@ -48,7 +48,7 @@ function renderAnswer(node, answer, citations, trace) {
   );
   show(sources, Boolean(citations && citations.length));
   node.querySelector(".why")?.remove();
-  if (trace) node.append(whyPanel(trace, citations, (p) => openPassage(p)));
+  if (trace) node.querySelector(".reply").append(whyPanel(trace, citations, (p) => openPassage(p)));
 }
 
 function turnNode(question) {
