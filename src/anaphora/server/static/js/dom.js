@@ -1,4 +1,4 @@
-// Building DOM nodes from data. Text always goes in as text nodes (never innerHTML), so untrusted answers,
+// Building DOM nodes from data. Text always goes in as text nodes, never parsed as HTML, so untrusted answers,
 // passages and file names are shown, not run.
 
 export function el(tag, props = {}, ...children) {
