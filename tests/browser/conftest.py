@@ -61,8 +61,13 @@ def ingest(env: dict[str, str], *paths: Path) -> None:
     """`anaphora ingest` in a child process: Playwright's sync API keeps an event loop running in this thread,
     where the synchronous library cannot run its own."""
     children = {k: v for k, v in os.environ.items() if not k.startswith("ANAPHORA_")} | env
-    subprocess.run([sys.executable, "-m", "anaphora", "ingest", *map(str, paths)], env=children, check=True,
-                   capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "anaphora", "ingest", *map(str, paths)],
+        env=children,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
 
 
 def _serve(

@@ -38,7 +38,8 @@ WATCH_FIRST_PAINT = """() => {
     if (length && !window.__ui.lengths.includes(length)) window.__ui.lengths.push(length);
     if (length && window.__ui.firstPaint === null) {
       window.__ui.firstPaint = 0;
-      requestAnimationFrame(() => setTimeout(() => { window.__ui.firstPaint = performance.timeOrigin + performance.now(); }));
+      const now = () => { window.__ui.firstPaint = performance.timeOrigin + performance.now(); };
+      requestAnimationFrame(() => setTimeout(now));
     }
   }).observe(list, { subtree: true, childList: true, characterData: true });
 }"""
@@ -110,10 +111,9 @@ def test_two_turns_stream_with_citations_the_why_panel_and_a_reload(
     keep_for_docs(artifacts / "chat.png", "web-ui-chat.png")
 
     why = turns.nth(1).locator("details.why")
+    assert not why.get_by_test_id("retrieval-query").is_visible()  # collapsed until asked
     why.locator("summary").click()
-    assert why.get_by_test_id("retrieval-query").inner_text().strip() == f"“{query}”".strip("“”") or query in (
-        why.get_by_test_id("retrieval-query").inner_text()
-    )
+    assert why.get_by_test_id("retrieval-query").inner_text().strip().strip('“”"') == query
     assert "history expansion" in why.inner_text()
     why.locator("summary").evaluate("node => node.scrollIntoView({block: 'start'})")
     page.screenshot(path=artifacts / "why-panel.png")
@@ -143,7 +143,7 @@ def test_two_turns_stream_with_citations_the_why_panel_and_a_reload(
 
 
 def test_first_visit_weighs_at_most_100_kb_and_is_served_with_a_strict_policy(dev_server: ServiceProcess, open_page):
-    page, recorder = open_page(dev_server, viewport=DESKTOP)
+    page, _ = open_page(dev_server, viewport=DESKTOP)
     responses = []
     page.on("response", lambda response: responses.append(response))
     document = page.goto("/")
@@ -165,7 +165,8 @@ PAYLOAD = (
     "# Zanzibar <svg onload=alert('heading')></svg>\n\n"
     "Zanzibar payloads: <script>alert('script')</script> <img src=x onerror=alert('img')> "
     "[click me](javascript:alert('link')) <svg onload=alert('svg')><circle r=9></svg> end.\n\n"
-    "More text <iframe src=\"javascript:alert('frame')\"></iframe> and <a href=\"javascript:alert('a')\">a link</a>.\n\n"
+    "More text <iframe src=\"javascript:alert('frame')\"></iframe> and "
+    "<a href=\"javascript:alert('a')\">a link</a>.\n\n"
     "```html\n<script>document.title = 'pwned'</script>\n```\n"
 )
 # The chunker starts a new sentence (a new line in the prompt) only before a capital letter, and the fake model
@@ -187,7 +188,9 @@ def upload(page, name: str, text: str) -> list[str]:
         if (line && progress) window.__statuses.push(`${line.dataset.status} ${progress.value}/${progress.max}`);
       }).observe(document.getElementById("upload-status"), { subtree: true, childList: true });
     }""")
-    page.locator("#upload-files").set_input_files(files=[{"name": name, "mimeType": "text/markdown", "buffer": text.encode()}])
+    page.locator("#upload-files").set_input_files(
+        files=[{"name": name, "mimeType": "text/markdown", "buffer": text.encode()}]
+    )
     page.locator("#upload-form button").click()
     page.locator("#upload-status [data-status=done]").wait_for()
     return page.evaluate("window.__statuses")
@@ -378,3 +381,28 @@ def test_phone_width_in_the_dark_scheme_with_visible_focus(dev_server: ServicePr
     page.keyboard.press("Tab")
     outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
     assert outline != "none"
+
+
+def test_trace_fields_the_page_does_not_know_yet_are_shown_generically(dev_server: ServiceProcess, open_page) -> None:
+    """Support verdicts and recalled memories (other issues) will arrive as new trace fields: the panel shows them
+    without a change to the page, as inert text."""
+    page, _ = open_page(dev_server, viewport=DESKTOP)
+    page.goto("/")
+    page.locator("#question").wait_for()
+    text = page.evaluate("""async () => {
+      const { whyPanel } = await import("./ui/js/why.js");
+      const trace = {
+        question: "q", query: "q", stages: [], retrieved: [],
+        support: [{ sentence: "Use the Helm chart.", verdict: "supported", passages: ["a.md#1"] },
+                  { sentence: "<img src=x onerror=alert(1)>", verdict: "unsupported", passages: [] }],
+        memories: ["prefers ARM", { id: "m1", text: "runs k3s" }],
+      };
+      const panel = whyPanel(trace, [], () => {});
+      panel.open = true;
+      document.getElementById("turns").append(panel);
+      return panel.innerText;
+    }""")
+    assert "support" in text.lower() and "unsupported" in text and "Use the Helm chart.\tsupported\ta.md#1" in text
+    assert "memories" in text.lower() and "prefers ARM" in text and "runs k3s" in text
+    assert "<img src=x onerror=alert(1)>" in text
+    assert page.locator("#turns img").count() == 0

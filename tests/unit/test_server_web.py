@@ -57,7 +57,9 @@ def test_the_shipped_files_weigh_less_than_the_budget() -> None:
     assert sum(p.stat().st_size for p in files) <= PAGE_BUDGET_BYTES
     for source in files:  # the renderer builds nodes; no file may hand text to the HTML parser
         text = source.read_text(encoding="utf-8")
-        assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function", text), source
+        assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function", text), (
+            source
+        )
 
 
 def test_rename_is_scoped_to_the_owner(running) -> None:

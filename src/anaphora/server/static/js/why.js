@@ -135,6 +135,7 @@ export function generic(value) {
 
 function scalar(value) {
   if (value === null || value === undefined) return "–";
+  if (Array.isArray(value) && value.every((v) => v === null || typeof v !== "object")) return value.map(scalar).join(", ");
   if (typeof value === "object") return JSON.stringify(value);
   return String(number(value));
 }
