@@ -244,7 +244,8 @@ def test_untrusted_answers_passages_and_file_names_render_as_text(
     assert page.locator("a[href^='javascript:' i]").count() == 0
     assert page.locator("script").count() == 1  # the page's own module
     assert page.title() != "pwned"
-    page.keyboard.press("Escape")
+    passage.get_by_role("button", name="Close").click()
+    assert not passage.is_visible()
     page.reload()  # stored turns render the same way
     page.locator("#turns .turn .why").last.wait_for(state="attached")
     assert page.locator("#turns").locator("script, img, svg, iframe").count() == 0
@@ -406,3 +407,32 @@ def test_trace_fields_the_page_does_not_know_yet_are_shown_generically(dev_serve
     assert "memories" in text.lower() and "prefers ARM" in text and "runs k3s" in text
     assert "<img src=x onerror=alert(1)>" in text
     assert page.locator("#turns img").count() == 0
+
+
+def test_markdown_renders_structure_and_keeps_only_safe_links(dev_server: ServiceProcess, open_page) -> None:
+    page, _ = open_page(dev_server, viewport=DESKTOP)
+    page.goto("/")
+    page.locator("#question").wait_for()
+    html = page.evaluate("""async () => {
+      const { render } = await import("./ui/js/markdown.js");
+      const target = document.createElement("div");
+      render(target, [
+        "## Install", "", "Run **helm** with `--set arch=arm64` and *wait*; keep max_tokens_here as is.", "",
+        "1. add the repo", "2. install the chart", "", "- one", "- two", "",
+        "> quoted <b>bold</b>", "", "```bash", "helm install <kestrel> && echo '<script>'", "```", "",
+        "[docs](https://example.org/a?b=1) [local](/v1/x) [bad](javascript:alert(1)) [data](data:text/html,hi)",
+      ].join("\\n"));
+      return target.innerHTML;
+    }""")
+    assert "<h4>Install</h4>" in html and "<strong>helm</strong>" in html and "<em>wait</em>" in html
+    assert "<code>--set arch=arm64</code>" in html and "max_tokens_here" in html
+    assert "<ol><li>add the repo</li><li>install the chart</li></ol>" in html and "<ul><li>one</li>" in html
+    assert "<blockquote><p>quoted &lt;b&gt;bold&lt;/b&gt;</p></blockquote>" in html
+    assert (
+        "<pre><code data-language=\"bash\">helm install &lt;kestrel&gt; &amp;&amp; echo '&lt;script&gt;'</code></pre>"
+        in html
+    )
+    assert 'href="https://example.org/a?b=1" rel="noopener noreferrer nofollow" target="_blank">docs</a>' in html
+    assert f'href="{dev_server.url}/v1/x"' in html
+    assert "[bad](javascript:alert(1))" in html and "[data](data:text/html,hi)" in html
+    assert "javascript:alert" not in html.replace("[bad](javascript:alert(1))", "")

@@ -61,8 +61,10 @@ class NoSniffMiddleware:
 
         async def send_with_header(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message.setdefault("headers", [])
-                message["headers"] = [*message["headers"], (b"x-content-type-options", b"nosniff")]
+                headers = list(message.get("headers", []))
+                if not any(name.lower() == b"x-content-type-options" for name, _ in headers):
+                    headers.append((b"x-content-type-options", b"nosniff"))
+                message["headers"] = headers
             await send(message)
 
         await self.app(scope, receive, send_with_header)
