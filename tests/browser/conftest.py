@@ -19,7 +19,12 @@ import pytest
 from tests.conftest import ROOT, SAMPLE_DOCS
 from tests.integration.services import ServiceProcess, base_settings
 
-playwright_sync = pytest.importorskip("playwright.sync_api", reason="the test extra (playwright) is not installed")
+try:
+    from playwright import sync_api as playwright_sync
+except ImportError:  # under .ci/run a missing browser stack fails the run instead of skipping it
+    if os.environ.get("ANAPHORA_TEST_REQUIRE_SERVERS") == "1":
+        raise
+    pytest.skip("the test extra (playwright) is not installed", allow_module_level=True)
 
 CHROMIUM = os.environ.get("ANAPHORA_TEST_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(os.environ.get("ANAPHORA_TEST_ARTIFACTS", ROOT / "tmp" / "artifacts" / "browser"))
