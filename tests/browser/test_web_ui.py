@@ -333,6 +333,22 @@ def test_stop_ends_the_stream_and_the_turn_is_stored_anyway(slow_server: Service
     assert "fifty years" in page.locator("#turns .answer").last.inner_text()
 
 
+def test_closing_the_tab_mid_answer_still_stores_the_turn(slow_server: ServiceProcess, open_page) -> None:
+    page, _ = open_page(slow_server, viewport=DESKTOP)
+    page.goto("/")
+    page.locator("#question").fill("How do I install Kestrel on Kubernetes?")
+    page.locator("#question").press("Enter")
+    page.locator("#turns .turn.streaming").wait_for()
+    cid = conversation_id(page)
+    page.close()
+    for _ in range(300):
+        turns = httpx.get(f"{slow_server.url}/v1/conversations/{cid}").json()["turns"]
+        if turns:
+            break
+        time.sleep(0.1)
+    assert turns and turns[0]["answer"] and turns[0]["citations"]
+
+
 def test_conversations_are_renamed_deleted_and_paginated(dev_server: ServiceProcess, open_page) -> None:
     for n in range(23):
         httpx.post(f"{dev_server.url}/v1/conversations", json={"title": f"older {n:02d}"}).raise_for_status()
