@@ -265,6 +265,9 @@ class Settings(BaseSettings):
     # Service ----------------------------------------------------------------------------------------------------
     server_host: str = Field(default="127.0.0.1", description="address `anaphora serve` listens on")
     server_port: int = Field(default=8000, ge=1, le=65535, description="port `anaphora serve` listens on")
+    web_ui: bool = Field(
+        default=True, description="serve the web chat page at `/` (static files in the package; off: API only)"
+    )
     auth: Literal["jwt", "none"] = Field(
         default="jwt",
         description="'jwt' (Authorization: Bearer JWT; its 'sub' claim is the user) or 'none' (development only: "

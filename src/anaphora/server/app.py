@@ -11,7 +11,7 @@ from fastapi import FastAPI, Request
 from anaphora import __version__
 from anaphora.app import Components, build_components, close_local
 from anaphora.errors import AnaphoraError
-from anaphora.server import errors
+from anaphora.server import errors, web
 from anaphora.server.auth import Authenticator, build_authenticator
 from anaphora.server.coordination import build_session_store, build_turn_lock
 from anaphora.server.history import HistorySweeper
@@ -169,4 +169,5 @@ def build_app(settings: Settings, components: Components | None, *, owns_compone
     app.add_middleware(RequestIdMiddleware)  # outermost: every record of the request carries its id
     for module in (chat, conversations, documents, session, users, ops):
         app.include_router(module.router)
+    web.install(app, settings)  # the chat page at / (web_ui) and nosniff on every response
     return app

@@ -52,6 +52,12 @@ class CreateConversation(BaseModel):
     title: StrictStr = Field(default="", max_length=200)
 
 
+class RenameConversation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    title: StrictStr = Field(min_length=1, max_length=200)
+
+
 class PostMessage(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

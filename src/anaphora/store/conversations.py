@@ -142,6 +142,13 @@ class SQLiteConversationStore:
             created_at=now,
         )
 
+    async def rename(self, user_id: str, conversation_id: str, title: str) -> Conversation:
+        with self.db.transaction() as db:
+            db.execute(
+                "UPDATE conversations SET title = ? WHERE id = ? AND user_id = ?", (title, conversation_id, user_id)
+            )
+        return await self.get(user_id, conversation_id)
+
     async def delete(self, user_id: str, conversation_id: str) -> None:
         with self.db.transaction() as db:
             deleted = db.execute(

@@ -262,6 +262,14 @@ class PostgresConversationStore:
             raise _not_found(conversation_id)
         return _conversation(row)
 
+    async def rename(self, user_id: str, conversation_id: str, title: str) -> Conversation:
+        async with await self._conn() as conn:
+            await conn.execute(
+                "UPDATE conversations SET title = %s WHERE id = %s AND user_id = %s",
+                (_text(title), conversation_id, user_id),
+            )
+        return await self.get(user_id, conversation_id)
+
     async def list(self, user_id: str, *, limit: int = 50, offset: int = 0) -> list[Conversation]:
         async with await self._conn() as conn:
             cursor = await conn.execute(

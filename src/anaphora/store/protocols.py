@@ -69,6 +69,10 @@ class ConversationStore(Protocol):
         trace: TurnTrace,
     ) -> StoredTurn: ...
 
+    async def rename(self, user_id: str, conversation_id: str, title: str) -> Conversation:
+        """Set the title; activity (``updated_at``) and the turns are untouched. Returns the conversation."""
+        ...
+
     async def delete(self, user_id: str, conversation_id: str) -> None: ...
 
     async def erase_user(self, user_id: str) -> dict[str, int]:

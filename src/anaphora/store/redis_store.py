@@ -123,6 +123,19 @@ return 1
 """
 )
 
+# ARGV: prefix, ttl, id, user_id, title. Returns 1, or -1 when not found.
+_RENAME = (
+    _LUA_COMMON
+    + """
+local conv = prefix .. 'conv:' .. ARGV[3]
+if redis.call('HGET', conv, 'user_id') ~= ARGV[4] then
+  return -1
+end
+redis.call('HSET', conv, 'title', ARGV[5])
+return 1
+"""
+)
+
 # ARGV: prefix, ttl, mode ('user' or 'inactive'), user_id or exclusive score bound, ids to keep...
 # Returns {conversations, turns, summaries}.
 _DELETE_MANY = (
@@ -232,6 +245,7 @@ class RedisConversationStore:
                 ("append", _APPEND),
                 ("save_summary", _SAVE_SUMMARY),
                 ("delete", _DELETE),
+                ("rename", _RENAME),
                 ("delete_many", _DELETE_MANY),
             )
         }
@@ -289,6 +303,12 @@ class RedisConversationStore:
                 else None
             )
         return found
+
+    @translating
+    async def rename(self, user_id: str, conversation_id: str, title: str) -> Conversation:
+        if await self._run("rename", conversation_id, user_id, title) < 0:
+            raise _not_found(conversation_id)
+        return await self.get(user_id, conversation_id)
 
     @translating
     async def get(self, user_id: str, conversation_id: str) -> Conversation:

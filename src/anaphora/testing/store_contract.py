@@ -101,6 +101,17 @@ class ConversationStoreContract:
         ids = {(await store.create(ALICE)).id for _ in range(20)}
         assert len(ids) == 20
 
+    async def test_rename_sets_the_title_only_for_the_owner(self, store):
+        created = await store.create(ALICE, "before")
+        renamed = await store.rename(ALICE, created.id, "after")
+        assert renamed.title == "after" and renamed.updated_at == created.updated_at
+        assert (await store.get(ALICE, created.id)).title == "after"
+        with pytest.raises(NotFoundError):
+            await store.rename(BOB, created.id, "stolen")
+        with pytest.raises(NotFoundError):
+            await store.rename(ALICE, "nope", "x")
+        assert (await store.get(ALICE, created.id)).title == "after"
+
     async def test_get_missing_raises_not_found(self, store):
         with pytest.raises(NotFoundError, match="nope"):
             await store.get(ALICE, "nope")

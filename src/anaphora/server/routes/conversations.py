@@ -1,4 +1,4 @@
-"""Server-held conversations: create, list, read, append a turn (JSON or SSE), delete. All scoped to the user."""
+"""Server-held conversations: create, list, read, rename, append a turn (JSON or SSE), delete; all per user."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from anaphora.server.schemas import (
     CreateConversation,
     Deleted,
     PostMessage,
+    RenameConversation,
     TurnOut,
 )
 
@@ -51,6 +52,11 @@ async def read(conversation_id: str, user: User, svc: Svc) -> ConversationDetail
     conversation = await store.get(user.user_id, conversation_id)
     turns = await store.turns(user.user_id, conversation_id)
     return ConversationDetail(**ConversationOut.of(conversation).model_dump(), turns=[TurnOut.of(t) for t in turns])
+
+
+@router.patch(f"{BASE}/{{conversation_id}}", response_model=ConversationOut, summary="Rename a conversation")
+async def rename(conversation_id: str, body: RenameConversation, user: User, svc: Svc) -> ConversationOut:
+    return ConversationOut.of(await svc.components.conversations.rename(user.user_id, conversation_id, body.title))
 
 
 @router.post(

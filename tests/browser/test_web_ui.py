@@ -1,0 +1,454 @@
+"""The web chat page in a real browser (headless Chromium) against a live `anaphora serve` with the fake model:
+streaming with citations, the "why" panel, reload, untrusted text kept inert, upload, a second user, sign-in,
+stop, phone width, page weight and the first token's latency."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.browser.conftest import keep_for_docs
+from tests.integration.services import ServiceProcess
+from tests.unit.test_server_harness import token
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+FIRST = "How do I install Kestrel on Kubernetes?"
+FOLLOW_UP = "And on ARM?"
+DONE_TURNS = "#turns .turn:not(.streaming)"
+PAGE_BUDGET_BYTES = 100_000
+LATENCY_BUDGET_MS = 100.0
+DESKTOP = {"width": 1280, "height": 860}
+RESULTS = Path(__file__).resolve().parents[2] / "tmp" / "artifacts" / "browser"
+
+# Recorded in the page: the wall-clock time the first answer text is in the DOM and its frame has been painted
+# (a requestAnimationFrame callback, then a task after that frame), and how the answer text grew while streaming.
+WATCH_FIRST_PAINT = """() => {
+  window.__ui = { firstPaint: null, lengths: [] };
+  const list = document.getElementById("turns");
+  new MutationObserver(() => {
+    const answer = list.querySelector(".turn:last-child .answer");
+    const streaming = list.querySelector(".turn:last-child.streaming");
+    if (!answer || !streaming) return;
+    const length = answer.textContent.length;
+    if (length && !window.__ui.lengths.includes(length)) window.__ui.lengths.push(length);
+    if (length && window.__ui.firstPaint === null) {
+      window.__ui.firstPaint = 0;
+      const now = () => { window.__ui.firstPaint = performance.timeOrigin + performance.now(); };
+      requestAnimationFrame(() => setTimeout(now));
+    }
+  }).observe(list, { subtree: true, childList: true, characterData: true });
+}"""
+
+
+def ask(page, question: str) -> None:
+    """Type the question and press Enter (the composer's send key); wait until the answer has finished."""
+    before = page.locator(DONE_TURNS).count()
+    page.locator("#question").fill(question)
+    page.locator("#question").press("Enter")
+    page.locator(".turn .why").nth(before).wait_for(state="attached")
+
+
+def conversation_id(page) -> str:
+    page.wait_for_function("() => location.hash.startsWith('#/c/')")
+    return page.evaluate("location.hash").removeprefix("#/c/")
+
+
+class NetworkClock:
+    """Chromium's own network events (DevTools protocol): when the first bytes of a response reached the browser,
+    as wall-clock milliseconds comparable with the page's ``performance.timeOrigin + performance.now()``."""
+
+    def __init__(self, page) -> None:
+        self.sent: dict[str, dict] = {}
+        self.first_data: dict[str, float] = {}
+        cdp = page.context.new_cdp_session(page)
+        cdp.on("Network.requestWillBeSent", lambda e: self.sent.setdefault(e["requestId"], e))
+        cdp.on("Network.dataReceived", lambda e: self.first_data.setdefault(e["requestId"], e["timestamp"]))
+        cdp.send("Network.enable")
+
+    def first_bytes_ms(self, url_suffix: str) -> float:
+        [request_id] = [r for r, e in self.sent.items() if e["request"]["url"].endswith(url_suffix)][-1:]
+        sent = self.sent[request_id]
+        return (sent["wallTime"] + (self.first_data[request_id] - sent["timestamp"])) * 1000
+
+
+def test_two_turns_stream_with_citations_the_why_panel_and_a_reload(
+    dev_server: ServiceProcess, open_page, artifacts: Path
+) -> None:
+    page, recorder = open_page(dev_server, viewport=DESKTOP)
+    clock = NetworkClock(page)
+    page.goto("/")
+    page.locator("#question").wait_for()
+    page.evaluate(WATCH_FIRST_PAINT)
+    ask(page, FIRST)
+    cid = conversation_id(page)
+    streamed = page.evaluate("window.__ui")
+    assert streamed["lengths"], "no answer text was shown while the turn streamed"
+    first_bytes = clock.first_bytes_ms(f"/v1/conversations/{cid}/messages")
+    latency_ms = streamed["firstPaint"] - first_bytes
+    (artifacts / "first-token-latency.json").write_text(json.dumps({"first_token_on_screen_ms": latency_ms}))
+    print(f"\nfirst answer token on screen {latency_ms:.1f} ms after the first SSE bytes reached the browser")
+    assert 0 <= latency_ms <= LATENCY_BUDGET_MS
+
+    page.locator("#question").press("Shift+Enter")  # a new line, not a send
+    assert page.locator("#question").input_value() == "\n"
+    assert page.locator("#turns .turn").count() == 1
+    ask(page, FOLLOW_UP)
+    turns = page.locator("#turns .turn")
+    assert turns.count() == 2
+    for n in range(2):
+        assert turns.nth(n).locator(".sources li").count() >= 1
+        assert turns.nth(n).locator(".answer .cite").count() >= 1
+
+    stored = httpx.get(f"{dev_server.url}/v1/conversations/{cid}").json()
+    query = stored["turns"][1]["trace"]["query"]
+    assert query != FOLLOW_UP and FOLLOW_UP in query  # the expansion added the conversation's words
+    page.screenshot(path=artifacts / "chat.png")
+    keep_for_docs(artifacts / "chat.png", "web-ui-chat.png")
+
+    why = turns.nth(1).locator("details.why")
+    assert not why.get_by_test_id("retrieval-query").is_visible()  # collapsed until asked
+    why.locator("summary").click()
+    assert why.get_by_test_id("retrieval-query").inner_text().strip().strip('“”"') == query
+    assert "history expansion" in why.inner_text()
+    why.locator("summary").evaluate("node => node.scrollIntoView({block: 'start'})")
+    page.screenshot(path=artifacts / "why-panel.png")
+    keep_for_docs(artifacts / "why-panel.png", "web-ui-why.png")
+
+    citation = stored["turns"][1]["citations"][0]
+    passage = next(p for p in stored["turns"][1]["trace"]["retrieved"] if p["id"] == citation["id"])
+    turns.nth(1).locator(".answer .cite").first.click()
+    dialog = page.locator("#passage")
+    assert dialog.is_visible()
+    assert citation["source"] in dialog.locator("#passage-title").inner_text()
+    assert citation["heading"] in dialog.locator("#passage-meta").inner_text()
+    first_words = " ".join(passage["text"].split()[:3]).lstrip("#").strip()
+    assert first_words.split()[0] in dialog.locator("#passage-text").inner_text()
+    page.screenshot(path=artifacts / "passage.png")
+    page.keyboard.press("Escape")
+    assert not dialog.is_visible()
+
+    page.reload()
+    page.locator("#turns .turn .why").nth(1).wait_for(state="attached")
+    assert page.locator("#turns .turn").count() == 2
+    assert page.locator("#turns .turn .question").nth(1).inner_text().strip().endswith(FOLLOW_UP)
+    assert page.locator("#conversation-title").inner_text() == stored["title"]
+    assert page.locator("#conversations .conversation.active").get_attribute("data-id") == cid
+
+    assert recorder.requests, "the network log recorded nothing"
+
+
+def test_first_visit_weighs_at_most_100_kb_and_is_served_with_a_strict_policy(dev_server: ServiceProcess, open_page):
+    page, _ = open_page(dev_server, viewport=DESKTOP)
+    responses = []
+    page.on("response", lambda response: responses.append(response))
+    document = page.goto("/")
+    page.wait_for_load_state("networkidle")
+    page.locator("#question").wait_for()
+    files = [r for r in responses if "/v1/" not in r.url]
+    weight = sum(len(r.body()) for r in files)
+    print(f"\npage weight on a first visit: {weight} bytes in {len(files)} files")
+    assert {r.url.rsplit("/", 1)[-1] for r in files} >= {"", "app.js", "app.css", "markdown.js", "why.js"}
+    assert weight <= PAGE_BUDGET_BYTES
+    policy = document.headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "frame-ancestors 'none'" in policy and "unsafe" not in policy
+    assert document.headers["x-content-type-options"] == "nosniff"
+    assert all(r.headers.get("x-content-type-options") == "nosniff" for r in responses)
+
+
+PAYLOAD_NAME = "<img src=x onerror=alert('name')>.md"
+PAYLOAD = (
+    "# Zanzibar <svg onload=alert('heading')></svg>\n\n"
+    "Zanzibar payloads: <script>alert('script')</script> <img src=x onerror=alert('img')> "
+    "[click me](javascript:alert('link')) <svg onload=alert('svg')><circle r=9></svg> end.\n\n"
+    "More text <iframe src=\"javascript:alert('frame')\"></iframe> and "
+    "<a href=\"javascript:alert('a')\">a link</a>.\n\n"
+    "```html\n<script>document.title = 'pwned'</script>\n```\n"
+)
+# The chunker starts a new sentence (a new line in the prompt) only before a capital letter, and the fake model
+# quotes one line: sentences that start in lower case make an answer of several sentences, streamed one by one.
+STREAMED = (
+    "# Quokka facts\n\n"
+    "Quokkas live on Rottnest Island. they eat leaves and grasses. their young ride in a pouch. visitors may not "
+    "feed them.\n"
+)
+
+
+def upload(page, name: str, text: str) -> list[str]:
+    """Upload one file from the documents panel; return every job status the page showed, in order."""
+    page.evaluate("""() => {
+      window.__statuses = [];
+      new MutationObserver(() => {
+        const line = document.querySelector("#upload-status [data-status]");
+        const progress = document.querySelector("#upload-status progress");
+        if (line && progress) window.__statuses.push(`${line.dataset.status} ${progress.value}/${progress.max}`);
+      }).observe(document.getElementById("upload-status"), { subtree: true, childList: true });
+    }""")
+    page.locator("#upload-files").set_input_files(
+        files=[{"name": name, "mimeType": "text/markdown", "buffer": text.encode()}]
+    )
+    page.locator("#upload-form button").click()
+    page.locator("#upload-status [data-status=done]").wait_for()
+    return page.evaluate("window.__statuses")
+
+
+def test_upload_shows_progress_then_the_new_document_is_searchable_and_streams(
+    dev_server: ServiceProcess, open_page, artifacts: Path
+) -> None:
+    page, _ = open_page(dev_server, viewport=DESKTOP)
+    page.goto("/")
+    page.locator("#documents").wait_for()
+    statuses = upload(page, "quokka.md", STREAMED)
+    assert statuses[0].startswith("queued") and statuses[-1].startswith("done"), statuses
+    done, total = statuses[-1].split()[1].split("/")
+    assert int(done) == int(total) >= 1, statuses
+    assert "quokka.md" in page.locator("#upload-status").inner_text()
+    assert "quokka.md" in page.locator("#document-list").inner_text()
+    page.screenshot(path=artifacts / "upload.png")
+
+    page.evaluate(WATCH_FIRST_PAINT)
+    ask(page, "What do quokkas eat?")
+    lengths = page.evaluate("window.__ui.lengths")
+    assert len(lengths) >= 3, f"the answer did not arrive sentence by sentence: {lengths}"
+    turn = page.locator("#turns .turn").last
+    assert "they eat leaves" in turn.locator(".answer").inner_text()
+    assert turn.locator(".sources").inner_text().count("quokka.md") >= 1
+
+
+def test_untrusted_answers_passages_and_file_names_render_as_text(
+    dev_server: ServiceProcess, open_page, artifacts: Path
+) -> None:
+    page, recorder = open_page(dev_server, viewport=DESKTOP)
+    page.goto("/")
+    page.locator("#documents").wait_for()
+    upload(page, PAYLOAD_NAME, PAYLOAD)
+    assert PAYLOAD_NAME in page.locator("#upload-status").inner_text()
+    ask(page, "Zanzibar payloads")
+    turn = page.locator("#turns .turn").last
+    answer = turn.locator(".answer").inner_text()
+    assert "<script>alert('script')</script>" in answer and "<img src=x onerror=alert('img')>" in answer
+    assert "[click me](javascript:alert('link'))" in answer and "<svg onload=alert('svg')>" in answer
+    assert PAYLOAD_NAME in turn.locator(".sources").inner_text()
+    turn.locator(".sources button").first.click()
+    passage = page.locator("#passage")
+    assert "<iframe" in passage.inner_text() or "<script>" in passage.inner_text()
+    page.screenshot(path=artifacts / "untrusted.png")
+
+    for where in ("#turns", "#passage", "#upload-status", "#document-list"):
+        inert = page.locator(where).locator("script, img, svg, iframe, object, embed, [onerror], [onload]")
+        assert inert.count() == 0, f"markup from untrusted text became elements in {where}"
+    assert page.locator("a[href^='javascript:' i]").count() == 0
+    assert page.locator("script").count() == 1  # the page's own module
+    assert page.title() != "pwned"
+    passage.get_by_role("button", name="Close").click()
+    assert not passage.is_visible()
+    page.reload()  # stored turns render the same way
+    page.locator("#turns .turn .why").last.wait_for(state="attached")
+    assert page.locator("#turns").locator("script, img, svg, iframe").count() == 0
+    assert recorder.dialogs == []
+
+
+def sign_in(page, value: str) -> None:
+    page.locator("#signin-token").fill(value)
+    page.locator("#signin-form button").click()
+
+
+def test_a_second_user_cannot_see_the_first_users_conversation_and_expiry_returns_to_sign_in(
+    jwt_server: ServiceProcess, open_page, artifacts: Path
+) -> None:
+    alice, _ = open_page(jwt_server, viewport=DESKTOP)
+    alice.goto("/")
+    alice.locator("#signin").wait_for()
+    assert "access token" in alice.locator("#signin-message").inner_text()
+    alice.screenshot(path=artifacts / "sign-in.png")
+    sign_in(alice, token("alice"))
+    alice.locator("#question").wait_for()
+    assert "alice" in alice.locator("#whoami").inner_text()
+    assert alice.locator("#documents").is_hidden()  # not an administrator
+    ask(alice, FIRST)
+    secret = conversation_id(alice)
+    alice.reload()  # the token is kept in session storage
+    alice.locator("#turns .turn .why").first.wait_for(state="attached")
+
+    bob, _ = open_page(jwt_server, viewport=DESKTOP)
+    bob.goto(f"/#/c/{secret}")
+    sign_in(bob, token("bob"))
+    bob.locator("#error").wait_for()
+    assert f"no conversation '{secret}'" in bob.locator("#error").inner_text()
+    assert bob.locator("#turns .turn").count() == 0
+    assert bob.locator("#conversations .conversation").count() == 0
+    assert FIRST not in bob.locator("body").inner_text()
+    bob.screenshot(path=artifacts / "second-user.png")
+
+    late, _ = open_page(jwt_server, viewport=DESKTOP)
+    late.goto("/")
+    sign_in(late, token("carol", ttl_s=2))
+    late.locator("#question").wait_for()
+    late.wait_for_timeout(3000)
+    late.locator("#question").fill("Is my session still valid?")
+    late.locator("#question").press("Enter")
+    late.locator("#signin").wait_for()
+    assert "expired" in late.locator("#signin-message").inner_text()
+    assert late.evaluate("sessionStorage.getItem('anaphora.token')") is None
+
+
+KIWI = (
+    "# Kiwi\n\nKiwi birds cannot fly at all. their eggs are very large. they sleep during the day. males sit on "
+    "the eggs. some live for fifty years.\n"
+)
+
+
+def test_stop_ends_the_stream_and_the_turn_is_stored_anyway(slow_server: ServiceProcess, open_page) -> None:
+    job = httpx.post(f"{slow_server.url}/v1/documents", files={"files": ("kiwi.md", KIWI.encode())}).json()
+    for _ in range(100):
+        if httpx.get(f"{slow_server.url}/v1/jobs/{job['job_id']}").json()["status"] == "done":
+            break
+        time.sleep(0.1)
+    page, _ = open_page(slow_server, viewport=DESKTOP)
+    page.goto("/")
+    page.locator("#question").fill("Can kiwi birds fly?")
+    page.locator("#question").press("Enter")
+    page.locator("#turns .turn.streaming .answer:not(:empty)").wait_for()
+    page.locator("#stop").click()
+    turn = page.locator("#turns .turn").last
+    turn.locator(".turn-error").wait_for()
+    assert "Stopped" in turn.inner_text()
+    assert page.locator("#send").is_visible() and page.locator("#stop").is_hidden()
+    shown = turn.locator(".answer").inner_text()
+    cid = conversation_id(page)
+    for _ in range(200):
+        stored = httpx.get(f"{slow_server.url}/v1/conversations/{cid}").json()
+        if stored["turns"]:
+            break
+        time.sleep(0.1)
+    answer = stored["turns"][0]["answer"]
+    assert shown.strip() and len(shown) < len(answer) and "fifty years" in answer
+    assert turn.locator(".answer").inner_text() == shown  # nothing more arrived after the stop
+    page.reload()
+    page.locator("#turns .turn .why").last.wait_for(state="attached")
+    assert "fifty years" in page.locator("#turns .answer").last.inner_text()
+
+
+def test_closing_the_tab_mid_answer_still_stores_the_turn(slow_server: ServiceProcess, open_page) -> None:
+    page, _ = open_page(slow_server, viewport=DESKTOP)
+    page.goto("/")
+    page.locator("#question").fill("How do I install Kestrel on Kubernetes?")
+    page.locator("#question").press("Enter")
+    page.locator("#turns .turn.streaming").wait_for()
+    cid = conversation_id(page)
+    page.close()
+    for _ in range(300):
+        turns = httpx.get(f"{slow_server.url}/v1/conversations/{cid}").json()["turns"]
+        if turns:
+            break
+        time.sleep(0.1)
+    assert turns and turns[0]["answer"] and turns[0]["citations"]
+
+
+def test_conversations_are_renamed_deleted_and_paginated(dev_server: ServiceProcess, open_page) -> None:
+    for n in range(23):
+        httpx.post(f"{dev_server.url}/v1/conversations", json={"title": f"older {n:02d}"}).raise_for_status()
+    page, _ = open_page(dev_server, viewport=DESKTOP)
+    page.goto("/")
+    items = page.locator("#conversations .conversation")
+    items.first.wait_for()
+    assert items.count() == 20 and page.locator("#more-conversations").is_visible()
+    page.locator("#more-conversations").click()
+    page.wait_for_function("() => document.querySelectorAll('#conversations .conversation').length > 20")
+    assert page.locator("#conversations").inner_text().count("older") == 23
+
+    first = items.first
+    first.locator("button.icon").first.click()  # rename
+    page.locator("input.rename").fill("renamed by the test")
+    page.locator("input.rename").press("Enter")
+    page.locator("#conversations .open", has_text="renamed by the test").wait_for()
+    renamed_id = page.locator("#conversations .conversation").first.get_attribute("data-id")
+    assert httpx.get(f"{dev_server.url}/v1/conversations/{renamed_id}").json()["title"] == "renamed by the test"
+
+    delete = page.locator(f"#conversations [data-id='{renamed_id}'] button.danger")
+    delete.click()
+    assert delete.inner_text() == "Delete?"
+    delete.click()
+    page.locator(f"#conversations [data-id='{renamed_id}']").wait_for(state="detached")
+    assert httpx.get(f"{dev_server.url}/v1/conversations/{renamed_id}").status_code == 404
+
+
+def test_phone_width_in_the_dark_scheme_with_visible_focus(dev_server: ServiceProcess, open_page, artifacts: Path):
+    page, _ = open_page(dev_server, viewport={"width": 390, "height": 800}, color_scheme="dark", is_mobile=True)
+    page.goto("/")
+    page.locator("#question").wait_for()
+    assert page.locator("#sidebar").bounding_box()["x"] < 0  # the list is a drawer on a phone
+    ask(page, FIRST)
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert background == "rgb(23, 24, 26)", background  # the dark palette
+    page.screenshot(path=artifacts / "phone-dark.png")
+    page.locator("#toggle-sidebar").click()
+    page.wait_for_function("() => document.getElementById('sidebar').getBoundingClientRect().x >= 0")
+    page.screenshot(path=artifacts / "phone-dark-sidebar.png")
+    page.locator("#close-sidebar").click()
+    page.wait_for_function("() => document.getElementById('sidebar').getBoundingClientRect().right <= 0")
+
+    page.locator("#question").focus()
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Tab")
+    outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
+    assert outline != "none"
+
+
+def test_trace_fields_the_page_does_not_know_yet_are_shown_generically(dev_server: ServiceProcess, open_page) -> None:
+    """Support verdicts and recalled memories (other issues) will arrive as new trace fields: the panel shows them
+    without a change to the page, as inert text."""
+    page, _ = open_page(dev_server, viewport=DESKTOP)
+    page.goto("/")
+    page.locator("#question").wait_for()
+    text = page.evaluate("""async () => {
+      const { whyPanel } = await import("./ui/js/why.js");
+      const trace = {
+        question: "q", query: "q", stages: [], retrieved: [],
+        support: [{ sentence: "Use the Helm chart.", verdict: "supported", passages: ["a.md#1"] },
+                  { sentence: "<img src=x onerror=alert(1)>", verdict: "unsupported", passages: [] }],
+        memories: ["prefers ARM", { id: "m1", text: "runs k3s" }],
+      };
+      const panel = whyPanel(trace, [], () => {});
+      panel.open = true;
+      document.getElementById("turns").append(panel);
+      return panel.innerText;
+    }""")
+    assert "support" in text.lower() and "unsupported" in text and "Use the Helm chart.\tsupported\ta.md#1" in text
+    assert "memories" in text.lower() and "prefers ARM" in text and "runs k3s" in text
+    assert "<img src=x onerror=alert(1)>" in text
+    assert page.locator("#turns img").count() == 0
+
+
+def test_markdown_renders_structure_and_keeps_only_safe_links(dev_server: ServiceProcess, open_page) -> None:
+    page, _ = open_page(dev_server, viewport=DESKTOP)
+    page.goto("/")
+    page.locator("#question").wait_for()
+    html = page.evaluate("""async () => {
+      const { render } = await import("./ui/js/markdown.js");
+      const target = document.createElement("div");
+      render(target, [
+        "## Install", "", "Run **helm** with `--set arch=arm64` and *wait*; keep max_tokens_here as is.", "",
+        "1. add the repo", "2. install the chart", "", "- one", "- two", "",
+        "> quoted <b>bold</b>", "", "```bash", "helm install <kestrel> && echo '<script>'", "```", "",
+        "[docs](https://example.org/a?b=1) [local](/v1/x) [bad](javascript:alert(1)) [data](data:text/html,hi)",
+      ].join("\\n"));
+      return target.innerHTML;
+    }""")
+    assert "<h4>Install</h4>" in html and "<strong>helm</strong>" in html and "<em>wait</em>" in html
+    assert "<code>--set arch=arm64</code>" in html and "max_tokens_here" in html
+    assert "<ol><li>add the repo</li><li>install the chart</li></ol>" in html and "<ul><li>one</li>" in html
+    assert "<blockquote><p>quoted &lt;b&gt;bold&lt;/b&gt;</p></blockquote>" in html
+    assert (
+        "<pre><code data-language=\"bash\">helm install &lt;kestrel&gt; &amp;&amp; echo '&lt;script&gt;'</code></pre>"
+        in html
+    )
+    assert 'href="https://example.org/a?b=1" rel="noopener noreferrer nofollow" target="_blank">docs</a>' in html
+    assert f'href="{dev_server.url}/v1/x"' in html
+    assert "[bad](javascript:alert(1))" in html and "[data](data:text/html,hi)" in html
+    assert "javascript:alert" not in html.replace("[bad](javascript:alert(1))", "")
