@@ -82,7 +82,8 @@ def test_risky_tokens_are_found_and_normalised(text: str, token: str) -> None:
 
 
 def test_ordinary_words_and_citation_markers_are_not_risky() -> None:
-    assert risky_tokens("Install the Helm chart into its own namespace [install.md#2].") == []
+    assert risky_tokens(strip_markers("Install the Helm chart into its own namespace [install.md#2].")) == []
+    assert strip_markers("See [click me](https://x.org) [a.md#1].", {"a.md#1"}) == "See [click me](https://x.org)."
 
 
 # --- verdicts ---------------------------------------------------------------------------------------------------

@@ -32,7 +32,9 @@ def echo_first_context(messages: Sequence[Message]) -> str:
     if not match:
         return "I have no documents about that."
     body = last[match.end() :].splitlines()[1:]  # the rest of the label line is its "(source — heading)"
-    first_line = next((line.strip() for line in body if line.strip()), "")[:160]
+    first_line = next((line.strip() for line in body if line.strip()), "")
+    if len(first_line) > 160:  # cut between words, as a model quoting would, never inside a token
+        first_line = first_line[:160].rsplit(" ", 1)[0]
     return f"{first_line} [{match.group(1)}]"
 
 

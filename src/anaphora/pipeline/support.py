@@ -92,9 +92,16 @@ def _sentences(line: str) -> list[Unit]:
     return found
 
 
-def strip_markers(text: str) -> str:
-    """The text without bracketed citation markers (``[id]``, ``[a, b]``), as metrics and the check see it."""
-    return re.sub(r"\s*" + BRACKETED.pattern, "", text)
+def strip_markers(text: str, known: set[str] | None = None) -> str:
+    """The text without bracketed citation markers (``[id]``, ``[a, b]``), as metrics and the check see it; with
+    ``known``, only markers naming those ids (``[click me](url)`` is text)."""
+
+    def drop(match: re.Match) -> str:
+        parts = [p.strip() for p in re.split(r"[,;]", match.group(1))]
+        return " " if known is None or all(p in known for p in parts) else match.group(0)
+
+    cleaned = BRACKETED.sub(drop, text)
+    return re.sub(r"[ \t]+([.,;:!?])", r"\1", re.sub(r"[ \t]{2,}", " ", cleaned)).strip()
 
 
 def normalise_token(token: str) -> str:
@@ -106,7 +113,7 @@ def risky_tokens(text: str) -> list[str]:
     """Tokens a small model invents and a reader copies: anything with a digit or one of ``/ _ . = : @``, flags
     (``-n``, ``--force``), ``code spans`` and inner-capital identifiers (``DaemonSet``). Normalised."""
     found: list[str] = [normalise_token(span) for span in _CODE_SPAN.findall(text)]
-    for raw in strip_markers(text).split():
+    for raw in text.split():
         token = raw.strip(_EDGE).rstrip(".,:;")
         if not token:
             continue
@@ -142,9 +149,10 @@ class SupportChecker:
         self.conversation = SourceText(None, "\n".join(conversation))
         self.everything = [*self.passages, self.conversation]
         self.threshold = threshold
+        self.ids = {p.id for p in passages}
 
     def check(self, unit: Unit) -> UnitVerdict:
-        claim = strip_markers(unit.text)
+        claim = strip_markers(unit.text, self.ids)
         words = content_words(claim)
         risky = risky_tokens(claim)
         missing = [t for t in risky if not any(source.holds(t) for source in self.everything)]
