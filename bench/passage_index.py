@@ -33,7 +33,7 @@ from common import CACHE, domain_paths, embedded_postgres, git_revision, machine
 from anaphora import Settings
 from anaphora.app import build_components, close_local
 from anaphora.retrieval import HybridRetriever
-from anaphora.store.pg_passages import PostgresPassageStore
+from anaphora.store.postgres_passages import PostgresPassageStore
 from anaphora.types import Chunk
 
 MODES = ("rrf", "bm25", "dense")  # hybrid (the default), lexical only, dense only

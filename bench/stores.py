@@ -108,7 +108,7 @@ async def _bench_store(store, workload, reads: int) -> dict:
 
 async def _conversation_benches(args, workload, postgres_url: str | None, skipped: dict) -> dict:
     from anaphora.store import Database
-    from anaphora.store.conversations import SQLiteConversationStore
+    from anaphora.store.sqlite_conversations import SQLiteConversationStore
 
     results: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="anaphora-bench-sqlite-") as tmp:
@@ -119,7 +119,7 @@ async def _conversation_benches(args, workload, postgres_url: str | None, skippe
             database.close()
 
     if postgres_url is not None:
-        from anaphora.store.postgres import PostgresConversationStore
+        from anaphora.store.postgres_conversations import PostgresConversationStore
 
         store = PostgresConversationStore(postgres_url, max_size=4)
         try:
@@ -158,7 +158,7 @@ def _vector_bench(postgres_url: str | None, queries: int, skipped: dict) -> dict
     from anaphora.embeddings import load_embedder
     from anaphora.retrieval.dense import DenseIndex
     from anaphora.store import Database
-    from anaphora.store.corpus import SQLiteCorpus
+    from anaphora.store.sqlite_corpus import SQLiteCorpus
 
     top_k = 50
     database = Database(CACHE / "clapnq" / "anaphora.db")

@@ -31,8 +31,8 @@ from anaphora.store import (
     SQLiteEmbeddingCache,
     StoredTurn,
 )
-from anaphora.store.pg_passages import PostgresPassageStore
-from anaphora.store.postgres import PostgresConversationStore
+from anaphora.store.postgres_conversations import PostgresConversationStore
+from anaphora.store.postgres_passages import PostgresPassageStore
 from anaphora.store.protocols import DocumentRegistry, EmbeddingCache, HistoryStore, PassageIndex, all_conversations
 from anaphora.store.redis_store import RedisConversationStore, RedisEmbeddingCache
 from anaphora.telemetry import build_tracer

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.integration
 psycopg = pytest.importorskip("psycopg", reason="the postgres extra is not installed")
 pytest.importorskip("psycopg_pool", reason="the postgres extra is not installed")
 
-from anaphora.store.pg_passages import _DENSE, _LEXICAL, MIGRATIONS, PostgresPassageStore, vector_literal  # noqa: E402
+from anaphora.store.postgres_passages import _DENSE, _LEXICAL, MIGRATIONS, PostgresPassageStore, vector_literal  # noqa: E402
 
 
 def fresh_database(postgres_server) -> str:
@@ -127,7 +127,7 @@ def test_searches_use_the_hnsw_and_gin_indexes(store: PostgresPassageStore) -> N
 
 
 def test_without_pgvector_the_error_says_how_to_enable_it(postgres_server, monkeypatch) -> None:
-    monkeypatch.setattr("anaphora.store.pg_passages._EXTENSION", "no_such_extension_here")
+    monkeypatch.setattr("anaphora.store.postgres_passages._EXTENSION", "no_such_extension_here")
     store = PostgresPassageStore(fresh_database(postgres_server), embedder_name="hashing-384", dim=384)
     with pytest.raises(StoreError, match="not enabled") as caught:
         store.warm_up()

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.integration
 psycopg = pytest.importorskip("psycopg", reason="the postgres extra is not installed")
 pytest.importorskip("psycopg_pool", reason="the postgres extra is not installed")
 
-from anaphora.store.postgres import MIGRATIONS, PostgresConversationStore  # noqa: E402
+from anaphora.store.postgres_conversations import MIGRATIONS, PostgresConversationStore  # noqa: E402
 
 
 def test_pgvector_is_available(postgres_url: str) -> None:

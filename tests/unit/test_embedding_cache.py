@@ -13,10 +13,10 @@ import pytest
 
 from anaphora import Anaphora
 from anaphora.embeddings import CachedEmbedder, HashingEmbedder, cache_key
-from anaphora.store import embedding_cache
-from anaphora.store.corpus import search_text
-from anaphora.store.database import Database
-from anaphora.store.embedding_cache import TRIM_EVERY, SQLiteEmbeddingCache
+from anaphora.store import sqlite_embedding_cache as embedding_cache
+from anaphora.store.sqlite_corpus import search_text
+from anaphora.store.sqlite_database import Database
+from anaphora.store.sqlite_embedding_cache import TRIM_EVERY, SQLiteEmbeddingCache
 from anaphora.testing.embedding_cache_contract import EmbeddingCacheContract
 from tests.conftest import SAMPLE_DOCS
 

@@ -14,11 +14,11 @@ from anaphora.rerank.base import NoModelReranker, Reranker
 from anaphora.rerank.cross_encoder import CrossEncoderReranker
 from anaphora.rerank.http import HTTPReranker
 from anaphora.retrieval.embedded import EmbeddedPassageIndex
-from anaphora.store.conversations import SQLiteConversationStore
-from anaphora.store.embedding_cache import SQLiteEmbeddingCache
-from anaphora.store.pg_passages import PostgresPassageStore
-from anaphora.store.postgres import PostgresConversationStore
+from anaphora.store.postgres_conversations import PostgresConversationStore
+from anaphora.store.postgres_passages import PostgresPassageStore
 from anaphora.store.redis_store import RedisConversationStore, RedisEmbeddingCache
+from anaphora.store.sqlite_conversations import SQLiteConversationStore
+from anaphora.store.sqlite_embedding_cache import SQLiteEmbeddingCache
 
 pytestmark = pytest.mark.unit
 

@@ -224,8 +224,8 @@ def test_index_of_a_replaced_database_is_not_reused(settings: Settings, tmp_path
 
 def test_a_change_by_another_process_shows_within_recheck_s(app: Components, docs: Path, tmp_path: Path):
     """The generation is read at most every recheck_s seconds; this process's own writes show at once."""
-    from anaphora.store.corpus import SQLiteCorpus
-    from anaphora.store.database import Database
+    from anaphora.store.sqlite_corpus import SQLiteCorpus
+    from anaphora.store.sqlite_database import Database
 
     app.ingestor.run([docs])
     cache = IndexCache(app.corpus, tmp_path / "idx", app.embedder.name, app.embedder.dim, recheck_s=3600)

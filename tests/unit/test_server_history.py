@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-import anaphora.store.conversations as conversations_module
-from anaphora.server.history import HistorySweeper
+import anaphora.store.sqlite_conversations as conversations_module
+from anaphora.server.history_sweeper import HistorySweeper
 from anaphora.server.turns import TurnRunner
 from anaphora.store import Database, SQLiteConversationStore
 from anaphora.types import TurnTrace

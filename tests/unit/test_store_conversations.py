@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-import anaphora.store.conversations as conversations_module
+import anaphora.store.sqlite_conversations as conversations_module
 from anaphora.errors import NotFoundError
 from anaphora.store import Conversation, Database, SQLiteConversationStore
 from anaphora.testing.store_contract import ALICE, BOB, add_turn, make_trace

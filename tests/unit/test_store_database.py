@@ -12,7 +12,7 @@ import pytest
 from anaphora.embeddings import CachedEmbedder, HashingEmbedder, cache_key
 from anaphora.errors import StoreError
 from anaphora.store import Database, SQLiteCorpus, SQLiteEmbeddingCache
-from anaphora.store.database import MIGRATIONS
+from anaphora.store.sqlite_database import MIGRATIONS
 from anaphora.types import Chunk
 
 pytestmark = pytest.mark.unit

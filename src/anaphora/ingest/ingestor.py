@@ -20,8 +20,8 @@ from anaphora.errors import InputError
 from anaphora.ingest.chunker import chunk_sections
 from anaphora.ingest.parsers import SUPPORTED_SUFFIXES, ParsedDocument, parse_file
 from anaphora.settings import Settings
-from anaphora.store.corpus import search_text
 from anaphora.store.protocols import DocumentRegistry
+from anaphora.store.sqlite_corpus import search_text
 from anaphora.types import Chunk
 
 Progress = Callable[[int, int], None]  # (chunks embedded so far, chunks to embed)

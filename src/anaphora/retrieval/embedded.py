@@ -16,8 +16,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from anaphora.retrieval.indexes import IndexCache
-from anaphora.store.corpus import SQLiteCorpus
 from anaphora.store.protocols import Ranking, check_dimension
+from anaphora.store.sqlite_corpus import SQLiteCorpus
 from anaphora.types import Chunk
 
 

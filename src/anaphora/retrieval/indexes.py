@@ -23,7 +23,7 @@ from pathlib import Path
 from anaphora.errors import ConfigurationError
 from anaphora.retrieval.bm25 import BM25Index
 from anaphora.retrieval.dense import EXACT_BELOW, DenseIndex
-from anaphora.store.corpus import SQLiteCorpus
+from anaphora.store.sqlite_corpus import SQLiteCorpus
 
 
 @dataclass(frozen=True)

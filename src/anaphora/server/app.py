@@ -14,7 +14,7 @@ from anaphora.errors import AnaphoraError
 from anaphora.server import errors, web
 from anaphora.server.auth import Authenticator, build_authenticator
 from anaphora.server.coordination import build_session_store, build_turn_lock
-from anaphora.server.history import HistorySweeper
+from anaphora.server.history_sweeper import HistorySweeper
 from anaphora.server.jobs import IngestJobs
 from anaphora.server.limits import BodyLimitMiddleware
 from anaphora.server.logs import RequestIdMiddleware

@@ -2,13 +2,9 @@
 (pgvector), the Redis conversation store and embedding cache, behind the Protocols in ``protocols``; and what
 replicas share besides history: sessions (Redis) and turn locks (in-process, Redis or PostgreSQL)."""
 
-from anaphora.store.conversations import SQLiteConversationStore
-from anaphora.store.corpus import SQLiteCorpus
-from anaphora.store.database import Database
-from anaphora.store.embedding_cache import SQLiteEmbeddingCache
 from anaphora.store.locks import LockBackend, ProcessTurnLock, SharedTurnLock
-from anaphora.store.pg_passages import PostgresPassageStore
-from anaphora.store.postgres import PostgresConversationStore
+from anaphora.store.postgres_conversations import PostgresConversationStore
+from anaphora.store.postgres_passages import PostgresPassageStore
 from anaphora.store.protocols import (
     Conversation,
     ConversationStore,
@@ -26,6 +22,10 @@ from anaphora.store.protocols import (
     TurnLock,
 )
 from anaphora.store.redis_store import RedisConversationStore, RedisEmbeddingCache
+from anaphora.store.sqlite_conversations import SQLiteConversationStore
+from anaphora.store.sqlite_corpus import SQLiteCorpus
+from anaphora.store.sqlite_database import Database
+from anaphora.store.sqlite_embedding_cache import SQLiteEmbeddingCache
 
 __all__ = [
     "Conversation",

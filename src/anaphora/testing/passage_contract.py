@@ -33,7 +33,7 @@ from anaphora.embeddings.hashing import HashingEmbedder
 from anaphora.errors import ConfigurationError
 from anaphora.ingest import Ingestor, IngestReport
 from anaphora.settings import Settings
-from anaphora.store.corpus import search_text
+from anaphora.store.sqlite_corpus import search_text
 from anaphora.types import Chunk
 
 DOCUMENTS = {

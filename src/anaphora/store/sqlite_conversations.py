@@ -8,8 +8,8 @@ import uuid
 from collections.abc import Iterable, Sequence
 
 from anaphora.errors import NotFoundError
-from anaphora.store.database import Database
 from anaphora.store.protocols import Conversation, StoredTurn, Summary
+from anaphora.store.sqlite_database import Database
 from anaphora.types import Citation, TurnTrace
 
 _SELECT = "SELECT c.*, (SELECT COUNT(*) FROM turns t WHERE t.conversation_id = c.id) AS turn_count FROM conversations c"

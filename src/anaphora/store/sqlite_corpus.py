@@ -7,8 +7,8 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from anaphora.store.database import Database
 from anaphora.store.protocols import StoredDocument
+from anaphora.store.sqlite_database import Database
 from anaphora.types import Chunk
 
 __all__ = ["SQLiteCorpus", "StoredDocument", "search_text"]

@@ -36,7 +36,7 @@ import numpy as np
 
 from anaphora.errors import ConfigurationError, StoreError, require
 from anaphora.store.migrations import Migrations
-from anaphora.store.postgres import _text
+from anaphora.store.postgres_conversations import _text
 from anaphora.store.protocols import Ranking, StoredDocument, check_dimension
 from anaphora.types import Chunk
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from anaphora.store.database import Database
+from anaphora.store.sqlite_database import Database
 
 TRIM_EVERY = 256  # writes between size checks: counting rows on every write would cost more than it saves
 
