@@ -20,8 +20,9 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 from starlette.datastructures import MutableHeaders
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Scope
 
+from anaphora.server.asgi import ExchangeObserver
 from anaphora.store.protocols import Session
 
 SESSION_HEADER = "X-Anaphora-Session"
@@ -81,21 +82,12 @@ class MemorySessionStore:
                 self.evicted += 1
 
 
-class SessionHeaderMiddleware:
+class SessionHeaderMiddleware(ExchangeObserver):
     """Adds ``X-Anaphora-Session: <id>`` to the response of every request that touched a session."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
+    def begin(self, scope: Scope) -> dict:
+        return scope.setdefault("state", {})
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        state = scope.setdefault("state", {})
-
-        async def tag(message: Message) -> None:
-            if message["type"] == "http.response.start" and state.get(STATE_KEY):
-                MutableHeaders(scope=message)[SESSION_HEADER] = state[STATE_KEY]
-            await send(message)
-
-        await self.app(scope, receive, tag)
+    def response_started(self, scope: Scope, message: Message, context: dict) -> None:
+        if context.get(STATE_KEY):
+            MutableHeaders(scope=message)[SESSION_HEADER] = context[STATE_KEY]

@@ -12,8 +12,9 @@ from pathlib import Path
 from fastapi import APIRouter, FastAPI
 from fastapi.responses import FileResponse
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Scope
 
+from anaphora.server.asgi import ExchangeObserver
 from anaphora.settings import Settings
 
 STATIC = Path(__file__).parent / "static"
@@ -47,27 +48,15 @@ class PageFiles(StaticFiles):
         return response
 
 
-class NoSniffMiddleware:
+class NoSniffMiddleware(ExchangeObserver):
     """``X-Content-Type-Options: nosniff`` on every response, API included: a JSON body holding an untrusted
     answer is never run as a script or rendered as HTML."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def send_with_header(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = list(message.get("headers", []))
-                if not any(name.lower() == b"x-content-type-options" for name, _ in headers):
-                    headers.append((b"x-content-type-options", b"nosniff"))
-                message["headers"] = headers
-            await send(message)
-
-        await self.app(scope, receive, send_with_header)
+    def response_started(self, scope: Scope, message: Message, context: None) -> None:
+        headers = list(message.get("headers", []))
+        if not any(name.lower() == b"x-content-type-options" for name, _ in headers):
+            headers.append((b"x-content-type-options", b"nosniff"))
+        message["headers"] = headers
 
 
 def install(app: FastAPI, settings: Settings) -> None:
