@@ -25,7 +25,7 @@ def test_committed_spec_matches_the_app() -> None:
 
 @pytest.fixture
 def app(tmp_path):
-    configured = settings_for(tmp_path, auth="none")
+    configured = settings_for(tmp_path, auth="none", dev_allowed_hosts=["testserver"])  # the ASGI client's Host
     components = components_for(configured)
     try:
         yield create_app(configured, components=components)

@@ -14,6 +14,7 @@ from anaphora.errors import AnaphoraError
 from anaphora.server import errors
 from anaphora.server.auth import Authenticator, build_authenticator
 from anaphora.server.coordination import build_session_store, build_turn_lock
+from anaphora.server.dev_guard import DevModeGuard
 from anaphora.server.history import HistorySweeper
 from anaphora.server.jobs import IngestJobs
 from anaphora.server.limits import BodyLimitMiddleware
@@ -166,6 +167,8 @@ def build_app(settings: Settings, components: Components | None, *, owns_compone
     app.state.service = state
     errors.install(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)
+    if settings.auth == "none":  # no tokens: answer only this machine's own pages (dev_guard.py)
+        app.add_middleware(DevModeGuard, allowed_hosts=settings.dev_allowed_hosts)
     app.add_middleware(SessionHeaderMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=lambda: state.http_metrics)  # counts the 413s too
     app.add_middleware(RequestIdMiddleware)  # outermost: every record of the request carries its id
