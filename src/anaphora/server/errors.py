@@ -22,11 +22,13 @@ from anaphora.errors import (
     AuthError,
     ConfigurationError,
     InputError,
+    InvalidJSONError,
     ModelUnavailableError,
     NotFoundError,
     PermissionDeniedError,
     RateLimitError,
 )
+from anaphora.server.json_body import JSON_HINT
 
 log = logging.getLogger("anaphora.server")
 
@@ -36,6 +38,7 @@ _STATUS: list[tuple[type[AnaphoraError], int, str]] = [
     (AuthError, 401, "authentication_error"),
     (RateLimitError, 429, "rate_limit_error"),
     (NotFoundError, 404, "not_found_error"),
+    (InvalidJSONError, 400, "invalid_json"),
     (InputError, 400, "invalid_request_error"),
     (ModelUnavailableError, 503, "model_unavailable_error"),
     (ConfigurationError, 500, "configuration_error"),
@@ -105,7 +108,7 @@ async def _validation(request: Request, exc: RequestValidationError) -> JSONResp
     if broken is not None:
         detail = (broken.get("ctx") or {}).get("error", "")
         return JSONResponse(
-            body("invalid_json", f"the request body is not valid JSON: {detail}".rstrip(": "), "send a JSON object"),
+            body("invalid_json", f"the request body is not valid JSON: {detail}".rstrip(": "), JSON_HINT),
             status_code=400,
         )
     if any(tuple(e.get("loc", ())) == ("body",) for e in errors) and "json" not in request.headers.get(
@@ -125,7 +128,21 @@ async def _validation(request: Request, exc: RequestValidationError) -> JSONResp
     return JSONResponse(body("validation_error", problems, "see the request shapes in docs/server.md"), status_code=422)
 
 
+# FastAPI's own detail when json.loads fails with something else than a syntax error (bad UTF-8, too deep, a number
+# with thousands of digits)
+_UNPARSED_BODY = "There was an error parsing the body"
+
+
 async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    if exc.status_code == 400 and exc.detail == _UNPARSED_BODY:
+        return JSONResponse(
+            body(
+                "invalid_json",
+                "the request body is not valid JSON (invalid UTF-8, nested too deeply, or a number too long)",
+                JSON_HINT,
+            ),
+            status_code=400,
+        )
     if exc.status_code == 404 and exc.detail == "Not Found":
         message = f"no route {request.method} {request.url.path}"
     else:
