@@ -27,6 +27,7 @@ from anaphora.errors import (
     NotFoundError,
     PermissionDeniedError,
     RateLimitError,
+    StoreError,
 )
 from anaphora.server.json_body import JSON_HINT
 
@@ -41,6 +42,7 @@ _STATUS: list[tuple[type[AnaphoraError], int, str]] = [
     (InvalidJSONError, 400, "invalid_json"),
     (InputError, 400, "invalid_request_error"),
     (ModelUnavailableError, 503, "model_unavailable_error"),
+    (StoreError, 503, "store_unavailable_error"),
     (ConfigurationError, 500, "configuration_error"),
 ]
 _HTTP_TYPES = {
@@ -54,6 +56,7 @@ _HTTP_TYPES = {
     429: "rate_limit_error",
 }
 MODEL_RETRY_AFTER_S = 5
+STORE_RETRY_AFTER_S = 5  # a store outage: readiness fails meanwhile, and recovery needs no restart
 
 
 def body(type_: str, message: str, hint: str | None = None) -> dict[str, Any]:
@@ -74,6 +77,9 @@ def describe(exc: BaseException) -> tuple[int, dict[str, Any], dict[str, str]]:
                 headers["WWW-Authenticate"] = 'Bearer realm="anaphora"'
             elif status == 429:
                 headers["Retry-After"] = str(max(1, math.ceil(getattr(exc, "retry_after_s", 1.0))))
+            elif isinstance(exc, StoreError):  # the message and hint say which store, and what to check
+                log.warning("store unavailable: %s", exc)
+                headers["Retry-After"] = str(STORE_RETRY_AFTER_S)
             elif status == 503:
                 log.warning("chat model unavailable: %s", exc)
                 headers["Retry-After"] = str(MODEL_RETRY_AFTER_S)
