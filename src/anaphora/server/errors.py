@@ -15,6 +15,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from anaphora.errors import (
@@ -55,12 +56,21 @@ _HTTP_TYPES = {
     415: "invalid_request_error",
     429: "rate_limit_error",
 }
+_HTTP_HINTS = {
+    400: "see the request shapes in docs/server.md",
+    413: "the limit is the max_request_bytes setting",
+    415: "send JSON with Content-Type: application/json",
+}
 MODEL_RETRY_AFTER_S = 5
 STORE_RETRY_AFTER_S = 5  # a store outage: readiness fails meanwhile, and recovery needs no restart
 
 
+FALLBACK_HINT = "see docs/server.md"
+
+
 def body(type_: str, message: str, hint: str | None = None) -> dict[str, Any]:
-    return {"error": {"type": type_, "message": message, "hint": hint}}
+    """The error body; every one has a hint (the documented shape), the docs when nothing more specific fits."""
+    return {"error": {"type": type_, "message": message, "hint": hint or FALLBACK_HINT}}
 
 
 def describe(exc: BaseException) -> tuple[int, dict[str, Any], dict[str, str]]:
@@ -149,15 +159,44 @@ async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
             ),
             status_code=400,
         )
+    headers = dict(exc.headers or {})
     if exc.status_code == 404 and exc.detail == "Not Found":
         message = f"no route {request.method} {request.url.path}"
+        hint = "check the path: docs/server.md lists the endpoints, and so does GET /openapi.json"
+    elif exc.status_code == 405:
+        allowed = allowed_methods(request)
+        headers["Allow"] = ", ".join(allowed)
+        message = f"{request.method} is not allowed on {request.url.path}"
+        hint = f"this path accepts {' and '.join(allowed)}"
     else:
         message = str(exc.detail)
+        hint = _HTTP_HINTS.get(exc.status_code, FALLBACK_HINT)
     return JSONResponse(
-        body(_HTTP_TYPES.get(exc.status_code, "http_error"), message),
+        body(_HTTP_TYPES.get(exc.status_code, "http_error"), message, hint),
         status_code=exc.status_code,
-        headers=dict(exc.headers or {}),
+        headers=headers,
     )
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route answers on this path (Starlette's 405 names only the first route's)."""
+    probe = {**request.scope, "method": "\0"}  # no method matches: a route on this path answers PARTIAL
+    return sorted(
+        {m for route in _leaf_routes(request.app.router.routes) if route.matches(probe)[0] is not Match.NONE
+         for m in route.methods}
+    )  # fmt: skip
+
+
+def _leaf_routes(routes) -> list[Any]:
+    """The routes with methods, looking inside included routers (FastAPI 0.165 wraps them)."""
+    found: list[Any] = []
+    for route in routes:
+        inner = getattr(route, "original_router", None) or getattr(route, "router", None)
+        if getattr(route, "methods", None):
+            found.append(route)
+        elif inner is not None and inner is not route:
+            found.extend(_leaf_routes(inner.routes))
+    return found
 
 
 async def _anaphora(request: Request, exc: AnaphoraError) -> JSONResponse:

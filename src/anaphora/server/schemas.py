@@ -67,7 +67,7 @@ class CreateConversation(BaseModel):
 class PostMessage(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    content: Text
+    content: Text = Field(min_length=1)
     stream: StrictBool = False
 
 
