@@ -25,29 +25,38 @@ _FOLD = {**{cp: cp - 0xFEE0 for cp in range(0xFF01, 0xFF5F)}, 0xFE64: ord("<"), 
 _INVISIBLE = dict.fromkeys([0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF, 0x00AD])
 
 
+# Spaces tolerated inside a token: a few. Unbounded "\s*" next to each other backtracks quadratically on a long run
+# of spaces ("<" and 16k spaces took a minute); a tokenizer reads a token only when written exactly anyway.
+_WS = r"\s{0,8}"
+
+
 def tolerant(token: str) -> str:
     """A pattern for ``token`` that allows spaces around its punctuation (``< | im_start | >``)."""
-    parts = [re.escape(c) if c.isalnum() else rf"\s*{re.escape(c)}\s*" for c in token.translate(_FOLD)]
-    return "".join(parts).removeprefix(r"\s*").removesuffix(r"\s*").replace(r"\s*\s*", r"\s*")
+    parts = [re.escape(c) if c.isalnum() else f"{_WS}{re.escape(c)}{_WS}" for c in token.translate(_FOLD)]
+    return "".join(parts).removeprefix(_WS).removesuffix(_WS).replace(_WS + _WS, _WS)
 
 
 _ROLES = "|".join(ROLE_NAMES)
 _SHAPES = [
     # any pipe-bracket token, listed or not: <|im_start|>, <|eot_id|>, <| tool_sep |>, <｜Assistant｜> ...
-    r"<\s*\|\s*[\w.\-\s]{1,40}?\s*\|\s*>",
+    rf"<{_WS}\|{_WS}[\w.\-\s]{{1,40}}?{_WS}\|{_WS}>",
     # closing role tags, even glued to a word (evil</system>): code never writes "</user>"
-    rf"<\s*/\s*\|?\s*(?:{_ROLES})\s*\|?\s*>",
+    rf"<{_WS}/{_WS}\|?{_WS}(?:{_ROLES}){_WS}\|?{_WS}>",
     # opening role tags: <system>, <|assistant>, <user|>; glued to a word only when lower-case, so that code
     # generics like List<User> stay
-    rf"(?<!\w)<\s*\|?\s*(?:{_ROLES})\s*\|?\s*>",
-    rf"(?<=\w)<\s*\|?\s*(?-i:{_ROLES})\s*\|?\s*>",
+    rf"(?<!\w)<{_WS}\|?{_WS}(?:{_ROLES}){_WS}\|?{_WS}>",
+    rf"(?<=\w)<{_WS}\|?{_WS}(?-i:{_ROLES}){_WS}\|?{_WS}>",
     # "### System:" / "### Assistant:" style markers at a line start
-    rf"^\s*#{{2,}}\s*(?:{_ROLES})\s*:",
+    rf"^[ \t]{{0,8}}#{{2,}}{_WS}(?:{_ROLES}){_WS}:",
 ]
 _BOUNDARY = re.compile(
     "|".join(f"(?:{p})" for p in [*(tolerant(t) for t in all_tokens()), *_SHAPES]), re.IGNORECASE | re.MULTILINE
 )
-_CONTEXT_FENCE = re.compile(r"<<<\s*(?:END\s+)?CONTEXT\s*>>>", re.IGNORECASE)
+_CONTEXT_FENCE = re.compile(rf"<<<{_WS}(?:END\s{{1,8}})?CONTEXT{_WS}>>>", re.IGNORECASE)
+
+
+MAX_PASSES = 8  # real text needs one or two; each further pass means tokens were nested inside tokens
+_OPENERS = dict.fromkeys(map(ord, "<[＜［﹤"), " ")
 
 
 def _strip_once(text: str) -> str:
@@ -77,11 +86,15 @@ def sanitize(text: str) -> str:
     if not text:
         return ""
     cleaned = text.translate(_INVISIBLE)
-    while True:
+    for _ in range(MAX_PASSES):
         next_text = _strip_once(cleaned)
         if next_text == cleaned:
             return cleaned
         cleaned = next_text
+    # Tokens nested in tokens ("<|a<|a ... |>|>"): each pass only uncovers the next layer, so finishing would cost
+    # one pass per layer (quadratic: a minute for 16k characters). Such text is an attack, not prose: every token
+    # and fence needs a "<" or a "[", so those go (and their look-alikes), and one last pass takes the "###" markers.
+    return _strip_once(cleaned.translate(_OPENERS))
 
 
 def speaker_line(speaker: str, text: str) -> str:
