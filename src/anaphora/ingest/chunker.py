@@ -43,14 +43,14 @@ MAX_TOKENS_PER_CHAR = 4
 def _split_long(unit: str, limit: int, count: TokenCounter) -> list[str]:
     """Cut an over-long unit at line, then word, boundaries (a word longer than a chunk: at characters).
 
-    Linear in the unit's length: each piece is found by a galloping search over how many parts it takes, so the
-    tokenizer sees every character a few times, not once per word of the piece."""
+    Linear in the unit's length: each piece is found by a galloping search that starts from the previous piece's
+    length, so the tokenizer sees every character about twice, not once per word of the piece."""
     separator = "\n" if "\n" in unit else " "
     parts = unit.split(separator)
     pieces: list[str] = []
-    start = 0
+    start, guess = 0, 1
     while start < len(parts):
-        taken = _parts_that_fit(parts, start, separator, limit, count)
+        taken = _parts_that_fit(parts, start, separator, limit, count, guess)
         if taken == 0:  # one part alone is over the limit
             part = parts[start]
             if separator == "\n":
@@ -61,28 +61,38 @@ def _split_long(unit: str, limit: int, count: TokenCounter) -> list[str]:
             start += 1
             continue
         pieces.append(separator.join(parts[start : start + taken]))
-        start += taken
+        start, guess = start + taken, taken
     return pieces
 
 
-def _parts_that_fit(parts: list[str], start: int, separator: str, limit: int, count: TokenCounter) -> int:
-    """The most parts from ``start`` on whose join has at most ``limit`` tokens (0 if not even one fits)."""
+def _parts_that_fit(parts: list[str], start: int, separator: str, limit: int, count: TokenCounter, guess: int) -> int:
+    """The most parts from ``start`` on whose join has at most ``limit`` tokens (0 if not even one fits), searched
+    from ``guess``: up or down by 1, 2, 4, ... parts until the answer is bracketed, then by bisection."""
 
     def fits(n: int) -> bool:
         text = separator.join(parts[start : start + n])
         return len(text) <= limit * MAX_CHARS_PER_TOKEN and count(text) <= limit
 
     available = len(parts) - start
-    if not fits(1):
-        return 0
-    good, bad = 1, None
-    while bad is None and good < available:  # gallop: 1, 2, 4, ... parts, until one does not fit
-        n = min(good * 2, available)
-        if fits(n):
-            good = n
-        else:
-            bad = n
-    while bad is not None and bad - good > 1:  # then bisect between the last fit and the first misfit
+    n = min(max(guess, 1), available)
+    step = 1
+    if fits(n):
+        good, bad = n, available + 1  # bad: the smallest count known not to fit (past the end: none)
+        while good < available:
+            trial = min(good + step, available)
+            if not fits(trial):
+                bad = trial
+                break
+            good, step = trial, step * 2
+    else:
+        good, bad = 0, n
+        while bad - step >= 1:
+            trial = bad - step
+            if fits(trial):
+                good = trial
+                break
+            bad, step = trial, step * 2
+    while bad - good > 1:  # bisect between the last fit and the first misfit
         middle = (good + bad) // 2
         good, bad = (middle, bad) if fits(middle) else (good, middle)
     return good
