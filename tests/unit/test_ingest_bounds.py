@@ -117,3 +117,11 @@ def test_the_file_limit_holds_behind_post_v1_documents(tmp_path: Path) -> None:
     [skipped] = by_path["report"]["skipped"]
     assert skipped["path"].endswith("big.md") and skipped["reason"].startswith("too large")
     assert uploaded["report"]["added"] == [] and uploaded["report"]["skipped"][0]["reason"].startswith("too large")
+
+
+@pytest.mark.parametrize("separator", [" ", "\n", "  "])
+def test_long_line_chunks_keep_every_word_in_order(separator: str) -> None:
+    text = soup(30_000, separator) + separator + "x" * 5_000 + separator + "tail words here"
+    chunks = chunk_section(Section([], text), size=50, overlap=0, count=lambda t: len(t.split()))
+    assert all(len(c.text.split()) <= 50 for c in chunks)
+    assert "".join("".join(c.text.split()) for c in chunks) == "".join(text.split())

@@ -43,26 +43,35 @@ MAX_TOKENS_PER_CHAR = 4
 def _split_long(unit: str, limit: int, count: TokenCounter) -> list[str]:
     """Cut an over-long unit at line, then word, boundaries (a word longer than a chunk: at characters).
 
-    Linear in the unit's length: each piece is found by a galloping search that starts from the previous piece's
-    length, so the tokenizer sees every character about twice, not once per word of the piece."""
+    Linear in time and bounded in memory: the unit is read one window of ``limit * MAX_CHARS_PER_TOKEN``
+    characters at a time (never split into a list of all its words: 17 million strings for 100 MB), and each
+    piece is found by a galloping search that starts from the previous piece's length, so the tokenizer sees
+    every character about three times, not once per word of the piece."""
     separator = "\n" if "\n" in unit else " "
-    parts = unit.split(separator)
+    window_chars = limit * MAX_CHARS_PER_TOKEN
     pieces: list[str] = []
-    start, guess = 0, 1
-    while start < len(parts):
-        taken = _parts_that_fit(parts, start, separator, limit, count, guess)
+    position, guess = 0, 1
+    while position < len(unit):
+        window = unit[position : position + window_chars + 1]
+        parts = window.split(separator)
+        if position + len(window) < len(unit) and len(parts) > 1:
+            parts.pop()  # the window may end inside this part
+        taken = _parts_that_fit(parts, 0, separator, limit, count, guess)
         if taken == 0:  # one part alone is over the limit
-            part = parts[start]
+            end = unit.find(separator, position)
+            end = len(unit) if end < 0 else end
+            part = unit[position:end]
             if separator == "\n":
                 pieces.extend(_split_long(part, limit, count))
             else:
                 step = max(1, limit // MAX_TOKENS_PER_CHAR)
                 pieces.extend(part[i : i + step] for i in range(0, len(part), step))
-            start += 1
+            position = end + 1
             continue
-        pieces.append(separator.join(parts[start : start + taken]))
-        start, guess = start + taken, taken
-    return pieces
+        piece = separator.join(parts[:taken])
+        pieces.append(piece)
+        position, guess = position + len(piece) + 1, taken
+    return [p for p in pieces if p]
 
 
 def _parts_that_fit(parts: list[str], start: int, separator: str, limit: int, count: TokenCounter, guess: int) -> int:
