@@ -3,7 +3,8 @@
     python bench/ingest_memory.py [--sizes 1,10,100] [--embedder hashing] [--no-breaks]
 
 Each size runs in a fresh process (peak RSS is the child's ru_maxrss), on a generated English-like .txt file:
-sentences of 8-20 words, a blank line after about one sentence in five; with ``--no-breaks``, one single line.
+sentences of 8-20 words, a blank line after about one sentence in five; with ``--no-breaks``, one single line of
+words without sentence ends either (minified text, a log line, CSV), which the chunker must cut at words.
 The default embedder is the model-free ``hashing`` one, so the numbers are the framework's own cost (parse,
 chunk, store); ``--embedder`` names another (e.g. ``onnx``) to include real tokenization and embedding. The
 file-size limit is raised above the largest size, so that every size is ingested; with the default
@@ -15,11 +16,11 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import resource
 import subprocess
 import sys
 import tempfile
 import time
+from datetime import date
 from pathlib import Path
 
 from common import git_revision, machine, write_result
@@ -36,9 +37,13 @@ def write_text(path: Path, size: int, *, breaks: bool) -> None:
     written = 0
     with path.open("w", encoding="utf-8") as out:
         while written < size:
-            sentence = " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 20))).capitalize() + ". "
-            if breaks and rng.random() < 0.2:
-                sentence += "\n\n"
+            sentence = " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 20)))
+            if not breaks:
+                sentence += " "
+            elif rng.random() < 0.2:
+                sentence = sentence.capitalize() + ".\n\n"
+            else:
+                sentence = sentence.capitalize() + ". "
             out.write(sentence)
             written += len(sentence)
 
@@ -80,7 +85,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="1,10,100", help="file sizes in MB, comma-separated")
     parser.add_argument("--embedder", default="hashing")
-    parser.add_argument("--no-breaks", action="store_true", help="one line of text, no line breaks")
+    parser.add_argument("--no-breaks", action="store_true", help="one line of words: no line breaks, no sentences")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     rows = []
@@ -102,10 +107,12 @@ def main() -> None:
                 f"| {size} MB | {result['seconds']:.1f} | {size / result['seconds']:.2f} | "
                 f"{result['peak_rss_mb']:.0f} MB | {result['peak_rss_mb'] - base:.0f} MB | {result['chunks']} |"
             )
+    command = "python bench/ingest_memory.py " + " ".join(sys.argv[1:])
     write_result(
         "ingest_memory" + ("_no_breaks" if args.no_breaks else ""),
-        {"revision": git_revision(), "machine": machine(), "embedder": args.embedder, "baseline_mb": base,
-         "breaks": not args.no_breaks, "rows": rows, "max_rss_unit": resource.getpagesize()},
+        {"command": command.strip(), "date": date.today().isoformat(), "revision": git_revision(),
+         "machine": machine(), "embedder": args.embedder, "baseline_mb": base, "breaks": not args.no_breaks,
+         "rows": rows},
     )  # fmt: skip
 
 
