@@ -36,6 +36,7 @@ from anaphora.store.postgres_passages import PostgresPassageStore
 from anaphora.store.protocols import DocumentRegistry, EmbeddingCache, HistoryStore, PassageIndex, all_conversations
 from anaphora.store.redis_store import RedisConversationStore, RedisEmbeddingCache
 from anaphora.telemetry import build_tracer
+from anaphora.text_policy import require_valid_text
 from anaphora.types import Message, TurnResult
 
 T = TypeVar("T")
@@ -275,6 +276,7 @@ class Anaphora:
         user_id: str = LOCAL_USER,
         history: Sequence[Message] | None = None,
     ) -> TurnResult:
+        require_valid_text(question, "the question")
         request = TurnRequest(question, user_id=user_id, conversation_id=conversation_id, history=history)
         return self.run(self.components.engine.ask(request))
 
@@ -282,6 +284,7 @@ class Anaphora:
         self, question: str, conversation_id: str | None = None, *, user_id: str = LOCAL_USER
     ) -> Iterator[str | TurnResult]:
         """Yield text deltas, then the final :class:`TurnResult`."""
+        require_valid_text(question, "the question")
         engine = self.components.engine
         request = TurnRequest(question, user_id=user_id, conversation_id=conversation_id)
 

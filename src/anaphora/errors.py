@@ -13,6 +13,7 @@ edges formats errors for people.
     ├── StoreError              the store cannot be opened or written
     ├── NotFoundError           an id (conversation, document) that does not exist for this user
     ├── InputError              bad user input: empty question, unreadable task file, ...
+    │   └── InvalidJSONError         a request body that is not JSON (bad UTF-8, too deep, too long a number)
     ├── AuthError               missing, malformed, expired or wrongly signed credentials (HTTP service)
     │   └── PermissionDeniedError    valid credentials that do not allow the action
     ├── RateLimitError          too many turns in flight for one user (HTTP service); says when to retry
@@ -70,6 +71,10 @@ class NotFoundError(AnaphoraError):
 
 
 class InputError(AnaphoraError):
+    pass
+
+
+class InvalidJSONError(InputError):
     pass
 
 

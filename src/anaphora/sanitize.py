@@ -2,37 +2,61 @@
 
 Chat templates mark turns with special strings (``<|im_start|>``, ``[INST]``, ``<start_of_turn>``, ...). Text that
 contains them could close the user's turn and open a fake system or assistant turn. :func:`sanitize` removes
-them - tolerant of case, inner spaces and split-up brackets - from the question, every history turn, summaries,
-memories and retrieved passages alike, so a payload split across turns or hidden in a document meets the same
-filter as a single-turn one.
+them - tolerant of case, inner spaces, full-width look-alikes and split-up brackets - from the question, every
+history turn, summaries, memories and retrieved passages alike, so a payload split across turns or hidden in a
+document meets the same filter as a single-turn one. The tokens are data: one table per template family in
+:mod:`anaphora.special_tokens`, plus generic shapes for templates not listed there.
+
+What it cannot do: instructions written in plain prose ("ignore the above and ...") contain no token; against
+those, only the model's own training and the answer guards help.
 """
 
 from __future__ import annotations
 
+import json
 import re
 
-_ROLES = r"(?:system|user|assistant|human|ai|bot|model|tool|function|ipython|developer)"
-_PATTERNS = [
-    # <|im_start|>, <|im_end|>, <|user|>, <|eot_id|>, <|start_header_id|>, <|endoftext|>, <｜Assistant｜> ...
-    r"<\s*[|｜]\s*[\w.\-\s]{1,40}?\s*[|｜]\s*>",
-    # [INST] [/INST] <<SYS>> <</SYS>>
-    r"\[\s*/?\s*inst\s*\]",
-    r"<<\s*/?\s*sys\s*>>",
-    # Gemma: <start_of_turn>user / <end_of_turn>
-    r"<\s*/?\s*(?:start|end)_of_turn\s*>",
-    # <s>, </s>, <bos>, <eos>, <pad>
-    r"<\s*/?\s*(?:s|bos|eos|pad|eot)\s*>",
-    # role tags written as XML-ish markers: <system>, </assistant>, <|system>, <system|> (not List<User> in code)
-    rf"(?<!\w)<\s*/?\s*\|?\s*{_ROLES}\s*\|?\s*>",
-    # "### System:" / "### Assistant:" style markers at a line start
-    rf"^\s*#{{2,}}\s*{_ROLES}\s*:",
-]
-_BOUNDARY = re.compile("|".join(f"(?:{p})" for p in _PATTERNS), re.IGNORECASE | re.MULTILINE)
-_CONTEXT_FENCE = re.compile(r"<<<\s*(?:END\s+)?CONTEXT\s*>>>", re.IGNORECASE)
+from anaphora.special_tokens import ROLE_NAMES, all_tokens
+
+# full-width ASCII (＜, ｜, ［ ...), small angle brackets and DeepSeek's "▁" fold to ASCII one character for one,
+# for matching only: the spans found in the folded text index the original too
+_FOLD = {**{cp: cp - 0xFEE0 for cp in range(0xFF01, 0xFF5F)}, 0xFE64: ord("<"), 0xFE65: ord(">"), 0x2581: ord("_")}
 # zero-width characters that could hide a token from the patterns (ZWSP, ZWNJ, ZWJ, word joiner, BOM, SHY)
 _INVISIBLE = dict.fromkeys([0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF, 0x00AD])
-# full-width ASCII and small angle brackets fold to ASCII one character for one, for matching only
-_FOLD = {**{cp: cp - 0xFEE0 for cp in range(0xFF01, 0xFF5F)}, 0xFE64: ord("<"), 0xFE65: ord(">")}
+
+
+# Spaces tolerated inside a token: a few. Unbounded "\s*" next to each other backtracks quadratically on a long run
+# of spaces ("<" and 16k spaces took a minute); a tokenizer reads a token only when written exactly anyway.
+_WS = r"\s{0,8}"
+
+
+def tolerant(token: str) -> str:
+    """A pattern for ``token`` that allows spaces around its punctuation (``< | im_start | >``)."""
+    parts = [re.escape(c) if c.isalnum() else f"{_WS}{re.escape(c)}{_WS}" for c in token.translate(_FOLD)]
+    return "".join(parts).removeprefix(_WS).removesuffix(_WS).replace(_WS + _WS, _WS)
+
+
+_ROLES = "|".join(ROLE_NAMES)
+_SHAPES = [
+    # any pipe-bracket token, listed or not: <|im_start|>, <|eot_id|>, <| tool_sep |>, <｜Assistant｜> ...
+    rf"<{_WS}\|{_WS}[\w.\-\s]{{1,40}}?{_WS}\|{_WS}>",
+    # closing role tags, even glued to a word (evil</system>): code never writes "</user>"
+    rf"<{_WS}/{_WS}\|?{_WS}(?:{_ROLES}){_WS}\|?{_WS}>",
+    # opening role tags: <system>, <|assistant>, <user|>; glued to a word only when lower-case, so that code
+    # generics like List<User> stay
+    rf"(?<!\w)<{_WS}\|?{_WS}(?:{_ROLES}){_WS}\|?{_WS}>",
+    rf"(?<=\w)<{_WS}\|?{_WS}(?-i:{_ROLES}){_WS}\|?{_WS}>",
+    # "### System:" / "### Assistant:" style markers at a line start
+    rf"^[ \t]{{0,8}}#{{2,}}{_WS}(?:{_ROLES}){_WS}:",
+]
+_BOUNDARY = re.compile(
+    "|".join(f"(?:{p})" for p in [*(tolerant(t) for t in all_tokens()), *_SHAPES]), re.IGNORECASE | re.MULTILINE
+)
+_CONTEXT_FENCE = re.compile(rf"<<<{_WS}(?:END\s{{1,8}})?CONTEXT{_WS}>>>", re.IGNORECASE)
+
+
+MAX_PASSES = 8  # real text needs one or two; each further pass means tokens were nested inside tokens
+_OPENERS = dict.fromkeys(map(ord, "<[＜［﹤"), " ")
 
 
 def _strip_once(text: str) -> str:
@@ -62,8 +86,19 @@ def sanitize(text: str) -> str:
     if not text:
         return ""
     cleaned = text.translate(_INVISIBLE)
-    while True:
+    for _ in range(MAX_PASSES):
         next_text = _strip_once(cleaned)
         if next_text == cleaned:
             return cleaned
         cleaned = next_text
+    # Tokens nested in tokens ("<|a<|a ... |>|>"): each pass only uncovers the next layer, so finishing would cost
+    # one pass per layer (quadratic: a minute for 16k characters). Such text is an attack, not prose: every token
+    # and fence needs a "<" or a "[", so those go (and their look-alikes), and one last pass takes the "###" markers.
+    return _strip_once(cleaned.translate(_OPENERS))
+
+
+def speaker_line(speaker: str, text: str) -> str:
+    """One turn of a plain-text transcript (for the rewriter and the summarizer): ``User: "..."``, the text
+    quoted as a JSON string, so that none of its lines can pose as another speaker's label (a newline in it is
+    written ``\\n``, a quote ``\\"``)."""
+    return f"{speaker}: {json.dumps(text, ensure_ascii=False)}"

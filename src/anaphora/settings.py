@@ -198,6 +198,19 @@ class Settings(BaseSettings):
     )
     chunk_tokens: int = Field(default=200, ge=32, description="target chunk size in embedder tokens")
     chunk_overlap: int = Field(default=40, ge=0, description="tokens shared by neighbouring chunks")
+    max_file_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        ge=1,
+        description="largest file ingested, in bytes; a larger one is skipped as too large (HTTP uploads too)",
+    )
+    max_pdf_chars: int = Field(
+        default=20_000_000,
+        ge=1,
+        description="most text extracted from one PDF, in characters; a PDF that expands past it is skipped",
+    )
+    max_pdf_seconds: float = Field(
+        default=60.0, gt=0, description="longest text extraction of one PDF; a slower PDF is skipped"
+    )
 
     # Retrieval ------------------------------------------------------------------------------------------------
     candidates: int = Field(default=25, ge=1, description="first-stage candidates")
@@ -283,6 +296,11 @@ class Settings(BaseSettings):
     jwt_issuer: str = Field(default="", description="if set, tokens must carry this 'iss' claim")
     jwt_audience: str = Field(default="", description="if set, tokens must carry this 'aud' claim")
     jwt_leeway_s: float = Field(default=0.0, ge=0, le=300, description="clock skew tolerated on 'exp' and 'nbf'")
+    dev_allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="with auth 'none', Host names accepted besides the loopback ones (localhost, 127.0.0.1, ::1); "
+        "other Hosts are refused, against DNS rebinding",
+    )
     max_message_chars: int = Field(default=16000, ge=1, description="longest message content accepted, in characters")
     max_request_bytes: int = Field(
         default=2_000_000, ge=1024, description="largest HTTP request body accepted (HTTP 413 above)"

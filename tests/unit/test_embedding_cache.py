@@ -250,3 +250,17 @@ class TestSQLiteEmbeddingCacheContract(EmbeddingCacheContract):
     @pytest.fixture
     def cache(self, db: Database) -> SQLiteEmbeddingCache:
         return SQLiteEmbeddingCache(db, max_entries=10_000)
+
+
+def test_the_eviction_query_runs_only_when_the_cache_may_be_full(db: Database, clock: Clock, monkeypatch) -> None:
+    # issue 16: a trim (which sorts the whole table) after every batch made ingesting 100k chunks quadratic
+    cache = SQLiteEmbeddingCache(db, max_entries=1000)
+    trims = []
+    real_trim = cache.trim
+    monkeypatch.setattr(cache, "trim", lambda: trims.append(len(cache)) or real_trim())
+    for lo in range(0, 900, 100):
+        cache.put_many({key(i): vec(i) for i in range(lo, lo + 100)})
+    assert trims == []  # 900 rows at most: nothing to evict, so no query for it
+    for lo in range(900, 1500, 100):
+        cache.put_many({key(i): vec(i) for i in range(lo, lo + 100)})
+    assert trims and len(cache) <= 1000 + TRIM_EVERY

@@ -157,6 +157,16 @@ def test_auth_misconfiguration_fails_before_serving(tmp_path, overrides, message
     assert error.value.hint
 
 
+def test_a_private_key_given_as_the_public_key_is_refused_at_startup(tmp_path, rsa_keys) -> None:
+    # found by the auth probe (issue 16): it was accepted, then every valid request got a 500
+    private, _ = rsa_keys
+    for encoding in (serialization.PrivateFormat.PKCS8, serialization.PrivateFormat.TraditionalOpenSSL):
+        pem = private.private_bytes(serialization.Encoding.PEM, encoding, serialization.NoEncryption()).decode()
+        with pytest.raises(ConfigurationError, match="jwt_public_key holds a private key") as error:
+            create_app(settings_for(tmp_path, jwt_secret="", jwt_public_key=pem))
+        assert "-pubout" in error.value.hint
+
+
 def test_users_see_only_their_own_conversations(hs_server) -> None:
     with httpx.Client(base_url=hs_server.url, timeout=30) as http:
         alice = {"Authorization": f"Bearer {hs_token('alice')}"}

@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from anaphora.app import Anaphora
+from anaphora.cli.render import shown
 from anaphora.errors import InputError
 from anaphora.evaluation import (
     QUERY_SOURCES,
@@ -64,7 +65,7 @@ def _ingest(rag: Anaphora, corpus: Path) -> None:
         task = bar.add_task("embed", total=None)
         report = rag.ingest([corpus], progress=lambda done, total: bar.update(task, completed=done, total=total))
     for path, reason in report.skipped:
-        errors.print(f"[yellow]skipped[/yellow] {path}: {reason}")
+        errors.print(f"[yellow]skipped[/yellow] {shown(path)}: {shown(reason)}")
     errors.print(
         f"index: {sum(d.chunk_count for d in rag.components.corpus.documents())} passages "
         f"({report.chunks_written} embedded now, {len(report.unchanged)} files unchanged)"

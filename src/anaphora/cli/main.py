@@ -8,12 +8,11 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from anaphora.app import Anaphora
 from anaphora.cli.eval import eval_app
-from anaphora.cli.render import print_ingest_report, print_sources, print_trace
+from anaphora.cli.render import inert, print_ingest_report, print_sources, print_trace, shown
 from anaphora.errors import AnaphoraError, InputError, NotFoundError, require
 from anaphora.settings import load_settings
 from anaphora.types import TurnResult
@@ -96,7 +95,7 @@ def _answer(rag: Anaphora, question: str, conversation: str | None, trace: bool)
         if isinstance(item, TurnResult):
             result = item
         else:
-            console.print(item, end="", markup=False, soft_wrap=True)
+            console.print(inert(item), end="", markup=False, soft_wrap=True)
     console.print()
     assert result is not None
     print_sources(console, result)
@@ -147,7 +146,7 @@ def conversations_list(ctx: typer.Context, limit: int = 50) -> None:
     with _open(ctx) as rag:
         items = rag.conversations(limit=limit)
         for c in items:
-            console.print(f"[cyan]{c.id}[/cyan]  {c.turn_count:>3} turns  {c.title}")
+            console.print(f"[cyan]{shown(c.id)}[/cyan]  {c.turn_count:>3} turns  {shown(c.title)}")
         if not items:
             console.print("[dim]no conversations yet[/dim]")
 
@@ -157,11 +156,11 @@ def conversations_show(ctx: typer.Context, conversation: str) -> None:
     """Print a conversation's turns with their sources."""
     with _open(ctx) as rag:
         for turn in rag.turns(conversation):
-            console.print(f"[bold green]you>[/bold green] {escape(turn.question)}")
+            console.print(f"[bold green]you>[/bold green] {shown(turn.question)}")
             console.print("[bold blue]anaphora>[/bold blue] ", end="")
-            console.print(turn.answer, markup=False)
+            console.print(inert(turn.answer), markup=False)
             for c in turn.citations:
-                console.print(f"  [{c.id}] {c.source}", markup=False)
+                console.print(inert(f"  [{c.id}] {c.source}"), markup=False)
 
 
 @conversations_app.command("delete")
@@ -169,7 +168,7 @@ def conversations_delete(ctx: typer.Context, conversation: str) -> None:
     """Delete a conversation and all its turns."""
     with _open(ctx) as rag:
         rag.delete_conversation(conversation)
-        console.print(f"deleted {conversation}")
+        console.print(f"deleted {shown(conversation)}")
 
 
 @app.command()
@@ -188,7 +187,7 @@ def demo(
         conversation = rag.new_conversation("demo")
         for number, turn in enumerate(turns, start=1):
             console.rule(f"turn {number}")
-            console.print(f"[bold green]you>[/bold green] {escape(turn)}")
+            console.print(f"[bold green]you>[/bold green] {shown(turn)}")
             console.print("[bold blue]anaphora>[/bold blue] ", end="")
             _answer(rag, turn, conversation, trace)
         console.print(
@@ -220,10 +219,10 @@ CLI_HINTS = {NotFoundError: "list your conversations with: anaphora conversation
 
 
 def _report(exc: AnaphoraError) -> None:
-    errors.print(f"[bold red]error:[/bold red] {escape(exc.message)}", markup=True)
+    errors.print(f"[bold red]error:[/bold red] {shown(exc.message)}", markup=True)
     hint = next((h for kind, h in CLI_HINTS.items() if isinstance(exc, kind)), exc.hint)
     if hint:
-        errors.print(f"[bold]fix:[/bold] {escape(hint)}")
+        errors.print(f"[bold]fix:[/bold] {shown(hint)}")
 
 
 def main() -> None:

@@ -1,13 +1,47 @@
-"""Rich rendering for the CLI: answers with sources, traces, ingestion reports."""
+"""Rich rendering for the CLI: answers with sources, traces, ingestion reports.
+
+Text from documents, file names, questions and answers is untrusted: it goes through :func:`inert` (control
+characters shown, not obeyed, so an ``ESC [2J`` in a passage cannot clear the terminal) and, inside markup, through
+:func:`shown` (inert, and its ``[brackets]`` taken literally).
+"""
 
 from __future__ import annotations
+
+import re
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from anaphora.ingest import IngestReport
 from anaphora.types import TurnResult
+
+# C0 controls but tab and newline, DEL, C1 controls (CSI, OSC as single bytes), bidirectional overrides and isolates
+# (which reorder what the terminal shows), and lone surrogates (undecodable file-name bytes)
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8, kept by surrogateescape
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def inert(text: str) -> str:
+    """``text`` with every control character written out (``ESC`` as ``\\x1b``): safe to send to a terminal."""
+    return _CONTROL.sub(_visible, text)
+
+
+def shown(text: str) -> str:
+    """:func:`inert` text for a string with Rich markup around it."""
+    return escape(inert(text))
+
+
+def cell(text: str) -> Text:
+    """A table cell: inert, no markup."""
+    return Text(inert(text))
 
 
 def print_sources(console: Console, result: TurnResult) -> None:
@@ -21,7 +55,7 @@ def print_sources(console: Console, result: TurnResult) -> None:
     )
     for citation in result.citations:
         where = f" — {citation.heading}" if citation.heading else ""
-        console.print(f"  [cyan]{escape(f'[{citation.id}]')}[/cyan] {escape(citation.source + where)}")
+        console.print(f"  [cyan]{shown(f'[{citation.id}]')}[/cyan] {shown(citation.source + where)}")
 
 
 def print_trace(console: Console, result: TurnResult) -> None:
@@ -32,15 +66,15 @@ def print_trace(console: Console, result: TurnResult) -> None:
     table.add_column("ms", justify="right")
     table.add_column("detail", overflow="fold")
     for stage in trace.stages:
-        table.add_row(stage.name, stage.status, f"{stage.ms:.1f}", stage.detail)
+        table.add_row(cell(stage.name), cell(stage.status), f"{stage.ms:.1f}", cell(stage.detail))
     console.print(table)
-    console.print(f"[bold]route[/bold]: {trace.route or '—'} ({escape(trace.route_reason)})")
+    console.print(f"[bold]route[/bold]: {trace.route or '—'} ({shown(trace.route_reason)})")
     if trace.retrieval_skipped:
         console.print("[bold]retrieval skipped[/bold]: answered from the conversation")
     else:
-        console.print(f"[bold]query[/bold] ({trace.query_source}): {escape(trace.query)}")
+        console.print(f"[bold]query[/bold] ({trace.query_source}): {shown(trace.query)}")
         for alternate in trace.alternate_queries:
-            console.print(f"  [dim]also[/dim]: {escape(alternate)}")
+            console.print(f"  [dim]also[/dim]: {shown(alternate)}")
     if trace.abstained:
         console.print("[bold]abstained[/bold]: no passage passed the relevance thresholds")
     console.print(f"[bold]model calls[/bold]: {trace.model_calls}   [bold]prompt tokens[/bold]: {trace.prompt_tokens}")
@@ -56,12 +90,12 @@ def print_trace(console: Console, result: TurnResult) -> None:
         retrieved.add_column(column, overflow="fold")
     for p in trace.retrieved:
         retrieved.add_row(
-            p.id,
+            cell(p.id),
             f"{p.score:.4f}",
             "" if p.bm25_score is None else f"{p.bm25_score:.2f}",
             "" if p.dense_score is None else f"{p.dense_score:.3f}",
             "" if p.rerank_score is None else f"{p.rerank_score:.3f}",
-            p.heading,
+            cell(p.heading),
         )
     if trace.retrieved:
         console.print(retrieved)
@@ -74,8 +108,8 @@ def print_ingest_report(console: Console, report: IngestReport) -> None:
         f"{report.chunks_written} chunks written."
     )
     for path, reason in report.skipped:
-        console.print(f"  [yellow]skipped[/yellow] {path}: {reason}")
+        console.print(f"  [yellow]skipped[/yellow] {shown(path)}: {shown(reason)}")
     for path, warning in report.warnings:
-        console.print(f"  [yellow]warning[/yellow] {path}: {warning}")
+        console.print(f"  [yellow]warning[/yellow] {shown(path)}: {shown(warning)}")
     for source in report.removed:
-        console.print(f"  [dim]removed[/dim] {source}")
+        console.print(f"  [dim]removed[/dim] {shown(source)}")

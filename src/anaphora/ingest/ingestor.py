@@ -18,7 +18,8 @@ import numpy as np
 from anaphora.embeddings.base import Embedder
 from anaphora.errors import InputError
 from anaphora.ingest.chunker import chunk_sections
-from anaphora.ingest.parsers import SUPPORTED_SUFFIXES, ParsedDocument, parse_file
+from anaphora.ingest.parsers import SUPPORTED_SUFFIXES, ParsedDocument, ParseLimits, parse_file
+from anaphora.ingest.screening import display_path, screen
 from anaphora.settings import Settings
 from anaphora.store.protocols import DocumentRegistry
 from anaphora.store.sqlite_corpus import search_text
@@ -48,23 +49,40 @@ class _Pending:
     is_new: bool
 
 
-def _discover(path: Path, report: IngestReport) -> tuple[Path, list[Path], bool]:
-    """Return (root, files, is_directory). Hidden files and folders are ignored; unsupported files reported."""
-    if path.is_file():
-        return path.parent, [path], False
-    if not path.is_dir():
-        report.skipped.append((str(path), "does not exist"))
-        return path, [], False
+def _discover(path: Path, report: IngestReport, max_bytes: int) -> tuple[Path, list[Path], bool]:
+    """Return (root, files, is_directory). Hidden files and folders are ignored; unsupported files, links that
+    lead nowhere or in a loop, pipes, devices and files over ``max_bytes`` are reported as skipped."""
+    try:
+        resolved = path.resolve()
+    except (OSError, RuntimeError):  # Python 3.11 raises RuntimeError for a link loop
+        resolved = path
+    if resolved.is_dir():
+        return resolved, _files_in(resolved, report, max_bytes), True
+    if not path.exists() and not path.is_symlink():
+        report.skipped.append((display_path(path), "does not exist"))
+        return resolved, [], False
+    if (problem := screen(path, max_bytes)) is not None:  # the link itself, not where it leads
+        report.skipped.append((display_path(path), problem))
+        return resolved.parent, [], False
+    return resolved.parent, [resolved], False
+
+
+def _files_in(folder: Path, report: IngestReport, max_bytes: int) -> list[Path]:
     files: list[Path] = []
-    for candidate in sorted(path.rglob("*")):
-        relative = candidate.relative_to(path)
-        if any(part.startswith(".") for part in relative.parts) or not candidate.is_file():
+    for candidate in sorted(folder.rglob("*")):  # rglob does not descend into linked folders: no loop
+        relative = candidate.relative_to(folder)
+        if any(part.startswith(".") for part in relative.parts):
             continue
-        if candidate.suffix.lower() in SUPPORTED_SUFFIXES:
-            files.append(candidate)
+        if candidate.is_dir() and not candidate.is_symlink():
+            continue
+        if candidate.suffix.lower() not in SUPPORTED_SUFFIXES and not candidate.is_dir():
+            report.skipped.append((display_path(candidate), f"unsupported file type {candidate.suffix or '(none)'}"))
+            continue
+        if (problem := screen(candidate, max_bytes)) is not None:
+            report.skipped.append((display_path(candidate), problem))
         else:
-            report.skipped.append((str(candidate), f"unsupported file type {candidate.suffix or '(none)'}"))
-    return path, files, True
+            files.append(candidate)
+    return files
 
 
 class Ingestor:
@@ -72,6 +90,7 @@ class Ingestor:
         self.corpus = corpus
         self.embedder = embedder
         self.settings = settings
+        self._limits = ParseLimits(max_pdf_chars=settings.max_pdf_chars, max_pdf_seconds=settings.max_pdf_seconds)
 
     def _fingerprint(self, data: bytes) -> str:
         """Content hash plus everything that changes the chunks, so a settings change re-chunks."""
@@ -110,7 +129,7 @@ class Ingestor:
         try:
             data = file.read_bytes()
         except OSError as exc:
-            report.skipped.append((str(file), f"cannot read: {exc.strerror}"))
+            report.skipped.append((display_path(file), f"cannot read: {exc.strerror}"))
             return None
         fingerprint = self._fingerprint(data)
         previous = known.get((str(root), source))
@@ -118,13 +137,18 @@ class Ingestor:
             report.unchanged.append(source)
             return None
         try:
-            document = parse_file(file)
+            document = parse_file(file, self._limits, data=data)
         except InputError as exc:
-            report.skipped.append((str(file), exc.message))
+            report.skipped.append((display_path(file), exc.message))
             return None
-        report.warnings.extend((str(file), w) for w in document.warnings)
+        except RecursionError:  # nesting deeper than any parser (json, html.parser) follows
+            report.skipped.append((display_path(file), "nested too deeply to parse"))
+            return None
+        report.warnings.extend((display_path(file), w) for w in document.warnings)
         if document.is_empty:
-            report.skipped.append((str(file), "no text found (empty file, or a scanned PDF without a text layer)"))
+            report.skipped.append(
+                (display_path(file), "no text found (empty file, or a scanned PDF without a text layer)")
+            )
             return None
         # a file named like one in another ingested folder gets ids prefixed with its folder's name
         for label in (source, f"{root.name}/{source}"):
@@ -136,7 +160,9 @@ class Ingestor:
                 break
         if taken:
             example = sorted(taken)[0]
-            report.skipped.append((str(file), f"passage id {example!r} is already used ({len(taken)} clashing ids)"))
+            report.skipped.append(
+                (display_path(file), f"passage id {example!r} is already used ({len(taken)} clashing ids)")
+            )
             return None
         claimed.update(ids)
         return _Pending(str(root), source, fingerprint, chunks, is_new=previous is None)
@@ -159,7 +185,9 @@ class Ingestor:
         pruned_roots: list[str] = []
         claimed: set[str] = set()
         for raw in paths:
-            root, files, is_directory = _discover(Path(raw).expanduser().resolve(), report)
+            root, files, is_directory = _discover(
+                Path(raw).expanduser().absolute(), report, self.settings.max_file_bytes
+            )
             if is_directory:
                 pruned_roots.append(str(root))
                 if not files:

@@ -4,12 +4,40 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from anaphora.errors import InputError
+from anaphora.text_policy import describe_invalid
 
 SUPPORTED_SUFFIXES = (".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".jsonl")
+
+
+@dataclass(frozen=True, slots=True)
+class ParseLimits:
+    """Bounds on what one file may expand into (the settings max_pdf_chars and max_pdf_seconds)."""
+
+    max_pdf_chars: int = 20_000_000
+    max_pdf_seconds: float = 60.0
+
+
+# text that is mostly not text: C0 controls other than whitespace, DEL, C1 controls, and U+FFFD from failed decoding
+_NOT_TEXT = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f\ufffd]")
+BINARY_SAMPLE_CHARS = 65536
+BINARY_SHARE = 0.05
+
+
+def binary_problem(text: str) -> str | None:
+    """Why decoded ``text`` looks like binary content (a NUL, or over 5% control or replacement characters in its
+    first 64k characters), or None when it reads as text."""
+    sample = text[:BINARY_SAMPLE_CHARS]
+    if "\x00" in sample:
+        return "binary content (NUL bytes), not a text file"
+    odd = len(_NOT_TEXT.findall(sample))
+    if sample and odd > BINARY_SHARE * len(sample):
+        return f"binary content ({odd / len(sample):.0%} control or undecodable characters), not a text file"
+    return None
 
 
 @dataclass(slots=True)
@@ -105,16 +133,39 @@ def parse_html(text: str) -> list[Section]:
     return sections
 
 
-def parse_pdf(path: Path) -> list[Section]:
+def parse_pdf(path: Path, limits: ParseLimits = ParseLimits()) -> list[Section]:
+    """Text per page, within the limits: a PDF whose compressed streams expand past ``max_pdf_chars`` (content
+    streams or extracted text) or whose extraction runs past ``max_pdf_seconds`` is refused, not ground through."""
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
 
+    started = time.monotonic()
+    pages: list[str] = []
+    expanded = 0
     try:
         reader = PdfReader(str(path))
-        pages = [page.extract_text() or "" for page in reader.pages]
+        for number, page in enumerate(reader.pages, start=1):
+            contents = page.get_contents()
+            expanded += len(contents.get_data()) if contents is not None else 0
+            if expanded > limits.max_pdf_chars:
+                raise _pdf_too_big(
+                    path, f"its page streams expand past {limits.max_pdf_chars:,} bytes by page {number}"
+                )
+            pages.append(page.extract_text() or "")
+            if sum(map(len, pages)) > limits.max_pdf_chars:
+                raise _pdf_too_big(path, f"its text passes {limits.max_pdf_chars:,} characters by page {number}")
+            if time.monotonic() - started > limits.max_pdf_seconds:
+                raise _pdf_too_big(path, f"extracting its text took over {limits.max_pdf_seconds:g} s by page {number}")
     except (PdfReadError, ValueError, KeyError, TypeError, OSError) as exc:
         raise InputError(f"{path.name}: not a readable PDF ({exc})", hint="re-export the PDF or remove it") from exc
     return [Section([f"page {n}"], text.strip()) for n, text in enumerate(pages, start=1) if text.strip()]
+
+
+def _pdf_too_big(path: Path, why: str) -> InputError:
+    return InputError(
+        f"{path.name}: too large to ingest: {why}",
+        hint="raise max_pdf_chars / max_pdf_seconds if the PDF is trusted, or split it",
+    )
 
 
 def parse_jsonl(text: str, name: str) -> list[tuple[str, str, str]]:
@@ -125,17 +176,25 @@ def parse_jsonl(text: str, name: str) -> list[tuple[str, str, str]]:
             continue
         try:
             record = json.loads(line)
-            passages.append((str(record["id"]), str(record.get("title") or ""), str(record["text"])))
+            passage = (str(record["id"]), str(record.get("title") or ""), str(record["text"]))
+        except RecursionError as exc:
+            raise InputError(
+                f"{name}, line {number}: nested too deeply to parse", hint="a passage record is a flat JSON object"
+            ) from exc
         except (ValueError, KeyError, TypeError) as exc:
             raise InputError(
                 f"{name}, line {number}: not a passage record ({exc})",
                 hint='each line must be a JSON object with "id" and "text"',
             ) from exc
+        if (problem := describe_invalid("".join(passage))) is not None:
+            raise InputError(f"{name}, line {number}: {problem}", hint="store the passage as valid Unicode text")
+        passages.append(passage)
     return passages
 
 
-def parse_file(path: Path) -> ParsedDocument:
-    """Parse by suffix. Raises :class:`InputError` for unsupported, unreadable or corrupt files."""
+def parse_file(path: Path, limits: ParseLimits = ParseLimits(), *, data: bytes | None = None) -> ParsedDocument:
+    """Parse by suffix (``data``: the file's bytes, when the caller has read them already). Raises
+    :class:`InputError` for unsupported, unreadable, binary or corrupt files, and for PDFs past ``limits``."""
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED_SUFFIXES:
         raise InputError(
@@ -143,12 +202,15 @@ def parse_file(path: Path) -> ParsedDocument:
             hint=f"supported: {', '.join(SUPPORTED_SUFFIXES)}",
         )
     if suffix == ".pdf":
-        return ParsedDocument(sections=parse_pdf(path))
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})", hint="check the file permissions") from exc
+        return ParsedDocument(sections=parse_pdf(path, limits))
+    if data is None:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read ({exc.strerror})", hint="check the file permissions") from exc
     text, warning = decode(data)
+    if (problem := binary_problem(text)) is not None:
+        raise InputError(problem, hint=f"only text files are ingested as {suffix}")
     document = ParsedDocument(warnings=[warning] if warning else [])
     if suffix == ".jsonl":
         document.passages = parse_jsonl(text, path.name)

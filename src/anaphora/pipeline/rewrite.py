@@ -17,6 +17,7 @@ from anaphora.models.base import ChatModel, ChatOptions
 from anaphora.pipeline.query import QueryPlan
 from anaphora.pipeline.rewrite_guard import strip_preamble, validate_rewrite
 from anaphora.pipeline.route import REFERRING, TurnKind, is_chit_chat, is_meta, looks_standalone
+from anaphora.sanitize import speaker_line
 from anaphora.text import STOPWORDS, content_set
 from anaphora.types import Message
 
@@ -133,7 +134,7 @@ def format_history(history: Sequence[Message], turns: int) -> str:
         limit = ANSWER_SNIPPET_WORDS if message.role == "assistant" else QUESTION_SNIPPET_WORDS
         cut = message.content.split()
         text = " ".join(cut[:limit]) + (" ..." if len(cut) > limit else "")
-        lines.append(f"{'User' if message.role == 'user' else 'Assistant'}: {text}")
+        lines.append(speaker_line("User" if message.role == "user" else "Assistant", text))
     return "\n".join(lines)
 
 

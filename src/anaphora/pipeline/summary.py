@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from anaphora.models.base import ChatModel, ChatOptions
 from anaphora.pipeline.answer_guard import RepetitionGuard
 from anaphora.pipeline.budget import truncate_to_tokens
-from anaphora.sanitize import sanitize
+from anaphora.sanitize import sanitize, speaker_line
 from anaphora.store.protocols import ConversationStore, StoredTurn, SummaryStore
 from anaphora.types import Message, StageStatus
 
@@ -26,7 +26,9 @@ SUMMARY_INSTRUCTIONS = (
 
 
 def summary_prompt(previous: str, turns: Sequence[StoredTurn], words: int) -> list[Message]:
-    lines = [f"User: {sanitize(t.question)}\nAssistant: {sanitize(t.answer)}" for t in turns]
+    lines = [
+        f"{speaker_line('User', sanitize(t.question))}\n{speaker_line('Assistant', sanitize(t.answer))}" for t in turns
+    ]
     current = sanitize(previous) if previous else "(none yet)"
     return [
         Message(role="system", content=SUMMARY_INSTRUCTIONS.format(words=words)),

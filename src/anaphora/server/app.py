@@ -11,9 +11,10 @@ from fastapi import FastAPI, Request
 from anaphora import __version__
 from anaphora.app import Components, build_components, close_local
 from anaphora.errors import AnaphoraError
-from anaphora.server import errors, web
+from anaphora.server import errors, openapi_errors, web
 from anaphora.server.auth import Authenticator, build_authenticator
 from anaphora.server.coordination import build_session_store, build_turn_lock
+from anaphora.server.dev_guard import DevModeGuard
 from anaphora.server.history_sweeper import HistorySweeper
 from anaphora.server.jobs import IngestJobs
 from anaphora.server.limits import BodyLimitMiddleware
@@ -163,7 +164,10 @@ def build_app(settings: Settings, components: Components | None, *, owns_compone
     )
     app.state.service = state
     errors.install(app)
+    openapi_errors.install(app)  # the error responses and media types the server really answers with
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)
+    if settings.auth == "none":  # no tokens: answer only this machine's own pages (dev_guard.py)
+        app.add_middleware(DevModeGuard, allowed_hosts=settings.dev_allowed_hosts)
     app.add_middleware(SessionHeaderMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=lambda: state.http_metrics)  # counts the 413s too
     app.add_middleware(RequestIdMiddleware)  # outermost: every record of the request carries its id

@@ -99,12 +99,21 @@ class JWTAuth:
         if "RS256" not in algorithms:
             raise MissingDependencyError("cryptography", "server", "RS256 token verification")
         try:
-            return algorithms["RS256"].prepare_key(pem)
+            key = algorithms["RS256"].prepare_key(pem)
         except (self.jwt.InvalidKeyError, ValueError, TypeError) as exc:
             raise ConfigurationError(
                 f"jwt_public_key is not a usable RSA public key: {exc}",
                 hint="give the PEM text (-----BEGIN PUBLIC KEY-----) or the path of a PEM file",
             ) from exc
+        from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey  # there: RS256 is available
+
+        if not isinstance(key, RSAPublicKey):  # PyJWT also loads private keys, with which verifying fails
+            raise ConfigurationError(
+                "jwt_public_key holds a private key: it cannot verify tokens, and it must not be on this server",
+                hint="give the issuer's public key instead (openssl rsa -in private.pem -pubout), "
+                "and keep the private key with the issuer only",
+            )
+        return key
 
     @staticmethod
     def _read(path: Path) -> str:

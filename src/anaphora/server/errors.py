@@ -15,6 +15,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from anaphora.errors import (
@@ -22,11 +23,14 @@ from anaphora.errors import (
     AuthError,
     ConfigurationError,
     InputError,
+    InvalidJSONError,
     ModelUnavailableError,
     NotFoundError,
     PermissionDeniedError,
     RateLimitError,
+    StoreError,
 )
+from anaphora.server.json_body import JSON_HINT
 
 log = logging.getLogger("anaphora.server")
 
@@ -36,8 +40,10 @@ _STATUS: list[tuple[type[AnaphoraError], int, str]] = [
     (AuthError, 401, "authentication_error"),
     (RateLimitError, 429, "rate_limit_error"),
     (NotFoundError, 404, "not_found_error"),
+    (InvalidJSONError, 400, "invalid_json"),
     (InputError, 400, "invalid_request_error"),
     (ModelUnavailableError, 503, "model_unavailable_error"),
+    (StoreError, 503, "store_unavailable_error"),
     (ConfigurationError, 500, "configuration_error"),
 ]
 _HTTP_TYPES = {
@@ -50,11 +56,21 @@ _HTTP_TYPES = {
     415: "invalid_request_error",
     429: "rate_limit_error",
 }
+_HTTP_HINTS = {
+    400: "see the request shapes in docs/server.md",
+    413: "the limit is the max_request_bytes setting",
+    415: "send JSON with Content-Type: application/json",
+}
 MODEL_RETRY_AFTER_S = 5
+STORE_RETRY_AFTER_S = 5  # a store outage: readiness fails meanwhile, and recovery needs no restart
+
+
+FALLBACK_HINT = "see docs/server.md"
 
 
 def body(type_: str, message: str, hint: str | None = None) -> dict[str, Any]:
-    return {"error": {"type": type_, "message": message, "hint": hint}}
+    """The error body; every one has a hint (the documented shape), the docs when nothing more specific fits."""
+    return {"error": {"type": type_, "message": message, "hint": hint or FALLBACK_HINT}}
 
 
 def describe(exc: BaseException) -> tuple[int, dict[str, Any], dict[str, str]]:
@@ -71,6 +87,9 @@ def describe(exc: BaseException) -> tuple[int, dict[str, Any], dict[str, str]]:
                 headers["WWW-Authenticate"] = 'Bearer realm="anaphora"'
             elif status == 429:
                 headers["Retry-After"] = str(max(1, math.ceil(getattr(exc, "retry_after_s", 1.0))))
+            elif isinstance(exc, StoreError):  # the message and hint say which store, and what to check
+                log.warning("store unavailable: %s", exc)
+                headers["Retry-After"] = str(STORE_RETRY_AFTER_S)
             elif status == 503:
                 log.warning("chat model unavailable: %s", exc)
                 headers["Retry-After"] = str(MODEL_RETRY_AFTER_S)
@@ -105,7 +124,7 @@ async def _validation(request: Request, exc: RequestValidationError) -> JSONResp
     if broken is not None:
         detail = (broken.get("ctx") or {}).get("error", "")
         return JSONResponse(
-            body("invalid_json", f"the request body is not valid JSON: {detail}".rstrip(": "), "send a JSON object"),
+            body("invalid_json", f"the request body is not valid JSON: {detail}".rstrip(": "), JSON_HINT),
             status_code=400,
         )
     if any(tuple(e.get("loc", ())) == ("body",) for e in errors) and "json" not in request.headers.get(
@@ -125,16 +144,59 @@ async def _validation(request: Request, exc: RequestValidationError) -> JSONResp
     return JSONResponse(body("validation_error", problems, "see the request shapes in docs/server.md"), status_code=422)
 
 
+# FastAPI's own detail when json.loads fails with something else than a syntax error (bad UTF-8, too deep, a number
+# with thousands of digits)
+_UNPARSED_BODY = "There was an error parsing the body"
+
+
 async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    if exc.status_code == 400 and exc.detail == _UNPARSED_BODY:
+        return JSONResponse(
+            body(
+                "invalid_json",
+                "the request body is not valid JSON (invalid UTF-8, nested too deeply, or a number too long)",
+                JSON_HINT,
+            ),
+            status_code=400,
+        )
+    headers = dict(exc.headers or {})
     if exc.status_code == 404 and exc.detail == "Not Found":
         message = f"no route {request.method} {request.url.path}"
+        hint = "check the path: docs/server.md lists the endpoints, and so does GET /openapi.json"
+    elif exc.status_code == 405:
+        allowed = allowed_methods(request)
+        headers["Allow"] = ", ".join(allowed)
+        message = f"{request.method} is not allowed on {request.url.path}"
+        hint = f"this path accepts {' and '.join(allowed)}"
     else:
         message = str(exc.detail)
+        hint = _HTTP_HINTS.get(exc.status_code, FALLBACK_HINT)
     return JSONResponse(
-        body(_HTTP_TYPES.get(exc.status_code, "http_error"), message),
+        body(_HTTP_TYPES.get(exc.status_code, "http_error"), message, hint),
         status_code=exc.status_code,
-        headers=dict(exc.headers or {}),
+        headers=headers,
     )
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route answers on this path (Starlette's 405 names only the first route's)."""
+    probe = {**request.scope, "method": "\0"}  # no method matches: a route on this path answers PARTIAL
+    return sorted(
+        {m for route in _leaf_routes(request.app.router.routes) if route.matches(probe)[0] is not Match.NONE
+         for m in route.methods}
+    )  # fmt: skip
+
+
+def _leaf_routes(routes) -> list[Any]:
+    """The routes with methods, looking inside included routers (FastAPI 0.165 wraps them)."""
+    found: list[Any] = []
+    for route in routes:
+        inner = getattr(route, "original_router", None) or getattr(route, "router", None)
+        if getattr(route, "methods", None):
+            found.append(route)
+        elif inner is not None and inner is not route:
+            found.extend(_leaf_routes(inner.routes))
+    return found
 
 
 async def _anaphora(request: Request, exc: AnaphoraError) -> JSONResponse:

@@ -3,24 +3,36 @@ typed strictly: a string where a boolean belongs is an error, not a guess."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
 from anaphora.store.protocols import Conversation, StoredTurn
+from anaphora.text_policy import describe_invalid
 from anaphora.types import Citation, TurnTrace
+
+
+def _encodable(text: str) -> str:
+    problem = describe_invalid(text)
+    if problem is not None:
+        raise ValueError(problem)
+    return text
+
+
+# request text: a strict string without lone surrogates or NUL (anaphora.text_policy), refused with a 422
+Text = Annotated[StrictStr, AfterValidator(_encodable)]
 
 
 class TextPart(BaseModel):
     type: Literal["text"]
-    text: StrictStr
+    text: Text
 
 
 class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     role: Literal["system", "developer", "user", "assistant"]
-    content: StrictStr | list[TextPart] | None = None
+    content: Text | list[TextPart] | None = None
 
     @property
     def text(self) -> str:
@@ -37,19 +49,19 @@ class ChatCompletionRequest(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    model: StrictStr = Field(default="anaphora", max_length=256)
+    model: Text = Field(default="anaphora", max_length=256)
     messages: list[ChatMessage] = Field(min_length=1)
     stream: StrictBool = False
     temperature: StrictFloat | StrictInt | None = Field(default=None, ge=0, le=2)
     max_tokens: StrictInt | None = Field(default=None, ge=1)
     n: StrictInt | None = Field(default=None, ge=1, le=1)
-    user: StrictStr | None = Field(default=None, max_length=256)
+    user: Text | None = Field(default=None, max_length=256)
 
 
 class CreateConversation(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    title: StrictStr = Field(default="", max_length=200)
+    title: Text = Field(default="", max_length=200)
 
 
 class RenameConversation(BaseModel):
@@ -61,7 +73,7 @@ class RenameConversation(BaseModel):
 class PostMessage(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    content: StrictStr
+    content: Text = Field(min_length=1)
     stream: StrictBool = False
 
 
@@ -140,7 +152,7 @@ class IngestPath(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    path: StrictStr = Field(min_length=1, max_length=4096)
+    path: Text = Field(min_length=1, max_length=4096)
 
 
 class Progress(BaseModel):

@@ -4,7 +4,6 @@ documents. Administrators only when auth is 'jwt' (anyone when auth is 'none')."
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -13,6 +12,7 @@ from starlette.datastructures import UploadFile
 
 from anaphora.errors import InputError, NotFoundError, PermissionDeniedError
 from anaphora.server.jobs import Upload, job_view
+from anaphora.server.json_body import parse_json
 from anaphora.server.routes.deps import Svc, User
 from anaphora.server.schemas import DocumentDeleted, DocumentList, DocumentOut, IngestPath, JobOut, JobStarted
 
@@ -71,9 +71,10 @@ async def _uploads(request: Request) -> list[Upload]:
 
 
 async def _path(request: Request) -> str:
+    value = parse_json(await request.body())
     try:
-        return IngestPath.model_validate(json.loads(await request.body())).path
-    except (ValueError, ValidationError) as exc:
+        return IngestPath.model_validate(value).path
+    except ValidationError as exc:
         raise InputError(
             'the JSON body must be {"path": "<file or folder on the server>"}',
             hint="or upload files as multipart/form-data",

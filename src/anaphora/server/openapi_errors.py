@@ -1,0 +1,102 @@
+"""The OpenAPI document declares what the server really answers: every error status an operation can give, in the
+service's error shape, the SSE media type of the streaming routes and ``/metrics`` as Prometheus text.
+
+FastAPI documents only the success response and its own 422 shape; :func:`install` completes the document once,
+when it is first generated, by rules that follow the middleware and handlers (errors.py, limits.py, auth.py,
+dev_guard.py): which operations can be refused, too large, not found, rate limited or unavailable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+
+ERROR_SCHEMA = "ErrorBody"
+TURN_OPERATIONS = {("post", "/v1/chat/completions"), ("post", "/v1/conversations/{conversation_id}/messages")}
+_DESCRIPTIONS = {
+    "400": "Bad request: a body that is not JSON (`invalid_json`), or input the service refuses",
+    "401": "Missing, malformed, expired or wrongly signed token (auth `jwt`)",
+    "403": "Not allowed: an admin-only route, or development mode refusing a foreign Host or a cross-site request",
+    "404": "No such resource for this user",
+    "413": "The request body is larger than max_request_bytes",
+    "422": "The body or a parameter does not match the request schema (`validation_error`)",
+    "429": "Too many turns in flight for this user; Retry-After says when to try again",
+    "500": "Internal error (with a reference to the server log) or a configuration error",
+    "503": "The chat model or the store is unavailable; Retry-After says when to try again",
+}
+_RETRY_AFTER = {"Retry-After": {"description": "seconds to wait", "required": True, "schema": {"type": "string"}}}
+_ERROR_BODY = {
+    "type": "object",
+    "title": ERROR_SCHEMA,
+    "properties": {
+        "error": {
+            "type": "object",
+            "properties": {
+                "type": {"type": "string"},
+                "message": {"type": "string"},
+                "hint": {"type": "string"},
+            },
+            "required": ["type", "message", "hint"],
+        }
+    },
+    "required": ["error"],
+}
+
+
+def error_statuses(method: str, path: str, operation: dict[str, Any]) -> set[str]:
+    """The error statuses one operation can answer with."""
+    statuses = {"403", "500"}  # development mode's guard applies to every route; anything can fail internally
+    parameters = operation.get("parameters", [])
+    if path.startswith("/v1/"):
+        statuses |= {"401", "503"}  # every /v1 route authenticates and reaches the store or the model
+    if "requestBody" in operation:
+        statuses |= {"400", "413", "422"}
+    if parameters:
+        statuses.add("422")
+    if any(p.get("in") == "path" for p in parameters):
+        statuses.add("404")
+    if (method, path) in TURN_OPERATIONS:
+        statuses.add("429")
+    if path == "/readyz":
+        statuses.add("503")
+    return statuses
+
+
+def complete(document: dict[str, Any]) -> dict[str, Any]:
+    """Add the error responses and media types to FastAPI's document, in place; returns it."""
+    schemas = document.setdefault("components", {}).setdefault("schemas", {})
+    schemas[ERROR_SCHEMA] = _ERROR_BODY
+    for unused in ("HTTPValidationError", "ValidationError"):  # FastAPI's own 422 shape, which we never send
+        schemas.pop(unused, None)
+    reference = {"application/json": {"schema": {"$ref": f"#/components/schemas/{ERROR_SCHEMA}"}}}
+    for path, item in document.get("paths", {}).items():
+        for method, operation in item.items():
+            responses = operation.setdefault("responses", {})
+            for status in sorted(error_statuses(method, path, operation)):
+                response: dict[str, Any] = {"description": _DESCRIPTIONS[status], "content": reference}
+                if path == "/readyz" and status == "503":  # the readiness body, with the failing check
+                    response = {"description": "not ready", "content": responses["200"]["content"]}
+                if status == "429" or (status == "503" and path.startswith("/v1/")):
+                    response["headers"] = _RETRY_AFTER
+                responses[status] = response
+            if (method, path) in TURN_OPERATIONS:
+                responses["200"].setdefault("content", {})["text/event-stream"] = {
+                    "schema": {"type": "string", "description": "chat.completion.chunk events, then [DONE]"}
+                }
+    metrics = document.get("paths", {}).get("/metrics", {}).get("get")
+    if metrics is not None:
+        metrics["responses"]["200"]["content"] = {"text/plain": {"schema": {"type": "string"}}}
+    return document
+
+
+def install(app: FastAPI) -> None:
+    """Make ``app.openapi()`` return the completed document (computed once, like FastAPI's own)."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = complete(generate())
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
