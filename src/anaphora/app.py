@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,6 +21,7 @@ from anaphora.pipeline.select import PassageSelector
 from anaphora.pipeline.summary import RollingSummarizer
 from anaphora.rerank import load_reranker
 from anaphora.retrieval import EmbeddedPassageIndex, HybridRetriever, IndexCache
+from anaphora.retrieval.terms import TermStatistics
 from anaphora.settings import Settings, load_settings
 from anaphora.store import (
     Conversation,
@@ -56,11 +57,25 @@ class Components:
     ingestor: Ingestor
 
 
-def build_query_stage(settings: Settings, chat_model: ChatModel, metrics: Metrics) -> QueryStage:
+def term_statistics_of(passages: PassageIndex) -> Callable[[], TermStatistics | None] | None:
+    """What the history expansion reads to keep only words that disambiguate in this corpus: the embedded index's
+    BM25 document frequencies (read per turn, so a re-ingested corpus counts at once). A passage store without
+    them (PostgreSQL) gets the unfiltered expansion."""
+    statistics = getattr(passages, "term_statistics", None)
+    return statistics if callable(statistics) else None
+
+
+def build_query_stage(
+    settings: Settings,
+    chat_model: ChatModel,
+    metrics: Metrics,
+    statistics: Callable[[], TermStatistics | None] | None = None,
+) -> QueryStage:
     if settings.rewriter == "off":
         return LastMessageQuery()
+    expansion = HistoryExpansion(statistics=statistics)
     if settings.rewriter == "expansion":
-        return HistoryExpansion()
+        return expansion
     return GuardedRewriter(
         chat_model,
         history_turns=settings.rewrite_history_turns,
@@ -68,6 +83,7 @@ def build_query_stage(settings: Settings, chat_model: ChatModel, metrics: Metric
         max_tokens=settings.rewrite_max_tokens,
         metrics=metrics,
         style=JSON_ANALYSIS if settings.rewriter == "analysis" else TEXT_REWRITE,
+        fallback=expansion,
     )
 
 
@@ -179,7 +195,7 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
         chat_model=chat_model,
         retriever=retriever,
         conversations=conversations,
-        query_stage=build_query_stage(settings, chat_model, metrics),
+        query_stage=build_query_stage(settings, chat_model, metrics, term_statistics_of(passages)),
         selector=PassageSelector(
             load_reranker(settings),
             similarity_threshold=settings.similarity_threshold,

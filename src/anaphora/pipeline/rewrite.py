@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -19,6 +19,7 @@ from anaphora.models.base import ChatModel, ChatOptions
 from anaphora.pipeline.query import QueryPlan
 from anaphora.pipeline.rewrite_guard import strip_preamble, validate_rewrite
 from anaphora.pipeline.route import REFERRING, is_chit_chat, is_meta, looks_standalone
+from anaphora.retrieval.terms import TermStatistics, disambiguating
 from anaphora.text import STOPWORDS, content_set
 from anaphora.types import Message
 
@@ -36,16 +37,23 @@ QUESTION_SNIPPET_WORDS = 100
 
 
 class HistoryExpansion:
-    """Model-free history-aware query: a non-standalone message gets the salient words of the recent user turns
-    (most recent first, in the spirit of historical query expansion); a standalone one is used as it is."""
+    """Model-free history-aware query: a non-standalone message gets the words of the recent user turns that are
+    specific in this corpus (most recent first, in the spirit of historical query expansion); a standalone one is
+    used as it is.
 
-    def __init__(self, *, turns: int = 3, max_terms: int = 10) -> None:
+    ``statistics`` (the lexical index's document frequencies) decides which words disambiguate: generic domain
+    vocabulary and words no passage uses are left out (:mod:`anaphora.retrieval.terms`). Without statistics every
+    salient word is a candidate, as before."""
+
+    def __init__(
+        self, *, turns: int = 3, max_terms: int = 10, statistics: Callable[[], TermStatistics | None] | None = None
+    ) -> None:
         self.turns = turns
         self.max_terms = max_terms
+        self.statistics = statistics
 
-    def expand(self, question: str, history: Sequence[Message]) -> tuple[str, bool]:
-        if not history or looks_standalone(question):
-            return question, False
+    def candidates(self, question: str, history: Sequence[Message]) -> list[str]:
+        """Salient words of the recent topical user turns, most recent turn first, without the message's own."""
         present = content_set(question)
         terms: list[str] = []
         seen: set[str] = set()
@@ -64,6 +72,12 @@ class HistoryExpansion:
                     continue
                 seen.add(stemmed)
                 terms.append(word.strip(".-"))
+        return terms
+
+    def expand(self, question: str, history: Sequence[Message]) -> tuple[str, bool]:
+        if not history or looks_standalone(question):
+            return question, False
+        terms = disambiguating(self.candidates(question, history), self.statistics() if self.statistics else None)
         if not terms:
             return question, False
         return f"{question} {' '.join(terms[: self.max_terms])}", True
