@@ -208,8 +208,21 @@ class GuardedRewriter:
             plan = self._fall_back(question, history, "rejected", "; ".join(reasons), rewrite)
             return replace(plan, kind=kind, answered_by_conversation=analysis.answered_by_conversation)
         log.info("rewrite accepted", extra={"original": question, "rewrite": rewrite})
-        # the model-free queries ride along: fused rankings dampen a plausible but wrong rewrite (measured in
-        # docs/benchmarks.md: with SmolLM2 this is never worse than the rewrite alone)
+        if looks_standalone(question):
+            # a message that stands alone is the query; the rewrite only rides along, weighed against it by the
+            # retriever (HybridRetriever.run_many), so it can never outweigh what the user typed
+            plan = QueryPlan(
+                question,
+                "question",
+                "ok",
+                "accepted; the message stands alone and stays the query",
+                1,
+                (rewrite,) if rewrite != question else (),
+                kind=kind,
+                answered_by_conversation=analysis.answered_by_conversation,
+            )
+            return self._count(plan)
+        # the model-free queries ride along: fused rankings dampen a plausible but wrong rewrite
         alternates = tuple(q for q in self.fallback.plan(question, history).queries if q != rewrite)
         plan = QueryPlan(
             rewrite,

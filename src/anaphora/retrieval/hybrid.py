@@ -15,7 +15,7 @@ import numpy as np
 
 from anaphora.embeddings.base import Embedder
 from anaphora.embeddings.batching import BatchingEmbedder
-from anaphora.retrieval.fusion import weighted_rrf
+from anaphora.retrieval.fusion import normalised_sum, weighted_rrf
 from anaphora.settings import Settings
 from anaphora.store.protocols import PassageIndex, Ranking
 from anaphora.types import Passage
@@ -49,7 +49,7 @@ class HybridRetriever:
     async def _search_all(self, queries: list[str], limit: int) -> list[list[Passage]]:
         """One ranking per query; the queries are embedded together in one batch and searched together."""
         vectors = None
-        if self.settings.fusion in ("rrf", "dense"):
+        if self.settings.fusion != "bm25":
             vectors = np.asarray(await self._query_embedder.embed(queries), dtype=np.float32)
         return await asyncio.to_thread(self._search, queries, vectors, limit)
 
@@ -57,18 +57,14 @@ class HybridRetriever:
         fusion = self.settings.fusion
         depth = max(LIST_DEPTH, limit)
         nothing: list[Ranking] = [[] for _ in queries]
-        lexical = self.index.lexical(queries, depth) if fusion in ("rrf", "bm25") else nothing
+        lexical = self.index.lexical(queries, depth) if fusion != "dense" else nothing
         dense = self.index.dense(vectors, depth) if vectors is not None else nothing
         if fusion == "bm25":
             ranked = [found[:limit] for found in lexical]
         elif fusion == "dense":
             ranked = [found[:limit] for found in dense]
         else:
-            weights = (self.settings.bm25_weight, self.settings.dense_weight)
-            ranked = [
-                weighted_rrf([(weights[0], words), (weights[1], meaning)], k=self.settings.rrf_k)[:limit]
-                for words, meaning in zip(lexical, dense, strict=True)
-            ]
+            ranked = [self.fuse(words, meaning)[:limit] for words, meaning in zip(lexical, dense, strict=True)]
         dense_scores = [dict(found) for found in dense]
         if vectors is not None:  # every candidate gets its cosine similarity, the score thresholds apply to
             missing = [[key for key, _ in r if key not in d] for r, d in zip(ranked, dense_scores, strict=True)]
@@ -92,6 +88,17 @@ class HybridRetriever:
             ]
             for r, words, meaning in zip(ranked, map(dict, lexical), dense_scores, strict=True)
         ]
+
+    def fuse(self, lexical: Ranking, dense: Ranking) -> Ranking:
+        """One query's BM25 and dense lists combined as the ``fusion`` setting says: reciprocal rank fusion, or the
+        sum of per-query normalised scores (``combsum``; ``combmnz`` also multiplies by the number of lists that
+        found the passage), each list weighted by ``bm25_weight`` / ``dense_weight``."""
+        weighted = [(self.settings.bm25_weight, lexical), (self.settings.dense_weight, dense)]
+        if self.settings.fusion == "rrf":
+            return weighted_rrf(weighted, k=self.settings.rrf_k)
+        return normalised_sum(
+            weighted, method=self.settings.fusion_normalisation, mnz=self.settings.fusion == "combmnz"
+        )
 
     async def run_many(self, queries: Sequence[str], *, limit: int | None = None) -> list[Passage]:
         """Several phrasings of one need (e.g. a history-expanded query, then the bare message): each is retrieved
