@@ -26,7 +26,10 @@ from anaphora.metrics import Metrics
 OPTIONS: dict[str, dict] = {
     "dense only": {"fusion": "dense"},
     "bm25 only": {"fusion": "bm25"},
-    **{f"rrf dense 1 : bm25 {w}": {"fusion": "rrf", "bm25_weight": w, "dense_weight": 1.0} for w in (0.1, 0.3, 0.5, 1.0)},
+    **{
+        f"rrf dense 1 : bm25 {w}": {"fusion": "rrf", "bm25_weight": w, "dense_weight": 1.0}
+        for w in (0.1, 0.3, 0.5, 1.0)
+    },
     **{
         f"combsum {norm} dense 1 : bm25 {w}": {
             "fusion": "combsum",
