@@ -1,12 +1,13 @@
 """Dense + BM25 fusion options on the MTRAG dev domains, and the choice by leave-one-domain-out.
 
-    python bench/fusion.py [--domains clapnq,fiqa] [--queries last-turn,expansion]
+    python bench/fusion.py [--domains clapnq,fiqa] [--queries last-turn,expansion] [--reuse]
 
 Every option runs through the real retriever (only its settings change) on every task, with two query sources:
 *last-turn* (the message alone) and *expansion* (the default model-free query stage). Reported: follow-up Recall@5
 per domain, the worst domain, and the leave-one-domain-out table: for each domain held out, the option that is best
 on the other domain(s) and what it scores on the held-out one. Options are chosen by the worst domain, never per
-domain. Results go to bench/results/fusion.json.
+domain. Results go to bench/results/fusion.json; each domain's also to bench/.cache/fusion_<domain>.json, which
+``--reuse`` reads instead of re-running that domain.
 """
 
 from __future__ import annotations
@@ -98,9 +99,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--domains", default="clapnq,fiqa")
     parser.add_argument("--queries", default="last-turn,expansion")
+    parser.add_argument("--reuse", action="store_true", help="read a domain's results from an earlier run")
     args = parser.parse_args()
     sources = args.queries.split(",")
-    results = {d: asyncio.run(run_domain(d, sources)) for d in args.domains.split(",")}
+    parser_reuse = args.reuse
+    results = {}
+    for d in args.domains.split(","):
+        cached = CACHE / f"fusion_{d}.json"
+        if parser_reuse and cached.exists():
+            results[d] = json.loads(cached.read_text())
+        else:
+            results[d] = asyncio.run(run_domain(d, sources))
+            cached.write_text(json.dumps(results[d]))
     worst = {
         source: {o: min(results[d][o][source]["recall@5"] for d in results) for o in OPTIONS} for source in sources
     }

@@ -199,7 +199,11 @@ class Settings(BaseSettings):
     bm25_weight: float = Field(default=0.3, ge=0, description="weight of the BM25 list in the fusion")
     dense_weight: float = Field(default=1.0, ge=0, description="weight of the dense list in the fusion")
     alternate_query_weight: float = Field(
-        default=0.5, ge=0, le=1, description="fusion weight of a turn's secondary queries (e.g. the bare message)"
+        default=0.5,
+        ge=0,
+        le=1,
+        description="prior fusion weight of a turn's secondary queries (e.g. the bare message next to its "
+        "expansion); each turn scales it by the ratio of the queries' dense head margins, never above 1",
     )
 
     similarity_threshold: float = Field(

@@ -170,6 +170,15 @@ async def test_rejected_rewrite_of_standalone_question_falls_back_to_the_questio
     assert plan.source == "question"
 
 
+async def test_accepted_rewrite_rides_behind_the_model_free_expansion(fake_model: FakeChatModel) -> None:
+    fake_model.enqueue(GOOD_REWRITE)
+    plan = await GuardedRewriter(fake_model).run(FOLLOW_UP, HISTORY)
+    expansion, expanded = HistoryExpansion().expand(FOLLOW_UP, HISTORY)
+    assert expanded
+    assert plan.query == GOOD_REWRITE and plan.source == "rewrite"
+    assert plan.queries == [expansion, GOOD_REWRITE, FOLLOW_UP]  # the expansion leads the fusion
+
+
 async def test_accepted_rewrite_of_standalone_message_keeps_the_message_as_the_query(fake_model: FakeChatModel) -> None:
     question = "What memory limit does the Kestrel agent need?"
     rewrite = "What memory limit does the Kestrel agent need on Kubernetes?"

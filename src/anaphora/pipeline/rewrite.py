@@ -222,8 +222,10 @@ class GuardedRewriter:
                 answered_by_conversation=analysis.answered_by_conversation,
             )
             return self._count(plan)
-        # the model-free queries ride along: fused rankings dampen a plausible but wrong rewrite
-        alternates = tuple(q for q in self.fallback.plan(question, history).queries if q != rewrite)
+        # the model-free queries ride along and the expansion leads the fusion: a guard-accepted rewrite of a small
+        # model is still a hypothesis, weighed by its own ranking's head (a clear rewrite reaches the lead's weight)
+        fallback = self.fallback.plan(question, history)
+        alternates = tuple(q for q in fallback.queries if q != rewrite)
         plan = QueryPlan(
             rewrite,
             "rewrite",
@@ -233,6 +235,7 @@ class GuardedRewriter:
             alternates,
             kind=kind,
             answered_by_conversation=analysis.answered_by_conversation,
+            lead=fallback.query if fallback.source == "expansion" else None,
         )
         return self._count(plan)
 

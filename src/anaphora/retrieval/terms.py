@@ -19,7 +19,7 @@ from typing import Protocol
 
 from anaphora.retrieval.bm25 import bm25_tokens
 
-GENERIC_BELOW = 0.5  # specificity under which a word is generic: it occurs in more than sqrt(N) passages
+GENERIC_BELOW = 0.2  # provisional
 
 
 class TermStatistics(Protocol):
