@@ -82,6 +82,8 @@ def leave_one_out(results: dict[str, dict], source: str) -> list[dict]:
     domains = list(results)
     for held_out in domains:
         train = [d for d in domains if d != held_out]
+        if not train:
+            continue
         best = max(OPTIONS, key=lambda o: min(results[d][o][source]["recall@5"] for d in train))
         rows.append(
             {

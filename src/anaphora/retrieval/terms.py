@@ -19,7 +19,8 @@ from typing import Protocol
 
 from anaphora.retrieval.bm25 import bm25_tokens
 
-GENERIC_BELOW = 0.2  # provisional
+GENERIC_BELOW = 0.2  # specificity under which a word is generic: it occurs in more than N^0.8 passages
+NAMING_FROM = 0.5  # a word this specific (in at most sqrt(N) passages) names a topic by itself
 
 
 class TermStatistics(Protocol):
@@ -55,3 +56,16 @@ def disambiguating(words: Sequence[str], statistics: TermStatistics | None) -> l
         return list(words)
     scores = word_specificity(words, statistics)
     return [word for word in words if scores[word] >= GENERIC_BELOW]
+
+
+def names_a_topic(word: str, statistics: TermStatistics | None) -> bool:
+    """The word is rare enough in this corpus to name a topic on its own ("taurine", "cassoulet"): in at most
+    sqrt(N) passages, or in none (a content word the corpus never uses is no part of its generic vocabulary)."""
+    if statistics is None or statistics.passages <= 1:
+        return False
+    tokens = bm25_tokens([word])[0]
+    if not tokens:
+        return False
+    frequencies = statistics.document_frequencies(tokens)
+    passages = statistics.passages
+    return any(frequencies.get(t, 0) == 0 or specificity(frequencies[t], passages) >= NAMING_FROM for t in tokens)
