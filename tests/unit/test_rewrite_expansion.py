@@ -120,29 +120,3 @@ async def test_run_reports_source_and_status() -> None:
     alone = await stage.run("What memory limit does the Kestrel agent need?", HISTORY)
     assert alone.source == "question" and alone.status == "ok"
     assert alone.query == "What memory limit does the Kestrel agent need?"
-
-
-def test_standalone_message_leads_and_the_history_rides_along_as_an_alternate() -> None:
-    question = "What memory limit does the Kestrel agent need?"
-    plan = HistoryExpansion().plan(question, HISTORY)
-    assert plan.query == question and plan.source == "question"
-    assert plan.queries[0] == question
-    assert len(plan.queries) == 2 and plan.queries[1].startswith(question) and "Helm" in plan.queries[1]
-
-
-@pytest.mark.parametrize(
-    "question",
-    [
-        "What is the Galileo system and why is it important?",  # names a topic, then resolves its own "it"
-        "What is a 529 plan?",  # a number names something
-        "How can you treat SAD?",  # an acronym
-    ],
-)
-def test_a_named_topic_stands_alone_even_when_short_or_with_a_later_pronoun(question: str) -> None:
-    assert looks_standalone(question)
-
-
-def test_corpus_statistics_vouch_for_a_rare_word() -> None:
-    assert not looks_standalone("What is taurine?")
-    assert looks_standalone("What is taurine?", is_specific=lambda w: w == "taurine")
-    assert not looks_standalone("Is it treatable?", is_specific=lambda w: True)  # refers back before naming

@@ -186,16 +186,14 @@ async def test_accepted_rewrite_of_standalone_message_keeps_the_message_as_the_q
     plan = await GuardedRewriter(fake_model).run(question, HISTORY)
     assert plan.status == "ok" and plan.model_calls == 1
     assert plan.query == question and plan.source == "question"
-    context = HistoryExpansion().plan(question, HISTORY).alternates  # the history's words, as an alternate too
-    assert context and all(q.startswith(question) for q in context)
-    assert plan.queries == [question, rewrite, *context]  # the message leads; the rest only ride along
+    assert plan.queries == [question, rewrite]  # the message leads; the rewrite only rides along
 
 
-async def test_unchanged_rewrite_of_standalone_message_adds_only_the_context(fake_model: FakeChatModel) -> None:
+async def test_unchanged_rewrite_of_standalone_message_adds_no_alternate(fake_model: FakeChatModel) -> None:
     question = "What memory limit does the Kestrel agent need?"
     fake_model.enqueue(question)
     plan = await GuardedRewriter(fake_model).run(question, HISTORY)
-    assert plan.queries == [question, *HistoryExpansion().plan(question, HISTORY).alternates]
+    assert plan.queries == [question]
 
 
 # --- failures fail open -----------------------------------------------------------------------------------------

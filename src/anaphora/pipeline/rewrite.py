@@ -19,7 +19,7 @@ from anaphora.models.base import ChatModel, ChatOptions
 from anaphora.pipeline.query import QueryPlan
 from anaphora.pipeline.rewrite_guard import strip_preamble, validate_rewrite
 from anaphora.pipeline.route import REFERRING, is_chit_chat, is_meta, looks_standalone
-from anaphora.retrieval.terms import TermStatistics, disambiguating, names_a_topic
+from anaphora.retrieval.terms import TermStatistics, disambiguating
 from anaphora.text import STOPWORDS, content_set
 from anaphora.types import Message
 
@@ -75,28 +75,18 @@ class HistoryExpansion:
         return terms
 
     def stands_alone(self, question: str) -> bool:
-        """:func:`looks_standalone`, with this corpus's statistics vouching for rare words as names."""
-        statistics = self.statistics() if self.statistics else None
-        return looks_standalone(question, (lambda w: names_a_topic(w, statistics)) if statistics else None)
+        return looks_standalone(question)
 
     def expand(self, question: str, history: Sequence[Message]) -> tuple[str, bool]:
         if not history or self.stands_alone(question):
             return question, False
-        return self._expanded(question, history)
-
-    def _expanded(self, question: str, history: Sequence[Message]) -> tuple[str, bool]:
         terms = disambiguating(self.candidates(question, history), self.statistics() if self.statistics else None)
         if not terms:
             return question, False
         return f"{question} {' '.join(terms[: self.max_terms])}", True
 
     def plan(self, question: str, history: Sequence[Message], **fields) -> QueryPlan:
-        """A message that needs the conversation: the expanded query, with the message itself as an alternate so
-        its own ranking still counts. A message that stands alone: the message, with the expansion only as an
-        alternate (the retriever weighs it against the message and never above it)."""
-        if history and self.stands_alone(question):
-            context, expanded = self._expanded(question, history)
-            return QueryPlan(question, "question", alternates=(context,) if expanded else (), **fields)
+        """The expanded query, with the message itself as an alternate so its own ranking still counts."""
         query, expanded = self.expand(question, history)
         if not expanded:
             return QueryPlan(question, "question", **fields)
@@ -224,14 +214,13 @@ class GuardedRewriter:
         if self.fallback.stands_alone(question):
             # a message that stands alone is the query; the rewrite only rides along, weighed against it by the
             # retriever (HybridRetriever.run_many), so it can never outweigh what the user typed
-            context = self.fallback.plan(question, history).alternates
             plan = QueryPlan(
                 question,
                 "question",
                 "ok",
                 "accepted; the message stands alone and stays the query",
                 1,
-                tuple(q for q in ((rewrite,) if rewrite != question else ()) + context),
+                (rewrite,) if rewrite != question else (),
                 kind=kind,
                 answered_by_conversation=analysis.answered_by_conversation,
             )

@@ -7,11 +7,10 @@ the model's structured analysis (:mod:`anaphora.pipeline.analysis`) decides the 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from anaphora.text import STOPWORDS, content_set
+from anaphora.text import content_set, words
 
 # words that point back into the conversation ("there" and "other" are left out: "is there", "other than")
 REFERRING = frozenset(
@@ -20,38 +19,20 @@ REFERRING = frozenset(
         *("he", "him", "his", "she", "her", "hers", "ones", "same", "former", "latter"),
     }
 )
-_CONTINUATIONS = re.compile(  # at the start, or after a short lead-in clause ("thanks, and on ARM?", "no, I meant")
-    r"^\s*(?:[\w' ]{1,24},\s*)?(and|or|but|so|also|then|what about|how about|and what|and how|why not|same for|"
-    r"what else|anything else|more on|tell me more|go on|continue|i meant|i mean)\b",
+_CONTINUATIONS = re.compile(
+    r"^\s*(and|or|but|so|also|then|what about|how about|and what|and how|why not|same for|what else|"
+    r"anything else|more on|tell me more|go on|continue)\b",
     re.IGNORECASE,
 )
 
 
-def _names_something(token: str, position: int, is_specific: Callable[[str], bool] | None) -> bool:
-    """A name: a capitalised word inside the sentence ("Galileo", not the opening "What" nor "I"), an acronym
-    ("SAD", "BBC"), a token with a digit ("529"), or a word the corpus statistics call specific."""
-    if any(ch.isdigit() for ch in token):
-        return True
-    if len(token) >= 2 and token.isupper():
-        return True
-    if position > 0 and token[0].isupper() and token != "I" and not token.startswith("I'"):
-        return True
-    return bool(is_specific and token.lower() not in STOPWORDS and is_specific(token))
-
-
-def looks_standalone(question: str, is_specific: Callable[[str], bool] | None = None) -> bool:
-    """A message stands alone unless it continues ("and on ARM?"), refers back before it names anything ("is it
-    treatable?"; "what is mortadella and where is it from?" resolves its own "it"), or is too short to name a
-    topic: fewer than three content words and no name (see :func:`_names_something`; ``is_specific`` lets corpus
-    statistics vouch for a rare word, "what is taurine?")."""
-    if _CONTINUATIONS.match(question):
+def looks_standalone(question: str) -> bool:
+    """A message stands alone unless it refers back (pronouns, demonstratives), continues ("and on ARM?"),
+    or is too short to name a topic."""
+    tokens = words(question)
+    if _CONTINUATIONS.match(question) or any(t in REFERRING for t in tokens):
         return False
-    named = False
-    for position, token in enumerate(re.findall(r"[\w'\-]+", question.strip())):
-        if token.lower() in REFERRING and not named:
-            return False
-        named = named or _names_something(token, position, is_specific)
-    return named or len(content_set(question)) >= 3
+    return len(content_set(question)) >= 3
 
 
 class TurnKind(StrEnum):

@@ -7,8 +7,9 @@ nothing, while it drags the query's embedding towards the average passage, so it
 
 Specificity is the term's inverse document frequency as a share of the largest one possible in this corpus,
 ``log(N / df) / log(N)``: 1 for a word in one passage, 0 for a word in every passage, independent of the corpus
-size. A word counts as generic when it occurs in more than ``sqrt(N)`` passages (specificity below 0.5): a tenth of a
-percent of a million passages, one percent of ten thousand, a fifth of a hundred.
+size. A word counts as generic when its specificity is below 0.2, i.e. it occurs in more than ``N^0.8`` passages:
+16% of ten thousand, 6% of a million. (The stricter line ``sqrt(N)``, 0.5, removed useful words on the Wikipedia
+dev domain; 0.2 is the strictest floor that cost nothing on either dev domain; see docs/benchmarks.md.)
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from typing import Protocol
 from anaphora.retrieval.bm25 import bm25_tokens
 
 GENERIC_BELOW = 0.2  # specificity under which a word is generic: it occurs in more than N^0.8 passages
-NAMING_FROM = 0.5  # a word this specific (in at most sqrt(N) passages) names a topic by itself
 
 
 class TermStatistics(Protocol):
@@ -56,16 +56,3 @@ def disambiguating(words: Sequence[str], statistics: TermStatistics | None) -> l
         return list(words)
     scores = word_specificity(words, statistics)
     return [word for word in words if scores[word] >= GENERIC_BELOW]
-
-
-def names_a_topic(word: str, statistics: TermStatistics | None) -> bool:
-    """The word is rare enough in this corpus to name a topic on its own ("taurine", "cassoulet"): in at most
-    sqrt(N) passages, or in none (a content word the corpus never uses is no part of its generic vocabulary)."""
-    if statistics is None or statistics.passages <= 1:
-        return False
-    tokens = bm25_tokens([word])[0]
-    if not tokens:
-        return False
-    frequencies = statistics.document_frequencies(tokens)
-    passages = statistics.passages
-    return any(frequencies.get(t, 0) == 0 or specificity(frequencies[t], passages) >= NAMING_FROM for t in tokens)
