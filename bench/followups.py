@@ -1,12 +1,19 @@
 """Follow-up retrieval on the MTRAG dev domains, every query source through the same retriever, in one process.
 
     python bench/followups.py [--domains clapnq,fiqa] [--sources last-turn,reference-rewrite,expansion,pipeline]
-                              [--limit N] [--sweep]
+                              [--limit N] [--sweep] [--fresh-model]
 
 Sources: last-turn and reference-rewrite bypass the query stage (baselines); ``expansion`` is the model-free
 history-aware query alone; ``pipeline`` is the default query stage (SmolLM2 rewrite + guard + fallback).
 ``--sweep`` also compares retriever configurations (BM25, dense, RRF weights) on last-turn queries.
 Indexes are cached in bench/.cache/<domain>; results go to bench/results/followups.json.
+
+Robustness: each source's follow-up Recall@5 against last-turn's on the same tasks, per domain and per ``multi_turn``
+label, with a paired bootstrap 95% interval and the harmed / helped shares (anaphora.evaluation.robustness).
+
+The embedded model answers at temperature 0, so its replies are recorded once per distinct prompt in
+bench/.cache/model-replies.jsonl and replayed on later runs (query-stage timings of a replayed run are therefore not
+model latencies; the report says how many replies were replayed). ``--fresh-model`` calls the model every time.
 """
 
 from __future__ import annotations
@@ -18,11 +25,14 @@ import time
 from datetime import date
 
 from common import CACHE, domain_paths, git_revision, machine, write_result
+from replay_cache import ReplayingModel
 
 from anaphora import Settings
-from anaphora.app import build_components
+from anaphora.app import build_components, build_query_stage, term_statistics_of
 from anaphora.evaluation import load_tasks, replay, score
-from anaphora.pipeline.rewrite import HistoryExpansion
+from anaphora.evaluation.robustness import compare
+from anaphora.metrics import Metrics
+from anaphora.models import load_chat_model
 
 KS = (1, 3, 5, 10)
 SWEEP = {
@@ -49,26 +59,42 @@ def follow_up_row(report: dict) -> dict:
     }
 
 
-async def run_domain(domain: str, sources: list[str], limit: int | None, sweep: bool) -> dict:
+async def run_domain(domain: str, sources: list[str], limit: int | None, sweep: bool, fresh_model: bool) -> dict:
     corpus, tasks_path = domain_paths(domain)
     settings = Settings(data_dir=CACHE / domain)
-    components = build_components(settings)
+    model = load_chat_model(settings)
+    replaying = None if fresh_model else ReplayingModel(model, CACHE / "model-replies.jsonl")
+    components = build_components(settings, model=replaying or model)
     components.ingestor.run([corpus])
     tasks = load_tasks(tasks_path, limit=limit)
     engine = components.engine
-    results: dict[str, dict] = {"sources": {}, "sweep": {}}
+    results: dict[str, dict] = {"sources": {}, "sweep": {}, "robustness": {}}
+    records_of: dict[str, list[dict]] = {}
     for source in sources:
         started = time.perf_counter()
-        if source == "expansion":
+        if source == "expansion":  # the default expansion stage, corpus statistics included
             original = engine.query_stage
-            engine.query_stage = HistoryExpansion()
+            engine.query_stage = build_query_stage(
+                settings.model_copy(update={"rewriter": "expansion"}),
+                components.chat_model,
+                Metrics(),
+                term_statistics_of(components.passages),
+            )
             records = await replay(engine, tasks, "pipeline")
             engine.query_stage = original
         else:
             records = await replay(engine, tasks, source)
+        records_of[source] = records
         report = score(records, KS)
         results["sources"][source] = {**follow_up_row(report), "seconds": round(time.perf_counter() - started, 1)}
         print(domain, source, json.dumps(results["sources"][source]), flush=True)
+    if "last-turn" in records_of:
+        for source, records in records_of.items():
+            if source != "last-turn":
+                results["robustness"][source] = compare(records, records_of["last-turn"], k=5)
+                print(domain, "robustness", source, json.dumps(results["robustness"][source]), flush=True)
+    if replaying is not None:
+        results["model_replies"] = {"replayed": replaying.hits, "called": replaying.misses}
     if sweep:
         retriever = components.retriever
         for label, overrides in SWEEP.items():
@@ -87,10 +113,13 @@ def main() -> None:
     parser.add_argument("--sources", default="last-turn,reference-rewrite,expansion,pipeline")
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--sweep", action="store_true")
+    parser.add_argument("--fresh-model", action="store_true", help="call the model instead of replaying its replies")
     args = parser.parse_args()
     output = {"date": date.today().isoformat(), "revision": git_revision(), "machine": machine(), "domains": {}}
     for domain in args.domains.split(","):
-        output["domains"][domain] = asyncio.run(run_domain(domain, args.sources.split(","), args.limit, args.sweep))
+        output["domains"][domain] = asyncio.run(
+            run_domain(domain, args.sources.split(","), args.limit, args.sweep, args.fresh_model)
+        )
     print(f"wrote {write_result('followups', output)}")
 
 

@@ -143,6 +143,117 @@ embedded default (SmolLM2-135M rewrite → guard → fallback to the expansion, 
     return "\n\n".join(parts) + "\n"
 
 
+ROBUSTNESS_HEADER = ["domain", "source", "group", "n", "R@5", "last-turn R@5", "difference", "95% interval", "harmed"]
+ROBUSTNESS_HEADER.append("helped")
+CAST_HEADER = ["query stage", "turns", "resolution recall", "resolution recall, follow-ups", "preservation"]
+CAST_HEADER += ["unchanged when standalone", "standalone turns", "model calls/turn", "status"]
+
+
+def robustness_section() -> str:
+    data = load("followups")
+    if not data or not any(r.get("robustness") for r in data["domains"].values()):
+        return "## Robustness against the bare message\n\n_Not run yet: `python bench/followups.py --sweep`._\n"
+    rows = []
+    for domain, result in data["domains"].items():
+        for source, groups in result.get("robustness", {}).items():
+            for group, r in groups.items():
+                rows.append(
+                    [
+                        domain,
+                        source,
+                        group,
+                        r["n"],
+                        r["system_recall@5"],
+                        r["baseline_recall@5"],
+                        r["difference"],
+                        f"[{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}]",
+                        r["harmed"],
+                        r["helped"],
+                    ]
+                )
+    return f"""## Robustness against the bare message (issue 13)
+
+Command: `python bench/followups.py --sweep` · {data["date"]} · revision {data["revision"]} · {data["machine"]}
+
+Each follow-up's Recall@5 with the source against its Recall@5 with the last-turn message alone, same retriever:
+mean difference with a paired bootstrap 95% interval (10,000 resamples of the tasks, fixed seed), and the shares of
+follow-ups where the source is below ("harmed") and above ("helped") the message alone. **Target (issue 13): on each
+domain and each `multi_turn` label with ≥ 20 tasks, the pipeline's difference ≥ 0 with the interval's lower bound
+≥ −0.005; harmed ≤ 10%.**
+
+{table(ROBUSTNESS_HEADER, rows)}
+"""
+
+
+def fusion_section() -> str:
+    data = load("fusion")
+    if not data:
+        return "## Fusion options\n\n_Not run yet: `python bench/fusion.py`._\n"
+    domains = list(data["domains"])
+    sources = list(data["leave_one_domain_out"])
+    header = ["option"] + [f"{d} {s}" for s in sources for d in domains] + [f"worst {s}" for s in sources]
+    rows = []
+    for option in data["options"]:
+        rows.append(
+            [option]
+            + [data["domains"][d][option][s]["recall@5"] for s in sources for d in domains]
+            + [data["worst_domain"][s][option] for s in sources]
+        )
+    lodo = [
+        [s, r["held_out"], r["chosen_on"], r["option"], r["train_recall@5"], r["held_out_recall@5"]]
+        for s in sources
+        for r in data["leave_one_domain_out"][s]
+    ]
+    return f"""## Fusion options: dense + BM25 (issue 13)
+
+Command: `python bench/fusion.py` · {data["date"]} · revision {data["revision"]} · {data["machine"]}
+
+Follow-up Recall@5 of every fusion option through the same retriever, with the message alone (*last-turn*) and with
+the default model-free query stage (*expansion*), and the worst of the two domains. Options are compared by the worst
+domain; none is set per domain.
+
+{table(header, rows)}
+
+Leave-one-domain-out: the option chosen on one domain (by its Recall@5 there), measured on the other.
+
+{table(["queries", "held out", "chosen on", "option", "R@5 where chosen", "R@5 held out"], lodo)}
+"""
+
+
+def cast_section() -> str:
+    data = load("cast")
+    if not data:
+        return "## Rewrite fidelity on CAsT\n\n_Not run yet: `python bench/cast.py`._\n"
+    rows = [
+        [
+            name,
+            r["tasks"],
+            r["resolution_recall"],
+            r["resolution_recall_follow_ups"],
+            r["preservation"],
+            r["unchanged_when_standalone"],
+            r["standalone_turns"],
+            r["model_calls_per_turn"],
+            ", ".join(f"{k}: {v}" for k, v in r["status"].items()),
+        ]
+        for name, r in data["stages"].items()
+        if name != "model_replies"
+    ]
+    limit = f" (first {data['limit']} turns)" if data.get("limit") else ""
+    flag = f" --limit {data['limit']}" if data.get("limit") else ""
+    return f"""## Rewrite fidelity on CAsT 2019 (issue 13)
+
+Command: `python bench/cast.py{flag}` · {data["date"]} · revision {data["revision"]} · {data["machine"]}
+
+TREC CAsT 2019 evaluation turns{limit} against the human rewrites (metrics as in `shared/bench/README.md`). CAsT has
+no corpus here: *expansion* runs without corpus statistics, *+ clapnq statistics* with the clapnq Wikipedia pool's
+document frequencies as a stand-in; *default* is the pipeline default with those statistics. **Target (issue 13):
+unchanged-when-standalone ≥ 0.95 for the default.**
+
+{table(CAST_HEADER, rows)}
+"""
+
+
 def skip_gate_section() -> str:
     data = load("skip_gate")
     if not data:
@@ -446,6 +557,9 @@ machine, so ratios against a baseline measured in the same process are more mean
         latency_section(),
         calibration_section(),
         followups_section(),
+        robustness_section(),
+        fusion_section(),
+        cast_section(),
         skip_gate_section(),
         peers_section(),
         load_section(),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,6 +22,7 @@ from anaphora.pipeline.select import PassageSelector
 from anaphora.pipeline.summary import RollingSummarizer
 from anaphora.rerank import load_reranker
 from anaphora.retrieval import EmbeddedPassageIndex, HybridRetriever, IndexCache
+from anaphora.retrieval.terms import TermStatistics
 from anaphora.settings import Settings, load_settings
 from anaphora.store import (
     Conversation,
@@ -58,16 +59,22 @@ class Components:
     ingestor: Ingestor
 
 
-def build_query_stage(settings: Settings, chat_model: ChatModel) -> QueryStage:
+def build_query_stage(
+    settings: Settings, chat_model: ChatModel, statistics: Callable[[], TermStatistics | None] | None = None
+) -> QueryStage:
+    """``statistics``: what the history expansion reads to keep only words that disambiguate in this corpus (the
+    passage index's document frequencies, read per turn so a re-ingested corpus counts at once)."""
     if settings.rewriter == "off":
         return LastMessageQuery()
+    expansion = HistoryExpansion(statistics=statistics)
     if settings.rewriter == "expansion":
-        return HistoryExpansion()
+        return expansion
     return GuardedRewriter(
         chat_model,
         history_turns=settings.rewrite_history_turns,
         max_tokens=settings.rewrite_max_tokens,
         style=JSON_ANALYSIS if settings.rewriter == "analysis" else TEXT_REWRITE,
+        fallback=expansion,
     )
 
 
@@ -176,7 +183,7 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
         chat_model=chat_model,
         retriever=retriever,
         conversations=conversations,
-        query_stage=build_query_stage(settings, chat_model),
+        query_stage=build_query_stage(settings, chat_model, passages.term_statistics),
         selector=PassageSelector(
             load_reranker(settings),
             similarity_threshold=settings.similarity_threshold,

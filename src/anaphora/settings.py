@@ -221,12 +221,26 @@ class Settings(BaseSettings):
         "recall@10 0.9995 of the exact scan on the dev corpus, a tenth of its CPU)",
     )
     top_k: int = Field(default=5, ge=1, description="passages that reach the prompt")
-    fusion: Literal["rrf", "bm25", "dense"] = Field(default="rrf", description="how BM25 and dense lists combine")
+    fusion: Literal["rrf", "combsum", "combmnz", "bm25", "dense"] = Field(
+        default="rrf",
+        description="how BM25 and dense lists combine: 'rrf' (weighted reciprocal rank fusion), 'combsum' (weighted "
+        "sum of per-query normalised scores, see fusion_normalisation), 'combmnz' (combsum times the number of "
+        "lists that found the passage), or one list alone ('bm25', 'dense')",
+    )
+    fusion_normalisation: Literal["zscore", "minmax"] = Field(
+        default="zscore",
+        description="how combsum / combmnz rescale each list's scores per query before adding them: 'zscore' "
+        "(mean 0, standard deviation 1) or 'minmax' (0 to 1)",
+    )
     rrf_k: int = Field(default=60, ge=1, description="rank offset k in reciprocal rank fusion")
     bm25_weight: float = Field(default=0.3, ge=0, description="weight of the BM25 list in the fusion")
     dense_weight: float = Field(default=1.0, ge=0, description="weight of the dense list in the fusion")
     alternate_query_weight: float = Field(
-        default=0.5, ge=0, le=1, description="fusion weight of a turn's secondary queries (e.g. the bare message)"
+        default=0.5,
+        ge=0,
+        le=1,
+        description="prior fusion weight of a turn's secondary queries (e.g. the bare message next to its "
+        "expansion); each turn scales it by the ratio of the queries' dense head margins, never above 1",
     )
 
     similarity_threshold: float = Field(

@@ -141,3 +141,24 @@ async def test_empty_corpus_returns_nothing(tmp_path: Path):
         assert await components.retriever.run("anything") == []
     finally:
         components.database.close()
+
+
+@pytest.mark.parametrize("fusion", ["combsum", "combmnz"])
+@pytest.mark.parametrize("normalisation", ["zscore", "minmax"])
+async def test_score_fusion_finds_the_passage_both_lists_rank_first(app: Components, fusion, normalisation):
+    passages = await retriever(app, fusion=fusion, fusion_normalisation=normalisation).run("zanzibar installation")
+    assert passages[0].id == "install.md#1"
+    assert_sorted(passages)
+
+
+async def test_run_many_fuses_queries_and_accepts_explicit_weights(app: Components):
+    r = retriever(app)
+    queries = ["sourdough bread oven", "invoices emailed monthly"]
+    adaptive = await r.run_many(queries)
+    assert {p.id for p in adaptive[:2]} >= {"cooking.md#1"}
+    only_second = await r.run_many(queries, weights=[0.0, 1.0])
+    assert only_second[0].id == "faq-1"
+    only_first = await r.run_many(queries, weights=[1.0, 0.0])
+    assert only_first[0].id == "cooking.md#1"
+    with pytest.raises(ValueError, match="3 weights for 2"):
+        await r.run_many([*queries, queries[0]], weights=[1.0, 1.0, 1.0])  # duplicates count once

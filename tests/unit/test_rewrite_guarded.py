@@ -195,6 +195,32 @@ async def test_rejected_rewrite_of_standalone_question_falls_back_to_the_questio
     assert plan.source == "question"
 
 
+async def test_accepted_rewrite_rides_behind_the_model_free_expansion(fake_model: FakeChatModel) -> None:
+    fake_model.enqueue(GOOD_REWRITE)
+    plan = await GuardedRewriter(fake_model).run(FOLLOW_UP, HISTORY)
+    expansion, expanded = HistoryExpansion().expand(FOLLOW_UP, HISTORY)
+    assert expanded
+    assert plan.query == GOOD_REWRITE and plan.source == "rewrite"
+    assert plan.queries == [expansion, GOOD_REWRITE, FOLLOW_UP]  # the expansion leads the fusion
+
+
+async def test_accepted_rewrite_of_standalone_message_keeps_the_message_as_the_query(fake_model: FakeChatModel) -> None:
+    question = "What memory limit does the Kestrel agent need?"
+    rewrite = "What memory limit does the Kestrel agent need on Kubernetes?"
+    fake_model.enqueue(rewrite)
+    plan = await GuardedRewriter(fake_model).run(question, HISTORY)
+    assert plan.status == "ok" and plan.model_calls == 1
+    assert plan.query == question and plan.source == "question"
+    assert plan.queries == [question, rewrite]  # the message leads; the rewrite only rides along
+
+
+async def test_unchanged_rewrite_of_standalone_message_adds_no_alternate(fake_model: FakeChatModel) -> None:
+    question = "What memory limit does the Kestrel agent need?"
+    fake_model.enqueue(question)
+    plan = await GuardedRewriter(fake_model).run(question, HISTORY)
+    assert plan.queries == [question]
+
+
 # --- failures fail open -----------------------------------------------------------------------------------------
 
 
@@ -279,7 +305,7 @@ def test_engine_turn_answers_whatever_the_rewrite_does(
     sample_rag: Anaphora, fake_model: FakeChatModel, inject, status: str
 ) -> None:
     conversation = sample_rag.new_conversation()
-    sample_rag.ask(FIRST, conversation)
+    first = sample_rag.ask(FIRST, conversation)
     assert len(fake_model.calls) == 1  # turn 1: no rewrite call
     if inject == "slow":
         next(s for s in sample_rag.components.engine.stages if s.name == "query").timeout_s = 0.05
@@ -304,8 +330,11 @@ def test_engine_turn_answers_whatever_the_rewrite_does(
         assert result.trace.query == GOOD_REWRITE
         assert result.trace.query_source == "rewrite"
     else:
+        # the fallback: the expansion with this corpus's disambiguating words (none: the message alone)
+        history = [Message(role="user", content=FIRST), Message(role="assistant", content=first.answer)]
+        expected = sample_rag.components.engine.query_stage.fallback.plan(FOLLOW_UP, history)
         assert result.trace.query.startswith(FOLLOW_UP)
-        assert result.trace.query_source == "expansion"
+        assert (result.trace.query, result.trace.query_source) == (expected.query, expected.source)
     metrics = sample_rag.components.engine.metrics
     assert metrics.value("anaphora_rewriter_requests_total", status=status) == 1
     assert metrics.value("anaphora_rewriter_requests_total", status="skipped") == 1

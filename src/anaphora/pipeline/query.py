@@ -14,7 +14,12 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class QueryPlan:
-    """What to retrieve with. ``alternates`` are further queries whose rankings are fused with the main one's."""
+    """What to retrieve with. ``alternates`` are further queries whose rankings are fused with the main one's.
+
+    ``lead``, when set, is the query whose ranking leads the fusion (weight 1; every other query is weighed against
+    it) while ``query`` stays what the stage resolved the message to (shown in the trace, given to the reranker):
+    a small model's accepted rewrite is the query, but the model-free expansion leads and the rewrite earns its
+    weight from its own ranking (:mod:`anaphora.retrieval.query_fusion`)."""
 
     query: str
     source: str  # "question", "rewrite", "expansion", ...
@@ -24,10 +29,12 @@ class QueryPlan:
     alternates: tuple[str, ...] = ()
     kind: TurnKind | None = None  # the turn kind, when a model analysis decided it
     answered_by_conversation: bool = False  # the analysis says the history already holds the answer
+    lead: str | None = None  # the query that leads the fusion, when not ``query``
 
     @property
     def queries(self) -> list[str]:
-        return list(dict.fromkeys(q for q in (self.query, *self.alternates) if q.strip()))
+        """Every distinct query, the one that leads the fusion first."""
+        return list(dict.fromkeys(q for q in (self.lead or self.query, self.query, *self.alternates) if q.strip()))
 
 
 class QueryStage(Protocol):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -17,6 +17,7 @@ from anaphora.models.base import ChatModel, ChatOptions
 from anaphora.pipeline.query import QueryPlan
 from anaphora.pipeline.rewrite_guard import strip_preamble, validate_rewrite
 from anaphora.pipeline.route import REFERRING, TurnKind, is_chit_chat, is_meta, looks_standalone
+from anaphora.retrieval.terms import TermStatistics, disambiguating
 from anaphora.sanitize import speaker_line
 from anaphora.text import STOPWORDS, content_set
 from anaphora.types import Message
@@ -35,18 +36,25 @@ QUESTION_SNIPPET_WORDS = 100
 
 
 class HistoryExpansion:
-    """Model-free history-aware query: a non-standalone message gets the salient words of the recent user turns
-    (most recent first, in the spirit of historical query expansion); a standalone one is used as it is."""
+    """Model-free history-aware query: a non-standalone message gets the words of the recent user turns that are
+    specific in this corpus (most recent first, in the spirit of historical query expansion); a standalone one is
+    used as it is.
+
+    ``statistics`` (the lexical index's document frequencies) decides which words disambiguate: generic domain
+    vocabulary and words no passage uses are left out (:mod:`anaphora.retrieval.terms`). Without statistics every
+    salient word is a candidate, as before."""
 
     calls_model = False
 
-    def __init__(self, *, turns: int = 3, max_terms: int = 10) -> None:
+    def __init__(
+        self, *, turns: int = 3, max_terms: int = 10, statistics: Callable[[], TermStatistics | None] | None = None
+    ) -> None:
         self.turns = turns
         self.max_terms = max_terms
+        self.statistics = statistics
 
-    def expand(self, question: str, history: Sequence[Message]) -> tuple[str, bool]:
-        if not history or looks_standalone(question):
-            return question, False
+    def candidates(self, question: str, history: Sequence[Message]) -> list[str]:
+        """Salient words of the recent topical user turns, most recent turn first, without the message's own."""
         present = content_set(question)
         terms: list[str] = []
         seen: set[str] = set()
@@ -65,6 +73,15 @@ class HistoryExpansion:
                     continue
                 seen.add(stemmed)
                 terms.append(word.strip(".-"))
+        return terms
+
+    def stands_alone(self, question: str) -> bool:
+        return looks_standalone(question)
+
+    def expand(self, question: str, history: Sequence[Message]) -> tuple[str, bool]:
+        if not history or self.stands_alone(question):
+            return question, False
+        terms = disambiguating(self.candidates(question, history), self.statistics() if self.statistics else None)
         if not terms:
             return question, False
         return f"{question} {' '.join(terms[: self.max_terms])}", True
@@ -187,9 +204,24 @@ class GuardedRewriter:
             plan = self._fall_back(question, history, "rejected", "; ".join(reasons), rewrite)
             return replace(plan, kind=kind, answered_by_conversation=analysis.answered_by_conversation)
         log.info("rewrite accepted", extra={"original": question, "rewrite": rewrite})
-        # the model-free queries ride along: fused rankings dampen a plausible but wrong rewrite (measured in
-        # docs/benchmarks.md: with SmolLM2 this is never worse than the rewrite alone)
-        alternates = tuple(q for q in self.fallback.plan(question, history).queries if q != rewrite)
+        if self.fallback.stands_alone(question):
+            # a message that stands alone is the query; the rewrite only rides along, weighed against it by the
+            # retriever (HybridRetriever.run_many), so it can never outweigh what the user typed
+            plan = QueryPlan(
+                question,
+                "question",
+                "ok",
+                "accepted; the message stands alone and stays the query",
+                1,
+                (rewrite,) if rewrite != question else (),
+                kind=kind,
+                answered_by_conversation=analysis.answered_by_conversation,
+            )
+            return plan
+        # the model-free queries ride along and the expansion leads the fusion: a guard-accepted rewrite of a small
+        # model is still a hypothesis, weighed by its own ranking's head (a clear rewrite reaches the lead's weight)
+        fallback = self.fallback.plan(question, history)
+        alternates = tuple(q for q in fallback.queries if q != rewrite)
         return QueryPlan(
             rewrite,
             "rewrite",
@@ -199,6 +231,7 @@ class GuardedRewriter:
             alternates,
             kind=kind,
             answered_by_conversation=analysis.answered_by_conversation,
+            lead=fallback.query if fallback.source == "expansion" else None,
         )
 
     def _fall_back(self, question: str, history: Sequence[Message], status, reason: str, rewrite: str) -> QueryPlan:

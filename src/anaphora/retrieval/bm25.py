@@ -45,6 +45,24 @@ class BM25Index:
         keys = np.load(directory / "keys.npy")
         return cls(bm25s.BM25.load(str(directory)) if len(keys) else None, keys)
 
+    @property
+    def passages(self) -> int:
+        """How many passages the index holds (the N of the document frequencies)."""
+        return 0 if self.retriever is None else int(self.retriever.scores["num_docs"])
+
+    def document_frequencies(self, tokens: list[str]) -> dict[str, int]:
+        """How many passages contain each token (already tokenized and stemmed as by :func:`bm25_tokens`);
+        0 for a token the corpus never uses."""
+        if self.retriever is None:
+            return {token: 0 for token in tokens}
+        vocabulary = self.retriever.vocab_dict
+        indptr = self.retriever.scores["indptr"]
+        out = {}
+        for token in tokens:
+            row = vocabulary.get(token)
+            out[token] = 0 if row is None else int(indptr[row + 1] - indptr[row])
+        return out
+
     def search(self, query: str, k: int) -> list[tuple[int, float]]:
         """Top ``k`` (chunk key, score), best first; empty when no query word is in the vocabulary."""
         if self.retriever is None:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from anaphora.retrieval.bm25 import BM25Index
 from anaphora.retrieval.indexes import IndexCache
 from anaphora.store.protocols import Ranking, check_dimension
 from anaphora.store.sqlite_corpus import SQLiteCorpus
@@ -44,6 +45,10 @@ class EmbeddedPassageIndex:
     def lexical(self, queries: Sequence[str], k: int) -> list[Ranking]:
         index = self.indexes.get().bm25
         return [index.search(query, k) if query.strip() else [] for query in queries]
+
+    def term_statistics(self) -> BM25Index:
+        """Document frequencies of the current generation's BM25 tokens (what expansion-term selection reads)."""
+        return self.indexes.get().bm25
 
     def similarity(self, vectors: np.ndarray, keys: Sequence[Sequence[int]]) -> list[dict[int, float]]:
         vectors = np.asarray(vectors, dtype=np.float32)

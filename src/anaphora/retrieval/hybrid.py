@@ -15,7 +15,8 @@ import numpy as np
 
 from anaphora.embeddings.base import Embedder
 from anaphora.embeddings.batching import BatchingEmbedder
-from anaphora.retrieval.fusion import weighted_rrf
+from anaphora.retrieval.fusion import normalised_sum, weighted_rrf
+from anaphora.retrieval.query_fusion import head_margin, query_weights
 from anaphora.settings import Settings
 from anaphora.store.protocols import PassageIndex, Ranking
 from anaphora.types import Passage
@@ -48,27 +49,29 @@ class HybridRetriever:
 
     async def _search_all(self, queries: list[str], limit: int) -> list[list[Passage]]:
         """One ranking per query; the queries are embedded together in one batch and searched together."""
+        return (await self._search_with_dense(queries, limit))[0]
+
+    async def _search_with_dense(self, queries: list[str], limit: int) -> tuple[list[list[Passage]], list[Ranking]]:
+        """The rankings and each query's dense list (empty without dense retrieval)."""
         vectors = None
-        if self.settings.fusion in ("rrf", "dense"):
+        if self.settings.fusion != "bm25":
             vectors = np.asarray(await self._query_embedder.embed(queries), dtype=np.float32)
         return await asyncio.to_thread(self._search, queries, vectors, limit)
 
-    def _search(self, queries: list[str], vectors: np.ndarray | None, limit: int) -> list[list[Passage]]:
+    def _search(
+        self, queries: list[str], vectors: np.ndarray | None, limit: int
+    ) -> tuple[list[list[Passage]], list[Ranking]]:
         fusion = self.settings.fusion
         depth = max(LIST_DEPTH, limit)
         nothing: list[Ranking] = [[] for _ in queries]
-        lexical = self.index.lexical(queries, depth) if fusion in ("rrf", "bm25") else nothing
+        lexical = self.index.lexical(queries, depth) if fusion != "dense" else nothing
         dense = self.index.dense(vectors, depth) if vectors is not None else nothing
         if fusion == "bm25":
             ranked = [found[:limit] for found in lexical]
         elif fusion == "dense":
             ranked = [found[:limit] for found in dense]
         else:
-            weights = (self.settings.bm25_weight, self.settings.dense_weight)
-            ranked = [
-                weighted_rrf([(weights[0], words), (weights[1], meaning)], k=self.settings.rrf_k)[:limit]
-                for words, meaning in zip(lexical, dense, strict=True)
-            ]
+            ranked = [self.fuse(words, meaning)[:limit] for words, meaning in zip(lexical, dense, strict=True)]
         dense_scores = [dict(found) for found in dense]
         if vectors is not None:  # every candidate gets its cosine similarity, the score thresholds apply to
             missing = [[key for key, _ in r if key not in d] for r, d in zip(ranked, dense_scores, strict=True)]
@@ -76,7 +79,7 @@ class HybridRetriever:
                 for scores, found in zip(dense_scores, self.index.similarity(vectors, missing), strict=True):
                     scores.update(found)
         chunks = self.index.passages(sorted({key for r in ranked for key, _ in r}))
-        return [
+        passages = [
             [
                 Passage(
                     id=chunks[key].id,
@@ -92,19 +95,38 @@ class HybridRetriever:
             ]
             for r, words, meaning in zip(ranked, map(dict, lexical), dense_scores, strict=True)
         ]
+        return passages, dense
 
-    async def run_many(self, queries: Sequence[str], *, limit: int | None = None) -> list[Passage]:
+    def fuse(self, lexical: Ranking, dense: Ranking) -> Ranking:
+        """One query's BM25 and dense lists combined as the ``fusion`` setting says: reciprocal rank fusion, or the
+        sum of per-query normalised scores (``combsum``; ``combmnz`` also multiplies by the number of lists that
+        found the passage), each list weighted by ``bm25_weight`` / ``dense_weight``."""
+        weighted = [(self.settings.bm25_weight, lexical), (self.settings.dense_weight, dense)]
+        if self.settings.fusion == "rrf":
+            return weighted_rrf(weighted, k=self.settings.rrf_k)
+        return normalised_sum(
+            weighted, method=self.settings.fusion_normalisation, mnz=self.settings.fusion == "combmnz"
+        )
+
+    async def run_many(
+        self, queries: Sequence[str], *, limit: int | None = None, weights: Sequence[float] | None = None
+    ) -> list[Passage]:
         """Several phrasings of one need (e.g. a history-expanded query, then the bare message): each is retrieved
-        and the rankings are fused by reciprocal rank fusion, the first query at weight 1 and the others at
-        ``alternate_query_weight``."""
+        and the rankings are fused by reciprocal rank fusion, the first query at weight 1 and each other one at
+        ``alternate_query_weight`` scaled by how clear its dense list's head is against the first query's
+        (:mod:`anaphora.retrieval.query_fusion`), never above 1. ``weights`` (one per distinct query, in order)
+        overrides that, for experiments."""
         limit = limit or self.settings.candidates
         queries = list(dict.fromkeys(q for q in queries if q.strip()))
         if len(queries) <= 1:
             return await self.run(queries[0] if queries else "", limit=limit)
-        rankings = await self._search_all(queries, max(LIST_DEPTH, limit))
+        rankings, dense = await self._search_with_dense(queries, max(LIST_DEPTH, limit))
+        if weights is None:
+            weights = query_weights([head_margin(d) for d in dense], self.settings.alternate_query_weight)
+        elif len(weights) != len(queries):
+            raise ValueError(f"{len(weights)} weights for {len(queries)} distinct queries")
         by_id = {p.id: p for ranking in reversed(rankings) for p in ranking}
         index = {pid: n for n, pid in enumerate(by_id)}
-        weights = [1.0] + [self.settings.alternate_query_weight] * (len(rankings) - 1)
         fused = weighted_rrf(
             [(w, [(index[p.id], p.score) for p in ranking]) for w, ranking in zip(weights, rankings, strict=True)],
             k=self.settings.rrf_k,

@@ -218,6 +218,9 @@ class PostgresPassageStore:
         self.pool.close()
         self._opened = False
 
+    def term_statistics(self) -> None:
+        return None  # PostgreSQL's full-text index gives no cheap per-token document frequencies
+
     def _connection(self):
         self.warm_up()
         return self.pool.connection()

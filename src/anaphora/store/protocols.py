@@ -6,13 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from pydantic import BaseModel, Field
 
 from anaphora.errors import ConfigurationError
 from anaphora.types import Chunk, Citation, TurnTrace
+
+if TYPE_CHECKING:
+    from anaphora.retrieval.terms import TermStatistics
 
 
 class Conversation(BaseModel):
@@ -257,6 +260,11 @@ class PassageIndex(Protocol):
 
     def close(self) -> None:
         """Release a connection pool (PostgreSQL); the embedded index holds none."""
+        ...
+
+    def term_statistics(self) -> TermStatistics | None:
+        """Document frequencies of the lexical index's tokens, for choosing expansion terms; ``None`` when the
+        backend has none to give cheaply (the expansion is then unfiltered)."""
         ...
 
     def lexical(self, queries: Sequence[str], k: int) -> list[Ranking]: ...

@@ -1,0 +1,53 @@
+"""How much each of a turn's queries counts when their rankings are fused, decided per turn from the rankings.
+
+A follow-up is retrieved with several phrasings of one need: the main query (a history expansion or a model
+rewrite; the message itself when it stands alone) and alternates (the message as typed, the expansion, a rewrite
+that rides along). A fixed weight for the alternates is a bet tuned on some domain; here it is scaled, per turn, by
+how sure each query's own dense ranking is of its head.
+
+The evidence is the **head margin** of a query's dense list: the cosine similarity of its best passage minus the
+mean similarity of its top ``MARGIN_DEPTH`` (a query-performance predictor in the spirit of score-distribution
+methods such as NQC/WIG). A query that singles out a few passages has a large margin; a vague one ("and the
+other?") finds many equally middling passages and a small margin. Cosine similarities of one embedder over one
+corpus compare across queries, and the ratio of two margins carries no unit, so no constant depends on a domain's
+score scale.
+
+``weight(alternate) = prior × margin(alternate) / margin(main)``, capped at 1: an alternate gains weight when its
+head is clearer than the main query's, loses it when vaguer, and never outweighs the main query (so an expansion
+never outweighs a message that stands alone). ``prior`` is the setting ``alternate_query_weight``. Without margins
+(BM25-only retrieval, an empty list) the alternate gets the prior.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+Ranking = Sequence[tuple[int, float]]
+
+MARGIN_DEPTH = 50  # the depth of each list in the fusion: the margin compares the head with the whole list
+
+
+def head_margin(dense: Ranking, *, depth: int = MARGIN_DEPTH) -> float | None:
+    """Best similarity minus the mean of the top ``depth``; ``None`` for a list too short to say."""
+    scores = [score for _, score in dense[:depth]]
+    if len(scores) < 2:
+        return None
+    return scores[0] - sum(scores) / len(scores)
+
+
+SHARPNESS = 1.0  # exponent of the margin ratio
+CAP = 1.0
+
+
+def query_weights(margins: Sequence[float | None], prior: float) -> list[float]:
+    """Weights for the main query (first, always 1) and each alternate, from their lists' head margins."""
+    if not margins:
+        return []
+    main = margins[0]
+    weights = [1.0]
+    for margin in margins[1:]:
+        if main is None or margin is None or main <= 0:
+            weights.append(prior)
+        else:
+            weights.append(min(CAP, prior * (max(margin, 0.0) / main) ** SHARPNESS))
+    return weights

@@ -1,0 +1,90 @@
+"""Expansion-term selection by corpus statistics, on small synthetic corpora."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from anaphora.pipeline.rewrite import HistoryExpansion
+from anaphora.retrieval.bm25 import BM25Index
+from anaphora.retrieval.terms import GENERIC_BELOW, disambiguating, specificity, word_specificity
+from anaphora.types import Message
+
+pytestmark = pytest.mark.unit
+
+
+def cloud_docs(n: int = 100) -> BM25Index:
+    """Every passage says "service" and "console"; "instance" is in half; each product name is in two passages."""
+    texts = []
+    for i in range(n):
+        product = f"prod{i // 2:03d}x"
+        extra = " instance" if i % 2 else ""
+        texts.append(f"the service console shows {product} settings{extra}")
+    return BM25Index.build(np.arange(n), texts)
+
+
+def test_specificity_is_the_share_of_the_largest_idf():
+    assert specificity(1, 10_000) == pytest.approx(1.0)
+    assert specificity(10_000, 10_000) == 0.0
+    assert specificity(100, 10_000) == pytest.approx(0.5)
+    assert specificity(1585, 10_000) == pytest.approx(0.2, abs=1e-3)  # N^0.8: the generic line
+    assert specificity(40, 100) == pytest.approx(0.199, abs=1e-3)
+    assert specificity(0, 100) == 0.0  # a word no passage has selects nothing
+    assert specificity(5, 1) == 0.0
+
+
+def test_document_frequencies_from_the_bm25_index():
+    index = cloud_docs()
+    frequencies = index.document_frequencies(["servic", "instanc", "prod007x", "nowher"])
+    assert frequencies == {"servic": 100, "instanc": 50, "prod007x": 2, "nowher": 0}
+    assert index.passages == 100
+
+
+def test_generic_vocabulary_carries_no_weight():
+    index = cloud_docs()
+    scores = word_specificity(["service", "Instances", "prod007x", "kubernetes"], index)
+    assert scores["service"] == 0.0
+    assert scores["Instances"] == pytest.approx(math.log(2) / math.log(100))
+    assert scores["prod007x"] == pytest.approx(math.log(50) / math.log(100))
+    assert scores["kubernetes"] == 0.0  # absent from this corpus
+    assert disambiguating(["service", "Instances", "prod007x", "kubernetes", "console"], index) == ["prod007x"]
+
+
+def test_without_statistics_every_word_is_kept():
+    assert disambiguating(["service", "console"], None) == ["service", "console"]
+
+
+def test_the_same_word_is_generic_in_one_corpus_and_specific_in_another():
+    """Nothing is tuned to a domain: "service" disambiguates where few passages say it."""
+    texts = [f"passage {i} about topic{i}" for i in range(99)] + ["the service desk opens at nine"]
+    wiki = BM25Index.build(np.arange(100), texts)
+    assert disambiguating(["service"], wiki) == ["service"]
+    assert disambiguating(["service"], cloud_docs()) == []
+    assert word_specificity(["service"], wiki)["service"] > GENERIC_BELOW
+
+
+def test_history_expansion_drops_generic_history_words():
+    index = cloud_docs()
+    history = [
+        Message(role="user", content="How do I open the service console for prod007x instances?"),
+        Message(role="assistant", content="Open it from the console menu."),
+    ]
+    plain = HistoryExpansion().expand("And the pricing of it?", history)
+    selected = HistoryExpansion(statistics=lambda: index).expand("And the pricing of it?", history)
+    assert plain == ("And the pricing of it? open service console prod007x instances", True)
+    assert selected == ("And the pricing of it? prod007x", True)
+
+
+def test_history_expansion_with_only_generic_words_leaves_the_message_alone():
+    index = cloud_docs()
+    history = [Message(role="user", content="Where is the service console?")]
+    assert HistoryExpansion(statistics=lambda: index).expand("And for it?", history) == ("And for it?", False)
+
+
+def test_standalone_message_is_never_expanded_even_with_statistics():
+    index = cloud_docs()
+    history = [Message(role="user", content="prod007x settings")]
+    question = "Which settings does prod003x show on the console?"
+    assert HistoryExpansion(statistics=lambda: index).expand(question, history) == (question, False)
