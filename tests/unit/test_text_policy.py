@@ -108,3 +108,21 @@ def test_ingestion_skips_a_passage_file_with_an_escaped_lone_surrogate(tmp_path:
     assert report.added == ["good.md"]
     [(path, reason)] = report.skipped
     assert path.endswith("bad.jsonl") and "line 1" in reason and "unpaired surrogate" in reason
+
+
+def test_the_chat_repl_reports_an_undecodable_line_and_goes_on(tmp_path: Path) -> None:
+    environment = {
+        **os.environ,
+        "ANAPHORA_CHAT_MODEL": "fake",
+        "ANAPHORA_EMBEDDER": "hashing",
+        "ANAPHORA_DATA_DIR": str(tmp_path / "data"),
+        "PYTHONIOENCODING": "utf-8:surrogateescape",
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "anaphora", "chat"], input=b"install \xff kestrel\n/quit\n",
+        capture_output=True, env=environment, timeout=120,
+    )  # fmt: skip
+    stderr = result.stderr.decode("utf-8", "replace")
+    assert result.returncode == 0, stderr
+    assert "unpaired surrogate" in stderr and "Traceback" not in stderr
+    assert "resume with" in result.stdout.decode("utf-8", "replace")
