@@ -18,6 +18,9 @@ class FixedQuery:
         self.source = source
 
     async def run(self, question: str, history: Sequence[Message]) -> QueryPlan:
+        return self.fallback_plan(question, history)
+
+    def fallback_plan(self, question: str, history: Sequence[Message]) -> QueryPlan:
         return QueryPlan(query=self.query, source=self.source, status="skipped", detail="baseline")
 
 
@@ -27,5 +30,8 @@ class AllQuestionsQuery:
     calls_model = False
 
     async def run(self, question: str, history: Sequence[Message]) -> QueryPlan:
+        return self.fallback_plan(question, history)
+
+    def fallback_plan(self, question: str, history: Sequence[Message]) -> QueryPlan:
         asked = [m.content for m in history if m.role == "user"] + [question]
         return QueryPlan(query=" ".join(asked), source="all-questions", status="skipped", detail="baseline")

@@ -45,6 +45,10 @@ class QueryStage(Protocol):
 
     async def run(self, question: str, history: Sequence[Message]) -> QueryPlan: ...
 
+    def fallback_plan(self, question: str, history: Sequence[Message]) -> QueryPlan:
+        """The model-free plan a failed or timed-out :meth:`run` degrades to."""
+        ...
+
 
 class LastMessageQuery:
     """Plain RAG: the retriever sees the user's latest message alone (the last-turn baseline)."""
@@ -52,4 +56,7 @@ class LastMessageQuery:
     calls_model = False
 
     async def run(self, question: str, history: Sequence[Message]) -> QueryPlan:
+        return self.fallback_plan(question, history)
+
+    def fallback_plan(self, question: str, history: Sequence[Message]) -> QueryPlan:
         return QueryPlan(query=question, source="question", status="skipped", detail="no rewriting configured")

@@ -93,6 +93,9 @@ class HistoryExpansion:
             return QueryPlan(question, "question", **fields)
         return QueryPlan(query, "expansion", alternates=(question,), **fields)
 
+    def fallback_plan(self, question: str, history: Sequence[Message]) -> QueryPlan:
+        return self.plan(question, history)
+
     async def run(self, question: str, history: Sequence[Message]) -> QueryPlan:
         if not history:
             return QueryPlan(question, "question", "skipped", "turn 1: no history")
@@ -233,6 +236,10 @@ class GuardedRewriter:
             answered_by_conversation=analysis.answered_by_conversation,
             lead=fallback.query if fallback.source == "expansion" else None,
         )
+
+    def fallback_plan(self, question: str, history: Sequence[Message]) -> QueryPlan:
+        """The model-free history expansion (what a model error or timeout degrades to)."""
+        return self.fallback.plan(question, history)
 
     def _fall_back(self, question: str, history: Sequence[Message], status, reason: str, rewrite: str) -> QueryPlan:
         plan = self.fallback.plan(question, history, status=status, model_calls=1)

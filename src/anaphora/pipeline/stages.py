@@ -6,6 +6,8 @@ replays); the rest answer. Optional stages (query, skip gate, select) declare th
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from anaphora.models.base import ChatModel, ChatOptions
 from anaphora.pipeline.answer_guard import ANSWER_STOP, extractive_answer
 from anaphora.pipeline.budget import plan_prompt
@@ -14,7 +16,6 @@ from anaphora.pipeline.citations import extract_citations
 from anaphora.pipeline.generate import emit, generate
 from anaphora.pipeline.prompt import CONTEXT_FRAMING, SUMMARY_LABEL, build_messages, format_passage
 from anaphora.pipeline.query import QueryPlan, QueryStage
-from anaphora.pipeline.rewrite import HistoryExpansion
 from anaphora.pipeline.route import (
     history_covers,
     route_by_analysis,
@@ -56,7 +57,6 @@ class QueryPlanner(Stage):
 
     def __init__(self, strategy: QueryStage, *, timeout_s: float | None = None) -> None:
         self.strategy = strategy
-        self.expansion = HistoryExpansion()
         self.timeout_s = timeout_s if strategy.calls_model else None
         self.counter = "rewriter" if strategy.calls_model else None
 
@@ -75,7 +75,7 @@ class QueryPlanner(Stage):
         return StageResult(self._planned(state, plan), plan.status, plan.detail)
 
     def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
-        plan = self.expansion.plan(state.question, state.history, model_calls=1)
+        plan = replace(self.strategy.fallback_plan(state.question, state.history), model_calls=1)
         return self._planned(state, plan), f"fallback: {plan.source}"
 
 
