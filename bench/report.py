@@ -96,10 +96,14 @@ def followups_section() -> str:
 
 Command: `python bench/followups.py --sweep` · {data["date"]} · revision {data["revision"]} · {data["machine"]}
 
-Default retriever (hybrid: dense all-MiniLM-L6-v2 + BM25, RRF weights 1.0 / 0.3, 25 candidates). Sources:
+Default retriever (hybrid: dense all-MiniLM-L6-v2 + BM25, CombSUM of min-max normalised scores, weights 1.0 / 0.5,
+25 candidates; a turn's queries fused by RRF with per-turn weights from their dense head margins). Sources:
 *last-turn* (the message alone) and *reference-rewrite* (the dataset's strong-LLM rewrite) are baselines that bypass
-the query stage; *expansion* is the model-free history-aware query alone (`rewriter = "expansion"`); *pipeline* is the
-embedded default (SmolLM2-135M rewrite → guard → fallback to the expansion, fused with the message).
+the query stage; *expansion* is the model-free history-aware query alone (`rewriter = "expansion"`, corpus-statistics
+term selection); *pipeline* is the embedded default (SmolLM2-135M rewrite → guard → fallback to the expansion; the
+expansion leads the fusion, an accepted rewrite and the message ride along). SmolLM2's replies are replayed from
+the recorded ones (`bench/.cache/model-replies.jsonl`, temperature 0), so *query ms* of the pipeline is not model
+latency here (about 0.7–0.8 s per follow-up when called).
 """
     ]
     for domain, result in data["domains"].items():

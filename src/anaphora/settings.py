@@ -222,18 +222,23 @@ class Settings(BaseSettings):
     )
     top_k: int = Field(default=5, ge=1, description="passages that reach the prompt")
     fusion: Literal["rrf", "combsum", "combmnz", "bm25", "dense"] = Field(
-        default="rrf",
+        default="combsum",
         description="how BM25 and dense lists combine: 'rrf' (weighted reciprocal rank fusion), 'combsum' (weighted "
         "sum of per-query normalised scores, see fusion_normalisation), 'combmnz' (combsum times the number of "
         "lists that found the passage), or one list alone ('bm25', 'dense')",
     )
     fusion_normalisation: Literal["zscore", "minmax"] = Field(
-        default="zscore",
+        default="minmax",
         description="how combsum / combmnz rescale each list's scores per query before adding them: 'zscore' "
         "(mean 0, standard deviation 1) or 'minmax' (0 to 1)",
     )
     rrf_k: int = Field(default=60, ge=1, description="rank offset k in reciprocal rank fusion")
-    bm25_weight: float = Field(default=0.3, ge=0, description="weight of the BM25 list in the fusion")
+    bm25_weight: float = Field(
+        default=0.5,
+        ge=0,
+        description="weight of the BM25 list in the fusion (the default pair, combsum min-max with BM25 at 0.5, is "
+        "the best worst-domain option on the dev data; docs/benchmarks.md)",
+    )
     dense_weight: float = Field(default=1.0, ge=0, description="weight of the dense list in the fusion")
     alternate_query_weight: float = Field(
         default=0.5,

@@ -34,7 +34,7 @@ def test_defaults_match_the_brief() -> None:
     assert s.history_turns == 8
     assert s.chat_model == "embedded"
     assert s.embedder == "minilm"
-    assert s.fusion == "rrf"
+    assert (s.fusion, s.fusion_normalisation, s.bm25_weight, s.dense_weight) == ("combsum", "minmax", 0.5, 1.0)
     assert s.chunk_overlap < s.chunk_tokens
     assert s.openai_api_key.get_secret_value() == ""
     assert s.config_file is None
