@@ -45,12 +45,12 @@ def run(settings: Settings, *, force_insecure: bool = False) -> None:
     import uvicorn
 
     from anaphora.app import build_components
-    from anaphora.server.app import build_app
+    from anaphora.server.app import create_app
     from anaphora.server.auth import build_authenticator
     from anaphora.server.logs import configure_logging
 
     build_authenticator(settings)  # fail on bad auth settings before opening anything
-    app = build_app(settings, build_components(settings), owns_components=True)
+    app = create_app(settings, components=build_components(settings), owns_components=True)
     configure_logging()  # JSON lines with request ids; the app logs each request itself
     uvicorn.run(
         app,

@@ -10,10 +10,10 @@ from fastapi import APIRouter, Request
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 
-from anaphora.errors import InputError, NotFoundError, PermissionDeniedError
+from anaphora.errors import InputError, NotFoundError
 from anaphora.server.jobs import Upload, job_view
 from anaphora.server.json_body import parse_json
-from anaphora.server.routes.deps import Svc, User
+from anaphora.server.routes.deps import Admin, Svc
 from anaphora.server.schemas import DocumentDeleted, DocumentList, DocumentOut, IngestPath, JobOut, JobStarted
 
 router = APIRouter(tags=["documents"])
@@ -38,13 +38,6 @@ _BODY = {
         },
     },
 }
-
-
-def require_admin(user, svc) -> None:
-    if svc.settings.auth != "none" and not user.admin:
-        raise PermissionDeniedError(
-            "managing documents needs administrator rights", hint="use a token with the 'admin' scope"
-        )
 
 
 async def _uploads(request: Request) -> list[Upload]:
@@ -88,8 +81,7 @@ async def _path(request: Request) -> str:
     summary="Ingest uploaded files (multipart) or a server-side path (JSON) as a background job",
     openapi_extra={"requestBody": _BODY},
 )
-async def ingest(request: Request, user: User, svc: Svc) -> JobStarted:
-    require_admin(user, svc)
+async def ingest(request: Request, user: Admin, svc: Svc) -> JobStarted:
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind == "multipart/form-data":
         job = svc.jobs.ingest_uploads(await _uploads(request))
@@ -104,14 +96,12 @@ async def ingest(request: Request, user: User, svc: Svc) -> JobStarted:
 
 
 @router.get("/v1/jobs/{job_id}", response_model=JobOut, summary="An ingestion job: status, progress, report")
-async def job(job_id: str, user: User, svc: Svc) -> Any:
-    require_admin(user, svc)
+async def job(job_id: str, user: Admin, svc: Svc) -> Any:
     return JobOut.model_validate(job_view(svc.jobs.get(job_id)))
 
 
 @router.get("/v1/documents", response_model=DocumentList, summary="The ingested documents")
-async def list_documents(user: User, svc: Svc) -> DocumentList:
-    require_admin(user, svc)
+async def list_documents(user: Admin, svc: Svc) -> DocumentList:
     documents = await asyncio.to_thread(svc.components.corpus.documents)  # may be a PostgreSQL round trip
     return DocumentList(
         data=[DocumentOut(source=d.source, chunks=d.chunk_count, ingested_at=d.ingested_at) for d in documents]
@@ -121,8 +111,7 @@ async def list_documents(user: User, svc: Svc) -> DocumentList:
 @router.delete(
     "/v1/documents/{source:path}", response_model=DocumentDeleted, summary="Remove a document and its chunks"
 )
-async def delete_document(source: str, user: User, svc: Svc) -> DocumentDeleted:
-    require_admin(user, svc)
+async def delete_document(source: str, user: Admin, svc: Svc) -> DocumentDeleted:
     roots = await asyncio.to_thread(svc.components.corpus.remove_source, source)
     if not roots:
         raise NotFoundError(f"no document {source!r}", hint="GET /v1/documents lists them")
