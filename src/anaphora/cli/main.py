@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from anaphora.app import Anaphora
 from anaphora.cli.eval import eval_app
 from anaphora.cli.render import inert, print_ingest_report, print_sources, print_trace, shown
-from anaphora.errors import AnaphoraError, InputError, NotFoundError, require
+from anaphora.errors import AnaphoraError, ConversationNotFoundError, InputError, require
 from anaphora.settings import load_settings
 from anaphora.types import TurnResult
 
@@ -215,7 +215,7 @@ def serve(
     run(load_settings(**{**ctx.obj, "server_host": host, "server_port": port}), force_insecure=force_insecure)
 
 
-CLI_HINTS = {NotFoundError: "list your conversations with: anaphora conversations list"}
+CLI_HINTS = {ConversationNotFoundError: "list your conversations with: anaphora conversations list"}
 
 
 def _report(exc: AnaphoraError) -> None:

@@ -22,6 +22,7 @@ from anaphora.errors import (
     AnaphoraError,
     AuthError,
     ConfigurationError,
+    ConversationNotFoundError,
     InputError,
     InvalidJSONError,
     ModelUnavailableError,
@@ -81,7 +82,7 @@ def describe(exc: BaseException) -> tuple[int, dict[str, Any], dict[str, str]]:
                 continue
             headers: dict[str, str] = {}
             message, hint = exc.message, exc.hint
-            if status == 404 and message.startswith("no conversation"):  # the store's hint is for the library
+            if isinstance(exc, ConversationNotFoundError):  # the store's hint is for the library
                 hint = "check the id: GET /v1/conversations lists yours"
             elif status == 401:
                 headers["WWW-Authenticate"] = 'Bearer realm="anaphora"'

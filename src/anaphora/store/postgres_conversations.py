@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from anaphora.errors import NotFoundError, StoreError, require
+from anaphora.errors import ConversationNotFoundError, NotFoundError, StoreError, require
 from anaphora.store.migrations import Migrations
 from anaphora.store.protocols import Conversation, StoredTurn, Summary
 from anaphora.types import Citation, TurnTrace
@@ -115,10 +115,7 @@ def _json(value: Any) -> str:
 
 
 def _not_found(conversation_id: str) -> NotFoundError:
-    return NotFoundError(
-        f"no conversation {conversation_id!r}",
-        hint="check the conversation id; list your conversations to find it",
-    )
+    return ConversationNotFoundError(conversation_id)
 
 
 _SELECT = (

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from anaphora.errors import NotFoundError, StoreError, require
+from anaphora.errors import ConversationNotFoundError, NotFoundError, StoreError, require
 from anaphora.store.protocols import Conversation, StoredTurn, Summary
 from anaphora.types import Citation, TurnTrace
 
@@ -171,10 +171,7 @@ return counts
 
 
 def _not_found(conversation_id: str) -> NotFoundError:
-    return NotFoundError(
-        f"no conversation {conversation_id!r}",
-        hint="check the conversation id; list your conversations to find it",
-    )
+    return ConversationNotFoundError(conversation_id)
 
 
 def _unavailable(exc: Exception) -> StoreError:

@@ -7,7 +7,7 @@ import time
 import uuid
 from collections.abc import Iterable, Sequence
 
-from anaphora.errors import NotFoundError
+from anaphora.errors import ConversationNotFoundError
 from anaphora.store.protocols import Conversation, StoredTurn, Summary
 from anaphora.store.sqlite_database import Database
 from anaphora.types import Citation, TurnTrace
@@ -74,10 +74,7 @@ class SQLiteConversationStore:
     async def get(self, user_id: str, conversation_id: str) -> Conversation:
         rows = self.db.query(f"{_SELECT} WHERE c.id = ? AND c.user_id = ?", (conversation_id, user_id))
         if not rows:
-            raise NotFoundError(
-                f"no conversation {conversation_id!r}",
-                hint="check the conversation id; list your conversations to find it",
-            )
+            raise ConversationNotFoundError(conversation_id)
         return _conversation(rows[0])
 
     async def list(self, user_id: str, *, limit: int = 50, offset: int = 0) -> list[Conversation]:
@@ -111,7 +108,7 @@ class SQLiteConversationStore:
         with self.db.transaction() as db:
             owner = db.execute("SELECT user_id, title FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
             if owner is None or owner["user_id"] != user_id:
-                raise NotFoundError(f"no conversation {conversation_id!r}")
+                raise ConversationNotFoundError(conversation_id)
             index = db.execute(
                 "SELECT COALESCE(MAX(idx) + 1, 0) FROM turns WHERE conversation_id = ?", (conversation_id,)
             ).fetchone()[0]
@@ -155,7 +152,7 @@ class SQLiteConversationStore:
                 "DELETE FROM conversations WHERE id = ? AND user_id = ?", (conversation_id, user_id)
             ).rowcount
         if not deleted:
-            raise NotFoundError(f"no conversation {conversation_id!r}")
+            raise ConversationNotFoundError(conversation_id)
 
     async def delete_inactive(self, before_ts: float, *, keep: Iterable[str] = ()) -> dict[str, int]:
         """Delete every conversation whose last activity (``updated_at``) is older than ``before_ts``, with its
@@ -185,7 +182,7 @@ class SQLiteConversationStore:
         with self.db.transaction() as db:
             owner = db.execute("SELECT user_id FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
             if owner is None or owner["user_id"] != user_id:
-                raise NotFoundError(f"no conversation {conversation_id!r}")
+                raise ConversationNotFoundError(conversation_id)
             db.execute(
                 "INSERT INTO summaries(conversation_id, covers_turns, text, created_at) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT(conversation_id, covers_turns) DO UPDATE SET text = excluded.text, "
