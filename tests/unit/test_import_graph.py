@@ -43,7 +43,7 @@ def test_no_import_cycle() -> None:
         state[node] = 1
         for dep in sorted(graph[node]):
             if state.get(dep) == 1:
-                cycles.append(trail[trail.index(dep) :] + [dep] if dep in trail else [node, dep])
+                cycles.append([*trail[trail.index(dep) :], dep] if dep in trail else [node, dep])
             elif dep not in state:
                 visit(dep, [*trail, dep])
         state[node] = 2

@@ -17,10 +17,10 @@ counts only those; empty requests are no-ops; batches larger than any backend's 
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pytest
+
+from anaphora.store.protocols import EmbeddingCache
 
 
 def vectors(n: int, dim: int = 8, seed: int = 0) -> dict[str, np.ndarray]:
@@ -30,7 +30,7 @@ def vectors(n: int, dim: int = 8, seed: int = 0) -> dict[str, np.ndarray]:
 
 class EmbeddingCacheContract:
     @pytest.fixture
-    def cache(self) -> Any:  # pragma: no cover - overridden
+    def cache(self) -> EmbeddingCache:  # pragma: no cover - overridden
         raise NotImplementedError("an EmbeddingCacheContract subclass must provide a `cache` fixture")
 
     def test_round_trip_is_exact_float32(self, cache) -> None:

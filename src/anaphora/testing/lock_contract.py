@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import Any
 
 import pytest
 
-from anaphora.store.protocols import LockKey
+from anaphora.store.protocols import LockKey, TurnLock
 
 WAIT_S = 30.0
 
@@ -27,7 +26,7 @@ def fresh_key(user: str = "alice") -> LockKey:
 
 class TurnLockContract:
     @pytest.fixture
-    def locks(self) -> Any:  # pragma: no cover - overridden
+    def locks(self) -> tuple[TurnLock, TurnLock]:  # pragma: no cover - overridden
         raise NotImplementedError("a TurnLockContract subclass must provide a `locks` fixture (a pair of locks)")
 
     async def test_one_holder_at_a_time_across_both(self, locks) -> None:

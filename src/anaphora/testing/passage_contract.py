@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -33,6 +32,7 @@ from anaphora.embeddings.hashing import HashingEmbedder
 from anaphora.errors import ConfigurationError
 from anaphora.ingest import Ingestor, IngestReport
 from anaphora.settings import Settings
+from anaphora.store.protocols import DocumentRegistry, PassageIndex
 from anaphora.store.sqlite_corpus import search_text
 from anaphora.types import Chunk
 
@@ -45,7 +45,7 @@ DOCUMENTS = {
 NUL_TEXT = "Caramelised crème brûlée\x00 with 日本語 and émojis 🍮 on top"
 
 
-def ids(index: Any, ranking: list[tuple[int, float]]) -> list[str]:
+def ids(index: PassageIndex, ranking: list[tuple[int, float]]) -> list[str]:
     """The passage ids of a ranking, in its order."""
     chunks = index.passages([key for key, _ in ranking])
     return [chunks[key].id for key, _ in ranking]
@@ -61,15 +61,15 @@ class PassageStoreContract:
     """Subclass and provide a ``stores`` fixture (an empty registry and index); every test must pass unchanged."""
 
     @pytest.fixture
-    def stores(self) -> Any:  # pragma: no cover - overridden
+    def stores(self) -> tuple[DocumentRegistry, PassageIndex]:  # pragma: no cover - overridden
         raise NotImplementedError("a PassageStoreContract subclass must provide a `stores` fixture")
 
     @pytest.fixture
-    def registry(self, stores: Any) -> Any:
+    def registry(self, stores: tuple[DocumentRegistry, PassageIndex]) -> DocumentRegistry:
         return stores[0]
 
     @pytest.fixture
-    def index(self, stores: Any) -> Any:
+    def index(self, stores: tuple[DocumentRegistry, PassageIndex]) -> PassageIndex:
         return stores[1]
 
     @pytest.fixture
@@ -85,7 +85,9 @@ class PassageStoreContract:
         return folder
 
     @pytest.fixture
-    def ingest(self, registry: Any, embedder: HashingEmbedder, tmp_path: Path) -> Callable[..., IngestReport]:
+    def ingest(
+        self, registry: DocumentRegistry, embedder: HashingEmbedder, tmp_path: Path
+    ) -> Callable[..., IngestReport]:
         settings = Settings(data_dir=tmp_path / "data", chat_model="fake", embedder="hashing")
         ingestor = Ingestor(registry, embedder, settings)
         return lambda *paths, **options: ingestor.run(list(paths), **options)
@@ -100,14 +102,14 @@ class PassageStoreContract:
         return embedder.embed(list(texts))
 
     # -- registry ----------------------------------------------------------------------------------------------
-    def test_ingest_registers_documents(self, registry: Any, ingested: Path) -> None:
+    def test_ingest_registers_documents(self, registry: DocumentRegistry, ingested: Path) -> None:
         documents = registry.documents()
         assert sorted(d.source for d in documents) == sorted(DOCUMENTS)
         assert {d.root for d in documents} == {str(ingested.resolve())}
         assert all(d.chunk_count == 1 and len(d.content_hash) == 64 and d.ingested_at > 0 for d in documents)
 
     def test_reingest_of_unchanged_files_writes_nothing(
-        self, registry: Any, index: Any, ingest: Callable[..., IngestReport], ingested: Path
+        self, registry: DocumentRegistry, index: PassageIndex, ingest: Callable[..., IngestReport], ingested: Path
     ) -> None:
         before = sorted(registry.documents(), key=lambda d: d.source)
         [ranking] = index.lexical(["espresso"], 5)
@@ -117,7 +119,7 @@ class PassageStoreContract:
         assert index.lexical(["espresso"], 5) == [ranking]
 
     def test_changed_document_replaces_its_passages(
-        self, registry: Any, index: Any, ingest: Callable[..., IngestReport], ingested: Path
+        self, registry: DocumentRegistry, index: PassageIndex, ingest: Callable[..., IngestReport], ingested: Path
     ) -> None:
         [[(airship_key, _)]] = index.lexical(["zeppelin"], 5)
         (ingested / "coffee.md").write_text("# Tea\n\nSteep the green tea leaves.\n\nServe jasmine tea hot.\n")
@@ -131,7 +133,9 @@ class PassageStoreContract:
         assert coffee.chunk_count == report.chunks_written
         assert [key for key, _ in index.lexical(["zeppelin"], 5)[0]] == [airship_key]  # other documents untouched
 
-    def test_failed_replacement_keeps_the_old_passages(self, registry: Any, index: Any, ingested: Path) -> None:
+    def test_failed_replacement_keeps_the_old_passages(
+        self, registry: DocumentRegistry, index: PassageIndex, ingested: Path
+    ) -> None:
         root = str(ingested.resolve())
         chunks = [Chunk(id=f"coffee.md#{n}", text=f"decaf {n}", source="coffee.md", ordinal=n) for n in (1, 2)]
         one_vector_short = HashingEmbedder().embed(["decaf 1"])
@@ -142,7 +146,7 @@ class PassageStoreContract:
         assert next(d for d in registry.documents() if d.source == "coffee.md").content_hash != "f" * 64
 
     def test_pruned_and_removed_documents_leave_the_index(
-        self, registry: Any, index: Any, ingest: Callable[..., IngestReport], ingested: Path
+        self, registry: DocumentRegistry, index: PassageIndex, ingest: Callable[..., IngestReport], ingested: Path
     ) -> None:
         root = str(ingested.resolve())
         (ingested / "garden.txt").unlink()
@@ -157,14 +161,14 @@ class PassageStoreContract:
         dense = index.dense(self.embed(HashingEmbedder(), "zeppelin helm tomato espresso"), 10)
         assert ids(index, dense[0]) == ["coffee.md#1"]
 
-    def test_taken_chunk_ids_are_those_of_other_documents(self, registry: Any, ingested: Path) -> None:
+    def test_taken_chunk_ids_are_those_of_other_documents(self, registry: DocumentRegistry, ingested: Path) -> None:
         root = str(ingested.resolve())
         assert registry.taken_chunk_ids(["coffee.md#1", "new.md#1"], "/elsewhere", "coffee.md") == {"coffee.md#1"}
         assert registry.taken_chunk_ids(["coffee.md#1"], root, "coffee.md") == set()
         assert registry.taken_chunk_ids([], root, "coffee.md") == set()
 
     # -- search ------------------------------------------------------------------------------------------------
-    def test_lexical_search_finds_the_passages_with_the_words(self, index: Any, ingested: Path) -> None:
+    def test_lexical_search_finds_the_passages_with_the_words(self, index: PassageIndex, ingested: Path) -> None:
         [ranking] = index.lexical(["How fine should espresso beans be ground?"], 10)
         assert ids(index, ranking)[0] == "coffee.md#1"
         assert_ranked(ranking)
@@ -173,7 +177,7 @@ class PassageStoreContract:
         assert sorted(ids(index, both)) == ["airships.md#1", "helm.md#1"]
 
     def test_dense_search_ranks_by_cosine_similarity(
-        self, index: Any, embedder: HashingEmbedder, ingested: Path
+        self, index: PassageIndex, embedder: HashingEmbedder, ingested: Path
     ) -> None:
         [ranking] = index.dense(self.embed(embedder, "install a helm chart on kubernetes"), 10)
         assert ids(index, ranking)[0] == "helm.md#1"
@@ -183,7 +187,7 @@ class PassageStoreContract:
         assert ranking[0][1] > ranking[1][1]
         assert len(index.dense(self.embed(embedder, "helm"), 2)[0]) == 2
 
-    def test_passages_come_back_whole(self, index: Any, ingested: Path) -> None:
+    def test_passages_come_back_whole(self, index: PassageIndex, ingested: Path) -> None:
         [[(key, _)]] = index.lexical(["zeppelin"], 5)
         chunk = index.passages([key, 10**12])[key]
         assert set(index.passages([key, 10**12])) == {key}
@@ -192,7 +196,7 @@ class PassageStoreContract:
         assert index.passages([]) == {}
 
     def test_batches_give_one_ranking_per_query_in_order(
-        self, index: Any, embedder: HashingEmbedder, ingested: Path
+        self, index: PassageIndex, embedder: HashingEmbedder, ingested: Path
     ) -> None:
         queries = ["espresso", "", "zeppelin hydrogen", "tomato"]
         assert index.lexical(queries, 5) == [index.lexical([q], 5)[0] for q in queries]
@@ -202,7 +206,9 @@ class PassageStoreContract:
         assert [[k for k, _ in r] for r in batched] == [[k for k, _ in r] for r in single]
         assert [ids(index, r)[0] for r in batched] == ["coffee.md#1", "garden.txt#1", "helm.md#1"]
 
-    def test_similarity_equals_the_dense_score(self, index: Any, embedder: HashingEmbedder, ingested: Path) -> None:
+    def test_similarity_equals_the_dense_score(
+        self, index: PassageIndex, embedder: HashingEmbedder, ingested: Path
+    ) -> None:
         vectors = self.embed(embedder, "espresso beans", "zeppelin")
         rankings = index.dense(vectors, 10)
         wanted = [[key for key, _ in rankings[0]] + [10**12], [rankings[1][0][0]]]
@@ -212,19 +218,21 @@ class PassageStoreContract:
         assert index.similarity(vectors, [[], []]) == [{}, {}]
 
     def test_empty_and_wordless_queries_find_nothing(
-        self, index: Any, embedder: HashingEmbedder, ingested: Path
+        self, index: PassageIndex, embedder: HashingEmbedder, ingested: Path
     ) -> None:
         assert index.lexical(["", "   ", "the of and", "?!", "xylophonist"], 5) == [[], [], [], [], []]
         assert index.lexical([], 5) == []
         assert index.dense(np.empty((0, embedder.dim), dtype=np.float32), 5) == []
 
-    def test_an_empty_corpus_finds_nothing(self, registry: Any, index: Any, embedder: HashingEmbedder) -> None:
+    def test_an_empty_corpus_finds_nothing(
+        self, registry: DocumentRegistry, index: PassageIndex, embedder: HashingEmbedder
+    ) -> None:
         assert registry.documents() == []
         assert index.lexical(["espresso"], 5) == [[]]
         assert index.dense(self.embed(embedder, "espresso"), 5) == [[]]
         assert index.passages([1, 2, 3]) == {}
 
-    def test_a_vector_of_another_dimension_is_a_configuration_error(self, index: Any, ingested: Path) -> None:
+    def test_a_vector_of_another_dimension_is_a_configuration_error(self, index: PassageIndex, ingested: Path) -> None:
         for search in (
             lambda: index.dense(np.ones((1, 385), dtype=np.float32), 5),
             lambda: index.similarity(np.ones((1, 12), dtype=np.float32), [[1]]),
@@ -235,7 +243,7 @@ class PassageStoreContract:
             assert "--rebuild" in (caught.value.hint or "")
 
     def test_unicode_round_trips_and_nul_is_stored_or_replaced(
-        self, registry: Any, index: Any, embedder: HashingEmbedder
+        self, registry: DocumentRegistry, index: PassageIndex, embedder: HashingEmbedder
     ) -> None:
         chunk = Chunk(id="crème.md#1", heading="Desserts ünïcode", text=NUL_TEXT, source="crème.md", ordinal=1)
         vectors = embedder.embed([search_text(chunk.heading, chunk.text)])

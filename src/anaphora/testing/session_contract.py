@@ -26,19 +26,21 @@ it flaky.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Callable
 
 import pytest
+
+from anaphora.store.protocols import SessionStore
 
 TTL_S = 3.0
 
 
 class SessionStoreContract:
     @pytest.fixture
-    def make_sessions(self) -> Any:  # pragma: no cover - overridden
+    def make_sessions(self) -> Callable[..., SessionStore]:  # pragma: no cover - overridden
         raise NotImplementedError("a SessionStoreContract subclass must provide a `make_sessions` fixture")
 
-    async def idle(self, store: Any, seconds: float) -> None:  # pragma: no cover - overridden
+    async def idle(self, store: SessionStore, seconds: float) -> None:  # pragma: no cover - overridden
         raise NotImplementedError("a SessionStoreContract subclass must say how inactivity passes")
 
     async def test_touch_starts_then_keeps_one_session(self, make_sessions) -> None:

@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 
 from anaphora.errors import NotFoundError
+from anaphora.store.protocols import HistoryStore
 from anaphora.types import Citation, Passage, StageRecord, TurnTrace
 
 ALICE, BOB = "alice", "bob"
@@ -48,7 +49,7 @@ def make_trace(question: str) -> TurnTrace:
     )
 
 
-async def add_turn(store: Any, user: str, conversation_id: str, n: int):
+async def add_turn(store: HistoryStore, user: str, conversation_id: str, n: int):
     return await store.append_turn(
         user,
         conversation_id,
@@ -73,11 +74,11 @@ class ConversationStoreContract:
     """Subclass and provide a ``store`` fixture (an empty store); every test below must pass unchanged."""
 
     @pytest.fixture
-    def store(self) -> Any:  # pragma: no cover - overridden
+    def store(self) -> HistoryStore:  # pragma: no cover - overridden
         raise NotImplementedError("a ConversationStoreContract subclass must provide a `store` fixture")
 
     @asynccontextmanager
-    async def failing_append(self, store: Any) -> AsyncIterator[None]:
+    async def failing_append(self, store: HistoryStore) -> AsyncIterator[None]:
         """While open, make ``append_turn`` fail *after* it has written something (e.g. a database trigger that
         raises on its last write). The default skips the test that needs it."""
         pytest.skip("this backend does not provide a way to fail an append half-way")
