@@ -258,6 +258,70 @@ unchanged-when-standalone ≥ 0.95 for the default.**
 """
 
 
+ANSWER_HEADER = [
+    "system",
+    "ROUGE-L recall",
+    "K-precision",
+    "unsupported risky",
+    "bad",
+    "abstained",
+    "words",
+    "model calls / turn",
+    "turn p50 ms",
+    "turn p95 ms",
+]
+
+
+def answers_section() -> str:
+    data = load("answers")
+    if not data:
+        return "## Grounded answers\n\n_Not run yet: `python bench/answers.py`._\n"
+    parts = []
+    for domain, result in data["results"].items():
+        rows = [
+            [
+                name,
+                r["rouge_l_recall"],
+                r["k_precision"],
+                r["unsupported_risky_share"],
+                r["bad_share"],
+                r["abstained_share"],
+                r["words"],
+                r["model_calls_per_turn"],
+                r.get("turn_ms", {}).get("p50"),
+                r.get("turn_ms", {}).get("p95"),
+            ]
+            for name, r in result["systems"].items()
+        ]
+        curve = [
+            [threshold, r["rouge_l_recall"], r["k_precision"], r["unsupported_risky_share"], r["bad_share"]]
+            for threshold, r in result["threshold_curve"].items()
+        ]
+        parts.append(
+            f"### {domain}: {result['tasks']} tasks\n\n{table(ANSWER_HEADER, rows)}\n"
+            f"Support threshold curve (the `auto` mode on the same model answers):\n\n"
+            f"{table(['support_threshold', 'ROUGE-L recall', 'K-precision', 'unsupported risky', 'bad'], curve)}\n"
+        )
+    body = "\n".join(parts)
+    return f"""## Grounded answers (issue: grounded answers)
+
+Command: `{data["command"]}` · {data["date"]} · revision {data["revision"]} · {data["machine"]} · {data["seconds"]} s
+
+Every task is answered once by SmolLM2-135M with the check off (*raw*); the same turn state then goes through the
+answer-check stage in each mode (*drop*: unsupported units removed, *mark*: kept and reported, *auto*: drop, then the
+extractive answer when nothing is supported), exactly as a turn does it (the check is deterministic given the answer
+and its sources). *extractive* quotes the selected passages (no answer call); *lead-2* is the first two sentences of
+the top shown passage; *reference* scores the human answers against the gold passages: the measures' noise floor.
+Measures as in `shared/bench/README.md`: citation markers and the fixed "left out" note are stripped first; *bad* =
+K-precision < 0.75 or an unsupported risky token; *abstained* = the fixed abstention phrase (all dev tasks are
+answerable, so every abstention here is a miss). The *raw*/*drop*/*mark*/*auto* latencies include the rewrite call
+and generation (measured on a shared machine); *extractive* and *lead-2* include the rewrite call and retrieval.
+**Targets (issue: grounded answers): bad ≤ 3% in the default mode; its ROUGE-L recall ≥ raw generation's and ≥
+lead-2's; its latency p50 no worse than today's (raw).**
+
+{body}"""
+
+
 def skip_gate_section() -> str:
     data = load("skip_gate")
     if not data:
@@ -564,6 +628,7 @@ machine, so ratios against a baseline measured in the same process are more mean
         robustness_section(),
         fusion_section(),
         cast_section(),
+        answers_section(),
         skip_gate_section(),
         peers_section(),
         load_section(),

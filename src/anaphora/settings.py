@@ -148,10 +148,11 @@ class Settings(BaseSettings):
     answer_max_tokens: int = Field(default=384, ge=16, description="cap on generated answer tokens")
     answer_temperature: float = Field(default=0.2, ge=0, le=2, description="sampling temperature of answers")
     system_prompt: str = Field(default=DEFAULT_SYSTEM_PROMPT, description="first message of every generation prompt")
-    answer_mode: Literal["generate", "extractive", "auto"] = Field(
-        default="auto",
+    answer_mode: Literal["generate", "extractive", "auto"] | None = Field(
+        default=None,
         description="'generate' (the model answers), 'extractive' (the passages' best sentences for the turn are "
-        "quoted: no model call), 'auto' (the model answers; when the check keeps nothing, quote instead)",
+        "quoted: no model call), 'auto' (the model answers; when the check keeps nothing, quote instead); unset: "
+        "'extractive' with the embedded SmolLM2-135M (it quotes better than it writes: docs/answers.md), else 'auto'",
     )
     answer_check: Literal["drop", "mark", "off"] = Field(
         default="drop",
@@ -378,6 +379,13 @@ class Settings(BaseSettings):
     @classmethod
     def _expand(cls, value: Path) -> Path:
         return value.expanduser()
+
+    @property
+    def effective_answer_mode(self) -> Literal["generate", "extractive", "auto"]:
+        """``answer_mode``, or the default for the chat model (measured: docs/benchmarks.md, grounded answers)."""
+        if self.answer_mode is not None:
+            return self.answer_mode
+        return "extractive" if self.chat_model.strip() == "embedded" else "auto"
 
     @model_validator(mode="after")
     def _check(self) -> Settings:

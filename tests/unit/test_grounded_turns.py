@@ -105,3 +105,16 @@ def test_chit_chat_is_not_held_to_the_documents(tmp_path: Path) -> None:
     with make(tmp_path, FakeChatModel(["Hello! How can I help you with your documents?"])) as rag:
         result = rag.ask("hi")
     assert result.answer == "Hello! How can I help you with your documents?"
+
+
+def test_extractive_mode_leaves_turns_without_retrieval_to_the_model(tmp_path: Path) -> None:
+    with make(tmp_path, FakeChatModel(["Hello! Ask me about your documents."]), answer_mode="extractive") as rag:
+        result = rag.ask("hi")
+    assert result.answer == "Hello! Ask me about your documents." and result.trace.answer_source == "model"
+    assert [s.name for s in result.trace.stages] == ["route", "budget", "generate", "check", "cite"]
+
+
+def test_the_default_answer_mode_follows_the_model() -> None:
+    assert Settings(chat_model="embedded").effective_answer_mode == "extractive"
+    assert Settings(chat_model="openai:gpt-4o").effective_answer_mode == "auto"
+    assert Settings(chat_model="embedded", answer_mode="generate").effective_answer_mode == "generate"

@@ -200,12 +200,16 @@ def send_rest(state: TurnState, answer: str) -> None:
 
 
 class Extract(Stage):
-    """``answer_mode = "extractive"``: the answer is quoted from the passages, with no model call."""
+    """``answer_mode = "extractive"``: a turn that retrieved is answered by quoting its passages, with no model
+    call (a turn without retrieval - chit-chat, a request about the conversation - is left to the generator)."""
 
-    name = "generate"
+    name = "extract"
 
     def __init__(self, extractive: ExtractiveAnswerer) -> None:
         self.extractive = extractive
+
+    def applies(self, state: TurnState) -> bool:
+        return state.retrieves
 
     async def run(self, state: TurnState) -> StageResult:
         extract = await self.extractive.answer_turn(state) if not state.abstain else None

@@ -155,10 +155,12 @@ class Engine:
 
     @staticmethod
     def _answer_stages(settings: Settings, model: ChatModel, extractive: ExtractiveAnswerer | None) -> list[Stage]:
-        if settings.answer_mode == "extractive" and extractive is not None:
-            return [Extract(extractive)]
-        check = AnswerCheck(settings.answer_check, settings.answer_mode, settings.support_threshold, extractive)
-        return [Generate(settings, model, check if settings.answer_check == "drop" else None), check]
+        """extract (``extractive`` mode: turns that retrieved) -> generate (what is not answered yet) -> check."""
+        mode = settings.effective_answer_mode
+        check = AnswerCheck(settings.answer_check, mode, settings.support_threshold, extractive)
+        generate = Generate(settings, model, check if settings.answer_check == "drop" else None)
+        quoting = [Extract(extractive)] if mode == "extractive" and extractive is not None else []
+        return [*quoting, generate, check]
 
     def add_stage(self, stage: Stage, *, after: str) -> None:
         """Insert ``stage`` after the stage named ``after`` (e.g. ``"generate"``)."""

@@ -189,6 +189,9 @@ class Generate(Stage):
         self.model = model
         self.check = check
 
+    def applies(self, state: TurnState) -> bool:
+        return not state.answer  # an earlier stage (extract) may have answered already
+
     def _options(self, state: TurnState) -> ChatOptions:
         request, settings = state.request, self.settings
         cap = settings.answer_max_tokens  # the request's cap, within the settings' (the budget reserved that much)
