@@ -45,14 +45,18 @@ class ExtractiveAnswerer:
         self,
         embedder: Embedder,
         *,
-        max_points: int = 3,
+        max_points: int = 5,
+        max_words: int = 120,
         min_relevance: float = 0.25,
         diversity: float = 0.3,
     ) -> None:
-        """``min_relevance``: the similarity to the query a sentence needs to be quoted at all (below it for every
-        sentence, the answer abstains); ``diversity``: MMR's weight on not repeating a chosen sentence."""
+        """``max_words``: the answer's length budget (about a reference answer's: 100-110 words on both dev
+        domains), filled with the best points, at most ``max_points``; ``min_relevance``: the similarity to the
+        query a sentence needs to be quoted at all (below it for every sentence, the answer abstains);
+        ``diversity``: MMR's weight on not repeating a chosen sentence."""
         self.embedder = embedder
         self.max_points = max_points
+        self.max_words = max_words
         self.min_relevance = min_relevance
         self.diversity = diversity
 
@@ -88,14 +92,22 @@ class ExtractiveAnswerer:
         overlap = np.array([len(content_set(t) & wanted) / (len(wanted) or 1) for t in texts])
         ranks = np.array([rank for _, rank, _, _, _ in found])
         relevance = similarity + 0.2 * overlap - RANK_PENALTY * ranks
+        lengths = [len(t.split()) for t in texts]
         chosen: list[int] = []
+        left_out = np.zeros(len(texts), dtype=bool)  # too long for what is left of the budget
         while len(chosen) < self.max_points:
             redundancy = (sentences @ sentences[chosen].T).max(axis=1) if chosen else np.zeros(len(texts))
             score = (1 - self.diversity) * relevance - self.diversity * redundancy
             score[chosen] = -np.inf
+            score[left_out] = -np.inf
             best = int(np.argmax(score))
-            if similarity[best] < self.min_relevance or (chosen and redundancy[best] > 0.9):
+            if not np.isfinite(score[best]) or similarity[best] < self.min_relevance:
                 break
+            if chosen and redundancy[best] > 0.9:
+                break
+            if chosen and sum(lengths[i] for i in chosen) + lengths[best] > self.max_words:
+                left_out[best] = True
+                continue
             chosen.append(best)
         if not chosen:
             return None
