@@ -81,7 +81,9 @@ class StageObserver:
                 raise TimeoutError(f"stage {stage.name} {failure}")
             raise exc
         degraded, note = fallback
-        log.warning("stage %s failed open: %s", stage.name, failure, extra={"stage": stage.name, "status": status})
+        # a timeout is an expected degradation under load; an exception is worth a warning
+        level = logging.INFO if status == "timeout" else logging.WARNING
+        log.log(level, "stage %s failed open: %s", stage.name, failure, extra={"stage": stage.name, "status": status})
         return StageResult(degraded, status, f"{failure}; {note}" if note else failure)
 
     def _count(self, stage: Stage, record: StageRecord, before: TurnState, after: TurnState) -> None:
