@@ -62,7 +62,8 @@ def test_follow_ups_alone_would_miss(tmp_path) -> None:
 
 def test_first_turn_makes_no_rewrite_call(played) -> None:
     _, first = played[0]
-    assert first.trace.model_calls == 1
+    assert first.trace.model_calls == 0  # no rewrite on turn 1, and the embedded default quotes (no answer call)
+    assert first.trace.answer_source == "extractive"
     assert first.trace.stage("query").status == "skipped"
 
 
