@@ -48,23 +48,32 @@ def test_standalone_questions_retrieve_the_expected_section(embedded: Anaphora, 
     result = embedded.ask(turn["user"])
     wanted = {(e["source"], e["heading"]) for e in turn["expect"]}
     assert wanted & retrieved_sections(result), retrieved_sections(result)
-    assert result.trace.model_calls == 1
+    assert result.trace.model_calls == 0  # the embedded default quotes the passages (answer_mode unset)
+    assert result.trace.answer_source == "extractive" and result.citations
     assert result.answer.strip()
 
 
-def test_real_model_streams_and_persists(embedded: Anaphora) -> None:
-    conversation = embedded.new_conversation()
-    *deltas, result = list(embedded.stream("How do I install Kestrel on Kubernetes?", conversation))
+def test_real_model_streams_checked_units_and_persists(embedded: Anaphora) -> None:
+    """The model answering (answer_mode = generate, check drop): the stream, released unit by unit, adds up to the
+    stored answer."""
+    settings = embedded.settings.model_copy(update={"answer_mode": "generate"})
+    with Anaphora(settings) as generating:
+        conversation = generating.new_conversation()
+        *deltas, result = list(generating.stream("How do I install Kestrel on Kubernetes?", conversation))
+        stored = generating._runner.run(generating.components.conversations.turns("local", conversation))
     assert "".join(deltas) == result.answer and result.answer
-    assert result.trace.model_calls == 1
+    assert result.trace.model_calls == 1 and result.trace.answer_source in ("model", "abstain")
     assert result.trace.prompt_tokens > 100  # counted with the GGUF tokenizer
-    stored = embedded._runner.run(embedded.components.conversations.turns("local", conversation))
     assert stored[0].answer == result.answer
 
 
 def test_query_embeddings_are_cached(embedded: Anaphora) -> None:
-    cache = embedded.components.embedder
-    embedded.ask("How do I rotate the Kestrel token?")
+    cache, engine = embedded.components.embedder, embedded.components.engine
+    question = "How do I rotate the Kestrel token?"
+    embedded.run(engine.retrieve(question, []))  # the retrieval half: one query embedding
     hits = cache.hits
-    embedded.ask("How do I rotate the Kestrel token?")
+    embedded.run(engine.retrieve(question, []))
     assert cache.hits == hits + 1
+    answered = embedded.ask(question)  # the extractive answer's sentence embeddings are cached too
+    hits = cache.hits
+    assert embedded.ask(question).answer == answered.answer and cache.hits > hits
