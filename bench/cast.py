@@ -22,9 +22,8 @@ from common import CACHE, ROOT, git_revision, machine, write_result
 from replay_cache import ReplayingModel
 
 from anaphora import Settings
-from anaphora.app import build_components, build_query_stage, term_statistics_of
+from anaphora.app import build_components, build_query_stage
 from anaphora.evaluation import load_tasks, replay_rewrites, score_rewrites
-from anaphora.metrics import Metrics
 from anaphora.models import load_chat_model
 
 DEFAULT_TASKS = ROOT.parent / "shared" / "bench" / "cast-dev" / "tasks.jsonl"
@@ -36,13 +35,13 @@ async def run(tasks_path: str, limit: int | None, stats_domain: str, fresh_model
     model = load_chat_model(settings)
     replaying = None if fresh_model else ReplayingModel(model, CACHE / "model-replies.jsonl")
     components = build_components(settings, model=replaying or model)
-    statistics = term_statistics_of(components.passages)
+    statistics = components.passages.term_statistics
     stages = {
-        "expansion": build_query_stage(settings.model_copy(update={"rewriter": "expansion"}), model, Metrics()),
+        "expansion": build_query_stage(settings.model_copy(update={"rewriter": "expansion"}), model),
         f"expansion + {stats_domain} statistics": build_query_stage(
-            settings.model_copy(update={"rewriter": "expansion"}), model, Metrics(), statistics
+            settings.model_copy(update={"rewriter": "expansion"}), model, statistics
         ),
-        "model": build_query_stage(settings.model_copy(update={"rewriter": "model"}), replaying or model, Metrics()),
+        "model": build_query_stage(settings.model_copy(update={"rewriter": "model"}), replaying or model),
         "default": components.engine.query_stage,
     }
     out = {}

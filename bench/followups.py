@@ -28,10 +28,9 @@ from common import CACHE, domain_paths, git_revision, machine, write_result
 from replay_cache import ReplayingModel
 
 from anaphora import Settings
-from anaphora.app import build_components, build_query_stage, term_statistics_of
+from anaphora.app import build_components, build_query_stage
 from anaphora.evaluation import load_tasks, replay, score
 from anaphora.evaluation.robustness import compare
-from anaphora.metrics import Metrics
 from anaphora.models import load_chat_model
 
 KS = (1, 3, 5, 10)
@@ -77,8 +76,7 @@ async def run_domain(domain: str, sources: list[str], limit: int | None, sweep: 
             engine.query_stage = build_query_stage(
                 settings.model_copy(update={"rewriter": "expansion"}),
                 components.chat_model,
-                Metrics(),
-                term_statistics_of(components.passages),
+                components.passages.term_statistics,
             )
             records = await replay(engine, tasks, "pipeline")
             engine.query_stage = original

@@ -20,9 +20,8 @@ from datetime import date
 from common import CACHE, domain_paths, git_revision, machine, write_result
 
 from anaphora import Settings
-from anaphora.app import build_components, build_query_stage, term_statistics_of
+from anaphora.app import build_components, build_query_stage
 from anaphora.evaluation import load_tasks, replay, score
-from anaphora.metrics import Metrics
 
 OPTIONS: dict[str, dict] = {
     "dense only": {"fusion": "dense"},
@@ -58,8 +57,7 @@ async def run_domain(domain: str, sources: list[str]) -> dict:
     engine.query_stage = build_query_stage(
         settings.model_copy(update={"rewriter": "expansion"}),
         components.chat_model,
-        Metrics(),
-        term_statistics_of(components.passages),
+        components.passages.term_statistics,
     )
     out: dict[str, dict] = {}
     for label, overrides in OPTIONS.items():
