@@ -277,7 +277,12 @@ def answers_section() -> str:
     if not data:
         return "## Grounded answers\n\n_Not run yet: `python bench/answers.py`._\n"
     parts = []
+    peers = load("peer_answers") or {"results": {}}
     for domain, result in data["results"].items():
+        peer_systems = peers["results"].get(domain, {"systems": {}, "tasks": 0})
+        listed = [*result["systems"].items()] + [
+            (f"{name} ({peer_systems['tasks']} of the tasks)", r) for name, r in peer_systems["systems"].items()
+        ]
         rows = [
             [
                 name,
@@ -291,7 +296,7 @@ def answers_section() -> str:
                 r.get("turn_ms", {}).get("p50"),
                 r.get("turn_ms", {}).get("p95"),
             ]
-            for name, r in result["systems"].items()
+            for name, r in listed
         ]
         curve = [
             [threshold, r["rouge_l_recall"], r["k_precision"], r["unsupported_risky_share"], r["bad_share"]]
@@ -344,8 +349,11 @@ What the numbers say: with SmolLM2-135M the check does what it must (no unsuppor
 *auto* keeps 20% bad answers and loses usefulness; quoting the passages' best sentences for the turn's retrieval
 query is both the most useful and the only fully grounded option, and it saves the answer call. That is why the
 embedded default is *extractive* and the default for other models is *auto* (docs/answers.md). The threshold curve
-shows what a stricter check buys: at 0.9 *auto* is grounded on clapnq but still not on fiqa. Not measured here:
-LangChain's and LlamaIndex's answer chains, and unanswerable tasks (the dev split has none).
+shows what a stricter check buys: at 0.9 *auto* is grounded on clapnq but still not on fiqa. The *langchain* and
+*llamaindex* rows are their conversational answer chains (`create_retrieval_chain` over a history-aware retriever
+with the docs' prompts; `CondensePlusContextChatEngine`) on the same SmolLM2 instance, corpus and first stage, on
+every second task of the same set (`{peers.get("command", "python bench/peers/answer_chains.py")}`), measured against
+the passages they retrieved themselves. Not measured: unanswerable tasks (the dev split has none).
 
 {body}"""
 
