@@ -92,9 +92,6 @@ def aggregate(rows: list[dict]) -> dict:
     }
 
 
-RETRIEVAL_HALF = ("route", "query", "skip_gate", "retrieve", "select", "budget")
-
-
 async def answer_task(engine, capture: Capture, checks: dict[str, AnswerCheck], extractive, gold_texts, task) -> dict:
     history = [Message(role=m.role, content=sanitize(m.content)) for m in task.history]
     started = time.perf_counter()
@@ -111,7 +108,8 @@ async def answer_task(engine, capture: Capture, checks: dict[str, AnswerCheck], 
         after, _ = await run_stage(check, state)
         outputs[name] = after.answer
         ms[name] = turn_ms + (time.perf_counter() - started) * 1000
-    retrieval_ms = sum(s.ms for s in result.trace.stages if s.name in RETRIEVAL_HALF)
+    before_answer = {s.name for s in engine.stages if s.retrieval} | {"budget"}
+    retrieval_ms = sum(s.ms for s in result.trace.stages if s.name in before_answer)
     started = time.perf_counter()
     extract = await extractive.answer_turn(state)
     outputs["extractive"] = extract.text if extract else ABSTAIN

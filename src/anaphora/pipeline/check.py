@@ -18,10 +18,9 @@ from anaphora.pipeline.extractive import ExtractiveAnswerer
 from anaphora.pipeline.generate import emit
 from anaphora.pipeline.stage import Stage, StageResult
 from anaphora.pipeline.state import Deltas, TurnState
-from anaphora.pipeline.support import SupportChecker, Unit, split_units
+from anaphora.pipeline.support import FENCE, SupportChecker, Unit, split_units
 from anaphora.types import Passage, UnitVerdict
 
-_FENCE = re.compile(r"^\s*(```|~~~)")
 _SENTENCE_CLOSED = re.compile(r"[.!?][\"')\]]*$")
 
 ABSTAIN = "The documents do not cover this: none of the passages I found is relevant enough to answer from."
@@ -119,7 +118,7 @@ def finished(unit: Unit) -> bool:
     """Whether more text can no longer change this unit: a sentence that ended with its punctuation and a space,
     a line that ended, a code block that was closed."""
     if unit.kind == "code":
-        return sum(1 for line in unit.text.splitlines() if _FENCE.match(line)) >= 2
+        return sum(1 for line in unit.text.splitlines() if FENCE.match(line)) >= 2
     if "\n" in unit.separator:
         return True
     return bool(unit.separator) and unit.kind == "sentence" and bool(_SENTENCE_CLOSED.search(unit.text))

@@ -21,7 +21,7 @@ from anaphora.types import Passage, UnitVerdict
 
 UnitKind = Literal["sentence", "item", "code", "row"]
 
-_FENCE = re.compile(r"^\s*(```|~~~)")
+FENCE = re.compile(r"^\s*(```|~~~)")  # a line that opens or closes a code block
 _ITEM = re.compile(r"^\s*([-*+•]|\d{1,3}[.)])\s+")
 _ROW = re.compile(r"^\s*\|")
 # a sentence ends at . ! ? followed by white space (not inside "e.g. x" or "3.5", which have no space after)
@@ -50,9 +50,9 @@ def split_units(text: str) -> list[Unit]:
     index = 0
     while index < len(lines):
         line = lines[index]
-        if _FENCE.match(line):  # a code block, up to and including its closing fence (or the end)
+        if FENCE.match(line):  # a code block, up to and including its closing fence (or the end)
             end = index + 1
-            while end < len(lines) and not _FENCE.match(lines[end]):
+            while end < len(lines) and not FENCE.match(lines[end]):
                 end += 1
             block = "".join(lines[index : end + 1])
             units.append(_unit(block, "code"))
@@ -150,8 +150,14 @@ class SupportChecker:
         self.everything = [*self.passages, self.conversation]
         self.threshold = threshold
         self.ids = {p.id for p in passages}
+        self._verdicts: dict[Unit, UnitVerdict] = {}  # a stream re-reads its finished units at every delta
 
     def check(self, unit: Unit) -> UnitVerdict:
+        if unit not in self._verdicts:
+            self._verdicts[unit] = self._judge(unit)
+        return self._verdicts[unit]
+
+    def _judge(self, unit: Unit) -> UnitVerdict:
         claim = strip_markers(unit.text, self.ids)
         words = content_words(claim)
         risky = risky_tokens(claim)
