@@ -126,17 +126,10 @@ class HybridRetriever:
         elif len(weights) != len(queries):
             raise ValueError(f"{len(weights)} weights for {len(queries)} distinct queries")
         by_id = {p.id: p for ranking in reversed(rankings) for p in ranking}
-        # a passage is as similar to the turn as to the closest of its phrasings (the similarity floor reads this)
-        closest: dict[str, float] = {}
-        for passage in (p for ranking in rankings for p in ranking if p.dense_score is not None):
-            closest[passage.id] = max(closest.get(passage.id, -1.0), passage.dense_score)
         index = {pid: n for n, pid in enumerate(by_id)}
         fused = weighted_rrf(
             [(w, [(index[p.id], p.score) for p in ranking]) for w, ranking in zip(weights, rankings, strict=True)],
             k=self.settings.rrf_k,
         )
         ids = list(by_id)
-        return [
-            by_id[ids[key]].model_copy(update={"score": score, "dense_score": closest.get(ids[key])})
-            for key, score in fused[:limit]
-        ]
+        return [by_id[ids[key]].model_copy(update={"score": score}) for key, score in fused[:limit]]
