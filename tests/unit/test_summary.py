@@ -229,6 +229,7 @@ class Router:
 
 
 def make_settings(tmp_path, **overrides) -> Settings:
+    overrides.setdefault("similarity_threshold", 0.0)  # the hashing embedder's cosines are not calibrated like MiniLM's
     return Settings(data_dir=tmp_path / "data", chat_model="fake", embedder="hashing", history_turns=4, **overrides)
 
 
