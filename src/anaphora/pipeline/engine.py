@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from anaphora.errors import InputError
@@ -26,6 +26,7 @@ from anaphora.pipeline.stage import Stage
 from anaphora.pipeline.stages import (
     ABSTAIN,
     NO_ANSWER,
+    BoostEntities,
     Budget,
     Cite,
     Generate,
@@ -39,6 +40,7 @@ from anaphora.pipeline.state import LOCAL_USER, Deltas, TurnRequest, TurnState
 from anaphora.pipeline.summary import RollingSummarizer
 from anaphora.rerank.base import NoModelReranker
 from anaphora.retrieval.base import Retriever
+from anaphora.retrieval.terms import TermStatistics
 from anaphora.sanitize import sanitize
 from anaphora.settings import Settings
 from anaphora.store.protocols import ConversationStore, StoredTurn, SummaryStore
@@ -128,9 +130,11 @@ class Engine:
         metrics: Metrics | None = None,
         tracer: Any | None = None,
         extractive: ExtractiveAnswerer | None = None,
+        term_statistics: Callable[[], TermStatistics | None] | None = None,
     ) -> None:
         """``tracer``: an OpenTelemetry tracer for spans per turn and stage (None: no spans); ``extractive``: the
-        answerer that quotes passages (``answer_mode`` 'extractive' and 'auto'; without it 'auto' abstains)."""
+        answerer that quotes passages (``answer_mode`` 'extractive' and 'auto'; without it 'auto' abstains);
+        ``term_statistics``: the passage index's document frequencies, which the entity boost reads."""
         self.settings = settings
         self.chat_model = chat_model
         self.conversations = conversations
@@ -146,12 +150,17 @@ class Engine:
             QueryPlanner(query_stage, timeout_s=settings.rewrite_timeout_s),
             *([SkipGate()] if settings.skip_gate else []),
             Retrieve(retriever),
+            *self._boost_stages(settings, term_statistics),
             Select(self.selector, top_k=settings.top_k),
             Budget(settings, chat_model),
             *self._answer_stages(settings, chat_model, extractive),
             Cite(),
         ]
         self._background: set[asyncio.Task] = set()
+
+    @staticmethod
+    def _boost_stages(settings: Settings, statistics: Callable[[], TermStatistics | None] | None) -> list[Stage]:
+        return [BoostEntities(statistics, settings.entity_boost)] if statistics and settings.entity_boost else []
 
     @staticmethod
     def _answer_stages(settings: Settings, model: ChatModel, extractive: ExtractiveAnswerer | None) -> list[Stage]:

@@ -16,8 +16,8 @@ from pydantic import BaseModel, ValidationError
 from anaphora.models.base import ChatModel, ChatOptions
 from anaphora.pipeline.query import QueryPlan
 from anaphora.pipeline.rewrite_guard import strip_preamble, validate_rewrite
-from anaphora.pipeline.route import REFERRING, TurnKind, is_chit_chat, is_meta, looks_standalone
-from anaphora.retrieval.terms import TermStatistics, disambiguating
+from anaphora.pipeline.route import REFERRING, TurnKind, is_chit_chat, is_meta, looks_standalone, refers_back
+from anaphora.retrieval.terms import TermStatistics, disambiguating, names_topic
 from anaphora.sanitize import speaker_line
 from anaphora.text import STOPWORDS, content_set
 from anaphora.types import Message
@@ -76,7 +76,14 @@ class HistoryExpansion:
         return terms
 
     def stands_alone(self, question: str) -> bool:
-        return looks_standalone(question)
+        """No reference back, and a topic of its own: three content words, or one that is specific in this
+        corpus (a short message naming something rare needs no earlier turn to say what it is about)."""
+        if looks_standalone(question):
+            return True
+        if refers_back(question):
+            return False
+        named = [w for w in re.findall(r"[\w\-.]+", question) if w.lower().strip(".-") not in STOPWORDS]
+        return names_topic(named, self.statistics() if self.statistics else None)
 
     def expand(self, question: str, history: Sequence[Message]) -> tuple[str, bool]:
         if not history or self.stands_alone(question):

@@ -26,13 +26,15 @@ _CONTINUATIONS = re.compile(
 )
 
 
+def refers_back(question: str) -> bool:
+    """The message points into the conversation: a pronoun or demonstrative, or it continues ("and on ARM?")."""
+    return bool(_CONTINUATIONS.match(question)) or any(t in REFERRING for t in words(question))
+
+
 def looks_standalone(question: str) -> bool:
-    """A message stands alone unless it refers back (pronouns, demonstratives), continues ("and on ARM?"),
-    or is too short to name a topic."""
-    tokens = words(question)
-    if _CONTINUATIONS.match(question) or any(t in REFERRING for t in tokens):
-        return False
-    return len(content_set(question)) >= 3
+    """A message stands alone unless it refers back or is too short to name a topic by word count alone (the
+    history expansion also asks the corpus whether a short message's words name one)."""
+    return not refers_back(question) and len(content_set(question)) >= 3
 
 
 class TurnKind(StrEnum):

@@ -6,6 +6,7 @@ replays); the rest answer. Optional stages (query, skip gate, select) declare th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from anaphora.models.base import ChatModel, ChatOptions
@@ -26,6 +27,8 @@ from anaphora.pipeline.select import PassageSelector
 from anaphora.pipeline.stage import Stage, StageResult
 from anaphora.pipeline.state import Skip, TurnState
 from anaphora.retrieval.base import Retriever
+from anaphora.retrieval.entity_boost import boost, conversation_entities
+from anaphora.retrieval.terms import TermStatistics
 from anaphora.settings import Settings
 from anaphora.types import Citation
 
@@ -118,6 +121,32 @@ class Retrieve(Stage):
         assert state.plan is not None  # the query stage ran (or fell back) before
         candidates = await self.retriever.run_many(state.plan.queries)
         return StageResult(state.update(candidates=tuple(candidates)), "ok", f"{len(candidates)} candidates")
+
+
+class BoostEntities(Stage):
+    """Candidates that mention the conversation's named things move up, damped (:mod:`~anaphora.retrieval.
+    entity_boost`); optional: a failure keeps the first stage's order."""
+
+    name = "entity_boost"
+    retrieval = True
+
+    def __init__(self, statistics: Callable[[], TermStatistics | None], strength: float) -> None:
+        self.statistics = statistics
+        self.strength = strength
+
+    def applies(self, state: TurnState) -> bool:
+        return state.retrieves and bool(state.candidates)
+
+    async def run(self, state: TurnState) -> StageResult:
+        entities = conversation_entities(state.question, state.history, self.statistics())
+        if not entities:
+            return StageResult(state, "skipped", "no named thing rare in this corpus")
+        boosted = boost(state.candidates, entities, self.strength)
+        names = ", ".join(e.name for e in entities[:8])
+        return StageResult(state.update(candidates=tuple(boosted)), "ok", f"entities: {names}")
+
+    def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
+        return state, "first-stage order"
 
 
 class Select(Stage):

@@ -21,6 +21,7 @@ from typing import Protocol
 from anaphora.retrieval.bm25 import bm25_tokens
 
 GENERIC_BELOW = 0.2  # specificity under which a word is generic: it occurs in more than N^0.8 passages
+NAMES_TOPIC = 0.5  # specificity from which a word names a topic on its own: it occurs in at most sqrt(N) passages
 
 
 class TermStatistics(Protocol):
@@ -56,3 +57,11 @@ def disambiguating(words: Sequence[str], statistics: TermStatistics | None) -> l
         return list(words)
     scores = word_specificity(words, statistics)
     return [word for word in words if scores[word] >= GENERIC_BELOW]
+
+
+def names_topic(words: Sequence[str], statistics: TermStatistics | None) -> bool:
+    """Whether one of the words singles out a small part of this corpus (at most ``sqrt(N)`` passages), so a short
+    message made of it names its own topic ("What is taurine?"). Without statistics, no word is known to."""
+    if statistics is None or statistics.passages <= 1 or not words:
+        return False
+    return max(word_specificity(words, statistics).values()) >= NAMES_TOPIC
