@@ -101,5 +101,7 @@ def test_a_short_message_naming_something_specific_stands_alone():
     assert not expansion.stands_alone("What about the instances?")  # continues the conversation
     assert not expansion.stands_alone("Is prod007x in it?")  # refers back
     assert not expansion.stands_alone("Which instance?")  # generic here: half the passages say it
-    assert not expansion.stands_alone("What is kubernetes?")  # no passage names it: the corpus cannot tell
+    assert expansion.stands_alone("What is kubernetes?")  # no passage says it: not this corpus's vocabulary
+    assert expansion.stands_alone("What is prod007x and why is it slow?")  # "it" is the prod007x just named
+    assert not expansion.stands_alone("Why is it slow on prod007x?")  # "it" comes first: something earlier
     assert not HistoryExpansion().stands_alone("What is prod007x?")  # without statistics, word count decides

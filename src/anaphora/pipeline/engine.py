@@ -167,7 +167,7 @@ class Engine:
         """extract (``extractive`` mode: turns that retrieved) -> generate (what is not answered yet) -> check."""
         mode = settings.effective_answer_mode
         check = AnswerCheck(settings.answer_check, mode, settings.support_threshold, extractive)
-        generate = Generate(settings, model, check if settings.answer_check == "drop" else None)
+        generate = Generate(settings, model, check if settings.answer_check == "drop" else None, extractive)
         quoting = [Extract(extractive)] if mode == "extractive" and extractive is not None else []
         return [*quoting, generate, check]
 

@@ -10,10 +10,11 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from anaphora.models.base import ChatModel, ChatOptions
-from anaphora.pipeline.answer_guard import ANSWER_STOP, extractive_answer
+from anaphora.pipeline.answer_guard import ANSWER_STOP
 from anaphora.pipeline.budget import plan_prompt
 from anaphora.pipeline.check import ABSTAIN, AnswerCheck
 from anaphora.pipeline.citations import extract_citations
+from anaphora.pipeline.extractive import ExtractiveAnswerer
 from anaphora.pipeline.generate import emit, generate
 from anaphora.pipeline.prompt import CONTEXT_FRAMING, SUMMARY_LABEL, build_messages, format_passage
 from anaphora.pipeline.query import QueryPlan, QueryStage
@@ -213,10 +214,18 @@ class Generate(Stage):
 
     name = "generate"
 
-    def __init__(self, settings: Settings, model: ChatModel, check: AnswerCheck | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        model: ChatModel,
+        check: AnswerCheck | None = None,
+        extractive: ExtractiveAnswerer | None = None,
+    ) -> None:
+        """``extractive``: what quotes the passages when an unchecked model gives no usable answer."""
         self.settings = settings
         self.model = model
         self.check = check
+        self.extractive = extractive
 
     def applies(self, state: TurnState) -> bool:
         return not state.answer  # an earlier stage (extract) may have answered already
@@ -243,7 +252,8 @@ class Generate(Stage):
         released = release.flush() if release is not None else (answer if state.deltas is not None else "")
         state = state.update(calls=state.called("answer"), answer=answer, released=released)
         if not answer and release is None:  # unchecked: quote the passages rather than say nothing
-            answer = extractive_answer(state.question, plan.passages) or NO_ANSWER
+            quoted = await self.extractive.answer_turn(state) if self.extractive is not None else None
+            answer = quoted.text if quoted is not None else NO_ANSWER
             emit(state.deltas, answer)
             note = "model gave no usable answer: quoted the best passages instead"
             return StageResult(state.update(answer=answer, answer_source="extractive", released=answer), "ok", note)

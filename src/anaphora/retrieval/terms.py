@@ -59,9 +59,17 @@ def disambiguating(words: Sequence[str], statistics: TermStatistics | None) -> l
     return [word for word in words if scores[word] >= GENERIC_BELOW]
 
 
-def names_topic(words: Sequence[str], statistics: TermStatistics | None) -> bool:
-    """Whether one of the words singles out a small part of this corpus (at most ``sqrt(N)`` passages), so a short
-    message made of it names its own topic ("What is taurine?"). Without statistics, no word is known to."""
+
+def naming(words: Sequence[str], statistics: TermStatistics | None) -> list[bool]:
+    """For each word, whether it names a topic on its own in this corpus: it singles out at most ``sqrt(N)``
+    passages, or no passage uses it at all (then it names something the corpus does not cover, which no earlier
+    turn can make it about). Stop-words and, without statistics, every word name nothing."""
     if statistics is None or statistics.passages <= 1 or not words:
-        return False
-    return max(word_specificity(words, statistics).values()) >= NAMES_TOPIC
+        return [False] * len(words)
+    tokens = bm25_tokens(list(words))
+    frequencies = statistics.document_frequencies(sorted({t for ts in tokens for t in ts}))
+    passages = statistics.passages
+    return [
+        any(frequencies.get(t, 0) == 0 or specificity(frequencies[t], passages) >= NAMES_TOPIC for t in ts)
+        for ts in tokens
+    ]
