@@ -91,8 +91,9 @@ def test_standalone_message_is_never_expanded_even_with_statistics():
 
 
 def test_a_short_message_naming_something_specific_stands_alone():
-    """"What is prod007x?" has one content word, but it singles out two passages of a hundred: no earlier turn is
-    needed to say what it is about. A short message made of generic words, or one that refers back, does not."""
+    """A message like "What is prod007x?" has one content word, but it singles out two passages of a hundred: no
+    earlier turn is needed to say what it is about. A short message made of generic words, or one that refers back,
+    does not."""
     index = cloud_docs()
     history = [Message(role="user", content="How do I open the service console?")]
     expansion = HistoryExpansion(statistics=lambda: index)

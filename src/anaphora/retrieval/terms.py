@@ -59,7 +59,6 @@ def disambiguating(words: Sequence[str], statistics: TermStatistics | None) -> l
     return [word for word in words if scores[word] >= GENERIC_BELOW]
 
 
-
 def naming(words: Sequence[str], statistics: TermStatistics | None) -> list[bool]:
     """For each word, whether it names a topic on its own in this corpus: it singles out at most ``sqrt(N)``
     passages, or no passage uses it at all (then it names something the corpus does not cover, which no earlier
