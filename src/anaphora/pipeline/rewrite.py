@@ -212,6 +212,10 @@ class GuardedRewriter:
         """Raises when the model fails; the query stage that runs it falls back (and times it out)."""
         if not history:
             return QueryPlan(question, "question", "skipped", "turn 1: no rewrite")
+        if not self.style.structured and self.fallback.stands_alone(question):
+            # the message is the query: a rewrite could only ride along, and the call costs a model round trip
+            # (and, in llama.cpp, the answer prompt's cached prefix)
+            return QueryPlan(question, "question", "ok", "stands alone: no rewrite needed")
         reply = await self.model.chat(self.messages(question, history), self.options)
         analysis = self.style.parse(reply.text)
         if isinstance(analysis, str):
