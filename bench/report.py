@@ -224,6 +224,43 @@ Leave-one-domain-out: the option chosen on one domain (by its Recall@5 there), m
 """
 
 
+def entity_boost_section() -> str:
+    data = load("entity_boost")
+    if not data:
+        return "## Entity boost\n\n_Not run yet: `python bench/entity_boost.py`._\n"
+    rows = []
+    for domain, sources in data["domains"].items():
+        for source, strengths in sources.items():
+            for strength, r in strengths.items():
+                against = r.get("against_off")
+                rows.append(
+                    [
+                        domain,
+                        source,
+                        strength,
+                        r["recall@5"],
+                        r["recall@10"],
+                        against["difference"] if against else "—",
+                        f"[{against['ci95'][0]:.3f}, {against['ci95'][1]:.3f}]" if against else "—",
+                        against["harmed"] if against else "—",
+                        against["helped"] if against else "—",
+                    ]
+                )
+    header = ["domain", "queries", "strength", "R@5", "R@10", "vs off", "95% interval", "harmed", "helped"]
+    return f"""## Entity boost: on and off (issue 14)
+
+Command: `python bench/entity_boost.py` · {data["date"]} · revision {data["revision"]} · {data["machine"]}
+
+Follow-ups through the same retriever with the damped entity boost off (strength 0) and on at several strengths
+(`entity_boost`: a candidate's fused score times up to 1 + strength when it mentions the conversation's names that
+are rare in the corpus; `anaphora.retrieval.entity_boost`). *vs off*: paired difference in Recall@5 against
+strength 0 on the same tasks, with its bootstrap interval and harmed / helped shares. The default is chosen by the
+worst domain; a strength that helps on neither is not shipped on.
+
+{table(header, rows)}
+"""
+
+
 def cast_section() -> str:
     data = load("cast")
     if not data:
@@ -664,6 +701,7 @@ machine, so ratios against a baseline measured in the same process are more mean
         robustness_section(),
         fusion_section(),
         cast_section(),
+        entity_boost_section(),
         answers_section(),
         skip_gate_section(),
         peers_section(),
