@@ -14,11 +14,8 @@ simply not cached.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any
-
-import httpx
 
 from anaphora.errors import ModelUnavailableError, require
 from anaphora.models.base import ChatOptions, ChatReply, ChatStream, Usage, approx_tokens
@@ -29,27 +26,27 @@ DEFAULT_BASE_URL = "https://api.anthropic.com"
 
 
 def request_body(model: str, messages: Sequence[Message], options: ChatOptions) -> dict[str, Any]:
-    """The Messages API request for ``messages``, with the cache breakpoints (system, then the stable history)."""
+    """The Messages API request for ``messages``, with the cache breakpoints (system, then the stable history).
+
+    JSON mode is the API's structured output (``output_config.format``). The current Messages API takes no sampling
+    temperature, so ``options.temperature`` is not sent."""
     system = [{"type": "text", "text": m.content} for m in messages if m.role == "system" and m.content]
     if system:
         system[-1]["cache_control"] = EPHEMERAL
-    if options.json_mode:  # the Messages API has no JSON mode: ask for it in words, after the cached prefix
-        schema = f" matching this JSON schema: {json.dumps(options.json_schema)}" if options.json_schema else ""
-        system.append({"type": "text", "text": f"Reply with one JSON object only{schema}, and nothing else."})
-    turns = [{"role": m.role, "content": [{"type": "text", "text": m.content}]} for m in messages if m.role != "system"]
+    turns = [
+        {"role": m.role, "content": [{"type": "text", "text": m.content}]} for m in messages if m.role != "system"
+    ]
     if len(turns) > 1:  # the end of the conversation before this turn's message: the stable history prefix
         turns[-2]["content"][-1]["cache_control"] = EPHEMERAL
-    body: dict[str, Any] = {
-        "model": model,
-        "max_tokens": options.max_tokens,
-        "temperature": min(options.temperature, 1.0),  # the API's range is 0-1
-        "messages": turns,
-    }
+    body: dict[str, Any] = {"model": model, "max_tokens": options.max_tokens, "messages": turns}
     if system:
         body["system"] = system
     stops = [s for s in options.stop if s.strip()]  # the API refuses blank stop sequences
     if stops:
         body["stop_sequences"] = stops
+    if options.json_mode:
+        schema = options.json_schema or {"type": "object"}
+        body["output_config"] = {"format": {"type": "json_schema", "schema": schema}}
     return body
 
 
@@ -62,7 +59,7 @@ def prompt_usage(input_tokens: int, cache_read: int | None, cache_creation: int 
 
 
 class AnthropicChatModel:
-    """Claude models over the Messages API. ``transport`` replaces the HTTP transport (tests)."""
+    """Claude models over the Messages API (the SDK's own HTTP client; one retry on connection errors and 5xx)."""
 
     def __init__(
         self,
@@ -71,17 +68,13 @@ class AnthropicChatModel:
         api_key: str,
         base_url: str = DEFAULT_BASE_URL,
         timeout_s: float = 120.0,
-        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         sdk = require("anthropic", package="anthropic", extra="anthropic", purpose="the Anthropic chat model")
         self.name = model
         self.model = model
         self.base_url = base_url.rstrip("/")
         self._sdk = sdk
-        self._http = httpx.AsyncClient(transport=transport, timeout=timeout_s)
-        self._client = sdk.AsyncAnthropic(
-            api_key=api_key, base_url=self.base_url, timeout=timeout_s, max_retries=1, http_client=self._http
-        )
+        self._client = sdk.AsyncAnthropic(api_key=api_key, base_url=self.base_url, timeout=timeout_s, max_retries=1)
 
     def _failure(self, exc: Exception) -> ModelUnavailableError:
         if isinstance(exc, self._sdk.APIStatusError):

@@ -60,7 +60,7 @@ class FakeChatModel:
     spec ``fake:SECONDS`` sets it, so a service started from settings can have slow turns, e.g. for crash tests).
 
     Usage is reported like a server with a prompt cache that keeps every earlier prompt: ``cached_tokens`` are the
-    tokens of the longest prefix this call's rendered prompt shares with an earlier call's.
+    tokens of the longest prefix this call's messages share with an earlier call's.
     """
 
     name = "fake"
@@ -100,10 +100,20 @@ class FakeChatModel:
         return ChatReply(text, usage)
 
     def _cached_tokens(self, prompt_tokens: int) -> int:
-        """Tokens of the longest prefix the newest call's prompt shares with an earlier one's (at most all of it)."""
-        *earlier, newest = [call.prompt for call in self.calls]
-        shared = max((shared_chars(newest, prompt) for prompt in earlier), default=0)
-        return min(prompt_tokens, self.count_tokens(newest[:shared]))
+        """Tokens of the longest prefix the newest call's messages share with an earlier call's: whole equal
+        messages, then the shared start of the first one that differs."""
+        *earlier, newest = [call.messages for call in self.calls]
+        return min(prompt_tokens, max((self._shared_tokens(newest, e) for e in earlier), default=0))
+
+    def _shared_tokens(self, messages: Sequence[Message], earlier: Sequence[Message]) -> int:
+        shared = 0
+        for now, before in zip(messages, earlier, strict=False):
+            if now.role != before.role:
+                break
+            if now.content != before.content:
+                return shared + self.count_tokens(now.content[: shared_chars(now.content, before.content)])
+            shared += self.count_tokens(now.content)
+        return shared
 
     def stream(self, messages: Sequence[Message], options: ChatOptions) -> ChatStream:
         return ChatStream(lambda usage: self._stream(messages, options, usage))

@@ -23,7 +23,7 @@ import numpy as np
 MIN_TOKENS = 64  # shorter states are cheaper to evaluate again than to keep
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # states are told apart by identity
 class SavedState:
     tokens: np.ndarray
     data: Any = field(repr=False)  # a ctypes uint8 array
