@@ -33,9 +33,7 @@ def request_body(model: str, messages: Sequence[Message], options: ChatOptions) 
     system = [{"type": "text", "text": m.content} for m in messages if m.role == "system" and m.content]
     if system:
         system[-1]["cache_control"] = EPHEMERAL
-    turns = [
-        {"role": m.role, "content": [{"type": "text", "text": m.content}]} for m in messages if m.role != "system"
-    ]
+    turns = [{"role": m.role, "content": [{"type": "text", "text": m.content}]} for m in messages if m.role != "system"]
     if len(turns) > 1:  # the end of the conversation before this turn's message: the stable history prefix
         turns[-2]["content"][-1]["cache_control"] = EPHEMERAL
     body: dict[str, Any] = {"model": model, "max_tokens": options.max_tokens, "messages": turns}

@@ -42,8 +42,10 @@ def shared_prefix(a: np.ndarray | list[int], b: np.ndarray | list[int]) -> int:
 class KVStates:
     """The saved states of one ``llama_cpp.Llama``; every method must be called under the model's lock."""
 
-    def __init__(self, capacity_bytes: int) -> None:
+    def __init__(self, capacity_bytes: int, bindings: Any = None) -> None:
+        """``bindings``: the llama.cpp C API (``llama_cpp``, imported on first use; tests pass a stand-in)."""
         self.capacity_bytes = capacity_bytes
+        self._bindings = bindings
         self._states: list[SavedState] = []  # least recently used first
         self.saves = 0
         self.restores = 0
@@ -55,7 +57,7 @@ class KVStates:
     def prepare(self, llama: Any, prompt: list[int]) -> int:
         """Make the live context hold the longest prefix of ``prompt`` available, keeping the live state first if
         this call would discard most of it. Returns how many prompt tokens llama.cpp will not evaluate."""
-        llama_cpp = _bindings()
+        llama_cpp = self._bindings = self._bindings or _bindings()
         live = llama.input_ids[: llama.n_tokens]
         live_match = shared_prefix(live, prompt)
         best = max(self._states, key=lambda s: shared_prefix(s.tokens, prompt), default=None)
@@ -74,8 +76,7 @@ class KVStates:
             return
         for saved in self._states:
             if shared_prefix(saved.tokens, live) == len(live):  # already kept (it holds live, or more)
-                self._states.remove(saved)
-                self._states.append(saved)
+                self._touch(saved)
                 return
         size = llama_cpp.llama_state_seq_get_size(llama.ctx, 0)
         if size > self.capacity_bytes:
@@ -86,9 +87,14 @@ class KVStates:
             return
         # a kept state that is a prefix of this one is superseded by it
         self._states = [s for s in self._states if shared_prefix(s.tokens, live) < len(s.tokens)]
-        self._states.append(SavedState(live.copy(), data, written))
+        self._touch(SavedState(live.copy(), data, written))
         self.saves += 1
-        while self.bytes > self.capacity_bytes:
+
+    def _touch(self, state: SavedState) -> None:
+        """Make ``state`` the most recently used (adding it if it is not kept), then drop the least recently used
+        others until the states fit the budget."""
+        self._states = [s for s in self._states if s is not state] + [state]
+        while self.bytes > self.capacity_bytes and len(self._states) > 1:
             self._states.pop(0)
 
     def _restore(self, llama: Any, llama_cpp: Any, state: SavedState) -> None:
@@ -102,8 +108,7 @@ class KVStates:
         llama_cpp.llama_memory_seq_rm(memory, 0, kept, -1)
         llama.input_ids[:kept] = state.tokens[:kept]
         llama.n_tokens = kept
-        self._states.remove(state)
-        self._states.append(state)
+        self._touch(state)  # kept even if saving the live state just pushed it out
         self.restores += 1
 
 
