@@ -148,6 +148,7 @@ class Arm:
                 "summary_tokens": budget.summary if budget else 0,
                 "retrieved": [p.id for p in result.trace.retrieved],
                 "query": result.trace.query,
+                "query_status": query.status if (query := result.trace.stage("query")) else None,
             }
         )
 

@@ -448,6 +448,7 @@ bounds the share whatever the history layout.
                 a["prefix_share"],
                 b["prefix_share"],
                 a["turns_folded"] or "",
+                "yes" if a["query"] == b["query"] and a["retrieved"] == b["retrieved"] else "**no**",
             ]
         )
     header = [
@@ -460,6 +461,7 @@ bounds the share whatever the history layout.
         "prefix share (stable)",
         "prefix share (sliding)",
         "folded",
+        "same query and passages",
     ]
     f_stable, f_sliding = stable["followups"], sliding["followups"]
     reuse = f_stable["reuse_share_mean"]
@@ -471,7 +473,8 @@ bounds the share whatever the history layout.
         + f"""
 **With the embedded SmolLM2-135M** ({embedded_s(data)}): per turn, the answer call's prompt tokens, the tokens
 llama.cpp found in its KV cache, the time from the answer call to its first token, and the byte-identical prefix
-share of the answer prompt.
+share of the answer prompt. *Same query and passages*: whether both arms retrieved with the same query and showed
+the same passages (the layout must not change retrieval; a "no" means the two arms' turns are not the same work).
 
 {table(header, rows)}
 
