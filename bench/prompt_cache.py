@@ -106,6 +106,14 @@ def prefix_shares(prompts: list[str]) -> list[float | None]:
     return shares
 
 
+def align_shares(turns: list[dict], shares: list[float | None]) -> None:
+    """Give each turn that made an answer call its prompt's share (against the previous answer prompt); a turn that
+    made none (it abstained) has none."""
+    answered = iter(shares)
+    for row in turns:
+        row["prefix_share"] = next(answered) if row["answer_calls"] else None
+
+
 class Arm:
     def __init__(self, name: str, settings: Settings, model: ChatModel | None) -> None:
         self.name = name
@@ -153,9 +161,7 @@ class Arm:
         )
 
     def finish(self) -> dict:
-        shares = prefix_shares(self.recorder.answer_prompts)
-        for row, share in zip(self.turns, shares, strict=False):
-            row["prefix_share"] = share
+        align_shares(self.turns, prefix_shares(self.recorder.answer_prompts))
         followups = [t for t in self.turns if t["turn"] > 1 and t["answer_calls"]]
         late = [t["prefix_share"] for t in self.turns if t["turn"] >= 9 and t.get("prefix_share") is not None]
         ttft = [t["first_answer_token_ms"] for t in followups if t["first_answer_token_ms"] is not None]
