@@ -256,12 +256,86 @@ async def default_mode(turns: int, tmp: Path) -> dict:
         components.database.close()
 
 
+async def kv_reuse(reps: int) -> dict:
+    """The issue's case alone: an answer prompt, a short rewrite-like call, the next answer prompt (same system prompt
+    and history, new excerpts), with saved KV states on and off, alternating; the second answer's first token."""
+    from anaphora.models.llamacpp import LlamaCppChatModel, embedded_gguf_path
+
+    models = {
+        "states_on": LlamaCppChatModel(embedded_gguf_path(), context_window=4096, state_cache_bytes=256 * 2**20),
+        "states_off": LlamaCppChatModel(embedded_gguf_path(), context_window=4096, state_cache_bytes=0),
+    }
+    docs = sorted(DOCS.glob("*.md"))
+    history = []
+    for i, question in enumerate(QUESTIONS[:6]):
+        answer = " ".join(docs[i].read_text(encoding="utf-8").split()[:90])
+        history += [Message(role="user", content=question), Message(role="assistant", content=answer)]
+    system = Message(role="system", content=Settings().system_prompt)
+
+    def answer_prompt(question: str, doc: Path) -> list[Message]:
+        excerpt = " ".join(doc.read_text(encoding="utf-8").split()[:250])
+        final = f"<<<CONTEXT>>>\n[{doc.name}#1]\n{excerpt}\n<<<END CONTEXT>>>\n\nQuestion: {question}"
+        return [system, *history, Message(role="user", content=final)]
+
+    rewrite = [
+        Message(role="system", content="Rewrite the last message as one standalone search query."),
+        Message(role="user", content="User: How do I upgrade it?\nLast message: and on Windows?\nQuery:"),
+    ]
+    options = ChatOptions(temperature=0.0, max_tokens=8)
+    rows: dict[str, list[dict]] = {name: [] for name in models}
+    for rep in range(reps):
+        order = list(models.items()) if rep % 2 == 0 else list(reversed(models.items()))
+        for name, model in order:
+            await model.chat(answer_prompt("How much memory does the agent need?", docs[6]), options)
+            await model.chat(rewrite, options)
+            started = time.perf_counter()
+            # a question of its own on every repetition: no second answer prompt repeats an earlier one
+            stream = model.stream(answer_prompt(QUESTIONS[10 + rep], docs[7 + rep % 3]), options)
+            first = None
+            async for _delta in stream:
+                first = first or time.perf_counter() - started
+            rows[name].append(
+                {
+                    "prompt_tokens": stream.usage.prompt_tokens,
+                    "cached_tokens": stream.usage.cached_tokens,
+                    "first_token_ms": round((first or time.perf_counter() - started) * 1000, 1),
+                }
+            )
+            print(name, rows[name][-1], flush=True)
+    summary = {
+        name: {
+            "first_token_ms_p50": percentile([r["first_token_ms"] for r in runs], 50),
+            "reuse_share_mean": round(statistics.fmean(r["cached_tokens"] / r["prompt_tokens"] for r in runs), 4),
+            "prompt_tokens_mean": round(statistics.fmean(r["prompt_tokens"] for r in runs), 1),
+        }
+        for name, runs in rows.items()
+    }
+    return {"runs": rows, "summary": summary}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--fake-only", action="store_true", help="only the prefix shares with the fake model")
     parser.add_argument("--default-turns", type=int, default=4, help="turns run with the default answer mode")
+    parser.add_argument(
+        "--kv-reuse",
+        type=int,
+        default=0,
+        metavar="REPS",
+        help="only the rewrite-between-answers case, REPS times per arm (results/prompt_cache_kv.json)",
+    )
     args = parser.parse_args()
+    if args.kv_reuse:
+        payload = {
+            "command": f"python bench/prompt_cache.py --kv-reuse {args.kv_reuse}",
+            "date": date.today().isoformat(),
+            "revision": git_revision(),
+            "machine": machine(),
+            **asyncio.run(kv_reuse(args.kv_reuse)),
+        }
+        print(f"wrote {write_result('prompt_cache_kv', payload)}")
+        return
     with tempfile.TemporaryDirectory(prefix="anaphora-prompt-cache-") as tmp:
         fake = asyncio.run(run(args.turns, "fake", Path(tmp), embedder="hashing", similarity_threshold=0.0))
         payload = {

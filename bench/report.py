@@ -480,6 +480,7 @@ bounds the share whatever the history layout.
     same_sliding = percentile([b for _, b in same], 50) if same else None
     same_ratio = same_stable / same_sliding if same else None
     note = f"\n_Note on this run: {data['note']}._\n" if data.get("note") else ""
+    note += kv_reuse_paragraph()
     default = data.get("default_answer_mode", {})
     return (
         text
@@ -508,6 +509,26 @@ follow-up's one call is its rewrite, whose prompt (instructions, then the recent
 from the previous rewrite beyond its instructions.
 {note}"""
     )
+
+
+def kv_reuse_paragraph() -> str:
+    kv = load("prompt_cache_kv")
+    if not kv:
+        return (
+            "\n_The rewrite-between-answers case alone is not run yet: `python bench/prompt_cache.py --kv-reuse 4`._\n"
+        )
+    on, off = kv["summary"]["states_on"], kv["summary"]["states_off"]
+    ratio = on["first_token_ms_p50"] / off["first_token_ms_p50"] if off["first_token_ms_p50"] else None
+    reps = len(kv["runs"]["states_on"])
+    return f"""
+**The rewrite call between two answers, alone** (`{kv["command"]}` · {kv["date"]} · revision {kv["revision"]}): an
+answer prompt of {fmt(on["prompt_tokens_mean"], 0)} tokens (system prompt, six turns, one excerpt), a short
+rewrite-like call, then the next answer prompt (same system prompt and history, another excerpt), {reps} times per
+arm, alternating which goes first. Saved KV states on: {fmt(on["reuse_share_mean"])} of the second answer's prompt
+came from the cache, first token after {fmt(on["first_token_ms_p50"], 0)} ms (p50); off (llama.cpp's live context
+only, which the rewrite overwrote): {fmt(off["reuse_share_mean"])}, {fmt(off["first_token_ms_p50"], 0)} ms. Ratio
+{fmt(ratio)}.
+"""
 
 
 def ms(value: float | None) -> int | None:
