@@ -520,6 +520,7 @@ def kv_reuse_paragraph() -> str:
     on, off = kv["summary"]["states_on"], kv["summary"]["states_off"]
     ratio = on["first_token_ms_p50"] / off["first_token_ms_p50"] if off["first_token_ms_p50"] else None
     reps = len(kv["runs"]["states_on"])
+    per_rep = ", ".join(f"{r['cached_tokens']}/{r['prompt_tokens']}" for r in kv["runs"]["states_on"])
     return f"""
 **The rewrite call between two answers, alone** (`{kv["command"]}` · {kv["date"]} · revision {kv["revision"]}): an
 answer prompt of {fmt(on["prompt_tokens_mean"], 0)} tokens (system prompt, six turns, one excerpt), a short
@@ -527,7 +528,8 @@ rewrite-like call, then the next answer prompt (same system prompt and history, 
 arm, alternating which goes first. Saved KV states on: {fmt(on["reuse_share_mean"])} of the second answer's prompt
 came from the cache, first token after {fmt(on["first_token_ms_p50"], 0)} ms (p50); off (llama.cpp's live context
 only, which the rewrite overwrote): {fmt(off["reuse_share_mean"])}, {fmt(off["first_token_ms_p50"], 0)} ms. Ratio
-{fmt(ratio)}.
+{fmt(ratio)}. Per repetition, states on, cached / prompt tokens: {per_rep}; a repetition whose excerpt an earlier
+one had shown (the excerpts cycle through three documents) finds all but its question cached.
 """
 
 
