@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from anaphora.models.base import ChatModel, ChatOptions, ChatReply
+from anaphora.models.base import ChatModel, ChatOptions, ChatReply, ChatStream, Usage
 from anaphora.types import Message
 
 
@@ -42,7 +42,8 @@ class ReplayingModel:
         row = self.replies.get(key)
         if row is not None:
             self.hits += 1
-            return ChatReply(row["text"], row["prompt_tokens"], row["completion_tokens"])
+            usage = Usage(prompt_tokens=row["prompt_tokens"], completion_tokens=row["completion_tokens"])
+            return ChatReply(row["text"], usage)
         self.misses += 1
         reply = await self.model.chat(messages, options)
         row = {
@@ -57,7 +58,7 @@ class ReplayingModel:
             out.write(json.dumps(row) + "\n")
         return reply
 
-    def stream(self, messages: Sequence[Message], options: ChatOptions) -> AsyncIterator[str]:
+    def stream(self, messages: Sequence[Message], options: ChatOptions) -> ChatStream:
         return self.model.stream(messages, options)
 
     def count_tokens(self, text: str) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from common import RESULTS, ROOT
+from common import RESULTS, ROOT, percentile
 
 from anaphora.settings import Settings
 
@@ -442,6 +442,143 @@ the turns that need retrieval.**
 """
 
 
+def prompt_cache_section() -> str:
+    data = load("prompt_cache")
+    title = "## Prompt caching (issue 17)"
+    if not data:
+        return f"{title}\n\n_Not run yet: `python bench/prompt_cache.py`._\n"
+    fake = data["fake"]
+    stable_share = fake["cache_stable"]["prefix_share_turns_9_20_mean"]
+    sliding_share = fake["sliding"]["prefix_share_turns_9_20_mean"]
+    text = f"""{title}
+
+Command: `{data["command"]}` · {data["date"]} · revision {data["revision"]} · {data["machine"]}
+
+One scripted {data["turns"]}-turn conversation over the sample docs (examples/docs), run in one process by two arms
+in alternation (turn k of one arm, then of the other; who goes first alternates): **cache_stable** (the default
+layout, saved KV states of the embedded model on) and **sliding** (the layout before this issue: the summary in the
+system message, a window sliding a turn per turn, and llama.cpp reusing only its live context). Answers are
+generated (`answer_mode=generate`, 96 tokens at most); the summary is drained between turns.
+
+**Prefix stability with the fake model** (the share of each follow-up's answer prompt that is a byte-identical
+prefix of the previous turn's; turns 9-{data["turns"]}): cache_stable **{fmt(stable_share)}**, sliding
+{fmt(sliding_share)}. Summary updates over the conversation: cache_stable {fake["cache_stable"]["summary_updates"]},
+sliding {fake["sliding"]["summary_updates"]}. Target ≥ 0.8: {verdict(stable_share is not None and stable_share >= 0.8)}.
+Between folds a prompt starts with the whole previous prompt but its last message (the previous question's excerpts
+and question); what follows, this turn's excerpts (five passages, most of the prompt), is new on every turn, which
+bounds the share whatever the history layout.
+"""
+    embedded = data.get("embedded")
+    if not embedded:
+        return text + "\n_The embedded-model half is not run yet: `python bench/prompt_cache.py`._\n"
+    stable, sliding = embedded["cache_stable"], embedded["sliding"]
+    rows = []
+    for a, b in zip(stable["turns"], sliding["turns"], strict=True):
+        rows.append(
+            [
+                a["turn"],
+                a["prompt_tokens"],
+                a["cached_tokens"],
+                b["cached_tokens"],
+                ms(a["first_answer_token_ms"]),
+                ms(b["first_answer_token_ms"]),
+                a["prefix_share"],
+                b["prefix_share"],
+                a["turns_folded"] or "",
+                "yes" if a["query"] == b["query"] and a["retrieved"] == b["retrieved"] else "**no**",
+            ]
+        )
+    header = [
+        "turn",
+        "prompt tokens (stable)",
+        "cached (stable)",
+        "cached (sliding)",
+        "1st token ms (stable)",
+        "1st token ms (sliding)",
+        "prefix share (stable)",
+        "prefix share (sliding)",
+        "folded",
+        "same query and passages",
+    ]
+    f_stable, f_sliding = stable["followups"], sliding["followups"]
+    reuse = f_stable["reuse_share_mean"]
+    p50_stable, p50_sliding = f_stable["first_answer_token_ms_p50"], f_sliding["first_answer_token_ms_p50"]
+    ratio = p50_stable / p50_sliding if p50_stable and p50_sliding else None
+    same = [
+        (a["first_answer_token_ms"], b["first_answer_token_ms"])
+        for a, b in zip(stable["turns"], sliding["turns"], strict=True)
+        if a["turn"] > 1
+        and a["first_answer_token_ms"]
+        and b["first_answer_token_ms"]
+        and a["query"] == b["query"]
+        and a["retrieved"] == b["retrieved"]
+    ]
+    same_stable = percentile([a for a, _ in same], 50) if same else None
+    same_sliding = percentile([b for _, b in same], 50) if same else None
+    same_ratio = same_stable / same_sliding if same else None
+    note = f"\n_Note on this run: {data['note']}._\n" if data.get("note") else ""
+    note += kv_reuse_paragraph()
+    default = data.get("default_answer_mode", {})
+    return (
+        text
+        + f"""
+**With the embedded SmolLM2-135M** ({embedded_s(data)}): per turn, the answer call's prompt tokens, the tokens
+llama.cpp found in its KV cache, the time from the answer call to its first token, and the byte-identical prefix
+share of the answer prompt. *Same query and passages*: whether both arms retrieved with the same query and showed
+the same passages (the layout must not change retrieval; a "no" means the two arms' turns are not the same work).
+
+{table(header, rows)}
+
+Follow-ups ({f_stable["n"]}): prompt tokens reused from the cache, mean share: cache_stable **{fmt(reuse)}**, sliding
+{fmt(f_sliding["reuse_share_mean"])} (target ≥ 0.8: {verdict(reuse is not None and reuse >= 0.8)}). Time to the
+first answer token, p50: cache_stable {fmt(p50_stable, 0)} ms, sliding {fmt(p50_sliding, 0)} ms, ratio
+{fmt(ratio)} (target ≤ 0.65: {verdict(ratio is not None and ratio <= 0.65)}); on the {len(same)} follow-ups where both
+arms did the same work (same query and passages): {fmt(same_stable, 0)} ms against {fmt(same_sliding, 0)} ms, ratio
+{fmt(same_ratio)}. The first turn, the same prompt in both arms with nothing cached, took
+{fmt(stable["turns"][0]["first_answer_token_ms"], 0)} ms and {fmt(sliding["turns"][0]["first_answer_token_ms"], 0)} ms:
+that is the noise of this shared box, larger than the effect being measured. Prefix share, turns 9-{data["turns"]}:
+cache_stable {fmt(stable["prefix_share_turns_9_20_mean"])}, sliding {fmt(sliding["prefix_share_turns_9_20_mean"])}.
+Summary updates: cache_stable {stable["summary_updates"]}, sliding {sliding["summary_updates"]}.
+
+With the default answer mode for the embedded model (`{default.get("answer_mode", "?")}`) the turns made these
+model calls: {default.get("calls_per_turn", "?")}: no answer call, so there is no answer prompt to cache; a
+follow-up's one call is its rewrite, whose prompt (instructions, then the recent turns) has nothing stable to reuse
+from the previous rewrite beyond its instructions.
+{note}"""
+    )
+
+
+def kv_reuse_paragraph() -> str:
+    kv = load("prompt_cache_kv")
+    if not kv:
+        return (
+            "\n_The rewrite-between-answers case alone is not run yet: `python bench/prompt_cache.py --kv-reuse 4`._\n"
+        )
+    on, off = kv["summary"]["states_on"], kv["summary"]["states_off"]
+    ratio = on["first_token_ms_p50"] / off["first_token_ms_p50"] if off["first_token_ms_p50"] else None
+    reps = len(kv["runs"]["states_on"])
+    per_rep = ", ".join(f"{r['cached_tokens']}/{r['prompt_tokens']}" for r in kv["runs"]["states_on"])
+    return f"""
+**The rewrite call between two answers, alone** (`{kv["command"]}` · {kv["date"]} · revision {kv["revision"]}): an
+answer prompt of {fmt(on["prompt_tokens_mean"], 0)} tokens (system prompt, six turns, one excerpt), a short
+rewrite-like call, then the next answer prompt (same system prompt and history, another excerpt), {reps} times per
+arm, alternating which goes first. Saved KV states on: {fmt(on["reuse_share_mean"])} of the second answer's prompt
+came from the cache, first token after {fmt(on["first_token_ms_p50"], 0)} ms (p50); off (llama.cpp's live context
+only, which the rewrite overwrote): {fmt(off["reuse_share_mean"])}, {fmt(off["first_token_ms_p50"], 0)} ms. Ratio
+{fmt(ratio)}. Per repetition, states on, cached / prompt tokens: {per_rep}; a repetition whose excerpt an earlier
+one had shown (the excerpts cycle through three documents) finds all but its question cached.
+"""
+
+
+def ms(value: float | None) -> int | None:
+    return None if value is None else round(value)
+
+
+def embedded_s(data: dict) -> str:
+    seconds = data.get("embedded_s")
+    return f"{seconds / 60:.0f} minutes for both arms" if seconds else "both arms"
+
+
 def verdict(met: bool) -> str:
     return "met" if met else "not met"
 
@@ -704,6 +841,7 @@ machine, so ratios against a baseline measured in the same process are more mean
         entity_boost_section(),
         answers_section(),
         skip_gate_section(),
+        prompt_cache_section(),
         peers_section(),
         load_section(),
         stores_section(),

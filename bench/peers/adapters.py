@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from anaphora.models.base import ChatModel, ChatOptions, ChatReply
+from anaphora.models.base import ChatModel, ChatOptions, ChatReply, ChatStream, Usage
 from anaphora.retrieval import HybridRetriever
 from anaphora.types import Message, Passage
 
@@ -92,15 +92,21 @@ class MeteredChatModel:
         finally:
             self.log.ms += (time.perf_counter() - started) * 1000
 
-    async def stream(self, messages: Sequence[Message], options: ChatOptions) -> AsyncIterator[str]:
+    def stream(self, messages: Sequence[Message], options: ChatOptions) -> ChatStream:
+        return ChatStream(lambda usage: self._stream(messages, options, usage))
+
+    async def _stream(self, messages: Sequence[Message], options: ChatOptions, usage: Usage) -> AsyncIterator[str]:
         self.log.calls += 1
         self.total_calls += 1
         started = time.perf_counter()
+        stream = self.model.stream(messages, options)
         try:
-            async for piece in self.model.stream(messages, options):
+            async for piece in stream:
                 yield piece
         finally:
+            await stream.aclose()
             self.log.ms += (time.perf_counter() - started) * 1000
+            usage.prompt_tokens, usage.cached_tokens = stream.usage.prompt_tokens, stream.usage.cached_tokens
 
     def count_tokens(self, text: str) -> int:
         return self.model.count_tokens(text)

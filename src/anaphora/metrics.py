@@ -50,6 +50,13 @@ class Metrics:
         self.model_calls = Counter(
             "anaphora_model_calls", "Chat-model calls by purpose", ["purpose"], registry=self.registry
         )
+        self.model_prompt_tokens = Counter(
+            "anaphora_model_prompt_tokens",
+            "Prompt tokens of chat-model calls by purpose: cached='true' served from a cache (llama.cpp KV reuse, a "
+            "provider's prompt cache), cached='false' evaluated anew",
+            ["purpose", "cached"],
+            registry=self.registry,
+        )
         self.stage_seconds = Histogram(
             "anaphora_stage_seconds",
             "Time per pipeline stage",

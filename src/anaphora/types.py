@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 Role = Literal["system", "user", "assistant"]
 StageStatus = Literal["ok", "rejected", "error", "timeout", "skipped"]
+PromptLayout = Literal["cache_stable", "sliding"]
 
 
 class Message(BaseModel):
@@ -86,6 +87,28 @@ class BudgetDecision(BaseModel):
     turns_evicted_for_budget: int
     turns_beyond_window: int
     summary_truncated: bool = False
+    layout: PromptLayout = "sliding"
+    turns_folded: int = Field(
+        default=0,
+        description="turns that left the verbatim window at this turn, to be folded into the summary ('cache_stable' "
+        "folds a block at once, then none for several turns; 'sliding' one turn per turn once the window is full)",
+    )
+
+
+class ModelCall(BaseModel):
+    """One chat-model call of the turn: its purpose and the prompt tokens it evaluated or found in a cache."""
+
+    purpose: str
+    prompt_tokens: int = 0
+    cached_tokens: int = Field(default=0, description="prompt tokens served from a cache (KV reuse, provider cache)")
+    cache_write_tokens: int = Field(default=0, description="prompt tokens written to a provider's cache")
+    completion_tokens: int = 0
+    first_token_ms: float | None = Field(default=None, description="from the call to its first streamed delta")
+
+    @property
+    def evaluated_tokens(self) -> int:
+        """Prompt tokens the model had to process anew."""
+        return max(0, self.prompt_tokens - self.cached_tokens)
 
 
 class TurnTrace(BaseModel):
@@ -102,6 +125,7 @@ class TurnTrace(BaseModel):
     retrieved: list[Passage] = Field(default_factory=list)
     stages: list[StageRecord] = Field(default_factory=list)
     model_calls: int = 0
+    calls: list[ModelCall] = Field(default_factory=list, description="the model calls, in order, with their usage")
     prompt_tokens: int = 0
     budget: BudgetDecision | None = None
     answer_source: str = Field(

@@ -97,15 +97,17 @@ LOOPING = f"{S1} {S2} {S1} {S2} {S1}"
 
 async def test_generate_cuts_a_looping_answer() -> None:
     model = FakeChatModel([LOOPING])
-    answer, guard = await generate(model, [Message(role="user", content="q")], ChatOptions(), None)
-    assert answer == f"{S1} {S2}"
-    assert guard.tripped
+    generation = await generate(model, [Message(role="user", content="q")], ChatOptions(), None)
+    assert generation.answer == f"{S1} {S2}"
+    assert generation.guard.tripped
 
 
 async def test_streamed_deltas_add_up_to_the_guarded_answer() -> None:
     model = FakeChatModel([LOOPING + " and on and on."])
     deltas: asyncio.Queue[str | None] = asyncio.Queue()
-    answer, guard = await generate(model, [Message(role="user", content="q")], ChatOptions(), deltas)
+    generation = await generate(model, [Message(role="user", content="q")], ChatOptions(), deltas)
+    answer, guard = generation.answer, generation.guard
+    assert generation.first_token_ms is not None and generation.first_token_ms >= 0
     pieces = []
     while not deltas.empty():
         pieces.append(deltas.get_nowait())

@@ -12,7 +12,7 @@ from anaphora.errors import InputError
 from anaphora.models.fake import echo_first_context
 from anaphora.pipeline.budget import MESSAGE_OVERHEAD, plan_prompt, truncate_to_tokens
 from anaphora.pipeline.engine import TurnRequest
-from anaphora.pipeline.prompt import SUMMARY_LABEL
+from anaphora.pipeline.prompt import SUMMARY_END, SUMMARY_HEADING, summary_label
 from anaphora.pipeline.rewrite import REWRITE_INSTRUCTIONS
 from anaphora.pipeline.summary import SUMMARY_INSTRUCTIONS
 from anaphora.types import Message, Passage
@@ -323,15 +323,18 @@ async def test_two_hundred_turns_stay_within_the_budget(tmp_path) -> None:
             messages = answer_call.messages
             assert messages[-1].role == "user"
             assert messages[-1].content.endswith(f"Question: {question}")
-            shown = [m for m in messages[1:-1] if m.role == "user"]
+            assert messages[0].content == settings.system_prompt  # the cache-stable layout: the system prompt alone
+            shown = [m.content for m in messages[1:-1] if m.role == "user"]
             assert len(shown) <= settings.history_turns
             assert len(shown) == decision.turns_kept
+            if number:  # a summary of the turns that left the window opens the conversation from turn 2 on
+                assert messages[1].content.startswith(f"{SUMMARY_HEADING}Earlier point 0")
+                if shown:
+                    shown[0] = shown[0].split(SUMMARY_END, 1)[1]
             # the turns shown are the most recent ones, oldest first, ending with the previous turn
             stored = (await store.turns("local", conversation, last=len(shown) + 1))[:-1]  # [-1] is this turn
-            assert [m.content for m in shown] == [t.question for t in stored]
+            assert shown == [t.question for t in stored]
             assert result.turn_index == 196 + number
-            if number:  # a summary of the turns that left the window is in the system prompt from turn 2 on
-                assert "Summary of the earlier conversation: Earlier point 0" in messages[0].content
         assert evicted > 0  # the budget, not only the turn window, did the evicting
         assert len(await store.turns("local", conversation)) == 200
     finally:
@@ -357,7 +360,7 @@ async def test_rendered_prompt_stays_within_the_budget(tmp_path) -> None:
         probe = (await engine.ask(TurnRequest(question, conversation_id=(await store.create("local")).id))).trace
         room = probe.budget.budget - probe.budget.used
         summary = "Earlier the user asked about Kestrel buffers."
-        summary_cost = fake.count_tokens(SUMMARY_LABEL + summary) + MESSAGE_OVERHEAD
+        summary_cost = fake.count_tokens(summary_label(settings.prompt_layout) + summary) + MESSAGE_OVERHEAD
         filler = room - summary_cost - (1 + MESSAGE_OVERHEAD) - MESSAGE_OVERHEAD
         assert filler > 0
         conversation = (await store.create("local")).id

@@ -9,7 +9,7 @@ import pytest
 from anaphora import Anaphora, FakeChatModel, InputError, Message, NotFoundError, TurnResult
 from anaphora.app import build_components
 from anaphora.pipeline.engine import TurnRequest
-from anaphora.pipeline.prompt import CONTEXT_CLOSE, CONTEXT_OPEN
+from anaphora.pipeline.prompt import CONTEXT_CLOSE, CONTEXT_OPEN, SUMMARY_END, SUMMARY_HEADING
 from anaphora.pipeline.support import strip_markers
 from tests.conftest import SAMPLE_DOCS
 
@@ -94,7 +94,8 @@ def test_verbatim_window_caps_history(settings, fake_model) -> None:
             rag.ask(f"question number {n}", conversation)
         messages = fake_model.history[-1]
         assert len(messages) == 1 + 2 * 4 + 1
-        assert messages[1].content == "question number 2"
+        assert messages[1].content.startswith(SUMMARY_HEADING)  # the summary of turns 0-1 opens the conversation
+        assert messages[1].content.split(SUMMARY_END)[-1] == "question number 2"
 
 
 def test_streaming_equals_final_answer_and_persists(sample_rag: Anaphora, fake_model: FakeChatModel) -> None:

@@ -10,6 +10,7 @@ import pytest
 from anaphora.models import ChatModel, ChatOptions, ChatReply, FakeChatModel, approx_tokens
 from anaphora.models.fake import RecordedCall, echo_first_context
 from anaphora.pipeline.prompt import build_messages
+from anaphora.testing.chat_model_contract import ChatModelContract
 from anaphora.types import Message, Passage
 
 pytestmark = pytest.mark.unit
@@ -237,3 +238,22 @@ async def test_delay_s_applies_before_raising() -> None:
     with pytest.raises(RuntimeError):
         await model.chat(_msgs("q"), OPTS)
     assert time.perf_counter() - start >= 0.025
+
+
+class TestFakeChatModelContract(ChatModelContract):
+    caches_prompts = True
+
+    @pytest.fixture
+    def model(self):
+        return FakeChatModel()
+
+
+async def test_cached_tokens_are_the_prefix_shared_with_an_earlier_call() -> None:
+    model = FakeChatModel(["a", "b", "c"])
+    system = Message(role="system", content="s" * 400)
+    first = await model.chat([system, Message(role="user", content="one")], OPTS)
+    assert first.usage.cached_tokens == 0
+    second = await model.chat([system, Message(role="user", content="two")], OPTS)
+    assert second.usage.cached_tokens == approx_tokens("s" * 400)  # the system message; "one"/"two" share nothing
+    unrelated = await model.chat([Message(role="user", content="x" * 40)], OPTS)
+    assert unrelated.usage.cached_tokens == 0  # it shares no prefix with either earlier prompt

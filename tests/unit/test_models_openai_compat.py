@@ -14,7 +14,9 @@ import pytest
 
 from anaphora.errors import ModelError, ModelUnavailableError
 from anaphora.models import ChatModel, ChatOptions
+from anaphora.models.fake import shared_chars
 from anaphora.models.openai_compat import OpenAICompatibleChatModel
+from anaphora.testing.chat_model_contract import ChatModelContract
 from anaphora.types import Message
 
 pytestmark = pytest.mark.unit
@@ -389,3 +391,62 @@ async def test_timeout_raises_model_unavailable(make_model, server) -> None:
             await model.chat(MESSAGES, ChatOptions())
     finally:
         release.set()
+
+
+# --- provider prompt caches: usage.prompt_tokens_details.cached_tokens -----------------------------------------------
+
+
+class CachingServer:
+    """Answers like a server with a prefix cache (OpenAI, vLLM): ``cached_tokens`` is the shared prefix, in
+    four-character tokens, of this prompt and an earlier one; streams end with a usage chunk when asked."""
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    def __call__(self, body: dict) -> Behaviour:
+        prompt = "".join(f"{m['role']}:{m['content']}\n" for m in body["messages"])
+        shared = max((shared_chars(prompt, earlier) for earlier in self.prompts), default=0)
+        self.prompts.append(prompt)
+        usage = {
+            "prompt_tokens": (len(prompt) + 3) // 4,
+            "completion_tokens": 4,
+            "prompt_tokens_details": {"cached_tokens": shared // 4},
+        }
+        if not body.get("stream"):
+            payload = json.loads(completion("Four is the answer."))
+            return Behaviour(body=json.dumps({**payload, "usage": usage}).encode())
+        events = sse_events(["Four", " is", " the", " answer."])
+        if body.get("stream_options", {}).get("include_usage"):
+            events.insert(-1, json.dumps({"choices": [], "usage": usage}))
+        return Behaviour(events=events, content_type="text/event-stream")
+
+
+class TestOpenAICompatibleContract(ChatModelContract):
+    caches_prompts = True
+
+    @pytest.fixture
+    async def model(self, server):
+        server.behaviour = CachingServer()
+        instance = OpenAICompatibleChatModel("test-model", base_url=server.base_url, timeout_s=10)
+        yield instance
+        await instance.aclose()
+
+
+async def test_cached_tokens_are_read_from_replies_and_the_usage_chunk(make_model, server) -> None:
+    server.behaviour = CachingServer()
+    model = make_model(server.base_url)
+    long = [Message(role="system", content="be brief " * 40), Message(role="user", content="What is 2+2?")]
+    first = await model.chat(long, ChatOptions())
+    assert first.usage.cached_tokens == 0 and first.usage.prompt_tokens > 0
+    again = await model.chat(long, ChatOptions())
+    assert 0 < again.usage.cached_tokens <= again.usage.prompt_tokens
+    stream = model.stream(long, ChatOptions())
+    assert "".join([d async for d in stream]) == "Four is the answer."
+    assert server.requests[-1].body["stream_options"] == {"include_usage": True}
+    assert stream.usage.cached_tokens == again.usage.cached_tokens
+    assert (stream.usage.prompt_tokens, stream.usage.completion_tokens) == (again.usage.prompt_tokens, 4)
+
+
+async def test_a_server_without_usage_details_reports_no_cached_tokens(make_model, server) -> None:
+    reply = await make_model(server.base_url).chat(MESSAGES, ChatOptions())
+    assert reply.usage.cached_tokens == 0 and reply.usage.prompt_tokens == 7

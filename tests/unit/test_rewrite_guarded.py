@@ -53,7 +53,7 @@ async def plan_with(
     stage = QueryPlanner(strategy, timeout_s=timeout_s)
     state, record = await run_stage(stage, turn_state(question, history), metrics=metrics)
     assert state.plan is not None and record is not None
-    calls = state.calls.count("rewrite")
+    calls = sum(call.purpose == "rewrite" for call in state.calls)
     return Planned(state.plan.query, state.plan.source, record.status, record.detail, calls)
 
 

@@ -21,6 +21,7 @@ from fastapi import FastAPI
 
 from anaphora import FakeChatModel, Settings
 from anaphora.app import Components, build_components
+from anaphora.models.base import ChatStream
 from anaphora.models.fake import echo_first_context
 from anaphora.server import create_app
 from anaphora.server.turns import TurnRunner
@@ -70,7 +71,10 @@ class SlowModel(FakeChatModel):
     def long_answer(messages) -> str:
         return "First sentence here. Second sentence here. Third sentence here. " + echo_first_context(messages)
 
-    async def stream(self, messages, options):
+    def stream(self, messages, options):
+        return ChatStream(lambda usage: self._paced(messages, options))
+
+    async def _paced(self, messages, options):
         reply = await self.chat(messages, options)
         for piece in re.findall(r"\S+\s*", reply.text):
             await asyncio.sleep(self.pause_s)

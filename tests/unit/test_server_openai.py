@@ -9,6 +9,7 @@ import openai
 import pytest
 
 from anaphora import FakeChatModel, ModelUnavailableError
+from anaphora.models.base import ChatStream
 from anaphora.models.fake import echo_first_context
 from anaphora.pipeline.query import QueryPlan
 from tests.unit.test_server_harness import components_for, serve, settings_for, token
@@ -141,7 +142,10 @@ def test_errors_reach_the_openai_client_as_its_own_exceptions(running, fake_mode
 
 def test_a_model_failing_mid_stream_ends_the_stream_with_an_error_event(tmp_path) -> None:
     class FailsMidway(FakeChatModel):
-        async def stream(self, messages, options):
+        def stream(self, messages, options):
+            return ChatStream(lambda usage: self._fail_midway())
+
+        async def _fail_midway(self):
             yield "A first sentence. Then"
             raise ModelUnavailableError("the model server went away")
 

@@ -14,6 +14,7 @@ from anaphora.metrics import Metrics
 from anaphora.models.fake import echo_first_context
 from anaphora.pipeline.engine import TurnRequest
 from anaphora.pipeline.observer import StageObserver
+from anaphora.pipeline.prompt import SUMMARY_END, SUMMARY_HEADING
 from anaphora.pipeline.rewrite import REWRITE_INSTRUCTIONS
 from anaphora.pipeline.summary import SUMMARY_INSTRUCTIONS, RollingSummarizer, summary_prompt
 from anaphora.store.protocols import StoredTurn, Summary
@@ -241,6 +242,14 @@ def answer_calls(model: FakeChatModel, settings: Settings):
     return [c for c in model.calls if c.messages[0].content.startswith(settings.system_prompt)]
 
 
+def shown_summary(call) -> str | None:
+    """The summary an answer prompt shows (the cache-stable layout: it opens the first conversation message)."""
+    first = call.messages[1].content
+    if not first.startswith(SUMMARY_HEADING):
+        return None
+    return first.removeprefix(SUMMARY_HEADING).split(SUMMARY_END, 1)[0]
+
+
 @pytest.fixture
 async def engine_parts(tmp_path):
     settings = make_settings(tmp_path)
@@ -286,12 +295,13 @@ async def test_summary_starts_after_the_fifth_turn_and_reaches_the_next_prompt(e
     assert engine.metrics.value("anaphora_summarizer_requests_total", status="ok") == 1
 
     result = await ask(components, conversation, QUESTIONS[5])
-    system = answer_calls(model, settings)[-1].messages[0]
-    assert system.role == "system"
-    assert system.content == f"{settings.system_prompt}\n\nSummary of the earlier conversation: {summary_text(1)}"
+    call = answer_calls(model, settings)[-1]
+    system = call.messages[0]
+    assert system.role == "system" and system.content == settings.system_prompt  # byte-stable on every turn
+    assert shown_summary(call) == summary_text(1)
     assert result.trace.budget.summary > 0
-    verbatim = [m.content for m in answer_calls(model, settings)[-1].messages[1:-1] if m.role == "user"]
-    assert verbatim == QUESTIONS[1:5]
+    verbatim = [m.content for m in call.messages[1:-1] if m.role == "user"]
+    assert verbatim == [f"{SUMMARY_HEADING}{summary_text(1)}{SUMMARY_END}{QUESTIONS[1]}", *QUESTIONS[2:5]]
 
     await engine.drain()
     await ask(components, conversation, QUESTIONS[6])
@@ -353,8 +363,7 @@ async def test_summary_failure_keeps_the_previous_summary_and_the_turn(engine_pa
 
     router.summary_reply = None
     await ask(components, conversation, QUESTIONS[6])
-    system = answer_calls(model, settings)[-1].messages[0].content
-    assert system.endswith(f"Summary of the earlier conversation: {summary_text(1)}")
+    assert shown_summary(answer_calls(model, settings)[-1]) == summary_text(1)
 
 
 async def test_summary_timeout_keeps_the_previous_summary_and_the_turn(engine_parts) -> None:
@@ -403,8 +412,7 @@ def test_summary_survives_a_restart(tmp_path) -> None:
     second = FakeChatModel(default=Router())
     with Anaphora(settings, model=second) as reopened:
         reopened.ask(QUESTIONS[5], conversation)
-        system = answer_calls(second, settings)[0].messages[0].content
-        assert system.endswith(f"Summary of the earlier conversation: {summary_text(1)}")
+        assert shown_summary(answer_calls(second, settings)[0]) == summary_text(1)
 
 
 def test_summary_disabled_makes_no_summary_calls(tmp_path) -> None:
@@ -416,9 +424,7 @@ def test_summary_disabled_makes_no_summary_calls(tmp_path) -> None:
         for question in QUESTIONS[:6]:
             rag.ask(question, conversation)
     assert summary_calls(model) == []
-    assert all(
-        "Summary of the earlier conversation" not in c.messages[0].content for c in answer_calls(model, settings)
-    )
+    assert all(SUMMARY_HEADING not in m.content for c in answer_calls(model, settings) for m in c.messages)
 
 
 def test_stateless_turns_are_never_summarised(tmp_path) -> None:

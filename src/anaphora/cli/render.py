@@ -84,6 +84,12 @@ def print_trace(console: Console, result: TurnResult) -> None:
             f"[bold]budget[/bold]: {b.used}/{b.budget} tokens — system {b.system}, summary {b.summary}, "
             f"history {b.history} ({b.turns_kept}/{b.turns_available} turns, {b.turns_evicted_for_budget} evicted), "
             f"passages {b.passages} ({b.passages_kept} kept, {b.passages_dropped} dropped), question {b.question}"
+            + (f"; {b.turns_folded} turns folded into the summary" if b.turns_folded else "")
+        )
+    for call in trace.calls:
+        first = f", first token {call.first_token_ms:.0f} ms" if call.first_token_ms is not None else ""
+        console.print(
+            f"  [dim]{call.purpose}[/dim]: {call.prompt_tokens} prompt tokens, {call.cached_tokens} from cache{first}"
         )
     retrieved = Table(show_header=True, header_style="bold", title="Retrieved", title_justify="left")
     for column in ("id", "score", "bm25", "dense", "rerank", "heading"):

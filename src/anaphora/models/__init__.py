@@ -1,6 +1,6 @@
 """Chat models: one Protocol, several backends, chosen by a spec string."""
 
-from anaphora.models.base import ChatModel, ChatOptions, ChatReply, approx_tokens
+from anaphora.models.base import ChatModel, ChatOptions, ChatReply, ChatStream, Usage, approx_tokens
 from anaphora.models.fake import FakeChatModel
 from anaphora.models.registry import available_chat_models, load_chat_model
 
@@ -8,7 +8,9 @@ __all__ = [
     "ChatModel",
     "ChatOptions",
     "ChatReply",
+    "ChatStream",
     "FakeChatModel",
+    "Usage",
     "approx_tokens",
     "available_chat_models",
     "load_chat_model",

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from anaphora.types import Message
@@ -21,11 +21,47 @@ class ChatOptions:
     json_schema: dict | None = None
 
 
+@dataclass(slots=True)
+class Usage:
+    """What one call cost, as the backend reports it. ``cached_tokens``: prompt tokens served from a cache (the
+    llama.cpp KV cache, a provider's prefix cache) instead of being evaluated; ``cache_write_tokens``: prompt tokens
+    written to a provider's cache (Anthropic bills them apart). Zero where the backend does not know."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
 @dataclass(frozen=True, slots=True)
 class ChatReply:
     text: str
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    usage: Usage = field(default_factory=Usage)
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.usage.prompt_tokens
+
+    @property
+    def completion_tokens(self) -> int:
+        return self.usage.completion_tokens
+
+
+class ChatStream:
+    """The text deltas of one streamed call, to iterate once. The backend fills ``usage`` in as the call reports
+    it; it is complete once the deltas are exhausted."""
+
+    def __init__(self, deltas: Callable[[Usage], AsyncGenerator[str, None]]) -> None:
+        """``deltas`` makes the delta generator, given the :class:`Usage` it is to fill in."""
+        self.usage = Usage()
+        self._deltas = deltas(self.usage)
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._deltas
+
+    async def aclose(self) -> None:
+        """Stop the call early (the consumer is done); the backend frees what it holds."""
+        await self._deltas.aclose()
 
 
 @runtime_checkable
@@ -35,7 +71,8 @@ class ChatModel(Protocol):
     Rules every backend keeps:
     - ``chat`` and ``stream`` never mutate ``messages``;
     - a model that cannot be reached or loaded raises :class:`anaphora.errors.ModelError` with a hint;
-    - ``stream`` yields text deltas whose concatenation equals what ``chat`` would have returned;
+    - ``stream`` returns a :class:`ChatStream` of text deltas whose concatenation equals what ``chat`` would have
+      returned; its ``usage``, like a reply's, says how many prompt tokens a cache served (0 where unknown);
     - ``count_tokens`` uses the model's tokenizer when it has one, else about four characters per token.
     """
 
@@ -43,7 +80,7 @@ class ChatModel(Protocol):
 
     async def chat(self, messages: Sequence[Message], options: ChatOptions) -> ChatReply: ...
 
-    def stream(self, messages: Sequence[Message], options: ChatOptions) -> AsyncIterator[str]: ...
+    def stream(self, messages: Sequence[Message], options: ChatOptions) -> ChatStream: ...
 
     def count_tokens(self, text: str) -> int: ...
 

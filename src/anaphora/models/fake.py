@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 
-from anaphora.models.base import ChatOptions, ChatReply, approx_tokens
+from anaphora.models.base import ChatOptions, ChatReply, ChatStream, Usage, approx_tokens
 from anaphora.types import Message
 
 Reply = str | BaseException | Callable[[Sequence[Message]], str]
@@ -38,6 +38,18 @@ def echo_first_context(messages: Sequence[Message]) -> str:
     return f"{first_line} [{match.group(1)}]"
 
 
+def shared_chars(a: str, b: str) -> int:
+    """Length of the longest common prefix of two strings."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:  # binary search on prefix equality (slices compare in C)
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
 class FakeChatModel:
     """Replays scripted replies and records every call.
 
@@ -46,6 +58,9 @@ class FakeChatModel:
     it, so the whole pipeline can run without a model). ``delay_s`` simulates latency before a reply;
     ``token_delay_s`` paces a streamed reply, a pause before each word, like a model generating it (the chat model
     spec ``fake:SECONDS`` sets it, so a service started from settings can have slow turns, e.g. for crash tests).
+
+    Usage is reported like a server with a prompt cache that keeps every earlier prompt: ``cached_tokens`` are the
+    tokens of the longest prefix this call's messages share with an earlier call's.
     """
 
     name = "fake"
@@ -81,10 +96,34 @@ class FakeChatModel:
             raise reply
         text = reply(messages) if callable(reply) else reply
         prompt_tokens = sum(self.count_tokens(m.content) for m in messages)
-        return ChatReply(text=text, prompt_tokens=prompt_tokens, completion_tokens=self.count_tokens(text))
+        usage = Usage(prompt_tokens, self.count_tokens(text), self._cached_tokens(prompt_tokens))
+        return ChatReply(text, usage)
 
-    async def stream(self, messages: Sequence[Message], options: ChatOptions) -> AsyncIterator[str]:
+    def _cached_tokens(self, prompt_tokens: int) -> int:
+        """Tokens of the longest prefix the newest call's messages share with an earlier call's: whole equal
+        messages, then the shared start of the first one that differs."""
+        *earlier, newest = [call.messages for call in self.calls]
+        return min(prompt_tokens, max((self._shared_tokens(newest, e) for e in earlier), default=0))
+
+    def _shared_tokens(self, messages: Sequence[Message], earlier: Sequence[Message]) -> int:
+        shared = 0
+        for now, before in zip(messages, earlier, strict=False):
+            if now.role != before.role:
+                break
+            if now.content != before.content:
+                return shared + self.count_tokens(now.content[: shared_chars(now.content, before.content)])
+            shared += self.count_tokens(now.content)
+        return shared
+
+    def stream(self, messages: Sequence[Message], options: ChatOptions) -> ChatStream:
+        return ChatStream(lambda usage: self._stream(messages, options, usage))
+
+    async def _stream(
+        self, messages: Sequence[Message], options: ChatOptions, usage: Usage
+    ) -> AsyncGenerator[str, None]:
         reply = await self.chat(messages, options)
+        usage.prompt_tokens, usage.completion_tokens = reply.prompt_tokens, reply.completion_tokens
+        usage.cached_tokens = reply.usage.cached_tokens
         for piece in re.findall(r"\S+\s*|\s+", reply.text):
             if self.token_delay_s:
                 await asyncio.sleep(self.token_delay_s)

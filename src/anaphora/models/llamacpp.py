@@ -1,15 +1,21 @@
-"""In-process llama.cpp backend (GGUF weights), the embedded default."""
+"""In-process llama.cpp backend (GGUF weights), the embedded default.
+
+The prompt is formatted with the GGUF's own chat template (the handler llama-cpp-python would build from it) and
+tokenized here, so each call knows its prompt tokens and how many of them the KV cache already holds; saved KV
+states (:mod:`anaphora.models.llamacpp_states`) let a prompt find its prefix although another call ran in between.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from anaphora.errors import ModelError, ModelNotFoundError, require
-from anaphora.models.base import ChatOptions, ChatReply
+from anaphora.models.base import ChatOptions, ChatReply, ChatStream, Usage
+from anaphora.models.llamacpp_states import KVStates
 from anaphora.types import Message
 
 _DONE = object()
@@ -50,7 +56,9 @@ class LlamaCppChatModel:
         context_window: int = 8192,
         threads: int | None = None,
         name: str | None = None,
+        state_cache_bytes: int = 256 * 2**20,
     ) -> None:
+        """``state_cache_bytes``: the budget of saved KV states (0: only the live context is reused)."""
         self.model_path = Path(model_path).expanduser()
         if not self.model_path.is_file():
             raise ModelNotFoundError(
@@ -62,6 +70,8 @@ class LlamaCppChatModel:
         self.context_window = context_window
         self.threads = threads
         self._llama: Any = None
+        self._formatter: Any = None  # the GGUF's chat template, when it has one
+        self.states = KVStates(state_cache_bytes)
         self._lock = threading.Lock()
 
     def warm_up(self) -> None:
@@ -80,6 +90,25 @@ class LlamaCppChatModel:
                 f"llama.cpp could not load {self.model_path}: {exc}",
                 hint="check that the file is a complete GGUF model supported by this llama-cpp-python",
             ) from exc
+        template = self._llama.metadata.get("tokenizer.chat_template")
+        if template:  # the handler llama-cpp-python builds from it, made here so prompts can be tokenized first
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            llama = self._llama
+            self._formatter = Jinja2ChatFormatter(
+                template=template,
+                eos_token=llama.detokenize([llama.token_eos()], special=True).decode("utf-8", "replace"),
+                bos_token=llama.detokenize([llama.token_bos()], special=True).decode("utf-8", "replace"),
+                stop_token_ids=[llama.token_eos()],
+            )
+            llama.chat_handler = self._formatter.to_chat_handler()
+
+    def _prompt_tokens(self, messages: list[dict[str, str]]) -> list[int] | None:
+        """The prompt's tokens, exactly as the chat handler will make them (None without a chat template)."""
+        if self._formatter is None:
+            return None
+        result = self._formatter(messages=messages)
+        return self._llama.tokenize(result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True)
 
     def count_tokens(self, text: str) -> int:
         if not text:
@@ -106,19 +135,32 @@ class LlamaCppChatModel:
                 kwargs["response_format"]["schema"] = options.json_schema
         return kwargs
 
-    def _stream_sync(self, messages: Sequence[Message], options: ChatOptions, cancel: threading.Event) -> Iterator[str]:
+    def _stream_sync(
+        self, messages: Sequence[Message], options: ChatOptions, cancel: threading.Event, usage: Usage
+    ) -> Iterator[str]:
         self.warm_up()
+        kwargs = self._kwargs(messages, options)
         with self._lock:
-            for chunk in self._llama.create_chat_completion(**self._kwargs(messages, options)):
+            prompt = self._prompt_tokens(kwargs["messages"])
+            if prompt is not None:
+                usage.prompt_tokens = len(prompt)
+                usage.cached_tokens = self.states.prepare(self._llama, prompt)
+            generated = 0
+            for chunk in self._llama.create_chat_completion(**kwargs):
                 if cancel.is_set():
                     return
                 delta = chunk["choices"][0].get("delta", {}).get("content")
                 if delta:
+                    generated += 1
+                    usage.completion_tokens = generated
                     yield delta
+            if prompt is not None:  # what the context holds beyond the prompt is what was generated
+                usage.completion_tokens = max(0, self._llama.n_tokens - len(prompt))
 
     def _complete(self, messages: Sequence[Message], options: ChatOptions, cancel: threading.Event) -> ChatReply:
-        text = "".join(self._stream_sync(messages, options, cancel))
-        return ChatReply(text=text, completion_tokens=self.count_tokens(text) if text else 0)
+        usage = Usage()
+        text = "".join(self._stream_sync(messages, options, cancel, usage))
+        return ChatReply(text, usage)
 
     async def chat(self, messages: Sequence[Message], options: ChatOptions) -> ChatReply:
         """Cancelling the awaiting task (a stage timeout) stops generation at the next token and frees the model."""
@@ -129,10 +171,15 @@ class LlamaCppChatModel:
             cancel.set()
             raise
 
-    async def stream(self, messages: Sequence[Message], options: ChatOptions) -> AsyncIterator[str]:
+    def stream(self, messages: Sequence[Message], options: ChatOptions) -> ChatStream:
+        return ChatStream(lambda usage: self._stream(messages, options, usage))
+
+    async def _stream(
+        self, messages: Sequence[Message], options: ChatOptions, usage: Usage
+    ) -> AsyncGenerator[str, None]:
         cancel = threading.Event()
         try:
-            async for piece in iterate_in_thread(lambda: self._stream_sync(messages, options, cancel)):
+            async for piece in iterate_in_thread(lambda: self._stream_sync(messages, options, cancel, usage)):
                 yield piece
         finally:
             cancel.set()  # the consumer stopped early (guard, disconnect): stop generating

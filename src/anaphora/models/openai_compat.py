@@ -1,15 +1,20 @@
-"""Any OpenAI-compatible chat-completions endpoint (vLLM, llama.cpp server, Ollama, OpenAI, LM Studio, ...)."""
+"""Any OpenAI-compatible chat-completions endpoint (vLLM, llama.cpp server, Ollama, OpenAI, LM Studio, ...).
+
+Prompt caching is the server's (OpenAI's automatic prefix cache, vLLM's prefix caching); where the server reports it,
+``usage.prompt_tokens_details.cached_tokens`` becomes the call's ``cached_tokens``. Streams ask for the usage chunk
+(``stream_options.include_usage``), which OpenAI, vLLM, llama.cpp's server and Ollama send after the last delta.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 import httpx
 
 from anaphora.errors import ModelUnavailableError
-from anaphora.models.base import ChatOptions, ChatReply, approx_tokens
+from anaphora.models.base import ChatOptions, ChatReply, ChatStream, Usage, approx_tokens
 from anaphora.types import Message
 
 
@@ -41,6 +46,8 @@ class OpenAICompatibleChatModel:
             "max_tokens": options.max_tokens,
             "stream": stream,
         }
+        if stream:
+            payload["stream_options"] = {"include_usage": True}
         if options.stop:
             payload["stop"] = list(options.stop)
         if options.json_mode and options.json_schema:
@@ -73,8 +80,9 @@ class OpenAICompatibleChatModel:
             raise self._unavailable(exc) from exc
         self._check(response)
         text = self._parse(response)
-        usage = response.json().get("usage") or {}
-        return ChatReply(text, usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
+        usage = Usage()
+        read_usage(response.json().get("usage"), usage)
+        return ChatReply(text, usage)
 
     def _parse(self, response: httpx.Response) -> str:
         try:
@@ -85,7 +93,12 @@ class OpenAICompatibleChatModel:
                 hint="check that ANAPHORA_OPENAI_BASE_URL ends in /v1 of an OpenAI-compatible server",
             ) from exc
 
-    async def stream(self, messages: Sequence[Message], options: ChatOptions) -> AsyncIterator[str]:
+    def stream(self, messages: Sequence[Message], options: ChatOptions) -> ChatStream:
+        return ChatStream(lambda usage: self._stream(messages, options, usage))
+
+    async def _stream(
+        self, messages: Sequence[Message], options: ChatOptions, usage: Usage
+    ) -> AsyncGenerator[str, None]:
         payload = self._payload(messages, options, True)
         try:
             async with self._client.stream("POST", "/chat/completions", json=payload) as response:
@@ -96,6 +109,7 @@ class OpenAICompatibleChatModel:
                     # a server that ignores stream=true answers with one plain completion
                     await response.aread()
                     text = self._parse(response)
+                    read_usage(response.json().get("usage"), usage)
                     if text:
                         yield text
                     return
@@ -106,8 +120,10 @@ class OpenAICompatibleChatModel:
                     if data == "[DONE]":
                         break
                     try:
-                        delta = json.loads(data)["choices"][0].get("delta", {}).get("content")
-                    except (ValueError, KeyError, IndexError):
+                        chunk = json.loads(data)
+                        read_usage(chunk.get("usage"), usage)  # the usage chunk has "choices": []
+                        delta = chunk["choices"][0].get("delta", {}).get("content") if chunk["choices"] else None
+                    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
                         continue
                     if delta:
                         yield delta
@@ -119,3 +135,18 @@ class OpenAICompatibleChatModel:
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+def read_usage(reported: Any, usage: Usage) -> None:
+    """Copy an OpenAI ``usage`` object into ``usage``; a missing or malformed one leaves it as it is."""
+    if not isinstance(reported, dict):
+        return
+    details = reported.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    for name, value in (
+        ("prompt_tokens", reported.get("prompt_tokens")),
+        ("completion_tokens", reported.get("completion_tokens")),
+        ("cached_tokens", cached),
+    ):
+        if isinstance(value, int) and value >= 0:
+            setattr(usage, name, value)

@@ -1,8 +1,8 @@
 """Chat-model backends by name: built-ins are registered exactly like third-party ones.
 
 A spec is ``scheme`` or ``scheme:argument``. Built-ins: ``embedded``, ``fake`` (``fake:SECONDS`` paces its streamed
-words), ``gguf:PATH`` (a bare path ending in ``.gguf`` works too) and ``openai:MODEL``. Packages add schemes
-through the ``anaphora.chat_models`` entry-point group; each entry point is a factory
+words), ``gguf:PATH`` (a bare path ending in ``.gguf`` works too), ``openai:MODEL`` and ``anthropic:MODEL``.
+Packages add schemes through the ``anaphora.chat_models`` entry-point group; each entry point is a factory
 ``(argument: str, settings: Settings) -> ChatModel``.
 """
 
@@ -26,6 +26,7 @@ def _embedded(argument: str, settings: Settings) -> ChatModel:
         context_window=settings.context_window,
         threads=settings.model_threads,
         name="smollm2-135m-instruct",
+        state_cache_bytes=settings.model_state_cache_mb * 2**20,
     )
 
 
@@ -34,7 +35,12 @@ def _gguf(argument: str, settings: Settings) -> ChatModel:
 
     if not argument:
         raise ConfigurationError("'gguf:' needs a file path", hint="use gguf:/path/to/model.gguf")
-    return LlamaCppChatModel(argument, context_window=settings.context_window, threads=settings.model_threads)
+    return LlamaCppChatModel(
+        argument,
+        context_window=settings.context_window,
+        threads=settings.model_threads,
+        state_cache_bytes=settings.model_state_cache_mb * 2**20,
+    )
 
 
 def _openai(argument: str, settings: Settings) -> ChatModel:
@@ -47,6 +53,23 @@ def _openai(argument: str, settings: Settings) -> ChatModel:
         base_url=settings.openai_base_url,
         api_key=settings.openai_api_key.get_secret_value(),
         timeout_s=settings.model_timeout_s,
+    )
+
+
+def _anthropic(argument: str, settings: Settings) -> ChatModel:
+    from anaphora.models.anthropic import DEFAULT_BASE_URL, AnthropicChatModel
+
+    if not argument:
+        raise ConfigurationError(
+            "'anthropic:' needs a model name", hint="use anthropic:MODEL, e.g. anthropic:claude-sonnet-4-5"
+        )
+    key = settings.anthropic_api_key.get_secret_value()
+    if not key and settings.anthropic_base_url.rstrip("/") == DEFAULT_BASE_URL:
+        raise ConfigurationError(
+            "the Anthropic chat model needs an API key", hint="set ANAPHORA_ANTHROPIC_API_KEY (or anthropic_api_key)"
+        )
+    return AnthropicChatModel(
+        argument, api_key=key, base_url=settings.anthropic_base_url, timeout_s=settings.model_timeout_s
     )
 
 
@@ -70,6 +93,7 @@ BUILTIN_CHAT_MODELS: dict[str, Factory] = {
     "embedded": _embedded,
     "gguf": _gguf,
     "openai": _openai,
+    "anthropic": _anthropic,
     "fake": _fake,
 }
 

@@ -4,6 +4,10 @@ Priority, in order: (1) the system prompt, the question and this turn's retrieve
 when they alone overflow are the lowest-ranked passages dropped; the question never is); (2) the oldest verbatim
 turns are evicted first; (3) the summary of evicted turns fills in for them (the summarizer is told how far it
 must reach); (4) at most ``history_turns`` turns are verbatim. The decision is recorded in the turn's trace.
+
+Which turns may be verbatim is the layout's window rule (:func:`verbatim_window`): ``cache_stable`` lets the window
+grow to ``history_turns`` and then drops it to ``history_min_turns`` in one block, so the prompt's start (system
+prompt, summary, the oldest verbatim turns) stays byte-identical between folds; ``sliding`` drops one turn per turn.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from anaphora.errors import InputError
-from anaphora.types import BudgetDecision, Message, Passage
+from anaphora.types import BudgetDecision, Message, Passage, PromptLayout
 
 TokenCounter = Callable[[str], int]
 MESSAGE_OVERHEAD = 4  # role markers a chat template adds around each message
@@ -25,6 +29,31 @@ class PromptPlan:
     passages: list[Passage]
     summary: str
     decision: BudgetDecision
+
+
+@dataclass(frozen=True, slots=True)
+class VerbatimWindow:
+    """The earlier turns that may be verbatim: those from index ``start`` on (older ones are the summary's);
+    ``folded``: how many left the window at this turn."""
+
+    start: int
+    folded: int
+
+
+def window_start(turns_before: int, *, layout: PromptLayout, max_turns: int, min_turns: int) -> int:
+    """Index of the oldest turn that may be verbatim when ``turns_before`` turns came before this one."""
+    if turns_before <= max_turns:
+        return 0
+    if layout == "sliding":
+        return turns_before - max_turns
+    block = max_turns - min_turns + 1  # the window runs min_turns ... max_turns, then folds a block
+    return (turns_before - min_turns) // block * block
+
+
+def verbatim_window(turns_before: int, *, layout: PromptLayout, max_turns: int, min_turns: int) -> VerbatimWindow:
+    start = window_start(turns_before, layout=layout, max_turns=max_turns, min_turns=min_turns)
+    previous = window_start(max(0, turns_before - 1), layout=layout, max_turns=max_turns, min_turns=min_turns)
+    return VerbatimWindow(start, start - previous)
 
 
 def truncate_to_tokens(text: str, limit: int, count: TokenCounter) -> str:
@@ -65,9 +94,13 @@ def plan_prompt(
     passage_text: Callable[[Passage], str],
     framing: str = "",
     summary_label: str = "",
+    layout: PromptLayout = "sliding",
+    turns_folded: int = 0,
 ) -> PromptPlan:
-    """Fit everything into ``budget`` tokens; ``history`` is user/assistant pairs, oldest first. ``framing`` is the
-    fixed text around the question and passages (context fences, labels); ``summary_label`` introduces a summary."""
+    """Fit everything into ``budget`` tokens; ``history`` is user/assistant pairs, oldest first, of which the newest
+    ``max_turns`` may be verbatim. ``framing`` is the fixed text around the question and passages (context fences,
+    labels); ``summary_label`` introduces a summary. ``layout`` and ``turns_folded`` (the window rule's) are
+    recorded in the decision."""
     cost = lambda text: count(text) + MESSAGE_OVERHEAD  # noqa: E731
     system_cost, question_cost = cost(system), cost(question) + count(framing)
     if system_cost + question_cost > budget:
@@ -122,5 +155,7 @@ def plan_prompt(
         turns_evicted_for_budget=len(window) - len(kept),
         turns_beyond_window=beyond_window,
         summary_truncated=truncated,
+        layout=layout,
+        turns_folded=turns_folded,
     )
     return PromptPlan([m for turn in kept for m in turn], kept_passages, summary_text, decision)

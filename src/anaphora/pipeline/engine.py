@@ -16,6 +16,7 @@ from typing import Any
 from anaphora.errors import InputError
 from anaphora.metrics import Metrics
 from anaphora.models.base import ChatModel
+from anaphora.pipeline.budget import window_start
 from anaphora.pipeline.check import AnswerCheck, Extract
 from anaphora.pipeline.extractive import ExtractiveAnswerer
 from anaphora.pipeline.generate import emit
@@ -101,6 +102,7 @@ def trace_of(state: TurnState, records: list[StageRecord]) -> TurnTrace:
         retrieved=list(state.selected),
         stages=records,
         model_calls=len(state.calls),
+        calls=list(state.calls),
         prompt_tokens=state.prompt.decision.used if state.prompt else 0,
         budget=state.prompt.decision if state.prompt else None,
         answer_source=state.answer_source,
@@ -243,7 +245,7 @@ class Engine:
         state, records = await self._run_stages(stages, state)
         return list(state.candidates), trace_of(state, records)
 
-    async def _start(self, request: TurnRequest, deltas: Deltas | None) -> TurnState:
+    async def _start(self, request: TurnRequest, deltas: Deltas | None, turns_before: int) -> TurnState:
         """The turn's starting state: the sanitised question, recent history and current summary."""
         question = sanitize(request.question).strip()
         if not question:
@@ -265,6 +267,7 @@ class Engine:
             question=question,
             request=request,
             history=tuple(Message(role=m.role, content=sanitize(m.content)) for m in history),
+            turns_before=turns_before,
             summary=sanitize(summary),
             deltas=deltas,
         )
@@ -284,7 +287,7 @@ class Engine:
             turns_before = conversation.turn_count
         else:
             turns_before = sum(1 for m in request.history or () if m.role == "user")
-        state, records = await self._run_stages(self.stages, await self._start(request, deltas))
+        state, records = await self._run_stages(self.stages, await self._start(request, deltas, turns_before))
         trace = trace_of(state, records)
         citations = list(state.citations)
 
@@ -296,10 +299,7 @@ class Engine:
             )
             self.observer.seconds("remember", time.perf_counter() - started)
             turn_index = stored.index
-            # turns the next prompt will not show verbatim: beyond the window, or evicted by the budget just now
-            kept = state.prompt.decision.turns_kept if state.prompt else 0
-            covers = max(turns_before + 1 - self.settings.history_turns, turns_before - kept)
-            self._schedule_summary(request, covers)
+            self._schedule_summary(request, self._summary_reach(state, turns_before))
         self.observer.finish(trace, state.calls)
         return TurnResult(
             conversation_id=request.conversation_id or "",
@@ -309,6 +309,20 @@ class Engine:
             citations=citations,
             trace=trace,
         )
+
+    def _summary_reach(self, state: TurnState, turns_before: int) -> int:
+        """How many of the oldest turns the summary must cover for the next turn: those before the next turn's
+        verbatim window (with 'cache_stable', a block boundary, so the summary changes only there), and those the
+        budget evicted from this turn's prompt."""
+        settings = self.settings
+        next_start = window_start(
+            turns_before + 1,
+            layout=settings.prompt_layout,
+            max_turns=settings.history_turns,
+            min_turns=settings.history_min_turns,
+        )
+        kept = state.prompt.decision.turns_kept if state.prompt else 0
+        return max(next_start, turns_before - kept)
 
     def _schedule_summary(self, request: TurnRequest, covers: int) -> None:
         """Summarise turns that will not be shown verbatim any more, after the answer, without blocking it."""

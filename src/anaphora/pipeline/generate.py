@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import time
+from dataclasses import dataclass
 
-from anaphora.models.base import ChatModel, ChatOptions
+from anaphora.models.base import ChatModel, ChatOptions, ChatStream, Usage
 from anaphora.pipeline.answer_guard import RepetitionGuard
 from anaphora.types import Message
 
@@ -17,18 +19,50 @@ def emit(deltas: Deltas | None, text: str | None) -> None:
         deltas.put_nowait(text)
 
 
+@dataclass(frozen=True, slots=True)
+class Generation:
+    """An answer call's outcome: the guarded ``answer``, the ``guard`` that watched it, the call's ``usage`` and,
+    when streamed, the milliseconds from the call to its first delta."""
+
+    answer: str
+    guard: RepetitionGuard
+    usage: Usage
+    first_token_ms: float | None = None
+
+
 async def generate(
     model: ChatModel, messages: list[Message], options: ChatOptions, deltas: Deltas | None
-) -> tuple[str, RepetitionGuard]:
+) -> Generation:
     """Generate under the repetition guard. Streaming holds back the sentence being written, so the deltas always
     add up to the final answer, even when the guard cuts the model off."""
     guard = RepetitionGuard()
     if deltas is None:
-        text = (await model.chat(messages, options)).text
-        cut = guard.check(text, final=True)
-        return (text if cut is None else cut).strip(), guard
-    text, sent = "", 0
-    async for piece in model.stream(messages, options):
+        reply = await model.chat(messages, options)
+        cut = guard.check(reply.text, final=True)
+        return Generation((reply.text if cut is None else cut).strip(), guard, reply.usage)
+    started = time.perf_counter()
+    stream = model.stream(messages, options)
+    try:
+        text, sent, first = await _relay(stream, guard, deltas)
+    finally:
+        await stream.aclose()  # after a guard cut: stop the model now
+    cut = guard.check(text, final=True)  # the last sentence, now complete
+    if cut is not None and len(cut) >= sent:
+        text = cut
+    answer = text.rstrip()
+    if len(answer) > sent:
+        emit(deltas, answer[sent:])
+    first_token_ms = None if first is None else (first - started) * 1000
+    return Generation(answer, guard, stream.usage, first_token_ms)
+
+
+async def _relay(stream: ChatStream, guard: RepetitionGuard, deltas: Deltas) -> tuple[str, int, float | None]:
+    """Pass whole sentences of ``stream`` on to ``deltas`` until it ends or the guard cuts it; returns the text so
+    far, how much of it was sent and when the first delta came (``perf_counter``)."""
+    text, sent, first = "", 0, None
+    async for piece in stream:
+        if first is None:
+            first = time.perf_counter()
         text = (text + piece) if sent else (text + piece).lstrip()
         cut = guard.check(text)
         if cut is not None:
@@ -38,10 +72,4 @@ async def generate(
         if boundary + 1 > sent and text[boundary + 1 :].strip():  # never end a delta on trailing space
             emit(deltas, text[sent : boundary + 1])
             sent = boundary + 1
-    cut = guard.check(text, final=True)  # the last sentence, now complete
-    if cut is not None and len(cut) >= sent:
-        text = cut
-    answer = text.rstrip()
-    if len(answer) > sent:
-        emit(deltas, answer[sent:])
-    return answer, guard
+    return text, sent, first

@@ -13,7 +13,7 @@ from typing import Any
 from anaphora.metrics import Metrics
 from anaphora.pipeline.stage import Stage, StageResult
 from anaphora.pipeline.state import TurnState
-from anaphora.types import StageRecord, StageStatus, TurnTrace
+from anaphora.types import ModelCall, StageRecord, StageStatus, TurnTrace
 
 log = logging.getLogger("anaphora.pipeline")
 
@@ -120,14 +120,18 @@ class StageObserver:
         """Time spent outside the stage list (storing the turn, which happens after the trace is final)."""
         self.metrics.stage_seconds.labels(stage=name).observe(seconds)
 
-    def finish(self, trace: TurnTrace, calls: tuple[str, ...]) -> None:
+    def finish(self, trace: TurnTrace, calls: tuple[ModelCall, ...]) -> None:
         """Turn-level counts, once per answered turn."""
         metrics = self.metrics
         metrics.turns.inc()
         if trace.route:
             metrics.routes.labels(kind=trace.route).inc()
-        for purpose in calls:
-            metrics.model_calls.labels(purpose=purpose).inc()
+        for call in calls:
+            metrics.model_calls.labels(purpose=call.purpose).inc()
+            if call.cached_tokens:
+                metrics.model_prompt_tokens.labels(purpose=call.purpose, cached="true").inc(call.cached_tokens)
+            if call.evaluated_tokens:
+                metrics.model_prompt_tokens.labels(purpose=call.purpose, cached="false").inc(call.evaluated_tokens)
         metrics.prompt_tokens.observe(trace.prompt_tokens)
         if trace.budget:
             metrics.budget_evictions.inc(trace.budget.turns_evicted_for_budget)

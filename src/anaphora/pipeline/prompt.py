@@ -1,6 +1,9 @@
 """Builds the generation prompt in the order that keeps provider and llama.cpp prefix caches warm:
 
-system prompt -> verbatim recent turns -> <<<CONTEXT>>> excerpts with ids <<<END CONTEXT>>> -> the question, last.
+system prompt -> summary -> verbatim recent turns -> <<<CONTEXT>>> excerpts with ids <<<END CONTEXT>>> -> the
+question, last. With the ``cache_stable`` layout the system message is the system prompt alone (byte-identical on
+every turn) and the summary opens the first verbatim user message (the first message of the conversation part, so
+chat templates that want user/assistant alternation accept it); with ``sliding`` the summary ends the system message.
 Everything untrusted passes through :func:`anaphora.sanitize.sanitize` here, at the one place prompts are made.
 """
 
@@ -9,12 +12,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from anaphora.sanitize import sanitize
-from anaphora.types import Message, Passage
+from anaphora.types import Message, Passage, PromptLayout
 
 CONTEXT_OPEN = "<<<CONTEXT>>>"
 CONTEXT_CLOSE = "<<<END CONTEXT>>>"
 QUESTION_LABEL = "Question: "
-SUMMARY_LABEL = "\n\nSummary of the earlier conversation: "
+SUMMARY_LABEL = "\n\nSummary of the earlier conversation: "  # "sliding": after the system prompt
+SUMMARY_HEADING = "Summary of the earlier conversation: "  # "cache_stable": opens the conversation
+SUMMARY_END = "\n\n"
+
+
+def summary_label(layout: PromptLayout) -> str:
+    """The fixed text a summary adds around itself in ``layout`` (for the token budget)."""
+    return SUMMARY_LABEL if layout == "sliding" else SUMMARY_HEADING + SUMMARY_END
+
+
 # the fixed text a prompt with passages adds around them and the question (for the token budget)
 CONTEXT_FRAMING = f"{CONTEXT_OPEN}\n\n{CONTEXT_CLOSE}\n\n{QUESTION_LABEL}"
 
@@ -36,14 +48,19 @@ def build_messages(
     passages: Sequence[Passage] | None,
     question: str,
     summary: str = "",
+    layout: PromptLayout = "cache_stable",
 ) -> list[Message]:
     """``passages=None`` means retrieval was not used for this turn: no context block at all. A running summary of
-    older turns follows the system prompt, in the same message (stable parts first)."""
-    system = system_prompt + (f"{SUMMARY_LABEL}{sanitize(summary)}" if summary else "")
+    older turns follows the system prompt (stable parts first), placed as ``layout`` says."""
+    summary = sanitize(summary)
+    system = system_prompt + (f"{SUMMARY_LABEL}{summary}" if summary and layout == "sliding" else "")
     messages = [Message(role="system", content=system)]
     messages.extend(Message(role=m.role, content=sanitize(m.content)) for m in history if m.role != "system")
     final = sanitize(question).strip()
     if passages is not None:
         final = f"{context_block(passages)}\n\n{QUESTION_LABEL}{final}"
     messages.append(Message(role="user", content=final))
+    if summary and layout == "cache_stable":
+        first = messages[1]  # the oldest verbatim user turn, or the question when no turn is verbatim
+        messages[1] = Message(role=first.role, content=f"{SUMMARY_HEADING}{summary}{SUMMARY_END}{first.content}")
     return messages

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Protocol
 from anaphora.types import Message, StageStatus
 
 if TYPE_CHECKING:
+    from anaphora.models.base import Usage
     from anaphora.pipeline.route import TurnKind
 
 
@@ -30,6 +31,7 @@ class QueryPlan:
     kind: TurnKind | None = None  # the turn kind, when a model analysis decided it
     answered_by_conversation: bool = False  # the analysis says the history already holds the answer
     lead: str | None = None  # the query that leads the fusion, when not ``query``
+    usage: Usage | None = None  # what the model call cost, when one was made
 
     @property
     def queries(self) -> list[str]:

@@ -217,9 +217,13 @@ class GuardedRewriter:
             # (and, in llama.cpp, the answer prompt's cached prefix)
             return QueryPlan(question, "question", "ok", "stands alone: no rewrite needed")
         reply = await self.model.chat(self.messages(question, history), self.options)
-        analysis = self.style.parse(reply.text)
+        return replace(self._judge(question, history, reply.text), usage=reply.usage)
+
+    def _judge(self, question: str, history: Sequence[Message], text: str) -> QueryPlan:
+        """The plan for the model's reply ``text``: the rewrite if the guard accepts it, else the fallback."""
+        analysis = self.style.parse(text)
         if isinstance(analysis, str):
-            return self._fall_back(question, history, "rejected", analysis, reply.text.strip())
+            return self._fall_back(question, history, "rejected", analysis, text.strip())
         rewrite = strip_preamble(analysis.query)
         reasons = validate_rewrite(question, history, rewrite)
         kind = TurnKind(analysis.kind) if self.style.structured else None

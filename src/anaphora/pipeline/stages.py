@@ -11,12 +11,12 @@ from dataclasses import replace
 
 from anaphora.models.base import ChatModel, ChatOptions
 from anaphora.pipeline.answer_guard import ANSWER_STOP
-from anaphora.pipeline.budget import plan_prompt
+from anaphora.pipeline.budget import plan_prompt, verbatim_window
 from anaphora.pipeline.check import ABSTAIN, AnswerCheck
 from anaphora.pipeline.citations import extract_citations
 from anaphora.pipeline.extractive import ExtractiveAnswerer
 from anaphora.pipeline.generate import emit, generate
-from anaphora.pipeline.prompt import CONTEXT_FRAMING, SUMMARY_LABEL, build_messages, format_passage
+from anaphora.pipeline.prompt import CONTEXT_FRAMING, build_messages, format_passage, summary_label
 from anaphora.pipeline.query import QueryPlan, QueryStage
 from anaphora.pipeline.route import (
     history_covers,
@@ -72,7 +72,7 @@ class QueryPlanner(Stage):
         if route is None and plan.kind is not None:
             route = route_by_analysis(plan.kind)
         route = route or route_by_standalone_test(state.question)
-        return state.update(plan=plan, route=route, calls=state.called("rewrite", plan.model_calls))
+        return state.update(plan=plan, route=route, calls=state.called("rewrite", plan.model_calls, plan.usage))
 
     async def run(self, state: TurnState) -> StageResult:
         plan = await self.strategy.run(state.question, state.history)
@@ -189,11 +189,15 @@ class Budget(Stage):
 
     async def run(self, state: TurnState) -> StageResult:
         settings = self.settings
+        layout = settings.prompt_layout
+        window = verbatim_window(
+            state.turns_before, layout=layout, max_turns=settings.history_turns, min_turns=settings.history_min_turns
+        )
         plan = plan_prompt(
             count=self.model.count_tokens,
             budget=settings.context_window - settings.answer_max_tokens,
             history_budget=settings.history_budget_tokens,
-            max_turns=settings.history_turns,
+            max_turns=state.turns_before - window.start,
             system=settings.system_prompt,
             summary=state.summary,
             history=state.history,
@@ -201,10 +205,14 @@ class Budget(Stage):
             question=state.question,
             passage_text=format_passage,
             framing=CONTEXT_FRAMING if state.retrieves else "",
-            summary_label=SUMMARY_LABEL,
+            summary_label=summary_label(layout),
+            layout=layout,
+            turns_folded=window.folded,
         )
         decision = plan.decision
         detail = f"{decision.used}/{decision.budget} tokens, {decision.turns_kept} turns"
+        if window.folded:
+            detail += f", {window.folded} older turn{'s' if window.folded > 1 else ''} left the window for the summary"
         return StageResult(state.update(prompt=plan), "ok", detail)
 
 
@@ -246,11 +254,20 @@ class Generate(Stage):
         assert state.prompt is not None
         plan = state.prompt
         passages = plan.passages if state.retrieves else None
-        messages = build_messages(self.settings.system_prompt, plan.history, passages, state.question, plan.summary)
+        messages = build_messages(
+            self.settings.system_prompt,
+            plan.history,
+            passages,
+            state.question,
+            plan.summary,
+            self.settings.prompt_layout,
+        )
         release = self.check.release(state) if self.check is not None and self.check.releases(state) else None
-        answer, guard = await generate(self.model, messages, self._options(state), release or state.deltas)
+        generation = await generate(self.model, messages, self._options(state), release or state.deltas)
+        answer, guard = generation.answer, generation.guard
         released = release.flush() if release is not None else (answer if state.deltas is not None else "")
-        state = state.update(calls=state.called("answer"), answer=answer, released=released)
+        calls = state.called("answer", usage=generation.usage, first_token_ms=generation.first_token_ms)
+        state = state.update(calls=calls, answer=answer, released=released)
         if not answer and release is None:  # unchecked: quote the passages rather than say nothing
             quoted = await self.extractive.answer_turn(state) if self.extractive is not None else None
             answer = quoted.text if quoted is not None else NO_ANSWER

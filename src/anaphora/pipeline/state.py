@@ -10,9 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from anaphora.types import Citation, Message, Passage, UnitVerdict
+from anaphora.types import Citation, Message, ModelCall, Passage, UnitVerdict
 
 if TYPE_CHECKING:
+    from anaphora.models.base import Usage
     from anaphora.pipeline.budget import PromptPlan
     from anaphora.pipeline.query import QueryPlan
     from anaphora.pipeline.route import Route
@@ -46,6 +47,7 @@ class TurnState:
     question: str
     request: TurnRequest
     history: tuple[Message, ...] = ()
+    turns_before: int = 0  # turns of the conversation before this one (``history`` may hold only the recent ones)
     summary: str = ""
     route: Route | None = None
     plan: QueryPlan | None = None
@@ -59,7 +61,7 @@ class TurnState:
     released: str = ""  # what the streaming caller has been sent of the answer so far
     support: tuple[UnitVerdict, ...] = ()  # the answer check's verdicts, unit by unit
     citations: tuple[Citation, ...] = ()
-    calls: tuple[str, ...] = ()  # chat-model calls made, by purpose ("rewrite", "answer", ...)
+    calls: tuple[ModelCall, ...] = ()  # chat-model calls made: purpose ("rewrite", "answer", ...) and usage
     deltas: Deltas | None = field(default=None, compare=False, repr=False)  # the streaming caller's queue
 
     @property
@@ -70,6 +72,18 @@ class TurnState:
     def update(self, **changes) -> TurnState:
         return replace(self, **changes)
 
-    def called(self, purpose: str, times: int = 1) -> tuple[str, ...]:
-        """``calls`` with ``times`` more calls for ``purpose``."""
-        return self.calls + (purpose,) * times
+    def called(
+        self, purpose: str, times: int = 1, usage: Usage | None = None, first_token_ms: float | None = None
+    ) -> tuple[ModelCall, ...]:
+        """``calls`` with ``times`` more calls for ``purpose`` (the last one's ``usage``, when known)."""
+        made = [ModelCall(purpose=purpose) for _ in range(times)]
+        if made and usage is not None:
+            made[-1] = ModelCall(
+                purpose=purpose,
+                prompt_tokens=usage.prompt_tokens,
+                cached_tokens=usage.cached_tokens,
+                cache_write_tokens=usage.cache_write_tokens,
+                completion_tokens=usage.completion_tokens,
+                first_token_ms=first_token_ms,
+            )
+        return self.calls + tuple(made)
