@@ -260,7 +260,9 @@ async def test_the_query_stage_sees_the_same_conversation_in_either_layout(tmp_p
     _, sliding, sliding_results = await conversation(tmp_path, "sliding")
     stable_rewrites = [c.messages for c in prompt_calls(stable, REWRITE_INSTRUCTIONS)]
     sliding_rewrites = [c.messages for c in prompt_calls(sliding, REWRITE_INSTRUCTIONS)]
-    assert len(stable_rewrites) == len(QUESTIONS) - 1
+    # every follow-up that does not stand alone asks for a rewrite (one that stands alone is its own query)
+    rewritten = [r for r in stable_results[1:] if r.trace.stage("query").detail != "stands alone: no rewrite needed"]
+    assert len(stable_rewrites) == len(rewritten) >= 5
     assert stable_rewrites == sliding_rewrites
     assert [r.trace.query for r in stable_results] == [r.trace.query for r in sliding_results]
     assert [[p.id for p in r.trace.retrieved] for r in stable_results] == [
@@ -276,7 +278,8 @@ async def test_follow_ups_report_cached_prompt_tokens_in_the_trace_and_the_count
     engine = components.engine
     try:
         conversation_id = (await components.conversations.create("local")).id
-        results = [await engine.ask(TurnRequest(q, conversation_id=conversation_id)) for q in QUESTIONS[:3]]
+        referring = [QUESTIONS[0], "And on ARM?", "How do I upgrade it?"]  # the follow-ups need a rewrite
+        results = [await engine.ask(TurnRequest(q, conversation_id=conversation_id)) for q in referring]
     finally:
         await engine.aclose()
         components.database.close()
