@@ -282,18 +282,22 @@ class Anaphora:
         *,
         user_id: str = LOCAL_USER,
         history: Sequence[Message] | None = None,
+        memory: bool = True,
     ) -> TurnResult:
+        """``memory=False``: a temporary chat, that recalls no long-term memory and leaves none."""
         require_valid_text(question, "the question")
-        request = TurnRequest(question, user_id=user_id, conversation_id=conversation_id, history=history)
+        request = TurnRequest(
+            question, user_id=user_id, conversation_id=conversation_id, history=history, memory=memory
+        )
         return self.run(self.components.engine.ask(request))
 
     def stream(
-        self, question: str, conversation_id: str | None = None, *, user_id: str = LOCAL_USER
+        self, question: str, conversation_id: str | None = None, *, user_id: str = LOCAL_USER, memory: bool = True
     ) -> Iterator[str | TurnResult]:
-        """Yield text deltas, then the final :class:`TurnResult`."""
+        """Yield text deltas, then the final :class:`TurnResult`; ``memory`` as in :meth:`ask`."""
         require_valid_text(question, "the question")
         engine = self.components.engine
-        request = TurnRequest(question, user_id=user_id, conversation_id=conversation_id)
+        request = TurnRequest(question, user_id=user_id, conversation_id=conversation_id, memory=memory)
 
         async def start():
             return engine.stream(request)

@@ -295,6 +295,20 @@ class Settings(BaseSettings):
     summary_timeout_s: float = Field(default=60.0, gt=0, description="time budget of one summary update")
     summary_max_tokens: int = Field(default=256, ge=32, description="cap on the rolling summary's length")
 
+    # Long-term memory ---------------------------------------------------------------------------------------------
+    memory: Literal["on", "off"] = Field(
+        default="on",
+        description="long-term memory across conversations, per user: 'on' (past turns, facts and entities are "
+        "remembered after each answer and the relevant ones recalled into later turns) or 'off' (nothing is "
+        "remembered or recalled). A request can turn it off for one turn (a temporary chat)",
+    )
+    memory_ttl_days: float | None = Field(
+        default=None,
+        gt=0,
+        description="memories older than this many days are no longer recalled and are deleted by `anaphora "
+        "serve` every history_sweep_interval_s; unset keeps them until forgotten or erased",
+    )
+
     # Service ----------------------------------------------------------------------------------------------------
     server_host: str = Field(default="127.0.0.1", description="address `anaphora serve` listens on")
     server_port: int = Field(default=8000, ge=1, le=65535, description="port `anaphora serve` listens on")
@@ -379,6 +393,23 @@ class Settings(BaseSettings):
     @classmethod
     def _expand(cls, value: Path) -> Path:
         return value.expanduser()
+
+    @field_validator("memory_ttl_days", mode="before")
+    @classmethod
+    def _memory_ttl(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip() == "":
+            return None  # ANAPHORA_MEMORY_TTL_DAYS= (empty) leaves it unset
+        if isinstance(value, bool) or (isinstance(value, int | float) and not value > 0):
+            raise ValueError(
+                f"memory_ttl_days must be a positive number of days (e.g. 30), not {value!r}; leave it unset to "
+                "keep memories until they are forgotten or erased"
+            )
+        return value
+
+    @property
+    def memory_ttl_s(self) -> float | None:
+        """``memory_ttl_days`` in seconds (None: memories are kept until forgotten or erased)."""
+        return None if self.memory_ttl_days is None else self.memory_ttl_days * 86400.0
 
     @property
     def effective_answer_mode(self) -> Literal["generate", "extractive", "auto"]:

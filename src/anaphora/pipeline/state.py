@@ -29,6 +29,7 @@ class TurnRequest:
     history: Sequence[Message] | None = None  # stateless mode: the caller sends the history
     temperature: float | None = None  # per-request answer options; None: the settings decide
     max_tokens: int | None = None
+    memory: bool = True  # False: a temporary chat; nothing is remembered from this turn or recalled into it
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,9 +43,22 @@ class ChatMessage(BaseModel):
         return "".join(part.text for part in self.content)
 
 
+class TurnOptions(BaseModel):
+    """Anaphora's own options of one turn; in a chat-completions request they travel in the ``anaphora`` extension
+    field (OpenAI clients: ``extra_body={"anaphora": {"memory": False}}``), as the answer's details do."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    memory: StrictBool = Field(
+        default=True,
+        description="false: a temporary chat; this turn recalls no long-term memory and nothing of it is remembered",
+    )
+
+
 class ChatCompletionRequest(BaseModel):
     """OpenAI's chat-completions request. ``temperature`` and ``max_tokens`` apply to the answer (``max_tokens``
-    within the service's ``answer_max_tokens``); ``user`` is recorded nowhere (the token decides who the user is)."""
+    within the service's ``answer_max_tokens``); ``user`` is recorded nowhere (the token decides who the user is);
+    ``anaphora`` carries Anaphora's own options (:class:`TurnOptions`)."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -56,6 +69,7 @@ class ChatCompletionRequest(BaseModel):
     max_tokens: StrictInt | None = Field(default=None, ge=1)
     n: StrictInt | None = Field(default=None, ge=1, le=1)
     user: Text | None = Field(default=None, max_length=256)
+    anaphora: TurnOptions = Field(default_factory=TurnOptions)
 
 
 class CreateConversation(BaseModel):
@@ -75,6 +89,11 @@ class PostMessage(BaseModel):
 
     content: Text = Field(min_length=1)
     stream: StrictBool = False
+    memory: StrictBool = Field(
+        default=True,
+        description="false: a temporary chat; this turn recalls no long-term memory and nothing of it is remembered "
+        "(the turn itself is still stored in the conversation)",
+    )
 
 
 class ConversationOut(BaseModel):
