@@ -12,6 +12,7 @@ from anaphora.embeddings import CachedEmbedder, cache_key, load_embedder
 from anaphora.errors import ConfigurationError
 from anaphora.ingest import Ingestor, IngestReport
 from anaphora.ingest.ingestor import Progress
+from anaphora.memory import MemoryExport, MemoryKind, MemoryPage, MemoryStore
 from anaphora.metrics import Metrics
 from anaphora.models import ChatModel, load_chat_model
 from anaphora.pipeline.engine import LOCAL_USER, Engine, TurnRequest
@@ -54,6 +55,7 @@ class Components:
     embedder: CachedEmbedder
     retriever: HybridRetriever
     conversations: HistoryStore
+    memory: MemoryStore
     chat_model: ChatModel
     engine: Engine
     ingestor: Ingestor
@@ -219,8 +221,9 @@ def close_local(components: Components) -> None:
 
 
 async def erase_user_data(components: Components, user_id: str) -> dict[str, int]:
-    """Right to erase: the user's conversations, turns and summaries, and the cached embeddings of their text (the
-    questions and the queries made from them). Returns what was removed, by kind."""
+    """Right to erase: the user's conversations, turns and summaries, the cached embeddings of their text (the
+    questions and the queries made from them), and their long-term memory (items with their vectors, entities,
+    profile). Returns what was removed, by kind."""
     store = components.conversations
     texts: set[str] = set()
     for conversation in await all_conversations(store, user_id):
@@ -230,7 +233,15 @@ async def erase_user_data(components: Components, user_id: str) -> dict[str, int
                 texts.update([turn.trace.question, turn.trace.query, *turn.trace.alternate_queries])
     keys = [cache_key(components.embedder.name, text) for text in texts if text]
     cached = components.embedder.cache.delete_many(keys)
-    return {**await store.erase_user(user_id), "cached_embeddings": cached}
+    erased = {**await store.erase_user(user_id), "cached_embeddings": cached}
+    memory = await components.memory.erase_user(user_id)
+    return {
+        **erased,
+        "memories": memory["memories"],
+        "memory_vectors": memory["vectors"],
+        "entities": memory["entities"],
+        "profiles": memory["profiles"],
+    }
 
 
 class Anaphora:
@@ -274,6 +285,24 @@ class Anaphora:
 
     def delete_conversation(self, conversation_id: str, *, user_id: str = LOCAL_USER) -> None:
         self.run(self.components.conversations.delete(user_id, conversation_id))
+
+    def memories(
+        self, *, user_id: str = LOCAL_USER, kind: MemoryKind | None = None, limit: int = 50, offset: int = 0
+    ) -> MemoryPage:
+        """The user's long-term memory items, newest first, with provenance; ``page.next_offset`` pages on."""
+        return self.run(self.components.memory.list(user_id, kind=kind, limit=limit, offset=offset))
+
+    def forget(self, memory_id: str, *, user_id: str = LOCAL_USER) -> None:
+        """Forget one memory item (:class:`~anaphora.errors.MemoryNotFoundError` if the user has none by that id)."""
+        self.run(self.components.memory.delete(user_id, memory_id))
+
+    def export_memory(self, *, user_id: str = LOCAL_USER) -> MemoryExport:
+        """Everything remembered of the user: items, entities, profile (``export_lines`` makes JSON lines of it)."""
+        return self.run(self.components.memory.export(user_id))
+
+    def erase_user(self, user_id: str = LOCAL_USER) -> dict[str, int]:
+        """Right to erase: every conversation, cached embedding of their text and memory of the user; the counts."""
+        return self.run(erase_user_data(self.components, user_id))
 
     def ask(
         self,

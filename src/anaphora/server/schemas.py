@@ -7,6 +7,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
+from anaphora.memory.portable import item_record
+from anaphora.memory.types import MemoryItem
 from anaphora.store.protocols import Conversation, StoredTurn
 from anaphora.text_policy import describe_invalid
 from anaphora.types import Citation, TurnTrace
@@ -164,6 +166,62 @@ class Erased(BaseModel):
     turns: int
     summaries: int
     cached_embeddings: int
+    memories: int
+    memory_vectors: int
+    entities: int
+    profiles: int
+
+
+class Provenance(BaseModel):
+    """Where a memory came from: the conversation, the turn(s) (for a fact: the turns it was extracted from) and
+    when the (last) one happened."""
+
+    conversation_id: str
+    turns: list[int]
+    time: float
+
+
+class MemoryOut(BaseModel):
+    object: Literal["memory"] = "memory"
+    id: str
+    kind: Literal["episode", "fact"]
+    text: str
+    provenance: Provenance
+    source: str = Field(description="what wrote it: 'turn' (episodes), 'rules' or 'model' (facts)")
+    subject: str | None = Field(default=None, description="facts: what the fact is about, e.g. 'user'")
+    attribute: str | None = Field(default=None, description="facts: e.g. 'chart version'")
+    value: str | None = Field(default=None, description="facts: e.g. '2.8.0'")
+    valid_from: float | None = Field(default=None, description="facts: since when it holds")
+    valid_to: float | None = Field(default=None, description="facts: when a newer fact superseded it (null: current)")
+    current: bool | None = Field(default=None, description="facts: not superseded")
+
+    @classmethod
+    def of(cls, item: MemoryItem) -> MemoryOut:
+        return cls(**item_record(item))
+
+
+class MemoryList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[MemoryOut]
+    limit: int
+    offset: int
+    has_more: bool
+
+
+class MemoryDeleted(BaseModel):
+    id: str
+    object: Literal["memory.deleted"] = "memory.deleted"
+    deleted: bool = True
+
+
+class MemoriesErased(BaseModel):
+    """``DELETE /v1/memories``: what was forgotten of the caller, by kind."""
+
+    object: Literal["memory.erased"] = "memory.erased"
+    memories: int
+    vectors: int
+    entities: int
+    profiles: int
 
 
 class IngestPath(BaseModel):
