@@ -33,7 +33,9 @@ from anaphora.store import (
     SQLiteEmbeddingCache,
     StoredTurn,
 )
+from anaphora.memory.sqlite_store import SQLiteMemoryStore
 from anaphora.store.postgres_conversations import PostgresConversationStore
+from anaphora.store.postgres_memory import PostgresMemoryStore
 from anaphora.store.postgres_passages import PostgresPassageStore
 from anaphora.store.protocols import DocumentRegistry, EmbeddingCache, HistoryStore, PassageIndex, all_conversations
 from anaphora.store.redis_store import RedisConversationStore, RedisEmbeddingCache
@@ -134,6 +136,17 @@ def build_conversation_store(settings: Settings, database: Database) -> HistoryS
     return PostgresConversationStore(server_url(settings, "conversation_store", "postgres"))
 
 
+def build_memory_store(settings: Settings, database: Database) -> MemoryStore:
+    """The long-term memory store ``settings.effective_memory_store`` names: tables in the SQLite database, or
+    PostgreSQL with pgvector (connects lazily, on first use)."""
+    if settings.effective_memory_store == "postgres":
+        return PostgresMemoryStore(
+            server_url(settings, "memory_store", "postgres"),
+            text_search_config=settings.postgres_text_search_config,
+        )
+    return SQLiteMemoryStore(database)
+
+
 def build_embedding_cache(settings: Settings, database: Database) -> EmbeddingCache:
     """The embedding cache ``settings.embedding_cache_store`` names: SQLite in ``data_dir`` or Redis (shared)."""
     if settings.embedding_cache_store == "redis":
@@ -170,6 +183,7 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
     corpus, passages = build_passage_stores(settings, database, embedder)
     retriever = HybridRetriever(passages, embedder, settings)
     conversations = build_conversation_store(settings, database)
+    memory = build_memory_store(settings, database)
     chat_model = model or load_chat_model(settings)
     metrics = Metrics()
     summarizer = RollingSummarizer(
@@ -206,10 +220,18 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
         embedder,
         retriever,
         conversations,
+        memory,
         chat_model,
         engine,
         Ingestor(corpus, embedder, settings),
     )
+
+
+async def aclose_components(components: Components) -> None:
+    """Finish the engine's background work and close the network clients: the model's, the reranker's and the
+    stores' (the conversation store with the engine, then the memory store)."""
+    await components.engine.aclose()
+    await components.memory.aclose()
 
 
 def close_local(components: Components) -> None:
@@ -341,7 +363,7 @@ class Anaphora:
         yield self._runner.run(turn.result())
 
     def close(self) -> None:
-        self._runner.run(self.components.engine.aclose())
+        self._runner.run(aclose_components(self.components))
         self._runner.close()
         close_local(self.components)
 

@@ -302,6 +302,12 @@ class Settings(BaseSettings):
         "remembered after each answer and the relevant ones recalled into later turns) or 'off' (nothing is "
         "remembered or recalled). A request can turn it off for one turn (a temporary chat)",
     )
+    memory_store: Literal["auto", "sqlite", "postgres"] = Field(
+        default="auto",
+        description="where long-term memory lives: 'sqlite' (in data_dir; one replica), 'postgres' (postgres_url "
+        "with pgvector; shared by several replicas; needs the `postgres` extra) or 'auto' (postgres when "
+        "conversation_store is, else sqlite)",
+    )
     memory_ttl_days: float | None = Field(
         default=None,
         gt=0,
@@ -405,6 +411,13 @@ class Settings(BaseSettings):
                 "keep memories until they are forgotten or erased"
             )
         return value
+
+    @property
+    def effective_memory_store(self) -> Literal["sqlite", "postgres"]:
+        """``memory_store``, with 'auto' following the conversation store."""
+        if self.memory_store != "auto":
+            return self.memory_store
+        return "postgres" if self.conversation_store == "postgres" else "sqlite"
 
     @property
     def memory_ttl_s(self) -> float | None:

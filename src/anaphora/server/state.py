@@ -11,7 +11,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from anaphora.app import Components, build_components, close_local
+from anaphora.app import Components, aclose_components, build_components, close_local
 from anaphora.errors import AnaphoraError, PermissionDeniedError
 from anaphora.server.auth import Authenticator, Principal
 from anaphora.server.coordination import build_session_store, build_turn_lock
@@ -71,6 +71,7 @@ class Service:
                 raise
         try:  # a networked store (PostgreSQL) connects and migrates now, not on first use
             await self._components.conversations.open()
+            await self._components.memory.open()
         except AnaphoraError as exc:
             log.error("cannot start: %s%s", exc.message, f" (fix: {exc.hint})" if exc.hint else "")
             if self.owns_components:
@@ -114,7 +115,7 @@ class Service:
             return
         engine = self._components.engine
         if self.owns_components:
-            await engine.aclose()  # drains background work, closes model and reranker clients
+            await aclose_components(self._components)  # drains background work, closes clients and pools
             close_local(self._components)
             self._components = None
         else:
