@@ -12,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from anaphora.app import Anaphora
 from anaphora.cli.eval import eval_app
+from anaphora.cli.memory import memory_app
 from anaphora.cli.render import inert, print_ingest_report, print_sources, print_trace, shown
 from anaphora.errors import AnaphoraError, ConversationNotFoundError, InputError, require
 from anaphora.settings import load_settings
@@ -25,6 +26,7 @@ app = typer.Typer(
 conversations_app = typer.Typer(help="List, show and delete stored conversations.", no_args_is_help=True)
 app.add_typer(conversations_app, name="conversations")
 app.add_typer(eval_app, name="eval")
+app.add_typer(memory_app, name="memory")
 console = Console(highlight=False)
 errors = Console(stderr=True, highlight=False)
 
