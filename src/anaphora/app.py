@@ -13,6 +13,7 @@ from anaphora.errors import ConfigurationError
 from anaphora.ingest import Ingestor, IngestReport
 from anaphora.ingest.ingestor import Progress
 from anaphora.memory import MemoryExport, MemoryKind, MemoryPage, MemoryStore
+from anaphora.memory.sqlite_store import SQLiteMemoryStore
 from anaphora.metrics import Metrics
 from anaphora.models import ChatModel, load_chat_model
 from anaphora.pipeline.engine import LOCAL_USER, Engine, TurnRequest
@@ -33,7 +34,6 @@ from anaphora.store import (
     SQLiteEmbeddingCache,
     StoredTurn,
 )
-from anaphora.memory.sqlite_store import SQLiteMemoryStore
 from anaphora.store.postgres_conversations import PostgresConversationStore
 from anaphora.store.postgres_memory import PostgresMemoryStore
 from anaphora.store.postgres_passages import PostgresPassageStore

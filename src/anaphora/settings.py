@@ -389,7 +389,10 @@ class Settings(BaseSettings):
         "serve` (0 keeps them forever)",
     )
     history_sweep_interval_s: float = Field(
-        default=3600.0, gt=0, description="how often `anaphora serve` looks for conversations past history_ttl_s"
+        default=3600.0,
+        gt=0,
+        description="how often `anaphora serve` looks for conversations past history_ttl_s and memories past "
+        "memory_ttl_days",
     )
     shutdown_grace_s: float = Field(
         default=30.0, ge=0, description="on shutdown, how long open requests and in-flight turns get to finish"

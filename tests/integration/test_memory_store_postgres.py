@@ -27,7 +27,9 @@ async def count_rows(store: PostgresMemoryStore, user_id: str) -> dict[str, int]
     counts = {}
     async with store.pool.connection() as conn:
         for table in TABLES:
-            row = await (await conn.execute(f"SELECT count(*) AS n FROM {table} WHERE user_id = %s", (user_id,))).fetchone()
+            row = await (
+                await conn.execute(f"SELECT count(*) AS n FROM {table} WHERE user_id = %s", (user_id,))
+            ).fetchone()
             counts[table] = row["n"]
     return counts
 
@@ -98,7 +100,10 @@ async def test_concurrent_adds_of_one_fact_store_it_once(fresh) -> None:
     others = [PostgresMemoryStore(fresh.pool.conninfo, max_size=2) for _ in range(3)]
     try:
         stored = await asyncio.gather(
-            *(store.add(ALICE, [fact(ALICE, "uses", "k3s", time=1000.0 + n)]) for n, store in enumerate([fresh, *others]))
+            *(
+                store.add(ALICE, [fact(ALICE, "uses", "k3s", time=1000.0 + n)])
+                for n, store in enumerate([fresh, *others])
+            )
         )
     finally:
         for store in others:

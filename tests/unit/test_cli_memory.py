@@ -24,7 +24,9 @@ def seed(tmp_path: Path) -> list[str]:
     items = [
         episode(LOCAL_USER, "I run Kestrel on k3s", conversation="conv-a", turn=0, time=1_700_000_000.0),
         replace(fact(LOCAL_USER, "chart version", "2.7.0", time=1_700_000_100.0), conversation_id="conv-a"),
-        replace(fact(LOCAL_USER, "chart version", "2.8.0", time=1_700_000_200.0), conversation_id="conv-b", turns=(1, 2)),
+        replace(
+            fact(LOCAL_USER, "chart version", "2.8.0", time=1_700_000_200.0), conversation_id="conv-b", turns=(1, 2)
+        ),
         episode(LOCAL_USER, "the agent was OOMKilled", conversation="conv-b", turn=3, time=1_700_000_300.0),
     ]
     stranger = episode("mallory", "mallory's secret plan", conversation="conv-m", time=1_700_000_400.0)

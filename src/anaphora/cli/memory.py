@@ -18,9 +18,7 @@ from anaphora.memory.portable import export_lines
 from anaphora.memory.types import MemoryItem
 from anaphora.settings import load_settings
 
-memory_app = typer.Typer(
-    help="List, forget and export what is remembered across conversations.", no_args_is_help=True
-)
+memory_app = typer.Typer(help="List, forget and export what is remembered across conversations.", no_args_is_help=True)
 console = Console(highlight=False)
 notes = Console(stderr=True, highlight=False)  # what is not the data itself, when the data goes to stdout
 
@@ -83,7 +81,9 @@ def memory_forget(ctx: typer.Context, memory_id: Annotated[str, typer.Argument(h
 @memory_app.command("export")
 def memory_export(
     ctx: typer.Context,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="write to this new file (default: stdout)")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="write to this new file (default: stdout)")
+    ] = None,
 ) -> None:
     """Everything remembered, as JSON lines: items (with provenance), then entities, then the profile."""
     if output is not None and output.exists():

@@ -86,9 +86,7 @@ async def m001_memory(conn: Any, text_search_config: str) -> None:
         )
         """,
     )
-    await conn.execute(
-        "INSERT INTO memory_meta (key, value) VALUES ('text_search_config', %s)", (text_search_config,)
-    )
+    await conn.execute("INSERT INTO memory_meta (key, value) VALUES ('text_search_config', %s)", (text_search_config,))
     await conn.execute(
         sql.SQL(
             "CREATE TABLE memory_items (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, "
@@ -433,8 +431,7 @@ class PostgresMemoryStore(AsyncPostgresStore):
     async def _entities(self, conn: Any, user_id: str, limit: int | None) -> list[Entity]:
         rows = await (
             await conn.execute(
-                "SELECT * FROM memory_entities WHERE user_id = %s ORDER BY mentions DESC, last_seen DESC, key "
-                "LIMIT %s",
+                "SELECT * FROM memory_entities WHERE user_id = %s ORDER BY mentions DESC, last_seen DESC, key LIMIT %s",
                 (user_id, limit),
             )
         ).fetchall()
@@ -463,7 +460,9 @@ class PostgresMemoryStore(AsyncPostgresStore):
 
     async def delete_expired(self, before_ts: float) -> dict[str, int]:
         async with await self._conn() as conn, conn.transaction():
-            return await self._delete(conn, "time < %(before)s", "last_seen < %(before)s", "false", {"before": before_ts})
+            return await self._delete(
+                conn, "time < %(before)s", "last_seen < %(before)s", "false", {"before": before_ts}
+            )
 
     async def erase_user(self, user_id: str) -> dict[str, int]:
         async with await self._conn() as conn, conn.transaction():
