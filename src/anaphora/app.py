@@ -12,10 +12,15 @@ from anaphora.embeddings import CachedEmbedder, cache_key, load_embedder
 from anaphora.errors import ConfigurationError
 from anaphora.ingest import Ingestor, IngestReport
 from anaphora.ingest.ingestor import Progress
+from anaphora.memory import MemoryStore
+from anaphora.memory.recall import MemoryRecall
+from anaphora.memory.sqlite_store import SQLiteMemoryStore
+from anaphora.memory.writer import TurnRecorder
 from anaphora.metrics import Metrics
 from anaphora.models import ChatModel, load_chat_model
 from anaphora.pipeline.engine import LOCAL_USER, Engine, TurnRequest
 from anaphora.pipeline.extractive import ExtractiveAnswerer
+from anaphora.pipeline.memory import RecallMemory, RememberTurn
 from anaphora.pipeline.query import LastMessageQuery, QueryStage
 from anaphora.pipeline.rewrite import JSON_ANALYSIS, TEXT_REWRITE, GuardedRewriter, HistoryExpansion
 from anaphora.pipeline.select import PassageSelector
@@ -57,6 +62,7 @@ class Components:
     chat_model: ChatModel
     engine: Engine
     ingestor: Ingestor
+    memory: MemoryStore
 
 
 def build_query_stage(
@@ -178,6 +184,7 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
         timeout_s=settings.summary_timeout_s,
         input_tokens=max(256, settings.context_window // 2 - settings.summary_max_tokens),
     )
+    memory = SQLiteMemoryStore(database)
     engine = Engine(
         settings,
         chat_model=chat_model,
@@ -195,6 +202,14 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
         metrics=metrics,
         tracer=build_tracer(settings),
         extractive=ExtractiveAnswerer(embedder, min_relevance=settings.extractive_min_relevance),
+        memory_recall=RecallMemory(
+            MemoryRecall(memory, embedder),
+            memory,
+            k=settings.memory_recall_k,
+            min_score=settings.memory_min_score,
+            timeout_s=settings.memory_recall_timeout_s,
+        ),
+        memory_writer=RememberTurn(TurnRecorder(memory, embedder), timeout_s=settings.memory_write_timeout_s),
     )
     return Components(
         settings,
@@ -207,6 +222,7 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
         chat_model,
         engine,
         Ingestor(corpus, embedder, settings),
+        memory,
     )
 
 

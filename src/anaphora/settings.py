@@ -295,6 +295,26 @@ class Settings(BaseSettings):
     summary_timeout_s: float = Field(default=60.0, gt=0, description="time budget of one summary update")
     summary_max_tokens: int = Field(default=256, ge=32, description="cap on the rolling summary's length")
 
+    # Long-term memory (across conversations, per user) --------------------------------------------------------
+    memory_recall_k: int = Field(
+        default=4, ge=0, le=20, description="long-term memory items shown in a prompt at most (0: recall, show none)"
+    )
+    memory_min_score: float = Field(
+        default=0.35,
+        ge=-1,
+        le=1,
+        description="cosine similarity to the turn's query a recalled memory item needs to be shown",
+    )
+    memory_max_tokens: int = Field(
+        default=600, ge=0, description="token cap of the recalled memories in the prompt (under the one budget)"
+    )
+    memory_recall_timeout_s: float = Field(
+        default=2.0, gt=0, description="time budget of memory recall; past it the turn goes on without memory"
+    )
+    memory_write_timeout_s: float = Field(
+        default=30.0, gt=0, description="time budget of remembering one turn (in the background, after the answer)"
+    )
+
     # Service ----------------------------------------------------------------------------------------------------
     server_host: str = Field(default="127.0.0.1", description="address `anaphora serve` listens on")
     server_port: int = Field(default=8000, ge=1, le=65535, description="port `anaphora serve` listens on")
