@@ -13,11 +13,15 @@ from anaphora.errors import ConfigurationError
 from anaphora.ingest import Ingestor, IngestReport
 from anaphora.ingest.ingestor import Progress
 from anaphora.memory import MemoryExport, MemoryKind, MemoryPage, MemoryStore
+from anaphora.memory.recall import MemoryRecall
 from anaphora.memory.sqlite_store import SQLiteMemoryStore
+from anaphora.memory.ttl import within_ttl
+from anaphora.memory.writer import TurnRecorder
 from anaphora.metrics import Metrics
 from anaphora.models import ChatModel, load_chat_model
 from anaphora.pipeline.engine import LOCAL_USER, Engine, TurnRequest
 from anaphora.pipeline.extractive import ExtractiveAnswerer
+from anaphora.pipeline.memory import RecallMemory, RememberTurn
 from anaphora.pipeline.query import LastMessageQuery, QueryStage
 from anaphora.pipeline.rewrite import JSON_ANALYSIS, TEXT_REWRITE, GuardedRewriter, HistoryExpansion
 from anaphora.pipeline.select import PassageSelector
@@ -57,10 +61,10 @@ class Components:
     embedder: CachedEmbedder
     retriever: HybridRetriever
     conversations: HistoryStore
-    memory: MemoryStore
     chat_model: ChatModel
     engine: Engine
     ingestor: Ingestor
+    memory: MemoryStore
 
 
 def build_query_stage(
@@ -147,6 +151,26 @@ def build_memory_store(settings: Settings, database: Database) -> MemoryStore:
     return SQLiteMemoryStore(database)
 
 
+def build_memory_stages(
+    settings: Settings, memory: MemoryStore, embedder: CachedEmbedder
+) -> tuple[RecallMemory | None, RememberTurn | None]:
+    """The engine's long-term memory stages (none with ``memory = "off"``): recall, which sees no item past
+    ``memory_ttl_days``, and the background writer. The writer embeds with the uncached embedder: a turn's texts
+    are embedded once, and vectors of them in the shared cache would be personal data that erase could not name."""
+    if settings.memory == "off":
+        return None, None
+    reader = within_ttl(memory, settings.memory_ttl_s)
+    recall = RecallMemory(
+        MemoryRecall(reader, embedder),
+        reader,
+        k=settings.memory_recall_k,
+        min_score=settings.memory_min_score,
+        timeout_s=settings.memory_recall_timeout_s,
+    )
+    writer = RememberTurn(TurnRecorder(memory, embedder.inner), timeout_s=settings.memory_write_timeout_s)
+    return recall, writer
+
+
 def build_embedding_cache(settings: Settings, database: Database) -> EmbeddingCache:
     """The embedding cache ``settings.embedding_cache_store`` names: SQLite in ``data_dir`` or Redis (shared)."""
     if settings.embedding_cache_store == "redis":
@@ -184,6 +208,7 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
     retriever = HybridRetriever(passages, embedder, settings)
     conversations = build_conversation_store(settings, database)
     memory = build_memory_store(settings, database)
+    recall, writer = build_memory_stages(settings, memory, embedder)
     chat_model = model or load_chat_model(settings)
     metrics = Metrics()
     summarizer = RollingSummarizer(
@@ -211,6 +236,8 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
         metrics=metrics,
         tracer=build_tracer(settings),
         extractive=ExtractiveAnswerer(embedder, min_relevance=settings.extractive_min_relevance),
+        memory_recall=recall,
+        memory_writer=writer,
     )
     return Components(
         settings,
@@ -220,10 +247,10 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
         embedder,
         retriever,
         conversations,
-        memory,
         chat_model,
         engine,
         Ingestor(corpus, embedder, settings),
+        memory,
     )
 
 

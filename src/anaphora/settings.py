@@ -314,6 +314,24 @@ class Settings(BaseSettings):
         description="memories older than this many days are no longer recalled and are deleted by `anaphora "
         "serve` every history_sweep_interval_s; unset keeps them until forgotten or erased",
     )
+    memory_recall_k: int = Field(
+        default=4, ge=0, le=20, description="long-term memory items shown in a prompt at most (0: recall, show none)"
+    )
+    memory_min_score: float = Field(
+        default=0.35,
+        ge=-1,
+        le=1,
+        description="cosine similarity to the turn's query a recalled memory item needs to be shown",
+    )
+    memory_max_tokens: int = Field(
+        default=600, ge=0, description="token cap of the recalled memories in the prompt (under the one budget)"
+    )
+    memory_recall_timeout_s: float = Field(
+        default=2.0, gt=0, description="time budget of memory recall; past it the turn goes on without memory"
+    )
+    memory_write_timeout_s: float = Field(
+        default=30.0, gt=0, description="time budget of remembering one turn (in the background, after the answer)"
+    )
 
     # Service ----------------------------------------------------------------------------------------------------
     server_host: str = Field(default="127.0.0.1", description="address `anaphora serve` listens on")

@@ -86,6 +86,30 @@ class BudgetDecision(BaseModel):
     turns_evicted_for_budget: int
     turns_beyond_window: int
     summary_truncated: bool = False
+    memory: int = 0
+    memory_kept: int = 0
+
+
+class RecalledMemory(BaseModel):
+    """A long-term memory item the memory stage recalled for this turn, with its provenance and why it was
+    recalled; ``injected`` says whether the prompt showed it (it passed the threshold and the budget)."""
+
+    id: str
+    kind: Literal["episode", "fact"]
+    text: str
+    conversation_id: str
+    turns: list[int]
+    time: float
+    current: bool = True
+    score: float
+    similarity: float | None = None
+    why: str = ""
+    injected: bool = False
+
+    @property
+    def passage_id(self) -> str:
+        """How the prompt, the answer check and the citations name it, beside the document passages."""
+        return f"memory:{self.id}"
 
 
 class TurnTrace(BaseModel):
@@ -108,6 +132,9 @@ class TurnTrace(BaseModel):
         default="model", description="'model', 'extractive' (quoted from the passages), 'abstain' or 'none'"
     )
     support: list[UnitVerdict] = Field(default_factory=list, description="the support check, unit by unit")
+    memory: list[RecalledMemory] = Field(
+        default_factory=list, description="long-term memory items recalled, best first, with why and provenance"
+    )
 
     def stage(self, name: str) -> StageRecord | None:
         return next((s for s in self.stages if s.name == name), None)

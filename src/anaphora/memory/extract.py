@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from anaphora.memory.types import EntityKind
 from anaphora.text import STOPWORDS
 
-_CLAUSE_END = re.compile(r"[.;!?\n]|,\s|\s(?:and|but|because|so|which|though|although|since|when|if)\s", re.I)
+_CLAUSE_END = re.compile(r"[.;!?](?:\s|$)|\n|,\s|\s(?:and|but|because|so|which|though|although|since|when|if)\s", re.I)
 _MAX_VALUE_WORDS = 8
 
 # (pattern on the user's words, attribute, many-valued): the value is what follows, to the end of the clause

@@ -19,6 +19,7 @@ from anaphora.models.base import ChatModel
 from anaphora.pipeline.check import AnswerCheck, Extract
 from anaphora.pipeline.extractive import ExtractiveAnswerer
 from anaphora.pipeline.generate import emit
+from anaphora.pipeline.memory import RecallMemory, RememberTurn
 from anaphora.pipeline.observer import StageObserver
 from anaphora.pipeline.query import QueryStage
 from anaphora.pipeline.select import PassageSelector
@@ -103,6 +104,7 @@ def trace_of(state: TurnState, records: list[StageRecord]) -> TurnTrace:
         budget=state.prompt.decision if state.prompt else None,
         answer_source=state.answer_source,
         support=list(state.support),
+        memory=list(state.memory),
     )
     if plan is not None and skip is None:
         trace.query, trace.query_source = plan.query, plan.source
@@ -128,9 +130,13 @@ class Engine:
         metrics: Metrics | None = None,
         tracer: Any | None = None,
         extractive: ExtractiveAnswerer | None = None,
+        memory_recall: RecallMemory | None = None,
+        memory_writer: RememberTurn | None = None,
     ) -> None:
         """``tracer``: an OpenTelemetry tracer for spans per turn and stage (None: no spans); ``extractive``: the
-        answerer that quotes passages (``answer_mode`` 'extractive' and 'auto'; without it 'auto' abstains)."""
+        answerer that quotes passages (``answer_mode`` 'extractive' and 'auto'; without it 'auto' abstains);
+        ``memory_recall``: the long-term memory stage, run before the budget; ``memory_writer``: the stage that
+        remembers each stored turn, run after the answer in the background (None: no long-term memory)."""
         self.settings = settings
         self.chat_model = chat_model
         self.conversations = conversations
@@ -147,10 +153,15 @@ class Engine:
             *([SkipGate()] if settings.skip_gate else []),
             Retrieve(retriever),
             Select(self.selector, top_k=settings.top_k),
+            *([memory_recall] if memory_recall is not None else []),
             Budget(settings, chat_model),
             *self._answer_stages(settings, chat_model, extractive),
             Cite(),
         ]
+        self.memory_writer = memory_writer
+        for stage in (memory_recall, memory_writer):
+            if stage is not None and stage.counter is not None:
+                self.metrics.counter(stage.counter, f"{stage.name} attempts by outcome")
         self._background: set[asyncio.Task] = set()
 
     @staticmethod
@@ -291,6 +302,7 @@ class Engine:
             kept = state.prompt.decision.turns_kept if state.prompt else 0
             covers = max(turns_before + 1 - self.settings.history_turns, turns_before - kept)
             self._schedule_summary(request, covers)
+            self._schedule_memory(state.update(turn_index=stored.index, turn_time=stored.created_at))
         self.observer.finish(trace, state.calls)
         return TurnResult(
             conversation_id=request.conversation_id or "",
@@ -300,6 +312,14 @@ class Engine:
             citations=citations,
             trace=trace,
         )
+
+    def _schedule_memory(self, state: TurnState) -> None:
+        """Remember the stored turn after the answer, observed like every stage (fail-open, counted)."""
+        if self.memory_writer is None:
+            return
+        task = asyncio.get_running_loop().create_task(self.observer.run(self.memory_writer, state, []))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def _schedule_summary(self, request: TurnRequest, covers: int) -> None:
         """Summarise turns that will not be shown verbatim any more, after the answer, without blocking it."""

@@ -1,6 +1,8 @@
 """Builds the generation prompt in the order that keeps provider and llama.cpp prefix caches warm:
 
-system prompt -> verbatim recent turns -> <<<CONTEXT>>> excerpts with ids <<<END CONTEXT>>> -> the question, last.
+system prompt (+ the user's profile, then the conversation summary) -> verbatim recent turns -> <<<CONTEXT>>>
+excerpts with ids <<<END CONTEXT>>> -> <<<MEMORY>>> recalled memories with ids <<<END MEMORY>>> -> the question,
+last. What varies per turn (excerpts, recalled memories) comes after what is stable across turns.
 Everything untrusted passes through :func:`anaphora.sanitize.sanitize` here, at the one place prompts are made.
 """
 
@@ -15,6 +17,10 @@ CONTEXT_OPEN = "<<<CONTEXT>>>"
 CONTEXT_CLOSE = "<<<END CONTEXT>>>"
 QUESTION_LABEL = "Question: "
 SUMMARY_LABEL = "\n\nSummary of the earlier conversation: "
+PROFILE_LABEL = "\n\nWhat you know about the user from earlier conversations: "
+MEMORY_OPEN = "<<<MEMORY>>>"
+MEMORY_CLOSE = "<<<END MEMORY>>>"
+MEMORY_FRAMING = f"{MEMORY_OPEN}\n\n{MEMORY_CLOSE}\n\n"
 # the fixed text a prompt with passages adds around them and the question (for the token budget)
 CONTEXT_FRAMING = f"{CONTEXT_OPEN}\n\n{CONTEXT_CLOSE}\n\n{QUESTION_LABEL}"
 
@@ -30,20 +36,34 @@ def context_block(passages: Sequence[Passage]) -> str:
     return f"{CONTEXT_OPEN}\n{body}\n{CONTEXT_CLOSE}"
 
 
+def memory_block(memories: Sequence[Passage]) -> str:
+    return f"{MEMORY_OPEN}\n" + "\n\n".join(format_passage(m) for m in memories) + f"\n{MEMORY_CLOSE}"
+
+
+def system_text(system_prompt: str, profile: str = "") -> str:
+    """The system prompt with the user's profile (stable across a user's turns, so it stays in the cached prefix)."""
+    return system_prompt + (f"{PROFILE_LABEL}{sanitize(profile)}" if profile else "")
+
+
 def build_messages(
     system_prompt: str,
     history: Sequence[Message],
     passages: Sequence[Passage] | None,
     question: str,
     summary: str = "",
+    memories: Sequence[Passage] = (),
+    profile: str = "",
 ) -> list[Message]:
-    """``passages=None`` means retrieval was not used for this turn: no context block at all. A running summary of
-    older turns follows the system prompt, in the same message (stable parts first)."""
-    system = system_prompt + (f"{SUMMARY_LABEL}{sanitize(summary)}" if summary else "")
+    """``passages=None`` means retrieval was not used for this turn: no context block at all. The user's profile and
+    a running summary of older turns follow the system prompt, in the same message (stable parts first); recalled
+    memories (``memories``) go after the excerpts, just before the question."""
+    system = system_text(system_prompt, profile) + (f"{SUMMARY_LABEL}{sanitize(summary)}" if summary else "")
     messages = [Message(role="system", content=system)]
     messages.extend(Message(role=m.role, content=sanitize(m.content)) for m in history if m.role != "system")
     final = sanitize(question).strip()
+    if memories:
+        final = f"{memory_block(memories)}\n\n{QUESTION_LABEL}{final}"
     if passages is not None:
-        final = f"{context_block(passages)}\n\n{QUESTION_LABEL}{final}"
+        final = f"{context_block(passages)}\n\n" + (final if memories else f"{QUESTION_LABEL}{final}")
     messages.append(Message(role="user", content=final))
     return messages

@@ -14,7 +14,15 @@ from anaphora.pipeline.budget import plan_prompt
 from anaphora.pipeline.check import ABSTAIN, AnswerCheck
 from anaphora.pipeline.citations import extract_citations
 from anaphora.pipeline.generate import emit, generate
-from anaphora.pipeline.prompt import CONTEXT_FRAMING, SUMMARY_LABEL, build_messages, format_passage
+from anaphora.pipeline.prompt import (
+    CONTEXT_FRAMING,
+    MEMORY_FRAMING,
+    QUESTION_LABEL,
+    SUMMARY_LABEL,
+    build_messages,
+    format_passage,
+    system_text,
+)
 from anaphora.pipeline.query import QueryPlan, QueryStage
 from anaphora.pipeline.route import (
     history_covers,
@@ -164,7 +172,7 @@ class Budget(Stage):
             budget=settings.context_window - settings.answer_max_tokens,
             history_budget=settings.history_budget_tokens,
             max_turns=settings.history_turns,
-            system=settings.system_prompt,
+            system=system_text(settings.system_prompt, state.profile),
             summary=state.summary,
             history=state.history,
             passages=state.selected,
@@ -172,6 +180,9 @@ class Budget(Stage):
             passage_text=format_passage,
             framing=CONTEXT_FRAMING if state.retrieves else "",
             summary_label=SUMMARY_LABEL,
+            memories=state.memory_passages,
+            memory_budget=settings.memory_max_tokens,
+            memory_framing=MEMORY_FRAMING + ("" if state.retrieves else QUESTION_LABEL),
         )
         decision = plan.decision
         detail = f"{decision.used}/{decision.budget} tokens, {decision.turns_kept} turns"
@@ -208,13 +219,21 @@ class Generate(Stage):
         assert state.prompt is not None
         plan = state.prompt
         passages = plan.passages if state.retrieves else None
-        messages = build_messages(self.settings.system_prompt, plan.history, passages, state.question, plan.summary)
+        messages = build_messages(
+            self.settings.system_prompt,
+            plan.history,
+            passages,
+            state.question,
+            plan.summary,
+            memories=plan.memories,
+            profile=state.profile,
+        )
         release = self.check.release(state) if self.check is not None and self.check.releases(state) else None
         answer, guard = await generate(self.model, messages, self._options(state), release or state.deltas)
         released = release.flush() if release is not None else (answer if state.deltas is not None else "")
         state = state.update(calls=state.called("answer"), answer=answer, released=released)
         if not answer and release is None:  # unchecked: quote the passages rather than say nothing
-            answer = extractive_answer(state.question, plan.passages) or NO_ANSWER
+            answer = extractive_answer(state.question, [*plan.passages, *plan.memories]) or NO_ANSWER
             emit(state.deltas, answer)
             note = "model gave no usable answer: quoted the best passages instead"
             return StageResult(state.update(answer=answer, answer_source="extractive", released=answer), "ok", note)
@@ -229,7 +248,7 @@ class Cite(Stage):
     name = "cite"
 
     async def run(self, state: TurnState) -> StageResult:
-        shown = state.prompt.passages if state.prompt else []
+        shown = [*state.prompt.passages, *state.prompt.memories] if state.prompt else []
         if state.support and state.answer_source == "model":  # checked: each kept unit names its passage
             by_id = {p.id: p for p in shown}
             ids = dict.fromkeys(v.passage_id for v in state.support if v.kept and v.passage_id in by_id)
