@@ -389,6 +389,11 @@ class Anaphora:
                 break
         yield self._runner.run(turn.result())
 
+    def settle(self) -> None:
+        """Wait for the background work of the turns so far (their memory writes and summary updates); a script
+        that starts a new conversation right after one then recalls what the last turn taught."""
+        self.run(self.components.engine.drain())
+
     def close(self) -> None:
         self._runner.run(aclose_components(self.components))
         self._runner.close()

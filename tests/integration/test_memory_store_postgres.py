@@ -147,3 +147,41 @@ async def test_unreachable_server_is_a_store_error(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="cannot connect to the PostgreSQL memory store"):
         await store.list(ALICE)
     await store.aclose()
+
+
+def test_the_service_remembers_in_postgres_and_erase_leaves_no_row(new_database, tmp_path: Path) -> None:
+    """memory_store 'auto' follows conversation_store 'postgres'; turns are remembered there, GET /v1/memories reads
+    them, and the right to erase removes every memory row of the user (counted in SQL) and none of another's."""
+    from tests.unit.test_server_harness import serve, settings_for
+    from tests.unit.test_server_history import wait_for
+
+    url = new_database()
+    settings = settings_for(tmp_path, conversation_store="postgres", postgres_url=url)
+
+    def rows(user: str) -> dict[str, int]:
+        with psycopg.connect(url) as conn:
+            return {
+                t: conn.execute(f"SELECT count(*) FROM {t} WHERE user_id = %s", (user,)).fetchone()[0] for t in TABLES
+            }
+
+    conversations = {}
+    with serve(settings, app_builds=True) as running:
+        assert isinstance(running.components.memory, PostgresMemoryStore)
+        for user in ("alice", "bob"):
+            with running.client(user) as http:
+                conversations[user] = http.post("/v1/conversations").json()["id"]
+                http.post(
+                    f"/v1/conversations/{conversations[user]}/messages",
+                    json={"content": "My chart version is 2.7.1, how do I install Kestrel on Kubernetes?"},
+                ).raise_for_status()
+        wait_for(lambda: rows("alice")["memory_items"] >= 2 and rows("bob")["memory_items"] >= 2)
+        with running.client("alice") as alice:
+            listed = alice.get("/v1/memories").json()["data"]
+            assert {m["provenance"]["conversation_id"] for m in listed} == {conversations["alice"]}
+            assert any(m["kind"] == "fact" and m["value"] == "2.7.1" for m in listed)
+            before = rows("alice")
+            erased = alice.delete("/v1/users/alice/data").json()
+        assert erased["memories"] == before["memory_items"] and erased["memory_vectors"] == before["memory_vectors"]
+        assert erased["entities"] == before["memory_entities"] and erased["conversations"] == 1
+        assert all(n == 0 for n in rows("alice").values())
+        assert rows("bob")["memory_items"] >= 2

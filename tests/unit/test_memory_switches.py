@@ -31,7 +31,7 @@ def facade(tmp_path: Path, **overrides) -> Anaphora:
 
 
 def remembered(rag: Anaphora) -> list[str]:
-    rag.run(rag.components.engine.drain())  # memory is written in the background
+    rag.settle()  # memory is written in the background
     return [item.text for item in rag.memories().items]
 
 

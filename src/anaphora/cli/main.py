@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from anaphora.app import Anaphora
 from anaphora.cli.eval import eval_app
 from anaphora.cli.memory import memory_app
-from anaphora.cli.render import inert, print_ingest_report, print_sources, print_trace, shown
+from anaphora.cli.render import inert, print_ingest_report, print_memories, print_sources, print_trace, shown
 from anaphora.errors import AnaphoraError, ConversationNotFoundError, InputError, require
 from anaphora.settings import load_settings
 from anaphora.types import TurnResult
@@ -94,9 +94,7 @@ def ingest(
         _ingest(rag, paths, prune=prune, force=rebuild)
 
 
-def _answer(
-    rag: Anaphora, question: str, conversation: str | None, trace: bool, *, memory: bool = True
-) -> TurnResult:
+def _answer(rag: Anaphora, question: str, conversation: str | None, trace: bool, *, memory: bool = True) -> TurnResult:
     result: TurnResult | None = None
     for item in rag.stream(question, conversation, memory=memory):
         if isinstance(item, TurnResult):
@@ -106,6 +104,7 @@ def _answer(
     console.print()
     assert result is not None
     print_sources(console, result)
+    print_memories(console, result)
     if trace:
         print_trace(console, result)
     return result
@@ -200,6 +199,7 @@ def demo(
         conversations: list[str] = []
         for number, turn in enumerate(played.turns, start=1):
             if not conversations or turn.new_conversation is not None:
+                rag.settle()  # what the earlier turns teach is remembered before the next conversation starts
                 title = turn.new_conversation or played.title
                 conversations.append(rag.new_conversation(title))
                 console.rule(f"conversation {shown(conversations[-1])}: {shown(title)}")

@@ -4,7 +4,6 @@ forgotten one item at a time, or exported as JSON lines."""
 from __future__ import annotations
 
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -12,7 +11,7 @@ import typer
 from rich.console import Console
 
 from anaphora.app import Anaphora
-from anaphora.cli.render import shown
+from anaphora.cli.render import provenance, shown, when
 from anaphora.errors import InputError
 from anaphora.memory.portable import export_lines
 from anaphora.memory.types import MemoryItem
@@ -25,17 +24,6 @@ notes = Console(stderr=True, highlight=False)  # what is not the data itself, wh
 
 def _open(ctx: typer.Context) -> Anaphora:
     return Anaphora(load_settings(**ctx.obj))
-
-
-def when(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def provenance(item: MemoryItem) -> str:
-    """Where an item came from: ``conversation ID, turn 3, 2026-12-01 10:40 UTC``."""
-    turns = ", ".join(str(t) for t in item.turns)
-    label = "turn" if len(item.turns) == 1 else "turns"
-    return f"conversation {item.conversation_id}, {label} {turns}, {when(item.time)}"
 
 
 def validity(item: MemoryItem) -> str:
@@ -59,7 +47,8 @@ def memory_list(
     for item in page.items:
         state = validity(item)
         console.print(
-            f"[cyan]{shown(item.id)}[/cyan]  {item.kind:<7}  [dim]{shown(provenance(item))}"
+            f"[cyan]{shown(item.id)}[/cyan]  {item.kind:<7}  "
+            f"[dim]{shown(provenance(item.conversation_id, item.turns, item.time))}"
             + (f" · {state}" if state else "")
             + "[/dim]"
         )
