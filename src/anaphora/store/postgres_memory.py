@@ -160,33 +160,8 @@ _ITEM_COLUMNS = (
 
 
 def _item(row: dict[str, Any]) -> MemoryItem:
-    return MemoryItem(
-        id=row["id"],
-        user_id=row["user_id"],
-        kind=row["kind"],
-        text=row["text"],
-        conversation_id=row["conversation_id"],
-        turns=tuple(row["turns"]),
-        time=row["time"],
-        subject=row["subject"],
-        attribute=row["attribute"],
-        value=row["value"],
-        valid_from=row["valid_from"],
-        valid_to=row["valid_to"],
-        source=row["source"],
-    )
-
-
-def _entity(row: dict[str, Any]) -> Entity:
-    return Entity(
-        user_id=row["user_id"],
-        key=row["key"],
-        name=row["name"],
-        kind=row["kind"],
-        mentions=row["mentions"],
-        first_seen=row["first_seen"],
-        last_seen=row["last_seen"],
-    )
+    """A row of ``_ITEM_COLUMNS`` (the item's fields, by name) as the item."""
+    return MemoryItem(**{**row, "turns": tuple(row["turns"])})
 
 
 def _hits(rows: Sequence[dict[str, Any]], count: int) -> list[list[MemoryHit]]:
@@ -435,7 +410,7 @@ class PostgresMemoryStore(AsyncPostgresStore):
                 (user_id, limit),
             )
         ).fetchall()
-        return [_entity(r) for r in rows]
+        return [Entity(**r) for r in rows]  # the table's columns are the entity's fields
 
     async def delete(self, user_id: str, item_id: str) -> None:
         async with await self._conn() as conn:

@@ -37,7 +37,7 @@ import numpy as np
 from anaphora.errors import ConfigurationError, StoreError, require
 from anaphora.store.migrations import Migrations
 from anaphora.store.postgres_conversations import _text
-from anaphora.store.postgres_pool import VECTOR_EXTENSION, vector_extension_error
+from anaphora.store.postgres_pool import VECTOR_EXTENSION, connection_error, vector_extension_error
 from anaphora.store.protocols import Ranking, StoredDocument, check_dimension
 from anaphora.types import Chunk
 
@@ -204,10 +204,7 @@ class PostgresPassageStore:
                 self.pool.open(wait=True, timeout=self.timeout_s)
             except (psycopg.Error, psycopg_pool.PoolTimeout, OSError) as exc:
                 self.pool.close()
-                raise StoreError(
-                    f"cannot connect to the PostgreSQL passage store: {exc}",
-                    hint="check ANAPHORA_POSTGRES_URL and that the server is running and reachable",
-                ) from exc
+                raise connection_error("the PostgreSQL passage store", exc) from exc
             try:
                 self._migrate(Layout(self.dim, self.text_search_config))
             except BaseException:

@@ -30,6 +30,13 @@ async def run_script(conn: Any, script: str) -> None:
 VECTOR_EXTENSION = "vector"  # pgvector's extension name
 
 
+def connection_error(purpose: str, exc: Exception) -> StoreError:
+    return StoreError(
+        f"cannot connect to {purpose}: {exc}",
+        hint="check ANAPHORA_POSTGRES_URL and that the server is running and reachable",
+    )
+
+
 def vector_extension_error(exc: Exception) -> StoreError:
     return StoreError(
         f"the pgvector extension is not enabled in this database and cannot be created: {exc}",
@@ -96,10 +103,7 @@ class AsyncPostgresStore:
                 await self.pool.open(wait=True, timeout=self.timeout_s)
             except (psycopg.Error, psycopg_pool.PoolTimeout, OSError) as exc:
                 await self.pool.close()
-                raise StoreError(
-                    f"cannot connect to {self.PURPOSE}: {exc}",
-                    hint="check ANAPHORA_POSTGRES_URL and that the server is running and reachable",
-                ) from exc
+                raise connection_error(self.PURPOSE, exc) from exc
             try:
                 await self._migrate()
             except BaseException:
