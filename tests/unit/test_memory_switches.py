@@ -110,3 +110,21 @@ def test_the_http_api_passes_the_temporary_flag(tmp_path: Path, fake_model) -> N
 
         wait_for(lambda: "[1]" in turns_remembered())  # the normal turn (index 1) was remembered ...
         assert "[0]" not in turns_remembered()  # ... the temporary one (index 0) was not
+
+
+def test_the_facade_lists_forgets_exports_and_erases(tmp_path: Path) -> None:
+    with facade(tmp_path) as rag:
+        conversation = rag.new_conversation()
+        rag.ask(STATED, conversation)
+        rag.settle()
+        page = rag.memories()
+        assert page.next_offset is None and {i.conversation_id for i in page.items} == {conversation}
+        fact = next(i for i in page.items if i.kind == "fact")
+        assert "2.7.3" in fact.value
+        rag.forget(fact.id)
+        assert fact.id not in {i.id for i in rag.memories().items}
+        exported = rag.export_memory()
+        assert {i.id for i in exported.items} == {i.id for i in rag.memories().items}
+        erased = rag.erase_user()
+        assert erased["conversations"] == 1 and erased["memories"] == len(exported.items)
+        assert rag.memories().items == () and rag.export_memory().entities == ()
