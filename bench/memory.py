@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
 import statistics
 import tempfile
 import time
@@ -129,29 +128,25 @@ def score(rankings: list[list[str]], questions: list[dict]) -> dict:
     }
 
 
-async def synthetic_latency(embedder, turns: int, queries: list[str]) -> dict:
-    """Recall latency for one user with ``turns`` remembered turns (the dev utterances repeated under new
-    conversation ids until there are enough), each query embedded anew."""
+async def synthetic_latency(embedder, turns: int, utterances: list[str], questions: list[str]) -> dict:
+    """Recall latency for one user with ``turns`` remembered turns (the dev utterances, repeated under new
+    conversation ids until there are enough), each question embedded anew (its text made new)."""
     with tempfile.TemporaryDirectory() as directory:
         db = Database(Path(directory) / "memory.db")
         store = SQLiteMemoryStore(db)
         recorder = TurnRecorder(store, None)
-        texts = [q for q in queries]
-        items_batch, vectors = [], []
-        pool = [t for t in queries]
-        vectors_pool = embedder.embed(pool)
+        pool_vectors = embedder.embed(utterances)
+        items = []
         for n in range(turns):
-            turn = TurnToRemember("synthetic", f"c{n // 20}", n % 20, pool[n % len(pool)], "", 1.7e9 + n)
-            items, _ = recorder.items(turn)
-            items_batch.append(items[0])
-            vectors.append(vectors_pool[n % len(pool)])
-        await store.add("synthetic", items_batch, np.stack(vectors))
+            turn = TurnToRemember("synthetic", f"c{n // 30}", n % 30, utterances[n % len(utterances)], "", 1.7e9 + n)
+            items.append(recorder.items(turn)[0][0])
+        await store.add("synthetic", items, np.stack([pool_vectors[n % len(utterances)] for n in range(turns)]))
         recall = MemoryRecall(store, embedder)
-        await recall.rank("synthetic", texts[0])  # builds the user's index once (then kept in step)
+        await recall.rank("synthetic", questions[0])  # builds the user's index once (then kept in step)
         timings = []
-        for question in texts[:200]:
+        for n, question in enumerate(questions[:200]):
             started = time.perf_counter()
-            await recall.rank("synthetic", question + " ?")  # a new text: its embedding is computed
+            await recall.rank("synthetic", f"{question} ({n})")
             timings.append((time.perf_counter() - started) * 1000)
         db.close()
     return {"turns": turns, **summary_ms(timings)}
@@ -163,6 +158,7 @@ async def main() -> None:
     parser.add_argument("--report", type=Path, required=True)
     parser.add_argument("--limit", type=int, default=0, help="questions per conversation (0: all)")
     parser.add_argument("--synthetic-turns", type=int, default=6000)
+    parser.add_argument("--no-synthetic", action="store_true", help="skip the 6,000-turn latency run")
     args = parser.parse_args()
 
     settings = Settings(embedder="minilm")
@@ -214,8 +210,13 @@ async def main() -> None:
         "write_cpu_ms_per_turn": summary_ms(write_ms),
         "write_cpu_ms_per_turn_without_embedder": summary_ms(rules_ms),
         "recall_ms": summary_ms(recall_ms),
-        "synthetic_user": await synthetic_latency(
-            embedder, args.synthetic_turns, [q["question"] for q in questions]
+        "synthetic_user": None
+        if args.no_synthetic
+        else await synthetic_latency(
+            embedder,
+            args.synthetic_turns,
+            [utterance(t) for c in conversations for s in c["sessions"] for t in s["turns"]],
+            [q["question"] for q in questions],
         ),
     }
     args.report.parent.mkdir(parents=True, exist_ok=True)

@@ -59,14 +59,29 @@ class TurnRecorder:
         answer = resolve_relative_dates(sanitize(turn.answer).strip(), turn.time)
         common = {"user_id": turn.user_id, "conversation_id": turn.conversation_id, "turns": (turn.index,)}
         items = [
-            MemoryItem(id=new_memory_id(), kind="episode", text=episode_text(question, answer), time=turn.time,
-                       source="turn", **common)
+            MemoryItem(
+                id=new_memory_id(),
+                kind="episode",
+                text=episode_text(question, answer),
+                time=turn.time,
+                source="turn",
+                **common,
+            )
         ]
         for fact in extract_facts(question):
             items.append(
-                MemoryItem(id=new_memory_id(), kind="fact", text=fact.text, time=turn.time, subject=fact.subject,
-                           attribute=fact.attribute, value=fact.value, valid_from=turn.time, source="rules",
-                           **common)
+                MemoryItem(
+                    id=new_memory_id(),
+                    kind="fact",
+                    text=fact.text,
+                    time=turn.time,
+                    subject=fact.subject,
+                    attribute=fact.attribute,
+                    value=fact.value,
+                    valid_from=turn.time,
+                    source="rules",
+                    **common,
+                )
             )
         mentions = [EntityMention(name, kind, turn.time) for name, kind in extract_entities(question)]
         return items, mentions
