@@ -20,7 +20,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import statistics
+import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -30,15 +32,39 @@ from pathlib import Path
 import numpy as np
 from common import CACHE, git_revision, machine, summary_ms
 
+from anaphora.app import build_components
 from anaphora.embeddings import CachedEmbedder, load_embedder
 from anaphora.memory.recall import MemoryRecall
 from anaphora.memory.sqlite_store import SQLiteMemoryStore
 from anaphora.memory.writer import TurnRecorder, TurnToRemember
+from anaphora.models.fake import FakeChatModel
+from anaphora.pipeline.check import ABSTAIN
+from anaphora.pipeline.state import TurnRequest
 from anaphora.retrieval.bm25 import BM25Index
 from anaphora.settings import Settings
 from anaphora.store import Database, SQLiteEmbeddingCache
 
 KS = (5, 10)
+_ARTICLES = re.compile(r"\b(a|an|the|and)\b")
+_MARKERS = re.compile(r"\[[^\[\]\n]*\]")  # citation markers ([memory:...], [doc#1]) and date notes
+_PUNCTUATION = re.compile(r"[^\w\s]")
+
+
+def normalise(text: str) -> list[str]:
+    """LoCoMo's answer normalisation: lower-case, no punctuation, no articles (and no citation markers)."""
+    text = _PUNCTUATION.sub(" ", _MARKERS.sub(" ", text.lower().replace(",", "")))
+    return _ARTICLES.sub(" ", text).split()
+
+
+def token_f1(prediction: str, reference: str) -> float:
+    predicted, gold = normalise(prediction), normalise(reference)
+    common = sum(min(predicted.count(w), gold.count(w)) for w in set(predicted) & set(gold))
+    if not common:
+        return 0.0
+    precision, recall = common / len(predicted), common / len(gold)
+    return 2 * precision * recall / (precision + recall)
+
+
 CATEGORIES = {1: "multi_hop", 2: "temporal", 3: "open_domain", 4: "single_hop", 5: "adversarial"}
 
 
@@ -152,6 +178,50 @@ async def synthetic_latency(embedder, turns: int, utterances: list[str], questio
     return {"turns": turns, **summary_ms(timings)}
 
 
+async def answer_questions(directory: str, args, conversations: list[dict], asked: list[dict], recorder_embedder):
+    """Answers through the real engine in the default answer mode of the embedded model (``extractive``: quoted
+    from the documents or the recalled memories, no model call). There are no documents, so what is quoted comes
+    from memory. Questions are asked statelessly (a new empty conversation that is not stored), so no question is
+    remembered into the next one's memory."""
+    settings = Settings(data_dir=Path(directory) / "engine", chat_model="embedded", embedder="minilm")
+    model = FakeChatModel(default="(the model was called)")
+    components = build_components(settings, model=model)
+    engine, recorder = components.engine, TurnRecorder(components.memory, recorder_embedder)
+    for sample in conversations:
+        await feed(recorder, sample)
+    f1: dict[str, list[float]] = defaultdict(list)
+    adversarial: list[bool] = []
+    memory_tokens: list[float] = []
+    stage_ms: list[float] = []
+    sources: dict[str, int] = defaultdict(int)
+    limit = args.answer_limit or len(asked)
+    for q in [q for q in asked if q["category"] in CATEGORIES][:limit]:
+        result = await engine.ask(TurnRequest(q["question"], user_id=q["sample_id"], history=[]))
+        sources[result.trace.answer_source] += 1
+        memory_tokens.append(float(result.trace.budget.memory if result.trace.budget else 0))
+        record = result.trace.stage("memory")
+        if record is not None:
+            stage_ms.append(record.ms)
+        if q["category"] == 5:
+            adversarial.append(result.answer.strip() == ABSTAIN)
+        elif q.get("answer") is not None:
+            value = token_f1(result.answer, str(q["answer"]))
+            f1["overall"].append(value)
+            f1[CATEGORIES[q["category"]]].append(value)
+    await engine.drain()
+    components.database.close()
+    return {
+        "answer_mode": settings.effective_answer_mode,
+        "questions": sum(sources.values()),
+        "token_f1": {group: round(statistics.fmean(v), 4) for group, v in f1.items()},
+        "adversarial_abstention_rate": round(statistics.fmean(adversarial), 4) if adversarial else None,
+        "memory_tokens_per_prompt": summary_ms(memory_tokens),
+        "answer_sources": dict(sources),
+        "memory_stage_ms_in_turns": summary_ms(stage_ms),
+        "model_calls": len(model.calls),
+    }
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, required=True)
@@ -159,6 +229,7 @@ async def main() -> None:
     parser.add_argument("--limit", type=int, default=0, help="questions per conversation (0: all)")
     parser.add_argument("--synthetic-turns", type=int, default=6000)
     parser.add_argument("--no-synthetic", action="store_true", help="skip the 6,000-turn latency run")
+    parser.add_argument("--answer-limit", type=int, default=0, help="questions answered through the engine (0: all)")
     args = parser.parse_args()
 
     settings = Settings(embedder="minilm")
@@ -195,6 +266,7 @@ async def main() -> None:
                 )
             asked += mine
         db.close()
+        answers = await answer_questions(directory, args, conversations, asked, recorder_embedder=embedder)
     results = {name: score(r, asked) for name, r in ranked.items()}
     baseline = results["(c) RRF"]["overall"]["recall@10"]
     ours = results["memory stage"]["overall"]["recall@10"]
@@ -202,14 +274,14 @@ async def main() -> None:
         "date": date.today().isoformat(),
         "revision": git_revision(),
         "machine": machine(),
-        "command": f"python bench/memory.py --data {args.data} --report {args.report}"
-        + (f" --limit {args.limit}" if args.limit else ""),
+        "command": "python bench/memory.py " + " ".join(sys.argv[1:]),
         "questions": len(asked),
         "evidence_recall": results,
         "gain_over_rrf_at_10": round(ours / baseline - 1, 4) if baseline else None,
         "write_cpu_ms_per_turn": summary_ms(write_ms),
         "write_cpu_ms_per_turn_without_embedder": summary_ms(rules_ms),
-        "recall_ms": summary_ms(recall_ms),
+        "recall_ms_query_embedding_cached": summary_ms(recall_ms),
+        "answers": answers,
         "synthetic_user": None
         if args.no_synthetic
         else await synthetic_latency(
@@ -221,7 +293,11 @@ async def main() -> None:
     }
     args.report.parent.mkdir(parents=True, exist_ok=True)
     args.report.write_text(json.dumps(report, indent=2))
-    print(json.dumps({k: report[k] for k in ("evidence_recall", "gain_over_rrf_at_10", "recall_ms")}, indent=1))
+    print(
+        json.dumps(
+            {k: report[k] for k in ("evidence_recall", "gain_over_rrf_at_10", "answers", "synthetic_user")}, indent=1
+        )
+    )
     cache_db.close()
 
 

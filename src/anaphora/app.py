@@ -13,6 +13,7 @@ from anaphora.errors import ConfigurationError
 from anaphora.ingest import Ingestor, IngestReport
 from anaphora.ingest.ingestor import Progress
 from anaphora.memory import MemoryStore
+from anaphora.memory.model_facts import ModelFactExtractor
 from anaphora.memory.recall import MemoryRecall
 from anaphora.memory.sqlite_store import SQLiteMemoryStore
 from anaphora.memory.writer import TurnRecorder
@@ -209,7 +210,16 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
             min_score=settings.memory_min_score,
             timeout_s=settings.memory_recall_timeout_s,
         ),
-        memory_writer=RememberTurn(TurnRecorder(memory, embedder), timeout_s=settings.memory_write_timeout_s),
+        memory_writer=RememberTurn(
+            TurnRecorder(
+                memory,
+                embedder,
+                ModelFactExtractor(chat_model, threshold=settings.support_threshold)
+                if settings.uses_model_facts
+                else None,
+            ),
+            timeout_s=settings.memory_write_timeout_s,
+        ),
     )
     return Components(
         settings,

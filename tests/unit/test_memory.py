@@ -15,6 +15,7 @@ from anaphora import Anaphora, FakeChatModel, Settings
 from anaphora.embeddings.hashing import HashingEmbedder
 from anaphora.memory.dates import resolve_relative_dates
 from anaphora.memory.extract import extract_entities, extract_facts
+from anaphora.memory.model_facts import ModelFactExtractor
 from anaphora.memory.recall import MemoryRecall
 from anaphora.memory.sqlite_store import SQLiteMemoryStore
 from anaphora.memory.writer import TurnRecorder, TurnToRemember
@@ -228,3 +229,21 @@ def test_another_user_never_gets_the_memory(rag: Anaphora) -> None:
     _drain(rag)
     result = rag.ask("Which chart version did I say I run?", rag.new_conversation(user_id="bob"), user_id="bob")
     assert result.trace.memory == [] and "2.3.1" not in result.answer
+
+
+async def test_model_facts_are_kept_only_when_the_users_words_support_them(store) -> None:
+    model = FakeChatModel(["- chart version: 2.3.1\n- favourite cloud: Azure\n- cluster: k3s 1.30"])
+    recorder = TurnRecorder(store, EMBEDDER, ModelFactExtractor(model, threshold=0.6))
+    written = await recorder.record(turn("The cluster runs k3s 1.29 and the chart is at version 2.3.1"))
+    assert written.rejected == 2  # Azure was never said; 1.30 is not the version the user gave
+    facts = {(f.attribute, f.value, f.source) for f in (await store.list("alice", kind="fact")).items}
+    assert ("chart version", "2.3.1", "model") in facts
+    assert not any("Azure" in value or "1.30" in value for _, value, _ in facts)
+    assert "Do not answer" in model.calls[0].messages[0].content
+
+
+def test_model_facts_are_used_with_a_capable_model_only() -> None:
+    assert not Settings(chat_model="embedded").uses_model_facts
+    assert not Settings(chat_model="fake").uses_model_facts
+    assert Settings(chat_model="openai:http://127.0.0.1:8080/v1").uses_model_facts
+    assert not Settings(chat_model="openai:http://127.0.0.1:8080/v1", memory_model_facts="off").uses_model_facts
