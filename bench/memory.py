@@ -22,6 +22,7 @@ import asyncio
 import json
 import re
 import statistics
+import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -31,15 +32,39 @@ from pathlib import Path
 import numpy as np
 from common import CACHE, git_revision, machine, summary_ms
 
+from anaphora.app import build_components
 from anaphora.embeddings import CachedEmbedder, load_embedder
 from anaphora.memory.recall import MemoryRecall
 from anaphora.memory.sqlite_store import SQLiteMemoryStore
 from anaphora.memory.writer import TurnRecorder, TurnToRemember
+from anaphora.models.fake import FakeChatModel
+from anaphora.pipeline.check import ABSTAIN
+from anaphora.pipeline.state import TurnRequest
 from anaphora.retrieval.bm25 import BM25Index
 from anaphora.settings import Settings
 from anaphora.store import Database, SQLiteEmbeddingCache
 
 KS = (5, 10)
+_ARTICLES = re.compile(r"\b(a|an|the|and)\b")
+_MARKERS = re.compile(r"\[[^\[\]\n]*\]")  # citation markers ([memory:...], [doc#1]) and date notes
+_PUNCTUATION = re.compile(r"[^\w\s]")
+
+
+def normalise(text: str) -> list[str]:
+    """LoCoMo's answer normalisation: lower-case, no punctuation, no articles (and no citation markers)."""
+    text = _PUNCTUATION.sub(" ", _MARKERS.sub(" ", text.lower().replace(",", "")))
+    return _ARTICLES.sub(" ", text).split()
+
+
+def token_f1(prediction: str, reference: str) -> float:
+    predicted, gold = normalise(prediction), normalise(reference)
+    common = sum(min(predicted.count(w), gold.count(w)) for w in set(predicted) & set(gold))
+    if not common:
+        return 0.0
+    precision, recall = common / len(predicted), common / len(gold)
+    return 2 * precision * recall / (precision + recall)
+
+
 CATEGORIES = {1: "multi_hop", 2: "temporal", 3: "open_domain", 4: "single_hop", 5: "adversarial"}
 
 
@@ -129,32 +154,72 @@ def score(rankings: list[list[str]], questions: list[dict]) -> dict:
     }
 
 
-async def synthetic_latency(embedder, turns: int, queries: list[str]) -> dict:
-    """Recall latency for one user with ``turns`` remembered turns (the dev utterances repeated under new
-    conversation ids until there are enough), each query embedded anew."""
+async def synthetic_latency(embedder, turns: int, utterances: list[str], questions: list[str]) -> dict:
+    """Recall latency for one user with ``turns`` remembered turns (the dev utterances, repeated under new
+    conversation ids until there are enough), each question embedded anew (its text made new)."""
     with tempfile.TemporaryDirectory() as directory:
         db = Database(Path(directory) / "memory.db")
         store = SQLiteMemoryStore(db)
         recorder = TurnRecorder(store, None)
-        texts = [q for q in queries]
-        items_batch, vectors = [], []
-        pool = [t for t in queries]
-        vectors_pool = embedder.embed(pool)
+        pool_vectors = embedder.embed(utterances)
+        items = []
         for n in range(turns):
-            turn = TurnToRemember("synthetic", f"c{n // 20}", n % 20, pool[n % len(pool)], "", 1.7e9 + n)
-            items, _ = recorder.items(turn)
-            items_batch.append(items[0])
-            vectors.append(vectors_pool[n % len(pool)])
-        await store.add("synthetic", items_batch, np.stack(vectors))
+            turn = TurnToRemember("synthetic", f"c{n // 30}", n % 30, utterances[n % len(utterances)], "", 1.7e9 + n)
+            items.append(recorder.items(turn)[0][0])
+        await store.add("synthetic", items, np.stack([pool_vectors[n % len(utterances)] for n in range(turns)]))
         recall = MemoryRecall(store, embedder)
-        await recall.rank("synthetic", texts[0])  # builds the user's index once (then kept in step)
+        await recall.rank("synthetic", questions[0])  # builds the user's index once (then kept in step)
         timings = []
-        for question in texts[:200]:
+        for n, question in enumerate(questions[:200]):
             started = time.perf_counter()
-            await recall.rank("synthetic", question + " ?")  # a new text: its embedding is computed
+            await recall.rank("synthetic", f"{question} ({n})")
             timings.append((time.perf_counter() - started) * 1000)
         db.close()
     return {"turns": turns, **summary_ms(timings)}
+
+
+async def answer_questions(directory: str, args, conversations: list[dict], asked: list[dict], recorder_embedder):
+    """Answers through the real engine in the default answer mode of the embedded model (``extractive``: quoted
+    from the documents or the recalled memories, no model call). There are no documents, so what is quoted comes
+    from memory. Questions are asked statelessly (a new empty conversation that is not stored), so no question is
+    remembered into the next one's memory."""
+    settings = Settings(data_dir=Path(directory) / "engine", chat_model="embedded", embedder="minilm")
+    model = FakeChatModel(default="(the model was called)")
+    components = build_components(settings, model=model)
+    engine, recorder = components.engine, TurnRecorder(components.memory, recorder_embedder)
+    for sample in conversations:
+        await feed(recorder, sample)
+    f1: dict[str, list[float]] = defaultdict(list)
+    adversarial: list[bool] = []
+    memory_tokens: list[float] = []
+    stage_ms: list[float] = []
+    sources: dict[str, int] = defaultdict(int)
+    limit = args.answer_limit or len(asked)
+    for q in [q for q in asked if q["category"] in CATEGORIES][:limit]:
+        result = await engine.ask(TurnRequest(q["question"], user_id=q["sample_id"], history=[]))
+        sources[result.trace.answer_source] += 1
+        memory_tokens.append(float(result.trace.budget.memory if result.trace.budget else 0))
+        record = result.trace.stage("memory")
+        if record is not None:
+            stage_ms.append(record.ms)
+        if q["category"] == 5:
+            adversarial.append(result.answer.strip() == ABSTAIN)
+        elif q.get("answer") is not None:
+            value = token_f1(result.answer, str(q["answer"]))
+            f1["overall"].append(value)
+            f1[CATEGORIES[q["category"]]].append(value)
+    await engine.drain()
+    components.database.close()
+    return {
+        "answer_mode": settings.effective_answer_mode,
+        "questions": sum(sources.values()),
+        "token_f1": {group: round(statistics.fmean(v), 4) for group, v in f1.items()},
+        "adversarial_abstention_rate": round(statistics.fmean(adversarial), 4) if adversarial else None,
+        "memory_tokens_per_prompt": summary_ms(memory_tokens),
+        "answer_sources": dict(sources),
+        "memory_stage_ms_in_turns": summary_ms(stage_ms),
+        "model_calls": len(model.calls),
+    }
 
 
 async def main() -> None:
@@ -163,6 +228,8 @@ async def main() -> None:
     parser.add_argument("--report", type=Path, required=True)
     parser.add_argument("--limit", type=int, default=0, help="questions per conversation (0: all)")
     parser.add_argument("--synthetic-turns", type=int, default=6000)
+    parser.add_argument("--no-synthetic", action="store_true", help="skip the 6,000-turn latency run")
+    parser.add_argument("--answer-limit", type=int, default=0, help="questions answered through the engine (0: all)")
     args = parser.parse_args()
 
     settings = Settings(embedder="minilm")
@@ -199,6 +266,7 @@ async def main() -> None:
                 )
             asked += mine
         db.close()
+        answers = await answer_questions(directory, args, conversations, asked, recorder_embedder=embedder)
     results = {name: score(r, asked) for name, r in ranked.items()}
     baseline = results["(c) RRF"]["overall"]["recall@10"]
     ours = results["memory stage"]["overall"]["recall@10"]
@@ -206,21 +274,30 @@ async def main() -> None:
         "date": date.today().isoformat(),
         "revision": git_revision(),
         "machine": machine(),
-        "command": f"python bench/memory.py --data {args.data} --report {args.report}"
-        + (f" --limit {args.limit}" if args.limit else ""),
+        "command": "python bench/memory.py " + " ".join(sys.argv[1:]),
         "questions": len(asked),
         "evidence_recall": results,
         "gain_over_rrf_at_10": round(ours / baseline - 1, 4) if baseline else None,
         "write_cpu_ms_per_turn": summary_ms(write_ms),
         "write_cpu_ms_per_turn_without_embedder": summary_ms(rules_ms),
-        "recall_ms": summary_ms(recall_ms),
-        "synthetic_user": await synthetic_latency(
-            embedder, args.synthetic_turns, [q["question"] for q in questions]
+        "recall_ms_query_embedding_cached": summary_ms(recall_ms),
+        "answers": answers,
+        "synthetic_user": None
+        if args.no_synthetic
+        else await synthetic_latency(
+            embedder,
+            args.synthetic_turns,
+            [utterance(t) for c in conversations for s in c["sessions"] for t in s["turns"]],
+            [q["question"] for q in questions],
         ),
     }
     args.report.parent.mkdir(parents=True, exist_ok=True)
     args.report.write_text(json.dumps(report, indent=2))
-    print(json.dumps({k: report[k] for k in ("evidence_recall", "gain_over_rrf_at_10", "recall_ms")}, indent=1))
+    print(
+        json.dumps(
+            {k: report[k] for k in ("evidence_recall", "gain_over_rrf_at_10", "answers", "synthetic_user")}, indent=1
+        )
+    )
     cache_db.close()
 
 

@@ -13,6 +13,7 @@ from anaphora.errors import ConfigurationError
 from anaphora.ingest import Ingestor, IngestReport
 from anaphora.ingest.ingestor import Progress
 from anaphora.memory import MemoryExport, MemoryKind, MemoryPage, MemoryStore
+from anaphora.memory.model_facts import ModelFactExtractor
 from anaphora.memory.recall import MemoryRecall
 from anaphora.memory.sqlite_store import SQLiteMemoryStore
 from anaphora.memory.ttl import within_ttl
@@ -152,11 +153,12 @@ def build_memory_store(settings: Settings, database: Database) -> MemoryStore:
 
 
 def build_memory_stages(
-    settings: Settings, memory: MemoryStore, embedder: CachedEmbedder
+    settings: Settings, memory: MemoryStore, embedder: CachedEmbedder, chat_model: ChatModel
 ) -> tuple[RecallMemory | None, RememberTurn | None]:
     """The engine's long-term memory stages (none with ``memory = "off"``): recall, which sees no item past
-    ``memory_ttl_days``, and the background writer. The writer embeds with the uncached embedder: a turn's texts
-    are embedded once, and vectors of them in the shared cache would be personal data that erase could not name."""
+    ``memory_ttl_days``, and the background writer (model facts too, with a capable ``chat_model``). The writer
+    embeds with the uncached embedder: a turn's texts are embedded once, and vectors of them in the shared cache
+    would be personal data that erase could not name."""
     if settings.memory == "off":
         return None, None
     reader = within_ttl(memory, settings.memory_ttl_s)
@@ -167,7 +169,8 @@ def build_memory_stages(
         min_score=settings.memory_min_score,
         timeout_s=settings.memory_recall_timeout_s,
     )
-    writer = RememberTurn(TurnRecorder(memory, embedder.inner), timeout_s=settings.memory_write_timeout_s)
+    facts = ModelFactExtractor(chat_model, threshold=settings.support_threshold) if settings.uses_model_facts else None
+    writer = RememberTurn(TurnRecorder(memory, embedder.inner, facts), timeout_s=settings.memory_write_timeout_s)
     return recall, writer
 
 
@@ -208,8 +211,8 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
     retriever = HybridRetriever(passages, embedder, settings)
     conversations = build_conversation_store(settings, database)
     memory = build_memory_store(settings, database)
-    recall, writer = build_memory_stages(settings, memory, embedder)
     chat_model = model or load_chat_model(settings)
+    recall, writer = build_memory_stages(settings, memory, embedder, chat_model)
     metrics = Metrics()
     summarizer = RollingSummarizer(
         chat_model,

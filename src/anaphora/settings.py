@@ -329,6 +329,11 @@ class Settings(BaseSettings):
     memory_recall_timeout_s: float = Field(
         default=2.0, gt=0, description="time budget of memory recall; past it the turn goes on without memory"
     )
+    memory_model_facts: Literal["auto", "on", "off"] = Field(
+        default="auto",
+        description="facts extracted by the chat model besides the rules, each kept only if the user's words "
+        "support it: 'auto' uses it with any chat model but the embedded SmolLM2 (too small to be trusted with it)",
+    )
     memory_write_timeout_s: float = Field(
         default=30.0, gt=0, description="time budget of remembering one turn (in the background, after the answer)"
     )
@@ -451,6 +456,13 @@ class Settings(BaseSettings):
         if self.answer_mode is not None:
             return self.answer_mode
         return "extractive" if self.chat_model.strip() == "embedded" else "auto"
+
+    @property
+    def uses_model_facts(self) -> bool:
+        """``memory_model_facts``, with 'auto' on for a capable chat model (not the embedded one, not a fake)."""
+        if self.memory_model_facts != "auto":
+            return self.memory_model_facts == "on"
+        return self.chat_model.strip() != "embedded" and not self.chat_model.strip().startswith("fake")
 
     @model_validator(mode="after")
     def _check(self) -> Settings:

@@ -80,7 +80,9 @@ def extract_facts(user_words: str) -> list[ExtractedFact]:
         attribute = match.group(1).lower()
         value = _clause(user_words[match.end() :])
         if value and attribute.split()[0] not in STOPWORDS:
-            found.setdefault(("user", attribute), ExtractedFact("user", attribute, value, f"the user's {attribute} is {value}"))
+            found.setdefault(
+                ("user", attribute), ExtractedFact("user", attribute, value, f"the user's {attribute} is {value}")
+            )
     return list(found.values())
 
 

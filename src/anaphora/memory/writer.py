@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from anaphora.embeddings.base import Embedder
 from anaphora.memory.dates import resolve_relative_dates
-from anaphora.memory.extract import extract_entities, extract_facts
+from anaphora.memory.extract import ExtractedFact, extract_entities, extract_facts
+from anaphora.memory.model_facts import ModelFactExtractor
 from anaphora.memory.protocols import MemoryWriter
 from anaphora.memory.types import EntityMention, MemoryItem, new_memory_id
 from anaphora.sanitize import sanitize
@@ -36,38 +37,61 @@ class Written:
     episodes: int
     facts: int
     entities: int
+    rejected: int = 0  # model facts the user's words did not support
 
     @property
     def detail(self) -> str:
-        return f"{self.episodes} episode, {self.facts} facts, {self.entities} entities"
+        rejected = f", {self.rejected} model facts rejected as unsupported" if self.rejected else ""
+        return f"{self.episodes} episode, {self.facts} facts, {self.entities} entities{rejected}"
 
 
 def episode_text(question: str, answer: str) -> str:
     return f"{question}\n{answer}".strip()
 
 
-class TurnRecorder:
-    """Turns a stored turn into memory items and writes them; ``embedder`` ``None``: no vectors."""
+def fact_item(turn: TurnToRemember, fact: ExtractedFact, source: str) -> MemoryItem:
+    return MemoryItem(
+        id=new_memory_id(),
+        user_id=turn.user_id,
+        kind="fact",
+        text=fact.text,
+        conversation_id=turn.conversation_id,
+        turns=(turn.index,),
+        time=turn.time,
+        subject=fact.subject,
+        attribute=fact.attribute,
+        value=fact.value,
+        valid_from=turn.time,
+        source=source,
+    )
 
-    def __init__(self, store: MemoryWriter, embedder: Embedder | None) -> None:
+
+class TurnRecorder:
+    """Turns a stored turn into memory items and writes them; ``embedder`` ``None``: no vectors; ``model_facts``:
+    a capable chat model's facts besides the rules' (``None``: rules only)."""
+
+    def __init__(
+        self, store: MemoryWriter, embedder: Embedder | None, model_facts: ModelFactExtractor | None = None
+    ) -> None:
         self.store = store
         self.embedder = embedder
+        self.model_facts = model_facts
 
     def items(self, turn: TurnToRemember) -> tuple[list[MemoryItem], list[EntityMention]]:
         """What the turn teaches (pure CPU work, no I/O): the episode first, then the facts, and the entities."""
         question = resolve_relative_dates(sanitize(turn.question).strip(), turn.time)
         answer = resolve_relative_dates(sanitize(turn.answer).strip(), turn.time)
-        common = {"user_id": turn.user_id, "conversation_id": turn.conversation_id, "turns": (turn.index,)}
-        items = [
-            MemoryItem(id=new_memory_id(), kind="episode", text=episode_text(question, answer), time=turn.time,
-                       source="turn", **common)
-        ]
-        for fact in extract_facts(question):
-            items.append(
-                MemoryItem(id=new_memory_id(), kind="fact", text=fact.text, time=turn.time, subject=fact.subject,
-                           attribute=fact.attribute, value=fact.value, valid_from=turn.time, source="rules",
-                           **common)
-            )
+        episode = MemoryItem(
+            id=new_memory_id(),
+            user_id=turn.user_id,
+            kind="episode",
+            text=episode_text(question, answer),
+            conversation_id=turn.conversation_id,
+            turns=(turn.index,),
+            time=turn.time,
+            source="turn",
+        )
+        items = [episode, *(fact_item(turn, fact, "rules") for fact in extract_facts(question))]
         mentions = [EntityMention(name, kind, turn.time) for name, kind in extract_entities(question)]
         return items, mentions
 
@@ -78,6 +102,11 @@ class TurnRecorder:
 
     async def record(self, turn: TurnToRemember) -> Written:
         items, mentions = self.items(turn)
+        rejected = 0
+        if self.model_facts is not None:
+            found, rejected = await self.model_facts.extract(turn.question)
+            known = {item.attribute for item in items if item.kind == "fact"}
+            items += [fact_item(turn, fact, "model") for fact in found if fact.attribute not in known]
         vectors = None
         if self.embedder is not None:
             vectors = await asyncio.to_thread(self.embedder.embed, self.vector_texts(turn, items))
@@ -88,4 +117,5 @@ class TurnRecorder:
             episodes=sum(i.kind == "episode" for i in stored),
             facts=sum(i.kind == "fact" for i in stored),
             entities=len(mentions),
+            rejected=rejected,
         )

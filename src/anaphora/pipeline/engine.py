@@ -159,9 +159,6 @@ class Engine:
             Cite(),
         ]
         self.memory_writer = memory_writer
-        for stage in (memory_recall, memory_writer):
-            if stage is not None and stage.counter is not None:
-                self.metrics.counter(stage.counter, f"{stage.name} attempts by outcome")
         self._background: set[asyncio.Task] = set()
 
     @staticmethod
