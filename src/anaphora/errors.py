@@ -88,7 +88,7 @@ class MemoryNotFoundError(NotFoundError):
     def __init__(self, item_id: str) -> None:
         super().__init__(
             f"no memory {item_id!r}",
-            hint="check the memory id; list your memories to find it (anaphora memory list)",
+            hint="check the memory id; list your memories to find it",
         )
 
 

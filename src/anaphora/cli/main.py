@@ -14,7 +14,7 @@ from anaphora.app import Anaphora
 from anaphora.cli.eval import eval_app
 from anaphora.cli.memory import memory_app
 from anaphora.cli.render import inert, print_ingest_report, print_memories, print_sources, print_trace, shown
-from anaphora.errors import AnaphoraError, ConversationNotFoundError, InputError, require
+from anaphora.errors import AnaphoraError, ConversationNotFoundError, InputError, MemoryNotFoundError, require
 from anaphora.settings import load_settings
 from anaphora.types import TurnResult
 
@@ -233,7 +233,10 @@ def serve(
     run(load_settings(**{**ctx.obj, "server_host": host, "server_port": port}), force_insecure=force_insecure)
 
 
-CLI_HINTS = {ConversationNotFoundError: "list your conversations with: anaphora conversations list"}
+CLI_HINTS = {
+    ConversationNotFoundError: "list your conversations with: anaphora conversations list",
+    MemoryNotFoundError: "list your memories with: anaphora memory list",
+}
 
 
 def _report(exc: AnaphoraError) -> None:
