@@ -7,11 +7,10 @@ runs against it and the SQLite store), for deployments whose replicas share one 
   every write that touches existing rows; nothing is filtered afterwards in Python.
 - **Lexical search is BM25 with the user's own statistics**, computed in SQL over an inverted index of the user's
   items (``memory_terms``: one row per item and lexeme of ``to_tsvector`` under the search configuration, with its
-  count, indexed by ``(user_id, lexeme)``): a query's lexemes find their postings, and the document frequencies,
-  item count and mean length are counted over the user's items only (Lucene's BM25, k1 = 1.5, b = 0.75, like the
-  passage index). PostgreSQL's own ``ts_rank`` has no IDF at all, and a corpus-wide one would let other users'
-  words move a user's ranking. (Reading term frequencies from each matching item's ``tsvector`` instead cost
-  about 250 ms a query on a user with 6,000 items; the postings take a few ms.)
+  count and the item's length, in an index on ``(user_id, lexeme)`` that covers the rest): a query's lexemes find
+  their postings, and the document frequencies, item count and mean length are the user's own (Lucene's BM25,
+  k1 = 1.5, b = 0.75, like the passage index). PostgreSQL's ``ts_rank`` has no IDF at all, and a corpus-wide one
+  would let other users' words move a user's ranking.
 - **Dense search is an exact cosine scan of the user's vectors** (pgvector ``<=>``, rows found by the
   ``(user_id)`` index). An HNSW graph over all users would filter *after* the graph search and return fewer than
   ``k`` of a user's items whenever their items are a small share of the table; one user's memory (thousands of
@@ -110,9 +109,10 @@ async def m001_memory(conn: Any, text_search_config: str) -> None:
             user_id TEXT NOT NULL,
             lexeme TEXT NOT NULL,
             tf INTEGER NOT NULL,
+            length INTEGER NOT NULL,
             PRIMARY KEY (item_id, lexeme)
         );
-        CREATE INDEX memory_terms_user_lexeme ON memory_terms (user_id, lexeme);
+        CREATE INDEX memory_terms_user_lexeme ON memory_terms (user_id, lexeme) INCLUDE (item_id, tf, length);
         CREATE TABLE memory_vectors (
             item_id TEXT PRIMARY KEY REFERENCES memory_items (id) ON DELETE CASCADE,
             user_id TEXT NOT NULL,
@@ -135,16 +135,16 @@ mine AS MATERIALIZED (
     FROM memory_items WHERE user_id = %(user)s
 ),
 postings AS MATERIALIZED (
-    SELECT q.n, t.item_id, t.lexeme, t.tf FROM q JOIN memory_terms t ON t.user_id = %(user)s AND t.lexeme = q.lexeme
+    SELECT q.n, t.item_id, t.lexeme, t.tf, t.length
+    FROM q JOIN memory_terms t ON t.user_id = %(user)s AND t.lexeme = q.lexeme
 ),
 df AS MATERIALIZED (SELECT n, lexeme, count(*)::float8 AS df FROM postings GROUP BY n, lexeme),
 scored AS (
     SELECT p.n, p.item_id, sum(
         ln(1 + (mine.items - df.df + 0.5) / (df.df + 0.5)) * p.tf * {BM25_K1 + 1}
-        / (p.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * i.length / mine.mean_length))
+        / (p.tf + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * p.length / mine.mean_length))
     ) AS score
-    FROM postings p JOIN df USING (n, lexeme) JOIN memory_items i ON i.id = p.item_id AND i.user_id = %(user)s
-    CROSS JOIN mine
+    FROM postings p JOIN df USING (n, lexeme) CROSS JOIN mine
     GROUP BY p.n, p.item_id
 )
 SELECT n, item_id, score FROM (
@@ -348,9 +348,10 @@ class PostgresMemoryStore(AsyncPostgresStore):
             ),
         )
         await conn.execute(
-            "INSERT INTO memory_terms (item_id, user_id, lexeme, tf) SELECT %s, %s, lexeme, "
-            "COALESCE(array_length(positions, 1), 1) FROM unnest(to_tsvector(%s::regconfig, %s))",
-            (item.id, item.user_id, self.text_search_config, text),
+            "INSERT INTO memory_terms (item_id, user_id, lexeme, tf, length) SELECT i.id, i.user_id, t.lexeme, "
+            "COALESCE(array_length(t.positions, 1), 1), i.length FROM memory_items i, "
+            "unnest(to_tsvector(%s::regconfig, i.text)) AS t WHERE i.id = %s AND i.user_id = %s",
+            (self.text_search_config, item.id, item.user_id),
         )
 
     async def _stored_dimension(self, conn: Any) -> int | None:
