@@ -99,14 +99,16 @@ class MemoryRecall:
             "lexical": (self.lexical_weight, lexical),
             "dense": (self.dense_weight, dense),
         }
-        first = self._fuse(lists)
+        first = self._fuse(lists)[: self.depth]
+        items = await self.store.get_many(user_id, [item_id for item_id, _ in first])
         if self.feedback_items and first:
-            best = await self.store.get_many(user_id, [i for i, _ in first[: self.feedback_items]])
-            expansion = " ".join([question, *(item.text for item in best.values())])
-            (feedback,) = await self.store.lexical(user_id, [expansion], self.depth)
+            best = [items[i].text for i, _ in first[: self.feedback_items] if i in items]
+            (feedback,) = await self.store.lexical(user_id, [" ".join([question, *best])], self.depth)
             lists["feedback"] = (self.feedback_weight, feedback)
         fused = self._fuse(lists)[: self.depth]
-        items = await self.store.get_many(user_id, [item_id for item_id, _ in fused])
+        missing = [item_id for item_id, _ in fused if item_id not in items]
+        if missing:
+            items.update(await self.store.get_many(user_id, missing))
         if self.neighbour_weight:
             fused = self._smooth(fused, items)
         similarity = {h.item_id: h.score for h in dense}
@@ -148,9 +150,11 @@ class MemoryRecall:
         ranks: dict[str, dict[str, int]],
     ) -> list[Recalled]:
         names = {name.casefold() for name, _ in extract_entities(question)}
+        patterns = {n: re.compile(rf"(?<!\w){re.escape(n)}(?!\w)") for n in names}
         texts = {item_id: item.text.casefold() for item_id, item in items.items()}
+        mentioned = {item_id: [n for n, p in patterns.items() if p.search(t)] for item_id, t in texts.items()}
         # a name in most of the candidates distinguishes nothing: damp its boost by its share of them
-        share = {n: sum(n in t for t in texts.values()) / max(len(texts), 1) for n in names}
+        share = {n: sum(n in m for m in mentioned.values()) / max(len(texts), 1) for n in names}
         asks_past = bool(_PAST.search(question))
         newest = max((i.time for i in items.values()), default=0.0)
         oldest = min((i.time for i in items.values()), default=0.0)
@@ -160,7 +164,7 @@ class MemoryRecall:
             if item is None:  # removed between the search and the read
                 continue
             reasons = [f"{name} #{r[item_id]}" for name, r in ranks.items() if item_id in r]
-            named = [n for n in names if _mentions(texts[item_id], n)]
+            named = mentioned[item_id]
             if named:
                 score *= 1 + self.name_boost * sum(1 - share[n] for n in named) / len(names)
                 reasons.append("names " + ", ".join(sorted(named)))
@@ -177,7 +181,3 @@ class MemoryRecall:
             recalled.append(Recalled(item, score, similarity.get(item_id), "; ".join(reasons)))
         recalled.sort(key=lambda r: (-r.score, -r.item.time))
         return recalled
-
-
-def _mentions(text: str, name: str) -> bool:
-    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text) is not None

@@ -68,14 +68,21 @@ def fact_item(turn: TurnToRemember, fact: ExtractedFact, source: str) -> MemoryI
 
 class TurnRecorder:
     """Turns a stored turn into memory items and writes them; ``embedder`` ``None``: no vectors; ``model_facts``:
-    a capable chat model's facts besides the rules' (``None``: rules only)."""
+    a capable chat model's facts besides the rules' (``None``: rules only); ``contextual``: an episode's vector is of
+    the turn after the previous one (measured against the turn alone in bench/memory.py)."""
 
     def __init__(
-        self, store: MemoryWriter, embedder: Embedder | None, model_facts: ModelFactExtractor | None = None
+        self,
+        store: MemoryWriter,
+        embedder: Embedder | None,
+        model_facts: ModelFactExtractor | None = None,
+        *,
+        contextual: bool = True,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.model_facts = model_facts
+        self.contextual = contextual
 
     def items(self, turn: TurnToRemember) -> tuple[list[MemoryItem], list[EntityMention]]:
         """What the turn teaches (pure CPU work, no I/O): the episode first, then the facts, and the entities."""
@@ -97,7 +104,7 @@ class TurnRecorder:
 
     def vector_texts(self, turn: TurnToRemember, items: list[MemoryItem]) -> list[str]:
         """What each item's vector is made of: the episode in its context, a fact as stated."""
-        context = sanitize(turn.context).strip()
+        context = sanitize(turn.context).strip() if self.contextual else ""
         return [f"{context}\n{item.text}" if item.kind == "episode" and context else item.text for item in items]
 
     async def record(self, turn: TurnToRemember) -> Written:
