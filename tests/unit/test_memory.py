@@ -13,7 +13,7 @@ import pytest
 
 from anaphora import Anaphora, FakeChatModel, Settings
 from anaphora.embeddings.hashing import HashingEmbedder
-from anaphora.memory.dates import resolve_relative_dates
+from anaphora.memory.dates import period_asked, resolve_relative_dates
 from anaphora.memory.extract import extract_entities, extract_facts
 from anaphora.memory.model_facts import ModelFactExtractor
 from anaphora.memory.recall import MemoryRecall
@@ -64,6 +64,17 @@ def test_relative_dates_are_resolved_against_the_day_the_turn_was_said() -> None
 
 def asked(question: str, user: str) -> TurnState:
     return TurnState(question=question, request=TurnRequest(question, user_id=user))
+
+
+def test_the_span_a_question_asks_about_is_resolved_against_now() -> None:
+    def days(span):
+        return [datetime.fromtimestamp(t, UTC).date().isoformat() for t in span]
+
+    assert days(period_asked("What did I cook last year?", MAY_8_2023)) == ["2022-01-01", "2023-01-01"]
+    assert days(period_asked("what happened yesterday", MAY_8_2023)) == ["2023-05-07", "2023-05-08"]
+    assert days(period_asked("my plans last month", MAY_8_2023)) == ["2023-04-01", "2023-05-01"]
+    assert days(period_asked("the trip in 2021", MAY_8_2023)) == ["2021-01-01", "2022-01-01"]
+    assert period_asked("what do I cook?", MAY_8_2023) is None
 
 
 # --- writing -------------------------------------------------------------------------------------------------------
@@ -125,6 +136,18 @@ async def test_a_current_fact_ranks_above_the_one_it_superseded_unless_the_past_
     assert "earlier fact" in next(r.why for r in past if r.item.value == "2.3.1")
 
 
+async def test_a_question_about_last_year_prefers_what_was_said_then(store) -> None:
+    recorder = TurnRecorder(store, EMBEDDER)
+    last_year = datetime(2022, 7, 1, tzinfo=UTC).timestamp()
+    await recorder.record(turn("We cooked a paella for the party", index=0, at=last_year))
+    await recorder.record(turn("We cooked a paella at the party", index=1, at=MAY_8_2023))
+    recall = MemoryRecall(store, EMBEDDER)
+    best = (await recall.rank("alice", "What did we cook at the party last year?", now=MAY_8_2023))[0]
+    assert best.item.time == last_year and "said in the time asked about" in best.why
+    undated = (await recall.rank("alice", "What did we cook at the party last year?"))[0]
+    assert "said in the time asked about" not in undated.why
+
+
 async def test_the_stage_injects_only_what_passes_the_threshold_at_most_k(store) -> None:
     await _remember(store, "My chart version is 2.3.1", "My chart version is 2.3.1 on k3s", "We hiked a volcano")
     stage = RecallMemory(MemoryRecall(store, EMBEDDER), store, k=1, min_score=0.3, timeout_s=5)
@@ -154,7 +177,7 @@ class _Broken:
     def __init__(self, failure: str) -> None:
         self.failure = failure
 
-    async def rank(self, user_id: str, question: str):
+    async def rank(self, user_id: str, question: str, **_):
         if self.failure == "timeout":
             await asyncio.sleep(5)
         raise RuntimeError("memory store down")

@@ -8,6 +8,8 @@ on an error or past their time budget the observer counts the failure and the tu
 
 from __future__ import annotations
 
+import time
+
 from anaphora.memory.protocols import MemoryReader
 from anaphora.memory.recall import MemoryRecall, Recalled
 from anaphora.memory.writer import TurnRecorder, TurnToRemember
@@ -55,7 +57,7 @@ class RecallMemory(Stage):
     async def run(self, state: TurnState) -> StageResult:
         user = state.request.user_id
         query = state.plan.query if state.plan is not None and state.retrieves else state.question
-        ranked = await self.recall.rank(user, query)
+        ranked = await self.recall.rank(user, query, now=time.time())
         profile = await self.profiles.profile(user)
         shown = 0
         records = []
