@@ -6,8 +6,9 @@ write and recall cost, and recall latency for a user with 6,000 remembered turns
 Each session of a conversation is fed, in order, as its own conversation of one user (one utterance a turn, the
 speaker's name kept in the text, the session's date as the turn's time) through the real writer
 (:class:`~anaphora.memory.writer.TurnRecorder`) into a fresh SQLite memory store; then each question is asked of
-that user's memory through the real recall (:class:`~anaphora.memory.recall.MemoryRecall`), "now" being the last
-session's date. Evidence recall@k counts the *source turns* of the recalled items in rank order (an item citing
+that user's memory through the real recall (:class:`~anaphora.memory.recall.MemoryRecall`). The questions carry no
+date of their own, and their "last year" means the conversation's, so no "now" is given (only a year they name
+counts). Evidence recall@k counts the *source turns* of the recalled items in rank order (an item citing
 3 turns uses 3 of the k; a turn already counted costs nothing again), categories 1-4 with evidence.
 
 Baselines in the same run, every past turn as a unit ("{date_time} {speaker}: {text}", the question as the query):

@@ -75,6 +75,8 @@ def test_the_span_a_question_asks_about_is_resolved_against_now() -> None:
     assert days(period_asked("my plans last month", MAY_8_2023)) == ["2023-04-01", "2023-05-01"]
     assert days(period_asked("the trip in 2021", MAY_8_2023)) == ["2021-01-01", "2022-01-01"]
     assert period_asked("what do I cook?", MAY_8_2023) is None
+    assert period_asked("what did I cook last year?", None) is None  # relative, and no "now" to resolve it
+    assert days(period_asked("the trip in 2021", None)) == ["2021-01-01", "2022-01-01"]
 
 
 # --- writing -------------------------------------------------------------------------------------------------------

@@ -90,13 +90,13 @@ _PERIOD = re.compile(
 )
 
 
-def period_asked(question: str, now: float) -> tuple[float, float] | None:
+def period_asked(question: str, now: float | None) -> tuple[float, float] | None:
     """The span of time a question asks about ("last year", "yesterday", "in 2022"), resolved against ``now``,
-    as [start, end) timestamps; ``None`` when it names none."""
+    as [start, end) timestamps; ``None`` when it names none (or only a relative one and ``now`` is unknown)."""
     match = _PERIOD.search(question)
-    if match is None:
+    if match is None or (now is None and not match.group("year")):
         return None
-    today = datetime.fromtimestamp(now, UTC).date()
+    today = datetime.fromtimestamp(now or 0.0, UTC).date()
     e = match.group("expr").lower()
     if match.group("year"):
         start, end = date(int(match.group("year")), 1, 1), date(int(match.group("year")) + 1, 1, 1)

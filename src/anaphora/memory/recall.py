@@ -94,7 +94,7 @@ class MemoryRecall:
 
     async def rank(self, user_id: str, question: str, *, now: float | None = None) -> list[Recalled]:
         """The user's items for ``question``, best first, at most ``depth``; ``now`` (when the question is asked)
-        resolves the relative dates it names."""
+        resolves the relative dates it names (without it, only a year it names counts)."""
         vector = await self._embed(question)
         lexical_task = self.store.lexical(user_id, [question], self.depth)
         if vector is not None:
@@ -119,7 +119,7 @@ class MemoryRecall:
             fused = self._smooth(fused, items)
         similarity = {h.item_id: h.score for h in dense}
         ranks = {name: {h.item_id: r for r, h in enumerate(hits, 1)} for name, (_, hits) in lists.items()}
-        period = period_asked(question, now) if now is not None else None
+        period = period_asked(question, now)
         return self._adjust(question, fused, items, similarity, ranks, period)
 
     @staticmethod
