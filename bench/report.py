@@ -562,7 +562,7 @@ turn, so it costs one of the k. Each part left out in turn (same run):
 
 {table(["memory stage", "recall@5", "recall@10"], ablation_rows)}
 
-Costs, same run:
+Costs, same run (the machine is shared with other jobs, so timings vary by up to 2x between runs):
 
 - Write CPU per turn, in the background after the answer: p50 {rules["p50"]} ms (p95 {rules["p95"]})
   for the rules and the SQLite write without any model (target ≤ 20 ms p50); p50 {data["write_cpu_ms_per_turn"]["p50"]}
