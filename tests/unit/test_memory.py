@@ -306,3 +306,13 @@ def test_prompt_order_profile_then_summary_and_memories_between_excerpts_and_que
     assert system.index("SYSTEM") < system.index("uses Helm") < system.index("SUMMARY")
     assert final.index("<<<CONTEXT>>>") < final.index("<<<MEMORY>>>") < final.index("Question: Which version?")
     assert "[memory:ab12] (8 May 2023)" in final and "<|im_start|>" not in final  # sanitised like any boundary
+
+
+def test_a_turn_that_skips_retrieval_recalls_nothing_but_keeps_the_profile(rag: Anaphora) -> None:
+    rag.ask("I prefer Helm for installs", rag.new_conversation())
+    _drain(rag)
+    result = rag.ask("thanks!", rag.new_conversation())
+    record = result.trace.stage("memory")
+    assert result.trace.retrieval_skipped and record is not None and record.status == "skipped"
+    assert result.trace.memory == []
+    assert "the user prefers Helm for installs" in rag.components.chat_model.calls[-1].messages[0].content
