@@ -12,7 +12,7 @@ from anaphora.store import Database
 from anaphora.testing.memory_contract import ALICE, ALICE_TEXTS, EMBEDDER, MemoryStoreContract, add_texts
 
 pytestmark = pytest.mark.unit
-TABLES = ("memory_items", "memory_vectors", "memory_entities", "memory_profiles")
+TABLES = ("memory_items", "memory_vectors", "memory_entities", "memory_profiles", "memory_users")
 
 
 class TestSQLiteMemoryStoreContract(MemoryStoreContract):
@@ -39,6 +39,9 @@ async def test_a_second_process_on_the_same_file_sees_every_change(tmp_path: Pat
         assert [h.item_id for h in (await second.lexical(ALICE, ["volcano"], 5))[0]] == [late]
         dense = (await second.dense(ALICE, EMBEDDER.embed(["volcano trail dog"]), 9))[0]
         assert {h.item_id for h in dense} == {ids[0], ids[1], late}
+        await first.erase_user(ALICE)  # then as many writes as before: the second's index must still rebuild
+        again = await add_texts(first, ALICE, ["Alice: volcano again"] * 4, start=9000.0)
+        assert {h.item_id for h in (await second.lexical(ALICE, ["volcano"], 9))[0]} == set(again)
     finally:
         first_db.close()
         second_db.close()

@@ -81,3 +81,38 @@ def resolve_relative_dates(text: str, said_at: float) -> str:
 def date_label(ts: float) -> str:
     """How an item's time is shown: the day it was said."""
     return day_text(datetime.fromtimestamp(ts, UTC).date())
+
+
+_PERIOD = re.compile(
+    r"\b(?P<expr>yesterday|today|last (?:week|month|year)|this (?:week|month|year)|"
+    r"(?:in|during) (?P<year>(?:19|20)\d\d))\b",
+    re.I,
+)
+
+
+def period_asked(question: str, now: float | None) -> tuple[float, float] | None:
+    """The span of time a question asks about ("last year", "yesterday", "in 2022"), resolved against ``now``,
+    as [start, end) timestamps; ``None`` when it names none (or only a relative one and ``now`` is unknown)."""
+    match = _PERIOD.search(question)
+    if match is None or (now is None and not match.group("year")):
+        return None
+    today = datetime.fromtimestamp(now or 0.0, UTC).date()
+    e = match.group("expr").lower()
+    if match.group("year"):
+        start, end = date(int(match.group("year")), 1, 1), date(int(match.group("year")) + 1, 1, 1)
+    elif e in ("today", "yesterday"):
+        start = today - timedelta(days=1 if e == "yesterday" else 0)
+        end = start + timedelta(days=1)
+    elif e.endswith("week"):
+        monday = today - timedelta(days=today.weekday())
+        start = monday - timedelta(weeks=1) if e.startswith("last") else monday
+        end = start + timedelta(weeks=1)
+    elif e.endswith("month"):
+        this_month = today.replace(day=1)
+        start = _month_shift(this_month, -1) if e.startswith("last") else this_month
+        end = _month_shift(start, 1)
+    else:
+        year = today.year - 1 if e.startswith("last") else today.year
+        start, end = date(year, 1, 1), date(year + 1, 1, 1)
+    to_ts = lambda d: datetime(d.year, d.month, d.day, tzinfo=UTC).timestamp()  # noqa: E731
+    return to_ts(start), to_ts(end)

@@ -34,13 +34,16 @@ def top_hits(ids: Sequence[str], scores: np.ndarray, k: int, *, positive: bool =
 
 class UserMemoryIndex:
     """BM25 postings and a vector matrix for one user's items; ``key`` is the store's row key, used to append only
-    what is new. Thread-safe: searches run in worker threads."""
+    what is new. Thread-safe."""
 
     def __init__(self) -> None:
         self.ids: list[str] = []
         self.max_key = 0
+        self.stamp: tuple[int, str] = (0, "0")  # what the store last saw (its count of writes and of removals)
         self._lengths: list[int] = []
         self._postings: dict[str, tuple[list[int], list[int]]] = defaultdict(lambda: ([], []))
+        self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # postings as arrays, made on first search
+        self._norm: np.ndarray | None = None  # BM25's length normalisation per item, made on first search
         self._vector_ids: list[str] = []
         self._vectors: list[np.ndarray] = []
         self._matrix: np.ndarray | None = None
@@ -63,10 +66,11 @@ class UserMemoryIndex:
                 docs, tfs = self._postings[term]
                 docs.append(position)
                 tfs.append(tf)
+                self._arrays.pop(term, None)
+            self._norm = None
             if vector is not None:
                 self._vector_ids.append(item_id)
                 self._vectors.append(vector)
-                self._matrix = None
 
     def lexical(self, query: str, k: int) -> list[MemoryHit]:
         terms = set(content_words(query))
@@ -74,16 +78,19 @@ class UserMemoryIndex:
             n = len(self.ids)
             if not n or not terms:
                 return []
-            lengths = np.asarray(self._lengths, dtype=np.float32)
-            norm = K1 * (1 - B + B * lengths / max(float(lengths.mean()), 1e-9))
+            if self._norm is None:
+                lengths = np.asarray(self._lengths, dtype=np.float32)
+                self._norm = K1 * (1 - B + B * lengths / max(float(lengths.mean()), 1e-9))
+            norm = self._norm
             scores = np.zeros(n, dtype=np.float32)
             for term in terms:
                 if term not in self._postings:
                     continue
-                docs, tfs = self._postings[term]
-                idf = math.log(1 + (n - len(docs) + 0.5) / (len(docs) + 0.5))
-                where = np.asarray(docs)
-                tf = np.asarray(tfs, dtype=np.float32)
+                if term not in self._arrays:
+                    docs, tfs = self._postings[term]
+                    self._arrays[term] = (np.asarray(docs), np.asarray(tfs, dtype=np.float32))
+                where, tf = self._arrays[term]
+                idf = math.log(1 + (n - len(where) + 0.5) / (len(where) + 0.5))
                 scores[where] += idf * tf * (K1 + 1) / (tf + norm[where])
             return top_hits(self.ids, scores, k)
 
@@ -96,9 +103,9 @@ class UserMemoryIndex:
         with self._lock:
             if not self._vectors:
                 return [[] for _ in range(len(vectors))]
-            if self._matrix is None:
+            if self._matrix is None or len(self._matrix) != len(self._vectors):
                 self._matrix = np.vstack(self._vectors).astype(np.float32, copy=False)
-            matrix, ids = self._matrix, list(self._vector_ids)
+            matrix, ids = self._matrix, self._vector_ids[: len(self._matrix)]
         if vectors.ndim != 2 or vectors.shape[1] != matrix.shape[1]:
             got = vectors.shape[-1] if vectors.ndim else 0
             raise ConfigurationError(
@@ -106,5 +113,5 @@ class UserMemoryIndex:
                 "memory vectors",
                 hint="the embedder changed since the memories were written: set ANAPHORA_EMBEDDER back",
             )
-        scores = vectors.astype(np.float32, copy=False) @ matrix.T
-        return [top_hits(ids, row, k, positive=False) for row in scores]
+        scores = matrix @ vectors.astype(np.float32, copy=False).T  # (items, queries): the contiguous product
+        return [top_hits(ids, scores[:, q], k, positive=False) for q in range(scores.shape[1])]

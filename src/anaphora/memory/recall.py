@@ -10,6 +10,8 @@
    - names the question mentions (people, products) that an item mentions too raise it (damped: a name in most
      of the user's items raises little);
    - a fact that was superseded ranks below the current one, unless the question asks about the past;
+   - a question about a span of time ("last year", "yesterday", "in 2022", resolved against ``now``) raises the
+     items said in it;
    - among equals, the more recent item wins.
 4. Each recalled item says why it was recalled (which lists found it, at what rank, which boosts applied).
 """
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from anaphora.embeddings.base import Embedder
+from anaphora.memory.dates import period_asked
 from anaphora.memory.extract import extract_entities
 from anaphora.memory.protocols import MemoryReader
 from anaphora.memory.types import MemoryHit, MemoryItem
@@ -67,6 +70,7 @@ class MemoryRecall:
         neighbour_weight: float = 0.8,
         superseded_penalty: float = 0.5,
         recency_weight: float = 0.02,
+        period_boost: float = 0.5,
     ) -> None:
         """The weights were chosen on the LoCoMo dev conversations (bench/memory.py; docs/benchmarks.md), from a
         plateau rather than a peak: evidence recall@10 moves by about 0.01 around them."""
@@ -80,6 +84,7 @@ class MemoryRecall:
         self.name_boost = name_boost
         self.superseded_penalty = superseded_penalty
         self.recency_weight = recency_weight
+        self.period_boost = period_boost
         self.neighbour_weight = neighbour_weight
 
     async def _embed(self, text: str) -> np.ndarray | None:
@@ -87,8 +92,9 @@ class MemoryRecall:
             return None
         return await asyncio.to_thread(self.embedder.embed, [text])
 
-    async def rank(self, user_id: str, question: str) -> list[Recalled]:
-        """The user's items for ``question``, best first, at most ``depth``."""
+    async def rank(self, user_id: str, question: str, *, now: float | None = None) -> list[Recalled]:
+        """The user's items for ``question``, best first, at most ``depth``; ``now`` (when the question is asked)
+        resolves the relative dates it names (without it, only a year it names counts)."""
         vector = await self._embed(question)
         lexical_task = self.store.lexical(user_id, [question], self.depth)
         if vector is not None:
@@ -99,19 +105,22 @@ class MemoryRecall:
             "lexical": (self.lexical_weight, lexical),
             "dense": (self.dense_weight, dense),
         }
-        first = self._fuse(lists)
+        first = self._fuse(lists)[: self.depth]
+        items = await self.store.get_many(user_id, [item_id for item_id, _ in first])
         if self.feedback_items and first:
-            best = await self.store.get_many(user_id, [i for i, _ in first[: self.feedback_items]])
-            expansion = " ".join([question, *(item.text for item in best.values())])
-            (feedback,) = await self.store.lexical(user_id, [expansion], self.depth)
+            best = [items[i].text for i, _ in first[: self.feedback_items] if i in items]
+            (feedback,) = await self.store.lexical(user_id, [" ".join([question, *best])], self.depth)
             lists["feedback"] = (self.feedback_weight, feedback)
         fused = self._fuse(lists)[: self.depth]
-        items = await self.store.get_many(user_id, [item_id for item_id, _ in fused])
+        missing = [item_id for item_id, _ in fused if item_id not in items]
+        if missing:
+            items.update(await self.store.get_many(user_id, missing))
         if self.neighbour_weight:
             fused = self._smooth(fused, items)
         similarity = {h.item_id: h.score for h in dense}
         ranks = {name: {h.item_id: r for r, h in enumerate(hits, 1)} for name, (_, hits) in lists.items()}
-        return self._adjust(question, fused, items, similarity, ranks)
+        period = period_asked(question, now)
+        return self._adjust(question, fused, items, similarity, ranks, period)
 
     @staticmethod
     def _fuse(lists: dict[str, tuple[float, list[MemoryHit]]]) -> list[tuple[str, float]]:
@@ -146,11 +155,14 @@ class MemoryRecall:
         items: dict[str, MemoryItem],
         similarity: dict[str, float],
         ranks: dict[str, dict[str, int]],
+        period: tuple[float, float] | None = None,
     ) -> list[Recalled]:
         names = {name.casefold() for name, _ in extract_entities(question)}
+        patterns = {n: re.compile(rf"(?<!\w){re.escape(n)}(?!\w)") for n in names}
         texts = {item_id: item.text.casefold() for item_id, item in items.items()}
+        mentioned = {item_id: [n for n, p in patterns.items() if p.search(t)] for item_id, t in texts.items()}
         # a name in most of the candidates distinguishes nothing: damp its boost by its share of them
-        share = {n: sum(n in t for t in texts.values()) / max(len(texts), 1) for n in names}
+        share = {n: sum(n in m for m in mentioned.values()) / max(len(texts), 1) for n in names}
         asks_past = bool(_PAST.search(question))
         newest = max((i.time for i in items.values()), default=0.0)
         oldest = min((i.time for i in items.values()), default=0.0)
@@ -160,7 +172,7 @@ class MemoryRecall:
             if item is None:  # removed between the search and the read
                 continue
             reasons = [f"{name} #{r[item_id]}" for name, r in ranks.items() if item_id in r]
-            named = [n for n in names if _mentions(texts[item_id], n)]
+            named = mentioned[item_id]
             if named:
                 score *= 1 + self.name_boost * sum(1 - share[n] for n in named) / len(names)
                 reasons.append("names " + ", ".join(sorted(named)))
@@ -172,12 +184,11 @@ class MemoryRecall:
                     reasons.append("superseded fact")
                 else:
                     reasons.append("earlier fact (the question asks about the past)")
+            if period is not None and period[0] <= item.time < period[1]:
+                score *= 1 + self.period_boost
+                reasons.append("said in the time asked about")
             if newest > oldest:
                 score *= 1 + self.recency_weight * (item.time - oldest) / (newest - oldest)
             recalled.append(Recalled(item, score, similarity.get(item_id), "; ".join(reasons)))
         recalled.sort(key=lambda r: (-r.score, -r.item.time))
         return recalled
-
-
-def _mentions(text: str, name: str) -> bool:
-    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text) is not None

@@ -1,4 +1,5 @@
-"""Writing memory after a turn: the episode, the facts the user stated, the entities named. No model by default.
+"""Writing memory after a turn: the episode, the facts the user stated, the entities named, and the profile
+rolled up from the current facts. No model by default.
 
 An episode is the turn itself (the user's words and the answer), with relative dates resolved against the turn's
 time. Its vector is of the turn *in its context* (the previous turn's text before it), so that "yes, the second
@@ -14,7 +15,7 @@ from anaphora.embeddings.base import Embedder
 from anaphora.memory.dates import resolve_relative_dates
 from anaphora.memory.extract import ExtractedFact, extract_entities, extract_facts
 from anaphora.memory.model_facts import ModelFactExtractor
-from anaphora.memory.protocols import MemoryWriter
+from anaphora.memory.protocols import MemoryStore
 from anaphora.memory.types import EntityMention, MemoryItem, new_memory_id
 from anaphora.sanitize import sanitize
 
@@ -45,6 +46,16 @@ class Written:
         return f"{self.episodes} episode, {self.facts} facts, {self.entities} entities{rejected}"
 
 
+PROFILE_FACTS = 12  # current facts the profile lists, newest first
+
+
+def profile_of(facts: list[MemoryItem]) -> tuple[str, list[str]]:
+    """The profile rolled up from the user's current facts, newest first, and the conversations they came from:
+    the same facts give the same text, so the prompt prefix that carries it stays cacheable until a fact changes."""
+    current = [f for f in facts if f.current][:PROFILE_FACTS]
+    return "; ".join(f.text for f in current), sorted({f.conversation_id for f in current})
+
+
 def episode_text(question: str, answer: str) -> str:
     return f"{question}\n{answer}".strip()
 
@@ -68,14 +79,21 @@ def fact_item(turn: TurnToRemember, fact: ExtractedFact, source: str) -> MemoryI
 
 class TurnRecorder:
     """Turns a stored turn into memory items and writes them; ``embedder`` ``None``: no vectors; ``model_facts``:
-    a capable chat model's facts besides the rules' (``None``: rules only)."""
+    a capable chat model's facts besides the rules' (``None``: rules only); ``contextual``: an episode's vector is of
+    the turn after the previous one (measured against the turn alone in bench/memory.py)."""
 
     def __init__(
-        self, store: MemoryWriter, embedder: Embedder | None, model_facts: ModelFactExtractor | None = None
+        self,
+        store: MemoryStore,
+        embedder: Embedder | None,
+        model_facts: ModelFactExtractor | None = None,
+        *,
+        contextual: bool = True,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.model_facts = model_facts
+        self.contextual = contextual
 
     def items(self, turn: TurnToRemember) -> tuple[list[MemoryItem], list[EntityMention]]:
         """What the turn teaches (pure CPU work, no I/O): the episode first, then the facts, and the entities."""
@@ -97,7 +115,7 @@ class TurnRecorder:
 
     def vector_texts(self, turn: TurnToRemember, items: list[MemoryItem]) -> list[str]:
         """What each item's vector is made of: the episode in its context, a fact as stated."""
-        context = sanitize(turn.context).strip()
+        context = sanitize(turn.context).strip() if self.contextual else ""
         return [f"{context}\n{item.text}" if item.kind == "episode" and context else item.text for item in items]
 
     async def record(self, turn: TurnToRemember) -> Written:
@@ -113,6 +131,9 @@ class TurnRecorder:
         stored = await self.store.add(turn.user_id, items, vectors)
         if mentions:
             await self.store.upsert_entities(turn.user_id, mentions)
+        if any(item.kind == "fact" for item in stored):
+            page = await self.store.list(turn.user_id, kind="fact", limit=4 * PROFILE_FACTS)
+            await self.store.set_profile(turn.user_id, *profile_of(list(page.items)))
         return Written(
             episodes=sum(i.kind == "episode" for i in stored),
             facts=sum(i.kind == "fact" for i in stored),

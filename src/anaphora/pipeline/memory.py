@@ -8,6 +8,8 @@ on an error or past their time budget the observer counts the failure and the tu
 
 from __future__ import annotations
 
+import time
+
 from anaphora.memory.protocols import MemoryReader
 from anaphora.memory.recall import MemoryRecall, Recalled
 from anaphora.memory.writer import TurnRecorder, TurnToRemember
@@ -38,7 +40,8 @@ def record_of(recalled: Recalled, injected: bool) -> RecalledMemory:
 
 class RecallMemory(Stage):
     """Recalls the user's memories for this turn's query; injects at most ``k`` whose cosine similarity to it is
-    at least ``min_score``. A turn whose documents gave nothing but whose memory did is answered from memory."""
+    at least ``min_score``. A turn whose documents gave nothing but whose memory did is answered from memory. A turn
+    that skips retrieval (chit-chat, answered by the conversation) recalls nothing, but still gets the profile."""
 
     name = "memory"
     counter = "memory_recall"
@@ -57,16 +60,19 @@ class RecallMemory(Stage):
 
     async def run(self, state: TurnState) -> StageResult:
         user = state.request.user_id
-        query = state.plan.query if state.plan is not None and state.retrieves else state.question
-        ranked = await self.recall.rank(user, query)
-        profile = await self.profiles.profile(user)
+        profile = await self.profiles.profile(user)  # on every turn: it is part of the stable prompt prefix
+        state = state.update(profile=sanitize(profile.text) if profile else "")
+        if not state.retrieves:  # chit-chat, or the conversation holds the answer: nothing to recall
+            return StageResult(state, "skipped", "retrieval skipped: profile only")
+        query = state.plan.query if state.plan is not None else state.question
+        ranked = await self.recall.rank(user, query, now=time.time())
         shown = 0
         records = []
         for recalled in ranked[:TRACED]:
             inject = shown < self.k and recalled.similarity is not None and recalled.similarity >= self.min_score
             shown += inject
             records.append(record_of(recalled, inject))
-        after = state.update(memory=tuple(records), profile=sanitize(profile.text) if profile else "")
+        after = state.update(memory=tuple(records))
         if shown and after.abstain:  # the documents had nothing, the user's memory has: answer from it
             after = after.update(abstain=False)
         return StageResult(after, "ok", f"{shown} of {len(ranked)} recalled items shown")

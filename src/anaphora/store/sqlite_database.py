@@ -104,8 +104,9 @@ def m003_conversation_activity(db: sqlite3.Connection) -> None:
 
 @migration
 def m004_memory(db: sqlite3.Connection) -> None:
-    """Long-term memory per user (``anaphora.memory``): items with provenance, their vectors, entities, profiles.
-    Every table carries ``user_id``, so each read filters by it and erase deletes by it."""
+    """Long-term memory per user (``anaphora.memory``): items with provenance, their vectors, entities, profiles,
+    and a count of each user's writes (what in-process search indexes compare to know they are current). Every table
+    carries ``user_id``, so each read filters by it and erase deletes by it."""
     run_script(
         db,
         """
@@ -150,6 +151,10 @@ def m004_memory(db: sqlite3.Connection) -> None:
             text TEXT NOT NULL,
             covers TEXT NOT NULL,
             updated_at REAL NOT NULL
+        );
+        CREATE TABLE memory_users (
+            user_id TEXT PRIMARY KEY,
+            writes INTEGER NOT NULL
         )
         """,
     )
