@@ -228,6 +228,7 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
         retriever=retriever,
         conversations=conversations,
         query_stage=build_query_stage(settings, chat_model, passages.term_statistics),
+        term_statistics=passages.term_statistics,
         selector=PassageSelector(
             load_reranker(settings),
             similarity_threshold=settings.similarity_threshold,

@@ -241,6 +241,13 @@ class Settings(BaseSettings):
         "the best worst-domain option on the dev data; docs/benchmarks.md)",
     )
     dense_weight: float = Field(default=1.0, ge=0, description="weight of the dense list in the fusion")
+    entity_boost: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="damped boost for passages that mention the conversation's named things (names rare in this "
+        "corpus): a candidate's fused score is multiplied by up to 1 + entity_boost; 0 turns it off",
+    )
     alternate_query_weight: float = Field(
         default=0.5,
         ge=0,

@@ -1,4 +1,4 @@
-"""RepetitionGuard and extractive_answer: stop a looping / prompt-echoing model, and quote passages when nothing
+"""RepetitionGuard: stop a looping / prompt-echoing model, and quote passages when nothing
 usable remains."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import pytest
 
 from anaphora import Anaphora, FakeChatModel
 from anaphora.models.base import ChatOptions
-from anaphora.pipeline.answer_guard import ANSWER_STOP, RepetitionGuard, extractive_answer
+from anaphora.pipeline.answer_guard import ANSWER_STOP, RepetitionGuard
 from anaphora.pipeline.engine import NO_ANSWER
 from anaphora.pipeline.generate import generate
 from anaphora.pipeline.support import strip_markers
-from anaphora.types import Message, Passage
+from anaphora.types import Message
 
 pytestmark = pytest.mark.unit
 
@@ -131,59 +131,3 @@ def test_engine_reports_a_cut_answer(sample_rag: Anaphora, fake_model: FakeChatM
     result = sample_rag.ask("How do I install Kestrel with Helm on Kubernetes?")
     assert strip_markers(result.answer) == S1
     assert "repeating" in result.trace.stage("generate").detail
-
-
-# --- extractive_answer -------------------------------------------------------------------------------------------
-
-PASSAGES = [
-    Passage(
-        id="limits.md#1",
-        text="Kestrel needs 512 MiB of memory per agent. The sky is blue today. "
-        "Set resources.limits.memory in values.yaml to change the memory limit.",
-    ),
-    Passage(id="install.md#2", text="Helm installs the Kestrel chart into a namespace. Memory limits apply per pod."),
-]
-QUESTION = "What memory limit does the Kestrel agent need?"
-
-
-def test_extractive_answer_quotes_the_best_sentences_with_their_ids() -> None:
-    answer = extractive_answer(QUESTION, PASSAGES)
-    assert answer == (
-        "Kestrel needs 512 MiB of memory per agent. [limits.md#1] "
-        "Set resources.limits.memory in values.yaml to change the memory limit. [limits.md#1]"
-    )
-    assert "sky" not in answer
-
-
-def test_extractive_answer_invents_nothing() -> None:
-    answer = extractive_answer(QUESTION, PASSAGES, max_sentences=5)
-    quoted = [part.strip() for part in answer.replace("[limits.md#1]", "|").replace("[install.md#2]", "|").split("|")]
-    sentences = {s for p in PASSAGES for s in p.text.replace(". ", ".\n").splitlines()}
-    assert all(q in sentences for q in quoted if q)
-
-
-def test_extractive_answer_respects_max_sentences() -> None:
-    assert (
-        extractive_answer(QUESTION, PASSAGES, max_sentences=1)
-        == "Kestrel needs 512 MiB of memory per agent. [limits.md#1]"
-    )
-
-
-def test_extractive_answer_prefers_higher_ranked_passages_on_ties() -> None:
-    same = "Kestrel memory limits are set per agent pod."
-    passages = [Passage(id="first#1", text=same), Passage(id="second#1", text=same)]
-    assert extractive_answer(QUESTION, passages, max_sentences=1) == f"{same} [first#1]"
-
-
-def test_extractive_answer_only_reads_the_top_three_passages() -> None:
-    passages = [Passage(id=f"p{i}", text="Unrelated words about weather and rivers here.") for i in range(3)]
-    passages.append(Passage(id="p3", text="Kestrel memory limit for the agent is 512 MiB."))
-    assert "[p3]" not in extractive_answer(QUESTION, passages)
-
-
-def test_extractive_answer_without_passages_is_empty() -> None:
-    assert extractive_answer(QUESTION, []) == ""
-
-
-def test_extractive_answer_with_only_tiny_sentences_is_empty() -> None:
-    assert extractive_answer(QUESTION, [Passage(id="x", text="Yes. No. Maybe so.")]) == ""

@@ -88,3 +88,21 @@ def test_standalone_message_is_never_expanded_even_with_statistics():
     history = [Message(role="user", content="prod007x settings")]
     question = "Which settings does prod003x show on the console?"
     assert HistoryExpansion(statistics=lambda: index).expand(question, history) == (question, False)
+
+
+def test_a_short_message_naming_something_specific_stands_alone():
+    """A message like "What is prod007x?" has one content word, but it singles out two passages of a hundred: no
+    earlier turn is needed to say what it is about. A short message made of generic words, or one that refers back,
+    does not."""
+    index = cloud_docs()
+    history = [Message(role="user", content="How do I open the service console?")]
+    expansion = HistoryExpansion(statistics=lambda: index)
+    assert expansion.stands_alone("What is prod007x?")
+    assert expansion.expand("What is prod007x?", history) == ("What is prod007x?", False)
+    assert not expansion.stands_alone("What about the instances?")  # continues the conversation
+    assert not expansion.stands_alone("Is prod007x in it?")  # refers back
+    assert not expansion.stands_alone("Which instance?")  # generic here: half the passages say it
+    assert expansion.stands_alone("What is kubernetes?")  # no passage says it: not this corpus's vocabulary
+    assert expansion.stands_alone("What is prod007x and why is it slow?")  # "it" is the prod007x just named
+    assert not expansion.stands_alone("Why is it slow on prod007x?")  # "it" comes first: something earlier
+    assert not HistoryExpansion().stands_alone("What is prod007x?")  # without statistics, word count decides

@@ -12,7 +12,7 @@ from anaphora.errors import ModelUnavailableError
 from anaphora.metrics import Metrics
 from anaphora.pipeline.engine import NO_ANSWER
 from anaphora.pipeline.query import QueryStage
-from anaphora.pipeline.rewrite import REWRITE_INSTRUCTIONS, GuardedRewriter, HistoryExpansion
+from anaphora.pipeline.rewrite import JSON_ANALYSIS, REWRITE_INSTRUCTIONS, GuardedRewriter, HistoryExpansion
 from anaphora.pipeline.stages import QueryPlanner
 from anaphora.testing.stages import run_stage, turn_state
 from anaphora.types import Message
@@ -186,13 +186,13 @@ async def test_bad_rewrite_is_rejected_and_falls_back_to_expansion(
     assert metrics.value("anaphora_rewriter_requests_total", status="ok") == 0
 
 
-async def test_rejected_rewrite_of_standalone_question_falls_back_to_the_question(fake_model: FakeChatModel) -> None:
+async def test_a_standalone_message_is_the_query_without_a_model_call(fake_model: FakeChatModel) -> None:
     question = "What memory limit does the Kestrel agent need?"
-    fake_model.enqueue("Yes, the agent needs 512 MiB.")
+    fake_model.enqueue("Yes, the agent needs 512 MiB.")  # would be rejected; it is never asked
     plan = await GuardedRewriter(fake_model).run(question, HISTORY)
-    assert plan.status == "rejected"
-    assert plan.query == question
-    assert plan.source == "question"
+    assert (plan.query, plan.source, plan.status, plan.model_calls) == (question, "question", "ok", 0)
+    assert plan.queries == [question]
+    assert fake_model.calls == []
 
 
 async def test_accepted_rewrite_rides_behind_the_model_free_expansion(fake_model: FakeChatModel) -> None:
@@ -204,21 +204,15 @@ async def test_accepted_rewrite_rides_behind_the_model_free_expansion(fake_model
     assert plan.queries == [expansion, GOOD_REWRITE, FOLLOW_UP]  # the expansion leads the fusion
 
 
-async def test_accepted_rewrite_of_standalone_message_keeps_the_message_as_the_query(fake_model: FakeChatModel) -> None:
+async def test_the_analysis_style_still_asks_the_model_about_a_standalone_message(fake_model: FakeChatModel) -> None:
+    """The structured analysis decides the turn's kind too, so it is asked; its rewrite only rides along."""
     question = "What memory limit does the Kestrel agent need?"
     rewrite = "What memory limit does the Kestrel agent need on Kubernetes?"
-    fake_model.enqueue(rewrite)
-    plan = await GuardedRewriter(fake_model).run(question, HISTORY)
+    fake_model.enqueue(f'{{"kind": "new_query", "answered_by_conversation": false, "query": "{rewrite}"}}')
+    plan = await GuardedRewriter(fake_model, style=JSON_ANALYSIS).run(question, HISTORY)
     assert plan.status == "ok" and plan.model_calls == 1
     assert plan.query == question and plan.source == "question"
     assert plan.queries == [question, rewrite]  # the message leads; the rewrite only rides along
-
-
-async def test_unchanged_rewrite_of_standalone_message_adds_no_alternate(fake_model: FakeChatModel) -> None:
-    question = "What memory limit does the Kestrel agent need?"
-    fake_model.enqueue(question)
-    plan = await GuardedRewriter(fake_model).run(question, HISTORY)
-    assert plan.queries == [question]
 
 
 # --- failures fail open -----------------------------------------------------------------------------------------

@@ -2,17 +2,14 @@
 
 - :class:`RepetitionGuard` watches the stream and says when to stop: a sentence or line that comes back, or the
   prompt's own markup showing up in the answer.
-- :func:`extractive_answer` is the fallback when nothing usable remains: the passage sentences that share most
-  words with the question, quoted with their ids. It never invents anything.
+
+When nothing usable remains, the generate stage quotes the passages with the extractive answerer
+(:mod:`anaphora.pipeline.extractive`), which never invents anything.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-
-from anaphora.text import content_set
-from anaphora.types import Passage
 
 ANSWER_STOP = ("<<<", "\nQuestion:", "<|im_start|>", "<|im_end|>")
 _SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -53,20 +50,3 @@ class RepetitionGuard:
             return None
         self.tripped = True
         return text[:cut].rstrip()
-
-
-def extractive_answer(question: str, passages: Sequence[Passage], *, max_sentences: int = 2) -> str:
-    """Quote the best-matching sentences of the best passages, each with its id."""
-    wanted = content_set(question)
-    scored: list[tuple[float, int, str, str]] = []
-    for rank, passage in enumerate(passages[:3]):
-        for sentence in _SPLIT.split(passage.text):
-            words = content_set(sentence)
-            if len(words) < 3:
-                continue
-            overlap = len(words & wanted) / (len(wanted) or 1)
-            scored.append((overlap - 0.05 * rank, -rank, sentence.strip(), passage.id))
-    if not scored:
-        return ""
-    scored.sort(key=lambda item: (item[0], item[1]), reverse=True)
-    return " ".join(f"{sentence} [{pid}]" for _, _, sentence, pid in scored[:max_sentences])

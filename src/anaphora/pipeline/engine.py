@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from anaphora.errors import InputError
@@ -27,6 +27,7 @@ from anaphora.pipeline.stage import Stage
 from anaphora.pipeline.stages import (
     ABSTAIN,
     NO_ANSWER,
+    BoostEntities,
     Budget,
     Cite,
     Generate,
@@ -40,6 +41,7 @@ from anaphora.pipeline.state import LOCAL_USER, Deltas, TurnRequest, TurnState
 from anaphora.pipeline.summary import RollingSummarizer
 from anaphora.rerank.base import NoModelReranker
 from anaphora.retrieval.base import Retriever
+from anaphora.retrieval.terms import TermStatistics
 from anaphora.sanitize import sanitize
 from anaphora.settings import Settings
 from anaphora.store.protocols import ConversationStore, StoredTurn, SummaryStore
@@ -130,11 +132,13 @@ class Engine:
         metrics: Metrics | None = None,
         tracer: Any | None = None,
         extractive: ExtractiveAnswerer | None = None,
+        term_statistics: Callable[[], TermStatistics | None] | None = None,
         memory_recall: RecallMemory | None = None,
         memory_writer: RememberTurn | None = None,
     ) -> None:
         """``tracer``: an OpenTelemetry tracer for spans per turn and stage (None: no spans); ``extractive``: the
         answerer that quotes passages (``answer_mode`` 'extractive' and 'auto'; without it 'auto' abstains);
+        ``term_statistics``: the passage index's document frequencies, which the entity boost reads;
         ``memory_recall``: the long-term memory stage, run before the budget; ``memory_writer``: the stage that
         remembers each stored turn, run after the answer in the background (None: no long-term memory)."""
         self.settings = settings
@@ -152,6 +156,7 @@ class Engine:
             QueryPlanner(query_stage, timeout_s=settings.rewrite_timeout_s),
             *([SkipGate()] if settings.skip_gate else []),
             Retrieve(retriever),
+            *self._boost_stages(settings, term_statistics),
             Select(self.selector, top_k=settings.top_k),
             *([memory_recall] if memory_recall is not None else []),
             Budget(settings, chat_model),
@@ -162,11 +167,15 @@ class Engine:
         self._background: set[asyncio.Task] = set()
 
     @staticmethod
+    def _boost_stages(settings: Settings, statistics: Callable[[], TermStatistics | None] | None) -> list[Stage]:
+        return [BoostEntities(statistics, settings.entity_boost)] if statistics and settings.entity_boost else []
+
+    @staticmethod
     def _answer_stages(settings: Settings, model: ChatModel, extractive: ExtractiveAnswerer | None) -> list[Stage]:
         """extract (``extractive`` mode: turns that retrieved) -> generate (what is not answered yet) -> check."""
         mode = settings.effective_answer_mode
         check = AnswerCheck(settings.answer_check, mode, settings.support_threshold, extractive)
-        generate = Generate(settings, model, check if settings.answer_check == "drop" else None)
+        generate = Generate(settings, model, check if settings.answer_check == "drop" else None, extractive)
         quoting = [Extract(extractive)] if mode == "extractive" and extractive is not None else []
         return [*quoting, generate, check]
 

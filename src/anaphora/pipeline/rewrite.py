@@ -16,10 +16,10 @@ from pydantic import BaseModel, ValidationError
 from anaphora.models.base import ChatModel, ChatOptions
 from anaphora.pipeline.query import QueryPlan
 from anaphora.pipeline.rewrite_guard import strip_preamble, validate_rewrite
-from anaphora.pipeline.route import REFERRING, TurnKind, is_chit_chat, is_meta, looks_standalone
-from anaphora.retrieval.terms import TermStatistics, disambiguating
+from anaphora.pipeline.route import REFERRING, TurnKind, continues, is_chit_chat, is_meta, looks_standalone
+from anaphora.retrieval.terms import TermStatistics, disambiguating, naming
 from anaphora.sanitize import speaker_line
-from anaphora.text import STOPWORDS, content_set
+from anaphora.text import STOPWORDS, content_set, words
 from anaphora.types import Message
 
 log = logging.getLogger("anaphora.rewrite")
@@ -31,6 +31,7 @@ REWRITE_INSTRUCTIONS = (
     "Example:\nUser: Who wrote Dune?\nAssistant: Frank Herbert wrote Dune in 1965.\n"
     "Last message: When did he die?\nQuery: When did Frank Herbert, the author of Dune, die?"
 )
+_CLAUSE = re.compile(r"[,;]|\b(?:and|or|but)\b", re.IGNORECASE)
 ANSWER_SNIPPET_WORDS = 60
 QUESTION_SNIPPET_WORDS = 100
 
@@ -76,7 +77,22 @@ class HistoryExpansion:
         return terms
 
     def stands_alone(self, question: str) -> bool:
-        return looks_standalone(question)
+        """The message names its own topic and does not point back into the conversation.
+
+        Without corpus statistics: no continuation, no pronoun, three content words. With them, a word that names
+        a topic in this corpus (:func:`~anaphora.retrieval.terms.naming`) is enough ("What is taurine?"), and a
+        pronoun in a later clause than such a word refers to it ("What is the Galileo system and why is it
+        important?"; but "Is prod007x in it?" still points back)."""
+        if continues(question):
+            return False
+        statistics = self.statistics() if self.statistics else None
+        clauses = [words(clause) for clause in _CLAUSE.split(question)]
+        named = [any(naming([t for t in clause if t not in STOPWORDS], statistics)) for clause in clauses]
+        referring = [any(t in REFERRING for t in clause) for clause in clauses]
+        if any(referring):
+            first = referring.index(True)
+            return any(named[:first])
+        return looks_standalone(question) or any(named)
 
     def expand(self, question: str, history: Sequence[Message]) -> tuple[str, bool]:
         if not history or self.stands_alone(question):
@@ -196,6 +212,10 @@ class GuardedRewriter:
         """Raises when the model fails; the query stage that runs it falls back (and times it out)."""
         if not history:
             return QueryPlan(question, "question", "skipped", "turn 1: no rewrite")
+        if not self.style.structured and self.fallback.stands_alone(question):
+            # the message is the query: a rewrite could only ride along, and the call costs a model round trip
+            # (and, in llama.cpp, the answer prompt's cached prefix)
+            return QueryPlan(question, "question", "ok", "stands alone: no rewrite needed")
         reply = await self.model.chat(self.messages(question, history), self.options)
         analysis = self.style.parse(reply.text)
         if isinstance(analysis, str):

@@ -26,13 +26,20 @@ _CONTINUATIONS = re.compile(
 )
 
 
+def continues(question: str) -> bool:
+    """The message carries on from the last turn ("and on ARM?", "what about the other one?")."""
+    return bool(_CONTINUATIONS.match(question))
+
+
+def refers_back(question: str) -> bool:
+    """The message points into the conversation: a pronoun or demonstrative, or it continues."""
+    return continues(question) or any(t in REFERRING for t in words(question))
+
+
 def looks_standalone(question: str) -> bool:
-    """A message stands alone unless it refers back (pronouns, demonstratives), continues ("and on ARM?"),
-    or is too short to name a topic."""
-    tokens = words(question)
-    if _CONTINUATIONS.match(question) or any(t in REFERRING for t in tokens):
-        return False
-    return len(content_set(question)) >= 3
+    """A message stands alone unless it refers back or is too short to name a topic by word count alone (the
+    history expansion also asks the corpus which of a message's words name a topic)."""
+    return not refers_back(question) and len(content_set(question)) >= 3
 
 
 class TurnKind(StrEnum):

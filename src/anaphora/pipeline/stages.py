@@ -6,13 +6,15 @@ replays); the rest answer. Optional stages (query, skip gate, select) declare th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from anaphora.models.base import ChatModel, ChatOptions
-from anaphora.pipeline.answer_guard import ANSWER_STOP, extractive_answer
+from anaphora.pipeline.answer_guard import ANSWER_STOP
 from anaphora.pipeline.budget import plan_prompt
 from anaphora.pipeline.check import ABSTAIN, AnswerCheck
 from anaphora.pipeline.citations import extract_citations
+from anaphora.pipeline.extractive import ExtractiveAnswerer
 from anaphora.pipeline.generate import emit, generate
 from anaphora.pipeline.prompt import (
     CONTEXT_FRAMING,
@@ -34,6 +36,8 @@ from anaphora.pipeline.select import PassageSelector
 from anaphora.pipeline.stage import Stage, StageResult
 from anaphora.pipeline.state import Skip, TurnState
 from anaphora.retrieval.base import Retriever
+from anaphora.retrieval.entity_boost import boost, conversation_entities
+from anaphora.retrieval.terms import TermStatistics
 from anaphora.settings import Settings
 from anaphora.types import Citation
 
@@ -128,6 +132,32 @@ class Retrieve(Stage):
         return StageResult(state.update(candidates=tuple(candidates)), "ok", f"{len(candidates)} candidates")
 
 
+class BoostEntities(Stage):
+    """Candidates that mention the conversation's named things move up, damped (:mod:`~anaphora.retrieval.
+    entity_boost`); optional: a failure keeps the first stage's order."""
+
+    name = "entity_boost"
+    retrieval = True
+
+    def __init__(self, statistics: Callable[[], TermStatistics | None], strength: float) -> None:
+        self.statistics = statistics
+        self.strength = strength
+
+    def applies(self, state: TurnState) -> bool:
+        return state.retrieves and bool(state.candidates)
+
+    async def run(self, state: TurnState) -> StageResult:
+        entities = conversation_entities(state.question, state.history, self.statistics())
+        if not entities:
+            return StageResult(state, "skipped", "no named thing rare in this corpus")
+        boosted = boost(state.candidates, entities, self.strength)
+        names = ", ".join(e.name for e in entities[:8])
+        return StageResult(state.update(candidates=tuple(boosted)), "ok", f"entities: {names}")
+
+    def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
+        return state, "first-stage order"
+
+
 class Select(Stage):
     """Rerank, apply the thresholds, keep the top k; nothing left means the turn abstains."""
 
@@ -195,10 +225,18 @@ class Generate(Stage):
 
     name = "generate"
 
-    def __init__(self, settings: Settings, model: ChatModel, check: AnswerCheck | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        model: ChatModel,
+        check: AnswerCheck | None = None,
+        extractive: ExtractiveAnswerer | None = None,
+    ) -> None:
+        """``extractive``: what quotes the passages when an unchecked model gives no usable answer."""
         self.settings = settings
         self.model = model
         self.check = check
+        self.extractive = extractive
 
     def applies(self, state: TurnState) -> bool:
         return not state.answer  # an earlier stage (extract) may have answered already
@@ -233,7 +271,8 @@ class Generate(Stage):
         released = release.flush() if release is not None else (answer if state.deltas is not None else "")
         state = state.update(calls=state.called("answer"), answer=answer, released=released)
         if not answer and release is None:  # unchecked: quote the passages rather than say nothing
-            answer = extractive_answer(state.question, [*plan.passages, *plan.memories]) or NO_ANSWER
+            quoted = await self.extractive.answer_turn(state) if self.extractive is not None else None
+            answer = quoted.text if quoted is not None else NO_ANSWER
             emit(state.deltas, answer)
             note = "model gave no usable answer: quoted the best passages instead"
             return StageResult(state.update(answer=answer, answer_source="extractive", released=answer), "ok", note)

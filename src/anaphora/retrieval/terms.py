@@ -21,6 +21,7 @@ from typing import Protocol
 from anaphora.retrieval.bm25 import bm25_tokens
 
 GENERIC_BELOW = 0.2  # specificity under which a word is generic: it occurs in more than N^0.8 passages
+NAMES_TOPIC = 0.5  # specificity from which a word names a topic on its own: it occurs in at most sqrt(N) passages
 
 
 class TermStatistics(Protocol):
@@ -56,3 +57,18 @@ def disambiguating(words: Sequence[str], statistics: TermStatistics | None) -> l
         return list(words)
     scores = word_specificity(words, statistics)
     return [word for word in words if scores[word] >= GENERIC_BELOW]
+
+
+def naming(words: Sequence[str], statistics: TermStatistics | None) -> list[bool]:
+    """For each word, whether it names a topic on its own in this corpus: it singles out at most ``sqrt(N)``
+    passages, or no passage uses it at all (then it names something the corpus does not cover, which no earlier
+    turn can make it about). Stop-words and, without statistics, every word name nothing."""
+    if statistics is None or statistics.passages <= 1 or not words:
+        return [False] * len(words)
+    tokens = bm25_tokens(list(words))
+    frequencies = statistics.document_frequencies(sorted({t for ts in tokens for t in ts}))
+    passages = statistics.passages
+    return [
+        any(frequencies.get(t, 0) == 0 or specificity(frequencies[t], passages) >= NAMES_TOPIC for t in ts)
+        for ts in tokens
+    ]
