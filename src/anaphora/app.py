@@ -12,10 +12,17 @@ from anaphora.embeddings import CachedEmbedder, cache_key, load_embedder
 from anaphora.errors import ConfigurationError
 from anaphora.ingest import Ingestor, IngestReport
 from anaphora.ingest.ingestor import Progress
+from anaphora.memory import MemoryExport, MemoryKind, MemoryPage, MemoryStore
+from anaphora.memory.model_facts import ModelFactExtractor
+from anaphora.memory.recall import MemoryRecall
+from anaphora.memory.sqlite_store import SQLiteMemoryStore
+from anaphora.memory.ttl import within_ttl
+from anaphora.memory.writer import TurnRecorder
 from anaphora.metrics import Metrics
 from anaphora.models import ChatModel, load_chat_model
 from anaphora.pipeline.engine import LOCAL_USER, Engine, TurnRequest
 from anaphora.pipeline.extractive import ExtractiveAnswerer
+from anaphora.pipeline.memory import RecallMemory, RememberTurn
 from anaphora.pipeline.query import LastMessageQuery, QueryStage
 from anaphora.pipeline.rewrite import JSON_ANALYSIS, TEXT_REWRITE, GuardedRewriter, HistoryExpansion
 from anaphora.pipeline.select import PassageSelector
@@ -33,6 +40,7 @@ from anaphora.store import (
     StoredTurn,
 )
 from anaphora.store.postgres_conversations import PostgresConversationStore
+from anaphora.store.postgres_memory import PostgresMemoryStore
 from anaphora.store.postgres_passages import PostgresPassageStore
 from anaphora.store.protocols import DocumentRegistry, EmbeddingCache, HistoryStore, PassageIndex, all_conversations
 from anaphora.store.redis_store import RedisConversationStore, RedisEmbeddingCache
@@ -57,6 +65,7 @@ class Components:
     chat_model: ChatModel
     engine: Engine
     ingestor: Ingestor
+    memory: MemoryStore
 
 
 def build_query_stage(
@@ -132,6 +141,39 @@ def build_conversation_store(settings: Settings, database: Database) -> HistoryS
     return PostgresConversationStore(server_url(settings, "conversation_store", "postgres"))
 
 
+def build_memory_store(settings: Settings, database: Database) -> MemoryStore:
+    """The long-term memory store ``settings.effective_memory_store`` names: tables in the SQLite database, or
+    PostgreSQL with pgvector (connects lazily, on first use)."""
+    if settings.effective_memory_store == "postgres":
+        return PostgresMemoryStore(
+            server_url(settings, "memory_store", "postgres"),
+            text_search_config=settings.postgres_text_search_config,
+        )
+    return SQLiteMemoryStore(database)
+
+
+def build_memory_stages(
+    settings: Settings, memory: MemoryStore, embedder: CachedEmbedder, chat_model: ChatModel
+) -> tuple[RecallMemory | None, RememberTurn | None]:
+    """The engine's long-term memory stages (none with ``memory = "off"``): recall, which sees no item past
+    ``memory_ttl_days``, and the background writer (model facts too, with a capable ``chat_model``). The writer
+    embeds with the uncached embedder: a turn's texts are embedded once, and vectors of them in the shared cache
+    would be personal data that erase could not name."""
+    if settings.memory == "off":
+        return None, None
+    reader = within_ttl(memory, settings.memory_ttl_s)
+    recall = RecallMemory(
+        MemoryRecall(reader, embedder),
+        reader,
+        k=settings.memory_recall_k,
+        min_score=settings.memory_min_score,
+        timeout_s=settings.memory_recall_timeout_s,
+    )
+    facts = ModelFactExtractor(chat_model, threshold=settings.support_threshold) if settings.uses_model_facts else None
+    writer = RememberTurn(TurnRecorder(memory, embedder.inner, facts), timeout_s=settings.memory_write_timeout_s)
+    return recall, writer
+
+
 def build_embedding_cache(settings: Settings, database: Database) -> EmbeddingCache:
     """The embedding cache ``settings.embedding_cache_store`` names: SQLite in ``data_dir`` or Redis (shared)."""
     if settings.embedding_cache_store == "redis":
@@ -168,7 +210,9 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
     corpus, passages = build_passage_stores(settings, database, embedder)
     retriever = HybridRetriever(passages, embedder, settings)
     conversations = build_conversation_store(settings, database)
+    memory = build_memory_store(settings, database)
     chat_model = model or load_chat_model(settings)
+    recall, writer = build_memory_stages(settings, memory, embedder, chat_model)
     metrics = Metrics()
     summarizer = RollingSummarizer(
         chat_model,
@@ -196,6 +240,8 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
         metrics=metrics,
         tracer=build_tracer(settings),
         extractive=ExtractiveAnswerer(embedder, min_relevance=settings.extractive_min_relevance),
+        memory_recall=recall,
+        memory_writer=writer,
     )
     return Components(
         settings,
@@ -208,7 +254,15 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
         chat_model,
         engine,
         Ingestor(corpus, embedder, settings),
+        memory,
     )
+
+
+async def aclose_components(components: Components) -> None:
+    """Finish the engine's background work and close the network clients: the model's, the reranker's and the
+    stores' (the conversation store with the engine, then the memory store)."""
+    await components.engine.aclose()
+    await components.memory.aclose()
 
 
 def close_local(components: Components) -> None:
@@ -220,8 +274,9 @@ def close_local(components: Components) -> None:
 
 
 async def erase_user_data(components: Components, user_id: str) -> dict[str, int]:
-    """Right to erase: the user's conversations, turns and summaries, and the cached embeddings of their text (the
-    questions and the queries made from them). Returns what was removed, by kind."""
+    """Right to erase: the user's conversations, turns and summaries, the cached embeddings of their text (the
+    questions and the queries made from them), and their long-term memory (items with their vectors, entities,
+    profile). Returns what was removed, by kind."""
     store = components.conversations
     texts: set[str] = set()
     for conversation in await all_conversations(store, user_id):
@@ -231,7 +286,15 @@ async def erase_user_data(components: Components, user_id: str) -> dict[str, int
                 texts.update([turn.trace.question, turn.trace.query, *turn.trace.alternate_queries])
     keys = [cache_key(components.embedder.name, text) for text in texts if text]
     cached = components.embedder.cache.delete_many(keys)
-    return {**await store.erase_user(user_id), "cached_embeddings": cached}
+    erased = {**await store.erase_user(user_id), "cached_embeddings": cached}
+    memory = await components.memory.erase_user(user_id)
+    return {
+        **erased,
+        "memories": memory["memories"],
+        "memory_vectors": memory["vectors"],
+        "entities": memory["entities"],
+        "profiles": memory["profiles"],
+    }
 
 
 class Anaphora:
@@ -276,6 +339,24 @@ class Anaphora:
     def delete_conversation(self, conversation_id: str, *, user_id: str = LOCAL_USER) -> None:
         self.run(self.components.conversations.delete(user_id, conversation_id))
 
+    def memories(
+        self, *, user_id: str = LOCAL_USER, kind: MemoryKind | None = None, limit: int = 50, offset: int = 0
+    ) -> MemoryPage:
+        """The user's long-term memory items, newest first, with provenance; ``page.next_offset`` pages on."""
+        return self.run(self.components.memory.list(user_id, kind=kind, limit=limit, offset=offset))
+
+    def forget(self, memory_id: str, *, user_id: str = LOCAL_USER) -> None:
+        """Forget one memory item (:class:`~anaphora.errors.MemoryNotFoundError` if the user has none by that id)."""
+        self.run(self.components.memory.delete(user_id, memory_id))
+
+    def export_memory(self, *, user_id: str = LOCAL_USER) -> MemoryExport:
+        """Everything remembered of the user: items, entities, profile (``export_lines`` makes JSON lines of it)."""
+        return self.run(self.components.memory.export(user_id))
+
+    def erase_user(self, user_id: str = LOCAL_USER) -> dict[str, int]:
+        """Right to erase: every conversation, cached embedding of their text and memory of the user; the counts."""
+        return self.run(erase_user_data(self.components, user_id))
+
     def ask(
         self,
         question: str,
@@ -283,18 +364,22 @@ class Anaphora:
         *,
         user_id: str = LOCAL_USER,
         history: Sequence[Message] | None = None,
+        memory: bool = True,
     ) -> TurnResult:
+        """``memory=False``: a temporary chat, that recalls no long-term memory and leaves none."""
         require_valid_text(question, "the question")
-        request = TurnRequest(question, user_id=user_id, conversation_id=conversation_id, history=history)
+        request = TurnRequest(
+            question, user_id=user_id, conversation_id=conversation_id, history=history, memory=memory
+        )
         return self.run(self.components.engine.ask(request))
 
     def stream(
-        self, question: str, conversation_id: str | None = None, *, user_id: str = LOCAL_USER
+        self, question: str, conversation_id: str | None = None, *, user_id: str = LOCAL_USER, memory: bool = True
     ) -> Iterator[str | TurnResult]:
-        """Yield text deltas, then the final :class:`TurnResult`."""
+        """Yield text deltas, then the final :class:`TurnResult`; ``memory`` as in :meth:`ask`."""
         require_valid_text(question, "the question")
         engine = self.components.engine
-        request = TurnRequest(question, user_id=user_id, conversation_id=conversation_id)
+        request = TurnRequest(question, user_id=user_id, conversation_id=conversation_id, memory=memory)
 
         async def start():
             return engine.stream(request)
@@ -308,8 +393,13 @@ class Anaphora:
                 break
         yield self._runner.run(turn.result())
 
+    def settle(self) -> None:
+        """Wait for the background work of the turns so far (their memory writes and summary updates); a script
+        that starts a new conversation right after one then recalls what the last turn taught."""
+        self.run(self.components.engine.drain())
+
     def close(self) -> None:
-        self._runner.run(self.components.engine.aclose())
+        self._runner.run(aclose_components(self.components))
         self._runner.close()
         close_local(self.components)
 

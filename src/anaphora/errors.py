@@ -12,7 +12,8 @@ edges formats errors for people.
     │   └── ModelUnavailableError    an endpoint that does not answer, or answers with an error
     ├── StoreError              the store cannot be opened or written
     ├── NotFoundError           an id (conversation, document) that does not exist for this user
-    │   └── ConversationNotFoundError   a conversation id (the same whether missing or another user's)
+    │   ├── ConversationNotFoundError   a conversation id (the same whether missing or another user's)
+    │   └── MemoryNotFoundError         a memory item id (the same whether missing or another user's)
     ├── InputError              bad user input: empty question, unreadable task file, ...
     │   └── InvalidJSONError         a request body that is not JSON (bad UTF-8, too deep, too long a number)
     ├── AuthError               missing, malformed, expired or wrongly signed credentials (HTTP service)
@@ -78,6 +79,16 @@ class ConversationNotFoundError(NotFoundError):
         super().__init__(
             f"no conversation {conversation_id!r}",
             hint="check the conversation id; list your conversations to find it",
+        )
+
+
+class MemoryNotFoundError(NotFoundError):
+    """No memory item with this id for this user (one that exists for another user is reported the same way)."""
+
+    def __init__(self, item_id: str) -> None:
+        super().__init__(
+            f"no memory {item_id!r}",
+            hint="check the memory id; list your memories to find it",
         )
 
 

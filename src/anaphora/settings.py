@@ -335,6 +335,49 @@ class Settings(BaseSettings):
     summary_timeout_s: float = Field(default=60.0, gt=0, description="time budget of one summary update")
     summary_max_tokens: int = Field(default=256, ge=32, description="cap on the rolling summary's length")
 
+    # Long-term memory ---------------------------------------------------------------------------------------------
+    memory: Literal["on", "off"] = Field(
+        default="on",
+        description="long-term memory across conversations, per user: 'on' (past turns, facts and entities are "
+        "remembered after each answer and the relevant ones recalled into later turns) or 'off' (nothing is "
+        "remembered or recalled). A request can turn it off for one turn (a temporary chat)",
+    )
+    memory_store: Literal["auto", "sqlite", "postgres"] = Field(
+        default="auto",
+        description="where long-term memory lives: 'sqlite' (in data_dir; one replica), 'postgres' (postgres_url "
+        "with pgvector; shared by several replicas; needs the `postgres` extra) or 'auto' (postgres when "
+        "conversation_store is, else sqlite)",
+    )
+    memory_ttl_days: float | None = Field(
+        default=None,
+        gt=0,
+        description="memories older than this many days are no longer recalled and are deleted by `anaphora "
+        "serve` every history_sweep_interval_s; unset keeps them until forgotten or erased",
+    )
+    memory_recall_k: int = Field(
+        default=4, ge=0, le=20, description="long-term memory items shown in a prompt at most (0: recall, show none)"
+    )
+    memory_min_score: float = Field(
+        default=0.35,
+        ge=-1,
+        le=1,
+        description="cosine similarity to the turn's query a recalled memory item needs to be shown",
+    )
+    memory_max_tokens: int = Field(
+        default=600, ge=0, description="token cap of the recalled memories in the prompt (under the one budget)"
+    )
+    memory_recall_timeout_s: float = Field(
+        default=2.0, gt=0, description="time budget of memory recall; past it the turn goes on without memory"
+    )
+    memory_model_facts: Literal["auto", "on", "off"] = Field(
+        default="auto",
+        description="facts extracted by the chat model besides the rules, each kept only if the user's words "
+        "support it: 'auto' uses it with any chat model but the embedded SmolLM2 (too small to be trusted with it)",
+    )
+    memory_write_timeout_s: float = Field(
+        default=30.0, gt=0, description="time budget of remembering one turn (in the background, after the answer)"
+    )
+
     # Service ----------------------------------------------------------------------------------------------------
     server_host: str = Field(default="127.0.0.1", description="address `anaphora serve` listens on")
     server_port: int = Field(default=8000, ge=1, le=65535, description="port `anaphora serve` listens on")
@@ -409,7 +452,10 @@ class Settings(BaseSettings):
         "serve` (0 keeps them forever)",
     )
     history_sweep_interval_s: float = Field(
-        default=3600.0, gt=0, description="how often `anaphora serve` looks for conversations past history_ttl_s"
+        default=3600.0,
+        gt=0,
+        description="how often `anaphora serve` looks for conversations past history_ttl_s and memories past "
+        "memory_ttl_days",
     )
     shutdown_grace_s: float = Field(
         default=30.0, ge=0, description="on shutdown, how long open requests and in-flight turns get to finish"
@@ -420,12 +466,43 @@ class Settings(BaseSettings):
     def _expand(cls, value: Path) -> Path:
         return value.expanduser()
 
+    @field_validator("memory_ttl_days", mode="before")
+    @classmethod
+    def _memory_ttl(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip() == "":
+            return None  # ANAPHORA_MEMORY_TTL_DAYS= (empty) leaves it unset
+        if isinstance(value, bool) or (isinstance(value, int | float) and not value > 0):
+            raise ValueError(
+                f"memory_ttl_days must be a positive number of days (e.g. 30), not {value!r}; leave it unset to "
+                "keep memories until they are forgotten or erased"
+            )
+        return value
+
+    @property
+    def effective_memory_store(self) -> Literal["sqlite", "postgres"]:
+        """``memory_store``, with 'auto' following the conversation store."""
+        if self.memory_store != "auto":
+            return self.memory_store
+        return "postgres" if self.conversation_store == "postgres" else "sqlite"
+
+    @property
+    def memory_ttl_s(self) -> float | None:
+        """``memory_ttl_days`` in seconds (None: memories are kept until forgotten or erased)."""
+        return None if self.memory_ttl_days is None else self.memory_ttl_days * 86400.0
+
     @property
     def effective_answer_mode(self) -> Literal["generate", "extractive", "auto"]:
         """``answer_mode``, or the default for the chat model (measured: docs/benchmarks.md, grounded answers)."""
         if self.answer_mode is not None:
             return self.answer_mode
         return "extractive" if self.chat_model.strip() == "embedded" else "auto"
+
+    @property
+    def uses_model_facts(self) -> bool:
+        """``memory_model_facts``, with 'auto' on for a capable chat model (not the embedded one, not a fake)."""
+        if self.memory_model_facts != "auto":
+            return self.memory_model_facts == "on"
+        return self.chat_model.strip() != "embedded" and not self.chat_model.strip().startswith("fake")
 
     @model_validator(mode="after")
     def _check(self) -> Settings:

@@ -94,6 +94,9 @@ class BudgetDecision(BaseModel):
         "folds a block at once, then none for several turns; 'sliding' one turn per turn once the window is full)",
     )
 
+    memory: int = 0
+    memory_kept: int = 0
+
 
 class ModelCall(BaseModel):
     """One chat-model call of the turn: its purpose and the prompt tokens it evaluated or found in a cache."""
@@ -109,6 +112,28 @@ class ModelCall(BaseModel):
     def evaluated_tokens(self) -> int:
         """Prompt tokens the model had to process anew."""
         return max(0, self.prompt_tokens - self.cached_tokens)
+
+
+class RecalledMemory(BaseModel):
+    """A long-term memory item the memory stage recalled for this turn, with its provenance and why it was
+    recalled; ``injected`` says whether the prompt showed it (it passed the threshold and the budget)."""
+
+    id: str
+    kind: Literal["episode", "fact"]
+    text: str
+    conversation_id: str
+    turns: list[int]
+    time: float
+    current: bool = True
+    score: float
+    similarity: float | None = None
+    why: str = ""
+    injected: bool = False
+
+    @property
+    def passage_id(self) -> str:
+        """How the prompt, the answer check and the citations name it, beside the document passages."""
+        return f"memory:{self.id}"
 
 
 class TurnTrace(BaseModel):
@@ -132,6 +157,9 @@ class TurnTrace(BaseModel):
         default="model", description="'model', 'extractive' (quoted from the passages), 'abstain' or 'none'"
     )
     support: list[UnitVerdict] = Field(default_factory=list, description="the support check, unit by unit")
+    memory: list[RecalledMemory] = Field(
+        default_factory=list, description="long-term memory items recalled, best first, with why and provenance"
+    )
 
     def stage(self, name: str) -> StageRecord | None:
         return next((s for s in self.stages if s.name == name), None)

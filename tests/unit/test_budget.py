@@ -350,6 +350,7 @@ async def test_rendered_prompt_stays_within_the_budget(tmp_path) -> None:
         context_window=2048,
         answer_max_tokens=256,
         rewriter="off",
+        memory_recall_k=0,  # the probe turn must not be shown as a memory in the measured one
     )
     fake = FakeChatModel(default="The documents say so.")
     components = build_components(settings, model=fake)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -73,6 +75,22 @@ def test_demo_plays_the_script(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("you>") >= 7
     assert result.stdout.count("Sources") >= 5
+
+
+def test_the_demo_answers_from_memory_in_a_new_conversation_with_provenance(tmp_path: Path) -> None:
+    """The script's last turn starts a new conversation: the chart version the user stated in the first one (no
+    document has it) is recalled, cited and shown with where the user said it. (The hashing embedder's cosines
+    are not MiniLM's: the memory floor is lowered as the similarity floor is; tests/integration/test_demo_memory.py
+    plays it with the embedded defaults.)"""
+    env = {"ANAPHORA_MEMORY_MIN_SCORE": "0.2", "ANAPHORA_ANSWER_MODE": "extractive"}  # as with the embedded model
+    result = run(tmp_path, "demo", "--docs", str(SAMPLE_DOCS), "--script", str(DEMO_SCRIPT), env=env)
+    assert result.returncode == 0, result.stderr
+    first, second = re.findall(r"conversation ([0-9a-f]{12}) stored", result.stdout)
+    stated = next(n for n, t in enumerate(json.loads(DEMO_SCRIPT.read_text())["turns"]) if "2.7.1" in t["user"])
+    later = result.stdout.split(f"conversation {second}: a week later", 1)[1]
+    answer, shown = later.split("From memory", 1)
+    assert "2.7.1" in answer and "[memory:" in answer
+    assert f"you said it in conversation {first}, turn {stated}," in shown
 
 
 @pytest.mark.parametrize(

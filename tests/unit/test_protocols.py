@@ -6,6 +6,7 @@ import inspect
 
 import pytest
 
+from anaphora.memory.sqlite_store import SQLiteMemoryStore
 from anaphora.models.base import ChatModel
 from anaphora.models.fake import FakeChatModel
 from anaphora.models.llamacpp import LlamaCppChatModel
@@ -27,7 +28,7 @@ LIFECYCLE = [
     *[(cls, ("aclose",)) for cls in (NoModelReranker, CrossEncoderReranker, HTTPReranker)],
     *[
         (cls, ("open", "ping", "aclose"))
-        for cls in (SQLiteConversationStore, PostgresConversationStore, RedisConversationStore)
+        for cls in (SQLiteConversationStore, PostgresConversationStore, RedisConversationStore, SQLiteMemoryStore)
     ],
     *[(cls, ("close",)) for cls in (SQLiteEmbeddingCache, RedisEmbeddingCache)],
     *[(cls, ("close",)) for cls in (EmbeddedPassageIndex, PostgresPassageStore)],

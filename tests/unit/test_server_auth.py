@@ -22,6 +22,8 @@ from tests.unit.test_server_harness import SECRET, bearer, serve, settings_for, 
 
 pytestmark = pytest.mark.unit
 QUESTION = "How do I install Kestrel on Kubernetes?"
+MEMORY_COUNTS = ("memories", "memory_vectors", "entities", "profiles")
+NO_MEMORY = dict.fromkeys(MEMORY_COUNTS, 0)
 
 
 def b64(data: bytes) -> str:
@@ -204,6 +206,7 @@ def test_erase_removes_every_conversation_turn_and_summary_of_the_user(tmp_path)
             "turns": 3,
             "summaries": 1,
             "cached_embeddings": erased.json()["cached_embeddings"],
+            **{kind: erased.json()[kind] for kind in MEMORY_COUNTS},  # what the turns made her remember
         }
         assert erased.json()["cached_embeddings"] >= 1
         assert not embedder.cache.get_many([cached_question])  # the embeddings of her text are gone too
@@ -213,6 +216,8 @@ def test_erase_removes_every_conversation_turn_and_summary_of_the_user(tmp_path)
         marks = ",".join("?" * len(ids))
         for table in ("turns", "summaries"):
             assert database.query(f"SELECT COUNT(*) FROM {table} WHERE conversation_id IN ({marks})", ids)[0][0] == 0
+        for table in ("memory_items", "memory_vectors", "memory_entities", "memory_profiles"):
+            assert database.query(f"SELECT COUNT(*) FROM {table} WHERE user_id = 'alice'")[0][0] == 0
         assert bob.get(f"/v1/conversations/{kept}").status_code == 200  # other users untouched
         assert alice.delete("/v1/users/alice/data").json() == {
             "user_id": "alice",
@@ -220,6 +225,7 @@ def test_erase_removes_every_conversation_turn_and_summary_of_the_user(tmp_path)
             "turns": 0,
             "summaries": 0,
             "cached_embeddings": 0,
+            **NO_MEMORY,
         }
 
 
@@ -233,6 +239,7 @@ def test_an_admin_may_erase_another_user(tmp_path) -> None:
                 "turns": 0,
                 "summaries": 0,
                 "cached_embeddings": 0,
+                **NO_MEMORY,
             }
         with httpx.Client(base_url=running.url, headers=bearer("ops2", scopes=["admin"])) as admin:
             assert admin.delete("/v1/users/bob/data").status_code == 200

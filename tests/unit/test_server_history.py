@@ -3,6 +3,7 @@ Time is faked: nothing sleeps for the TTL."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from types import SimpleNamespace
 
@@ -122,3 +123,35 @@ async def test_a_conversation_with_a_turn_in_flight_is_spared(tmp_path, clock) -
         assert idle not in runner.busy_conversations()
     finally:
         components.database.close()
+
+
+def test_the_memory_sweeper_deletes_memories_past_their_ttl(tmp_path, fake_model) -> None:
+    """memory_ttl_days: the service sweeps items from turns older than the TTL (every user's), keeps the rest."""
+    from anaphora.memory.types import EntityMention
+    from anaphora.testing.memory_contract import EMBEDDER, episode
+
+    settings = settings_for(tmp_path, memory_ttl_days=1, history_sweep_interval_s=0.02)
+    now = time.time()
+    old = [episode(user, f"{user}: an old note", time=now - 3 * 86400) for user in ("alice", "bob")]
+    young = episode("alice", "alice: a recent note", time=now - 3600)
+    components = components_for(settings, fake_model, ingest=False)
+    memory = components.memory
+
+    async def write():
+        for item in [*old, young]:
+            await memory.add(item.user_id, [item], EMBEDDER.embed([item.text]))
+        await memory.upsert_entities("alice", [EntityMention("Zeppelin", "product", now - 2 * 86400)])
+
+    asyncio.run(write())
+    with serve(settings, components) as running, running.client("alice") as http:
+        sweeper = running.app.state.service.memory_sweeper
+        wait_for(lambda: sweeper.deleted["memories"] == 2)
+        assert sweeper.deleted == {"memories": 2, "vectors": 2, "entities": 1, "profiles": 0}
+        assert [m["id"] for m in http.get("/v1/memories").json()["data"]] == [young.id]
+    assert running.app.state.service.memory_sweeper is None  # stopped with the app
+
+
+def test_memories_are_kept_forever_without_a_ttl(tmp_path) -> None:
+    settings = settings_for(tmp_path)
+    with serve(settings, components_for(settings, ingest=False)) as running:
+        assert settings.memory_ttl_days is None and running.app.state.service.memory_sweeper is None

@@ -274,3 +274,47 @@ def test_env_chat_model_fake_selects_fake_model(monkeypatch: pytest.MonkeyPatch)
 def test_toml_chat_model_fake_selects_fake_model(cwd: Path) -> None:
     write(cwd / "anaphora.toml", '[anaphora]\nchat_model = "fake"\n')
     assert isinstance(load_chat_model(load_settings()), FakeChatModel)
+
+
+# --- long-term memory ---------------------------------------------------------------------------------------
+
+
+def test_memory_is_on_and_kept_forever_by_default() -> None:
+    s = load_settings()
+    assert (s.memory, s.memory_ttl_days, s.memory_ttl_s, s.memory_store) == ("on", None, None, "auto")
+    assert s.effective_memory_store == "sqlite"
+    assert load_settings(conversation_store="postgres").effective_memory_store == "postgres"
+    assert load_settings(conversation_store="redis").effective_memory_store == "sqlite"
+    assert load_settings(memory_store="sqlite", conversation_store="postgres").effective_memory_store == "sqlite"
+
+
+def test_memory_settings_from_env_and_toml(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("ANAPHORA_MEMORY", "off")
+    monkeypatch.setenv("ANAPHORA_MEMORY_TTL_DAYS", "30")
+    s = load_settings()
+    assert s.memory == "off" and s.memory_ttl_days == 30 and s.memory_ttl_s == 30 * 86400
+    monkeypatch.setenv("ANAPHORA_MEMORY_TTL_DAYS", "")  # set but empty: unset
+    assert load_settings().memory_ttl_days is None
+    monkeypatch.delenv("ANAPHORA_MEMORY_TTL_DAYS")
+    monkeypatch.delenv("ANAPHORA_MEMORY")
+    config = write(tmp_path / "c.toml", 'memory = "on"\nmemory_ttl_days = 0.5\n')
+    s = load_settings(config_file=config)
+    assert s.memory == "on" and s.memory_ttl_s == 43200
+
+
+@pytest.mark.parametrize(
+    ("overrides", "says"),
+    [
+        ({"memory": "yes"}, "'on' or 'off'"),
+        ({"memory": True}, "'on' or 'off'"),
+        ({"memory_ttl_days": 0}, "positive number of days"),
+        ({"memory_ttl_days": -3}, "positive number of days"),
+        ({"memory_ttl_days": "a month"}, "memory_ttl_days"),
+        ({"memory_store": "redis"}, "memory_store"),
+    ],
+)
+def test_bad_memory_settings_say_what_is_wrong(overrides: dict, says: str) -> None:
+    with pytest.raises(ConfigurationError) as info:
+        load_settings(**overrides)
+    assert says in info.value.message and next(iter(overrides)) in info.value.message
+    assert info.value.hint

@@ -59,7 +59,18 @@ def test_adding_after_an_unknown_stage_says_which_exist(rag: Anaphora) -> None:
 
 def test_the_stage_list_reads_as_the_pipeline(rag: Anaphora) -> None:
     names = [s.name for s in rag.components.engine.stages]
-    assert names == ["route", "query", "skip_gate", "retrieve", "select", "budget", "generate", "check", "cite"]
+    assert names == [
+        "route",
+        "query",
+        "skip_gate",
+        "retrieve",
+        "select",
+        "memory",
+        "budget",
+        "generate",
+        "check",
+        "cite",
+    ]
 
 
 def _break(stage: Stage, failure: str) -> None:
@@ -79,7 +90,7 @@ def _break(stage: Stage, failure: str) -> None:
         stage.timeout_s = 0.05
 
 
-OPTIONAL = ["query", "skip_gate", "select"]
+OPTIONAL = ["query", "skip_gate", "select", "memory"]
 
 
 @pytest.mark.parametrize("failure", ["error", "model", "timeout"])

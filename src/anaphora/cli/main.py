@@ -12,8 +12,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from anaphora.app import Anaphora
 from anaphora.cli.eval import eval_app
-from anaphora.cli.render import inert, print_ingest_report, print_sources, print_trace, shown
-from anaphora.errors import AnaphoraError, ConversationNotFoundError, InputError, require
+from anaphora.cli.memory import memory_app
+from anaphora.cli.render import inert, print_ingest_report, print_memories, print_sources, print_trace, shown
+from anaphora.errors import AnaphoraError, ConversationNotFoundError, InputError, MemoryNotFoundError, require
 from anaphora.settings import load_settings
 from anaphora.types import TurnResult
 
@@ -25,11 +26,15 @@ app = typer.Typer(
 conversations_app = typer.Typer(help="List, show and delete stored conversations.", no_args_is_help=True)
 app.add_typer(conversations_app, name="conversations")
 app.add_typer(eval_app, name="eval")
+app.add_typer(memory_app, name="memory")
 console = Console(highlight=False)
 errors = Console(stderr=True, highlight=False)
 
 TraceOption = Annotated[bool, typer.Option("--trace", help="print the per-turn trace")]
 ConversationOption = Annotated[str | None, typer.Option("--conversation", "-c", help="conversation id to continue")]
+TemporaryOption = Annotated[
+    bool, typer.Option("--temporary", help="a temporary chat: recall no long-term memory and leave none")
+]
 
 
 @app.callback()
@@ -89,9 +94,9 @@ def ingest(
         _ingest(rag, paths, prune=prune, force=rebuild)
 
 
-def _answer(rag: Anaphora, question: str, conversation: str | None, trace: bool) -> TurnResult:
+def _answer(rag: Anaphora, question: str, conversation: str | None, trace: bool, *, memory: bool = True) -> TurnResult:
     result: TurnResult | None = None
-    for item in rag.stream(question, conversation):
+    for item in rag.stream(question, conversation, memory=memory):
         if isinstance(item, TurnResult):
             result = item
         else:
@@ -99,6 +104,7 @@ def _answer(rag: Anaphora, question: str, conversation: str | None, trace: bool)
     console.print()
     assert result is not None
     print_sources(console, result)
+    print_memories(console, result)
     if trace:
         print_trace(console, result)
     return result
@@ -110,14 +116,20 @@ def ask(
     question: Annotated[str, typer.Argument(help="your question")],
     conversation: ConversationOption = None,
     trace: TraceOption = False,
+    temporary: TemporaryOption = False,
 ) -> None:
     """Answer one question (continuing a conversation with --conversation)."""
     with _open(ctx) as rag:
-        _answer(rag, question, conversation, trace)
+        _answer(rag, question, conversation, trace, memory=not temporary)
 
 
 @app.command()
-def chat(ctx: typer.Context, conversation: ConversationOption = None, trace: TraceOption = False) -> None:
+def chat(
+    ctx: typer.Context,
+    conversation: ConversationOption = None,
+    trace: TraceOption = False,
+    temporary: TemporaryOption = False,
+) -> None:
     """Chat in the terminal; the conversation is stored and can be resumed with --conversation."""
     with _open(ctx) as rag:
         conversation = conversation or rag.new_conversation()
@@ -134,7 +146,7 @@ def chat(ctx: typer.Context, conversation: ConversationOption = None, trace: Tra
                 continue
             console.print("[bold blue]anaphora>[/bold blue] ", end="")
             try:
-                _answer(rag, question, conversation, trace)
+                _answer(rag, question, conversation, trace, memory=not temporary)
             except AnaphoraError as exc:
                 _report(exc)
         console.print(f"[dim]resume with: anaphora chat --conversation {conversation}[/dim]")
@@ -181,19 +193,25 @@ def demo(
     """Ingest the sample corpus and play the scripted multi-turn conversation."""
     from anaphora.cli.demo import load_script
 
-    turns = load_script(script)
+    played = load_script(script)
     with _open(ctx) as rag:
         _ingest(rag, [docs])
-        conversation = rag.new_conversation("demo")
-        for number, turn in enumerate(turns, start=1):
+        conversations: list[str] = []
+        for number, turn in enumerate(played.turns, start=1):
+            if not conversations or turn.new_conversation is not None:
+                rag.settle()  # what the earlier turns teach is remembered before the next conversation starts
+                title = turn.new_conversation or played.title
+                conversations.append(rag.new_conversation(title))
+                console.rule(f"conversation {shown(conversations[-1])}: {shown(title)}")
             console.rule(f"turn {number}")
-            console.print(f"[bold green]you>[/bold green] {shown(turn)}")
+            console.print(f"[bold green]you>[/bold green] {shown(turn.user)}")
             console.print("[bold blue]anaphora>[/bold blue] ", end="")
-            _answer(rag, turn, conversation, trace)
-        console.print(
-            f"\n[dim]conversation {conversation} stored; continue it with: "
-            f"anaphora chat --conversation {conversation}[/dim]"
-        )
+            _answer(rag, turn.user, conversations[-1], trace)
+        for conversation in conversations:
+            console.print(
+                f"[dim]conversation {conversation} stored; continue it with: "
+                f"anaphora chat --conversation {conversation}[/dim]"
+            )
 
 
 @app.command()
@@ -215,7 +233,10 @@ def serve(
     run(load_settings(**{**ctx.obj, "server_host": host, "server_port": port}), force_insecure=force_insecure)
 
 
-CLI_HINTS = {ConversationNotFoundError: "list your conversations with: anaphora conversations list"}
+CLI_HINTS = {
+    ConversationNotFoundError: "list your conversations with: anaphora conversations list",
+    MemoryNotFoundError: "list your memories with: anaphora memory list",
+}
 
 
 def _report(exc: AnaphoraError) -> None:

@@ -8,6 +8,8 @@ characters shown, not obeyed, so an ``ESC [2J`` in a passage cannot clear the te
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from rich.console import Console
 from rich.markup import escape
@@ -17,6 +19,7 @@ from rich.text import Text
 from anaphora.ingest import IngestReport
 from anaphora.types import TurnResult
 
+MEMORY_SOURCE = "memory"  # the source of the memory items a turn shows beside its passages (TurnState.memory_passages)
 # C0 controls but tab and newline, DEL, C1 controls (CSI, OSC as single bytes), bidirectional overrides and isolates
 # (which reorder what the terminal shows), and lone surrogates (undecodable file-name bytes)
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
@@ -44,18 +47,52 @@ def cell(text: str) -> Text:
     return Text(inert(text))
 
 
+def when(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def provenance(conversation_id: str, turns: Sequence[int], timestamp: float) -> str:
+    """Where a memory came from: ``conversation ID, turn 3, 2026-12-01 10:40 UTC``."""
+    label = "turn" if len(turns) == 1 else "turns"
+    return f"conversation {conversation_id}, {label} {', '.join(map(str, turns))}, {when(timestamp)}"
+
+
 def print_sources(console: Console, result: TurnResult) -> None:
-    if not result.citations:
-        if result.trace.retrieved:
+    documents = [c for c in result.citations if c.source != MEMORY_SOURCE]
+    if not documents:
+        if result.trace.retrieved and not result.citations:
             console.print("[dim]No passage cited.[/dim]")
         return
-    attributed = all(c.how == "attributed" for c in result.citations)
+    attributed = all(c.how == "attributed" for c in documents)
     console.print(
         "[bold]Sources[/bold]" + (" [dim](matched by wording; the model cited none)[/dim]" if attributed else "")
     )
-    for citation in result.citations:
+    for citation in documents:
         where = f" — {citation.heading}" if citation.heading else ""
         console.print(f"  [cyan]{shown(f'[{citation.id}]')}[/cyan] {shown(citation.source + where)}")
+
+
+def gist(text: str, limit: int = 100) -> str:
+    """The first line of ``text``, cut at a word to at most ``limit`` characters (an episode holds a whole turn)."""
+    line = text.strip().split("\n", 1)[0]
+    if len(line) <= limit and line == text.strip():
+        return line
+    return line[:limit].rsplit(" ", 1)[0] + " …"
+
+
+def print_memories(console: Console, result: TurnResult) -> None:
+    """The long-term memories the prompt showed, each with where it came from, marked when the answer cites it."""
+    shown_memories = [m for m in result.trace.memory if m.injected]
+    if not shown_memories:
+        return
+    cited = {c.id for c in result.citations}
+    console.print("[bold]From memory[/bold]")
+    for memory in shown_memories:
+        mark = "" if memory.passage_id in cited else " [dim](shown, not cited)[/dim]"
+        state = "" if memory.kind != "fact" else (", current" if memory.current else ", superseded")
+        console.print(f"  [cyan]{shown(f'[{memory.passage_id}]')}[/cyan] {shown(gist(memory.text))}{mark}")
+        where = provenance(memory.conversation_id, memory.turns, memory.time)
+        console.print(f"    [dim]you said it in {shown(where)} ({memory.kind}{state})[/dim]")
 
 
 def print_trace(console: Console, result: TurnResult) -> None:
@@ -105,6 +142,16 @@ def print_trace(console: Console, result: TurnResult) -> None:
         )
     if trace.retrieved:
         console.print(retrieved)
+    if trace.memory:
+        recalled = Table(show_header=True, header_style="bold", title="Recalled from memory", title_justify="left")
+        for column in ("id", "shown", "score", "cosine", "text", "why"):
+            recalled.add_column(column, overflow="fold")
+        for m in trace.memory:
+            similarity = "" if m.similarity is None else f"{m.similarity:.3f}"
+            recalled.add_row(
+                cell(m.id), "yes" if m.injected else "no", f"{m.score:.3f}", similarity, cell(m.text), cell(m.why)
+            )
+        console.print(recalled)
 
 
 def print_ingest_report(console: Console, report: IngestReport) -> None:

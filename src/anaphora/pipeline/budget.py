@@ -1,7 +1,8 @@
 """One token budget for the whole generation prompt.
 
 Priority, in order: (1) the system prompt, the question and this turn's retrieved passages are protected (only
-when they alone overflow are the lowest-ranked passages dropped; the question never is); (2) the oldest verbatim
+when they alone overflow are the lowest-ranked passages dropped; the question never is); recalled long-term
+memories come next, best first, within their own cap (``memory_budget``); (2) the oldest verbatim
 turns are evicted first; (3) the summary of evicted turns fills in for them (the summarizer is told how far it
 must reach); (4) at most ``history_turns`` turns are verbatim. The decision is recorded in the turn's trace.
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from anaphora.errors import InputError
 from anaphora.types import BudgetDecision, Message, Passage, PromptLayout
@@ -29,6 +30,7 @@ class PromptPlan:
     passages: list[Passage]
     summary: str
     decision: BudgetDecision
+    memories: list[Passage] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,10 +98,14 @@ def plan_prompt(
     summary_label: str = "",
     layout: PromptLayout = "sliding",
     turns_folded: int = 0,
+    memories: Sequence[Passage] = (),
+    memory_budget: int = 0,
+    memory_framing: str = "",
 ) -> PromptPlan:
     """Fit everything into ``budget`` tokens; ``history`` is user/assistant pairs, oldest first, of which the newest
     ``max_turns`` may be verbatim. ``framing`` is the fixed text around the question and passages (context fences,
-    labels); ``summary_label`` introduces a summary. ``layout`` and ``turns_folded`` (the window rule's) are
+    labels); ``summary_label`` introduces a summary; ``memories`` (formatted by ``passage_text`` too) get at most
+    ``memory_budget`` tokens with their ``memory_framing``. ``layout`` and ``turns_folded`` (the window rule's) are
     recorded in the decision."""
     cost = lambda text: count(text) + MESSAGE_OVERHEAD  # noqa: E731
     system_cost, question_cost = cost(system), cost(question) + count(framing)
@@ -118,6 +124,17 @@ def plan_prompt(
         kept_passages.append(passage)
         passage_cost += tokens
     remaining -= passage_cost
+    kept_memories: list[Passage] = []
+    memory_cost = count(memory_framing) if memories else 0
+    memory_room = min(remaining, memory_budget)
+    for memory in memories:  # best first, within their cap
+        tokens = count(passage_text(memory)) + 2
+        if memory_cost + tokens > memory_room:
+            break
+        kept_memories.append(memory)
+        memory_cost += tokens
+    memory_cost = memory_cost if kept_memories else 0
+    remaining -= memory_cost
     history_room = min(remaining, history_budget)
 
     turns = [list(history[i : i + 2]) for i in range(0, len(history), 2)]
@@ -142,7 +159,7 @@ def plan_prompt(
     history_cost = history_room - summary_cost - room
     decision = BudgetDecision(
         budget=budget,
-        used=system_cost + question_cost + passage_cost + summary_cost + history_cost,
+        used=system_cost + question_cost + passage_cost + memory_cost + summary_cost + history_cost,
         system=system_cost,
         summary=summary_cost,
         question=question_cost,
@@ -157,5 +174,7 @@ def plan_prompt(
         summary_truncated=truncated,
         layout=layout,
         turns_folded=turns_folded,
+        memory=memory_cost,
+        memory_kept=len(kept_memories),
     )
-    return PromptPlan([m for turn in kept for m in turn], kept_passages, summary_text, decision)
+    return PromptPlan([m for turn in kept for m in turn], kept_passages, summary_text, decision, kept_memories)

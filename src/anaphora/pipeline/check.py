@@ -129,8 +129,10 @@ def checker_for(state: TurnState, threshold: float) -> SupportChecker:
     retrieval (chit-chat, a request about the conversation) has no passage to ground in: only its risky tokens
     (numbers, commands, paths...) are checked, against the conversation."""
     shown: Sequence[Passage] = state.prompt.passages if state.prompt and state.retrieves else []
+    memories = state.prompt.memories if state.prompt else []
     conversation = [state.question, state.summary, *(m.content for m in state.history)]
-    return SupportChecker(shown, conversation, threshold=threshold if state.retrieves else 0.0)
+    grounded = state.retrieves or bool(memories)
+    return SupportChecker([*shown, *memories], conversation, threshold=threshold if grounded else 0.0)
 
 
 class AnswerCheck(Stage):
@@ -160,7 +162,7 @@ class AnswerCheck(Stage):
 
     @staticmethod
     def _known(state: TurnState) -> set[str]:
-        return {p.id for p in state.prompt.passages} if state.prompt else set()
+        return {p.id for p in (*state.prompt.passages, *state.prompt.memories)} if state.prompt else set()
 
     async def run(self, state: TurnState) -> StageResult:
         judged = Judged(checker_for(state, self.threshold), state.answer, self._known(state))
@@ -199,8 +201,9 @@ def send_rest(state: TurnState, answer: str) -> None:
 
 
 class Extract(Stage):
-    """``answer_mode = "extractive"``: a turn that retrieved is answered by quoting its passages, with no model
-    call (a turn without retrieval - chit-chat, a request about the conversation - is left to the generator)."""
+    """``answer_mode = "extractive"``: a turn that retrieved (or recalled memories) is answered by quoting its
+    passages and memories, with no model call (a turn without either - chit-chat, a request about the
+    conversation - is left to the generator)."""
 
     name = "extract"
 
@@ -208,7 +211,7 @@ class Extract(Stage):
         self.extractive = extractive
 
     def applies(self, state: TurnState) -> bool:
-        return state.retrieves
+        return state.retrieves or bool(state.memory_passages)
 
     async def run(self, state: TurnState) -> StageResult:
         extract = await self.extractive.answer_turn(state) if not state.abstain else None

@@ -20,6 +20,7 @@ from anaphora.pipeline.budget import window_start
 from anaphora.pipeline.check import AnswerCheck, Extract
 from anaphora.pipeline.extractive import ExtractiveAnswerer
 from anaphora.pipeline.generate import emit
+from anaphora.pipeline.memory import RecallMemory, RememberTurn
 from anaphora.pipeline.observer import StageObserver
 from anaphora.pipeline.query import QueryStage
 from anaphora.pipeline.select import PassageSelector
@@ -107,6 +108,7 @@ def trace_of(state: TurnState, records: list[StageRecord]) -> TurnTrace:
         budget=state.prompt.decision if state.prompt else None,
         answer_source=state.answer_source,
         support=list(state.support),
+        memory=list(state.memory),
     )
     if plan is not None and skip is None:
         trace.query, trace.query_source = plan.query, plan.source
@@ -133,10 +135,14 @@ class Engine:
         tracer: Any | None = None,
         extractive: ExtractiveAnswerer | None = None,
         term_statistics: Callable[[], TermStatistics | None] | None = None,
+        memory_recall: RecallMemory | None = None,
+        memory_writer: RememberTurn | None = None,
     ) -> None:
         """``tracer``: an OpenTelemetry tracer for spans per turn and stage (None: no spans); ``extractive``: the
         answerer that quotes passages (``answer_mode`` 'extractive' and 'auto'; without it 'auto' abstains);
-        ``term_statistics``: the passage index's document frequencies, which the entity boost reads."""
+        ``term_statistics``: the passage index's document frequencies, which the entity boost reads;
+        ``memory_recall``: the long-term memory stage, run before the budget; ``memory_writer``: the stage that
+        remembers each stored turn, run after the answer in the background (None: no long-term memory)."""
         self.settings = settings
         self.chat_model = chat_model
         self.conversations = conversations
@@ -154,10 +160,12 @@ class Engine:
             Retrieve(retriever),
             *self._boost_stages(settings, term_statistics),
             Select(self.selector, top_k=settings.top_k),
+            *([memory_recall] if memory_recall is not None else []),
             Budget(settings, chat_model),
             *self._answer_stages(settings, chat_model, extractive),
             Cite(),
         ]
+        self.memory_writer = memory_writer
         self._background: set[asyncio.Task] = set()
 
     @staticmethod
@@ -300,6 +308,7 @@ class Engine:
             self.observer.seconds("remember", time.perf_counter() - started)
             turn_index = stored.index
             self._schedule_summary(request, self._summary_reach(state, turns_before))
+            self._schedule_memory(state.update(turn_index=stored.index, turn_time=stored.created_at))
         self.observer.finish(trace, state.calls)
         return TurnResult(
             conversation_id=request.conversation_id or "",
@@ -323,6 +332,14 @@ class Engine:
         )
         kept = state.prompt.decision.turns_kept if state.prompt else 0
         return max(next_start, turns_before - kept)
+
+    def _schedule_memory(self, state: TurnState) -> None:
+        """Remember the stored turn after the answer, observed like every stage (fail-open, counted)."""
+        if self.memory_writer is None:
+            return
+        task = asyncio.get_running_loop().create_task(self.observer.run(self.memory_writer, state, []))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def _schedule_summary(self, request: TurnRequest, covers: int) -> None:
         """Summarise turns that will not be shown verbatim any more, after the answer, without blocking it."""

@@ -71,9 +71,9 @@ class ExtractiveAnswerer:
         return found
 
     async def answer_turn(self, state: TurnState) -> ExtractiveAnswer | None:
-        """This turn's extract: from the passages selected (what the prompt would show, not cut by its budget),
-        for the retrieval query and the question."""
-        shown = state.selected if state.retrieves else ()
+        """This turn's extract: from the passages selected and the memories recalled (what the prompt would show,
+        not cut by its budget), for the retrieval query and the question."""
+        shown = state.sources
         query = state.plan.query if state.plan and state.retrieves else state.question
         return await self.answer(query, state.question, shown)
 

@@ -90,8 +90,8 @@ class StageObserver:
         metrics = self.metrics
         metrics.stage_seconds.labels(stage=stage.name).observe(record.ms / 1000)
         metrics.stage_runs.labels(stage=stage.name, status=record.status).inc()
-        if stage.counter is not None:
-            metrics.requests[stage.counter].labels(status=record.status).inc()
+        if stage.counter is not None:  # made on first use, so a stage of one's own can name a new counter
+            metrics.counter(stage.counter, f"{stage.name} attempts by outcome").labels(status=record.status).inc()
         if after.skip is not None and before.skip is None:
             metrics.retrievals_skipped.labels(reason=after.skip.reason).inc()
         if after.abstain and not before.abstain:

@@ -1,9 +1,11 @@
 """Builds the generation prompt in the order that keeps provider and llama.cpp prefix caches warm:
 
-system prompt -> summary -> verbatim recent turns -> <<<CONTEXT>>> excerpts with ids <<<END CONTEXT>>> -> the
-question, last. With the ``cache_stable`` layout the system message is the system prompt alone (byte-identical on
-every turn) and the summary opens the first verbatim user message (the first message of the conversation part, so
-chat templates that want user/assistant alternation accept it); with ``sliding`` the summary ends the system message.
+system prompt (+ the user's profile) -> summary -> verbatim recent turns -> <<<CONTEXT>>> excerpts with ids
+<<<END CONTEXT>>> -> <<<MEMORY>>> recalled memories with ids <<<END MEMORY>>> -> the question, last. What varies per
+turn (excerpts, recalled memories) comes after what is stable across turns. With the ``cache_stable`` layout the
+system message is the system prompt and profile alone (byte-identical until the profile changes) and the summary
+opens the first verbatim user message (the first message of the conversation part, so chat templates that want
+user/assistant alternation accept it); with ``sliding`` the summary ends the system message.
 Everything untrusted passes through :func:`anaphora.sanitize.sanitize` here, at the one place prompts are made.
 """
 
@@ -27,6 +29,12 @@ def summary_label(layout: PromptLayout) -> str:
     return SUMMARY_LABEL if layout == "sliding" else SUMMARY_HEADING + SUMMARY_END
 
 
+PROFILE_LABEL = "\n\nWhat you know about the user from earlier conversations: "
+MEMORY_OPEN = "<<<MEMORY>>>"
+MEMORY_CLOSE = "<<<END MEMORY>>>"
+MEMORY_FRAMING = f"{MEMORY_OPEN}\n\n{MEMORY_CLOSE}\n\n"
+
+
 # the fixed text a prompt with passages adds around them and the question (for the token budget)
 CONTEXT_FRAMING = f"{CONTEXT_OPEN}\n\n{CONTEXT_CLOSE}\n\n{QUESTION_LABEL}"
 
@@ -42,6 +50,15 @@ def context_block(passages: Sequence[Passage]) -> str:
     return f"{CONTEXT_OPEN}\n{body}\n{CONTEXT_CLOSE}"
 
 
+def memory_block(memories: Sequence[Passage]) -> str:
+    return f"{MEMORY_OPEN}\n" + "\n\n".join(format_passage(m) for m in memories) + f"\n{MEMORY_CLOSE}"
+
+
+def system_text(system_prompt: str, profile: str = "") -> str:
+    """The system prompt with the user's profile (stable across a user's turns, so it stays in the cached prefix)."""
+    return system_prompt + (f"{PROFILE_LABEL}{sanitize(profile)}" if profile else "")
+
+
 def build_messages(
     system_prompt: str,
     history: Sequence[Message],
@@ -49,16 +66,23 @@ def build_messages(
     question: str,
     summary: str = "",
     layout: PromptLayout = "cache_stable",
+    memories: Sequence[Passage] = (),
+    profile: str = "",
 ) -> list[Message]:
-    """``passages=None`` means retrieval was not used for this turn: no context block at all. A running summary of
-    older turns follows the system prompt (stable parts first), placed as ``layout`` says."""
+    """``passages=None`` means retrieval was not used for this turn: no context block at all. The user's profile
+    follows the system prompt, then a running summary of older turns, placed as ``layout`` says (stable parts
+    first); recalled memories (``memories``) go after the excerpts, just before the question."""
     summary = sanitize(summary)
-    system = system_prompt + (f"{SUMMARY_LABEL}{summary}" if summary and layout == "sliding" else "")
+    system = system_text(system_prompt, profile) + (
+        f"{SUMMARY_LABEL}{summary}" if summary and layout == "sliding" else ""
+    )
     messages = [Message(role="system", content=system)]
     messages.extend(Message(role=m.role, content=sanitize(m.content)) for m in history if m.role != "system")
     final = sanitize(question).strip()
+    if memories:
+        final = f"{memory_block(memories)}\n\n{QUESTION_LABEL}{final}"
     if passages is not None:
-        final = f"{context_block(passages)}\n\n{QUESTION_LABEL}{final}"
+        final = f"{context_block(passages)}\n\n" + (final if memories else f"{QUESTION_LABEL}{final}")
     messages.append(Message(role="user", content=final))
     if summary and layout == "cache_stable":
         first = messages[1]  # the oldest verbatim user turn, or the question when no turn is verbatim

@@ -16,7 +16,15 @@ from anaphora.pipeline.check import ABSTAIN, AnswerCheck
 from anaphora.pipeline.citations import extract_citations
 from anaphora.pipeline.extractive import ExtractiveAnswerer
 from anaphora.pipeline.generate import emit, generate
-from anaphora.pipeline.prompt import CONTEXT_FRAMING, build_messages, format_passage, summary_label
+from anaphora.pipeline.prompt import (
+    CONTEXT_FRAMING,
+    MEMORY_FRAMING,
+    QUESTION_LABEL,
+    build_messages,
+    format_passage,
+    summary_label,
+    system_text,
+)
 from anaphora.pipeline.query import QueryPlan, QueryStage
 from anaphora.pipeline.route import (
     history_covers,
@@ -198,7 +206,7 @@ class Budget(Stage):
             budget=settings.context_window - settings.answer_max_tokens,
             history_budget=settings.history_budget_tokens,
             max_turns=state.turns_before - window.start,
-            system=settings.system_prompt,
+            system=system_text(settings.system_prompt, state.profile),
             summary=state.summary,
             history=state.history,
             passages=state.selected,
@@ -208,6 +216,9 @@ class Budget(Stage):
             summary_label=summary_label(layout),
             layout=layout,
             turns_folded=window.folded,
+            memories=state.memory_passages,
+            memory_budget=settings.memory_max_tokens,
+            memory_framing=MEMORY_FRAMING + ("" if state.retrieves else QUESTION_LABEL),
         )
         decision = plan.decision
         detail = f"{decision.used}/{decision.budget} tokens, {decision.turns_kept} turns"
@@ -261,6 +272,8 @@ class Generate(Stage):
             state.question,
             plan.summary,
             self.settings.prompt_layout,
+            memories=plan.memories,
+            profile=state.profile,
         )
         release = self.check.release(state) if self.check is not None and self.check.releases(state) else None
         generation = await generate(self.model, messages, self._options(state), release or state.deltas)
@@ -285,7 +298,7 @@ class Cite(Stage):
     name = "cite"
 
     async def run(self, state: TurnState) -> StageResult:
-        shown = state.prompt.passages if state.prompt else []
+        shown = [*state.prompt.passages, *state.prompt.memories] if state.prompt else []
         if state.support and state.answer_source == "model":  # checked: each kept unit names its passage
             by_id = {p.id: p for p in shown}
             ids = dict.fromkeys(v.passage_id for v in state.support if v.kept and v.passage_id in by_id)

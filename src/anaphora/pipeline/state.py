@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from anaphora.types import Citation, Message, ModelCall, Passage, UnitVerdict
+from anaphora.memory.dates import date_label
+from anaphora.types import Citation, Message, ModelCall, Passage, RecalledMemory, UnitVerdict
 
 if TYPE_CHECKING:
     from anaphora.models.base import Usage
@@ -30,6 +31,7 @@ class TurnRequest:
     history: Sequence[Message] | None = None  # stateless mode: the caller sends the history
     temperature: float | None = None  # per-request answer options; None: the settings decide
     max_tokens: int | None = None
+    memory: bool = True  # False: a temporary chat; nothing is remembered from this turn or recalled into it
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,11 +65,30 @@ class TurnState:
     citations: tuple[Citation, ...] = ()
     calls: tuple[ModelCall, ...] = ()  # chat-model calls made: purpose ("rewrite", "answer", ...) and usage
     deltas: Deltas | None = field(default=None, compare=False, repr=False)  # the streaming caller's queue
+    memory: tuple[RecalledMemory, ...] = ()  # long-term memory recalled (the injected ones are shown)
+    profile: str = ""  # the user's long-term profile summary (sanitised)
+    turn_index: int | None = None  # set once the turn is stored (what memory writing cites)
+    turn_time: float | None = None
 
     @property
     def retrieves(self) -> bool:
         """Whether this turn uses the documents (nothing decided to skip retrieval)."""
         return self.skip is None
+
+    @property
+    def memory_passages(self) -> tuple[Passage, ...]:
+        """The injected memory items as the prompt, the answer check and the citations see them: sources beside
+        the document passages, named ``memory:<id>`` and labelled with the day they were said."""
+        return tuple(
+            Passage(id=m.passage_id, text=m.text, source="memory", heading=date_label(m.time), score=m.score)
+            for m in self.memory
+            if m.injected
+        )
+
+    @property
+    def sources(self) -> tuple[Passage, ...]:
+        """What this turn may answer from: the selected passages (when it retrieved) and the injected memories."""
+        return (self.selected if self.retrieves else ()) + self.memory_passages
 
     def update(self, **changes) -> TurnState:
         return replace(self, **changes)

@@ -7,6 +7,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
+from anaphora.memory.portable import item_record
+from anaphora.memory.types import MemoryItem
 from anaphora.store.protocols import Conversation, StoredTurn
 from anaphora.text_policy import describe_invalid
 from anaphora.types import Citation, TurnTrace
@@ -43,9 +45,22 @@ class ChatMessage(BaseModel):
         return "".join(part.text for part in self.content)
 
 
+class TurnOptions(BaseModel):
+    """Anaphora's own options of one turn; in a chat-completions request they travel in the ``anaphora`` extension
+    field (OpenAI clients: ``extra_body={"anaphora": {"memory": False}}``), as the answer's details do."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    memory: StrictBool = Field(
+        default=True,
+        description="false: a temporary chat; this turn recalls no long-term memory and nothing of it is remembered",
+    )
+
+
 class ChatCompletionRequest(BaseModel):
     """OpenAI's chat-completions request. ``temperature`` and ``max_tokens`` apply to the answer (``max_tokens``
-    within the service's ``answer_max_tokens``); ``user`` is recorded nowhere (the token decides who the user is)."""
+    within the service's ``answer_max_tokens``); ``user`` is recorded nowhere (the token decides who the user is);
+    ``anaphora`` carries Anaphora's own options (:class:`TurnOptions`)."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -56,6 +71,7 @@ class ChatCompletionRequest(BaseModel):
     max_tokens: StrictInt | None = Field(default=None, ge=1)
     n: StrictInt | None = Field(default=None, ge=1, le=1)
     user: Text | None = Field(default=None, max_length=256)
+    anaphora: TurnOptions = Field(default_factory=TurnOptions)
 
 
 class CreateConversation(BaseModel):
@@ -75,6 +91,11 @@ class PostMessage(BaseModel):
 
     content: Text = Field(min_length=1)
     stream: StrictBool = False
+    memory: StrictBool = Field(
+        default=True,
+        description="false: a temporary chat; this turn recalls no long-term memory and nothing of it is remembered "
+        "(the turn itself is still stored in the conversation)",
+    )
 
 
 class ConversationOut(BaseModel):
@@ -145,6 +166,62 @@ class Erased(BaseModel):
     turns: int
     summaries: int
     cached_embeddings: int
+    memories: int
+    memory_vectors: int
+    entities: int
+    profiles: int
+
+
+class Provenance(BaseModel):
+    """Where a memory came from: the conversation, the turn(s) (for a fact: the turns it was extracted from) and
+    when the (last) one happened."""
+
+    conversation_id: str
+    turns: list[int]
+    time: float
+
+
+class MemoryOut(BaseModel):
+    object: Literal["memory"] = "memory"
+    id: str
+    kind: Literal["episode", "fact"]
+    text: str
+    provenance: Provenance
+    source: str = Field(description="what wrote it: 'turn' (episodes), 'rules' or 'model' (facts)")
+    subject: str | None = Field(default=None, description="facts: what the fact is about, e.g. 'user'")
+    attribute: str | None = Field(default=None, description="facts: e.g. 'chart version'")
+    value: str | None = Field(default=None, description="facts: e.g. '2.8.0'")
+    valid_from: float | None = Field(default=None, description="facts: since when it holds")
+    valid_to: float | None = Field(default=None, description="facts: when a newer fact superseded it (null: current)")
+    current: bool | None = Field(default=None, description="facts: not superseded")
+
+    @classmethod
+    def of(cls, item: MemoryItem) -> MemoryOut:
+        return cls(**item_record(item))
+
+
+class MemoryList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[MemoryOut]
+    limit: int
+    offset: int
+    has_more: bool
+
+
+class MemoryDeleted(BaseModel):
+    id: str
+    object: Literal["memory.deleted"] = "memory.deleted"
+    deleted: bool = True
+
+
+class MemoriesErased(BaseModel):
+    """``DELETE /v1/memories``: what was forgotten of the caller, by kind."""
+
+    object: Literal["memory.erased"] = "memory.erased"
+    memories: int
+    vectors: int
+    entities: int
+    profiles: int
 
 
 class IngestPath(BaseModel):

@@ -11,11 +11,11 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from anaphora.app import Components, build_components, close_local
+from anaphora.app import Components, aclose_components, build_components, close_local
 from anaphora.errors import AnaphoraError, PermissionDeniedError
 from anaphora.server.auth import Authenticator, Principal
 from anaphora.server.coordination import build_session_store, build_turn_lock
-from anaphora.server.history_sweeper import HistorySweeper
+from anaphora.server.history_sweeper import HistorySweeper, MemorySweeper
 from anaphora.server.jobs import IngestJobs
 from anaphora.server.metrics import HttpMetrics
 from anaphora.server.sessions import STATE_KEY
@@ -39,6 +39,7 @@ class Service:
         self.http_metrics: HttpMetrics | None = None
         self._jobs: IngestJobs | None = None
         self.sweeper: HistorySweeper | None = None
+        self.memory_sweeper: MemorySweeper | None = None
         self.sessions = build_session_store(settings, busy=self._has_turns_in_flight)
 
     def _has_turns_in_flight(self, user_id: str) -> bool:
@@ -71,6 +72,7 @@ class Service:
                 raise
         try:  # a networked store (PostgreSQL) connects and migrates now, not on first use
             await self._components.conversations.open()
+            await self._components.memory.open()
         except AnaphoraError as exc:
             log.error("cannot start: %s%s", exc.message, f" (fix: {exc.hint})" if exc.hint else "")
             if self.owns_components:
@@ -85,20 +87,26 @@ class Service:
         self.http_metrics.turns_in_flight.set_function(lambda: runner.in_flight)
         components = self._components
         self._jobs = IngestJobs(components.ingestor, components.corpus, self.settings.data_dir / "uploads")
+        interval_s = self.settings.history_sweep_interval_s
         if self.settings.history_ttl_s > 0:
             self.sweeper = HistorySweeper(
-                components.conversations,
-                runner,
-                ttl_s=self.settings.history_ttl_s,
-                interval_s=self.settings.history_sweep_interval_s,
+                components.conversations, runner, ttl_s=self.settings.history_ttl_s, interval_s=interval_s
             )
             self.sweeper.start()
+        if self.settings.memory_ttl_s is not None:
+            self.memory_sweeper = MemorySweeper(
+                components.memory, ttl_s=self.settings.memory_ttl_s, interval_s=interval_s
+            )
+            self.memory_sweeper.start()
 
     async def stop(self) -> None:
         """Let in-flight turns finish (they are stored even if their clients left), then background work."""
         if self.sweeper is not None:
             await self.sweeper.stop()
             self.sweeper = None
+        if self.memory_sweeper is not None:
+            await self.memory_sweeper.stop()
+            self.memory_sweeper = None
         if self._runner is not None:
             pending = await self._runner.drain(self.settings.shutdown_grace_s)
             if pending:
@@ -114,7 +122,7 @@ class Service:
             return
         engine = self._components.engine
         if self.owns_components:
-            await engine.aclose()  # drains background work, closes model and reranker clients
+            await aclose_components(self._components)  # drains background work, closes clients and pools
             close_local(self._components)
             self._components = None
         else:

@@ -13,20 +13,19 @@ Needs the ``postgres`` extra: ``pip install 'anaphora[postgres]'``.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from anaphora.errors import ConversationNotFoundError, NotFoundError, StoreError, require
+from anaphora.errors import ConversationNotFoundError, NotFoundError
 from anaphora.store.migrations import Migrations
+from anaphora.store.postgres_pool import AsyncPostgresStore, Migration, run_script
 from anaphora.store.protocols import Conversation, StoredTurn, Summary
 from anaphora.types import Citation, TurnTrace
 
-Migration = Callable[[Any], Awaitable[None]]
 MIGRATIONS: Migrations[Migration] = Migrations(
     "the PostgreSQL store", hint="upgrade Anaphora, or point ANAPHORA_POSTGRES_URL at another database"
 )
@@ -34,15 +33,9 @@ migration = MIGRATIONS  # the decorator that registers a step
 _MIGRATION_LOCK = 0x616E6170  # pg_advisory_xact_lock key: replicas starting together migrate one at a time
 
 
-async def _run_script(conn: Any, script: str) -> None:
-    for statement in script.split(";"):
-        if statement.strip():
-            await conn.execute(statement)
-
-
 @migration
 async def m001_conversations(conn: Any) -> None:
-    await _run_script(
+    await run_script(
         conn,
         """
         CREATE TABLE conversations (
@@ -71,7 +64,7 @@ async def m001_conversations(conn: Any) -> None:
 @migration
 async def m002_summaries(conn: Any) -> None:
     """Every version of a conversation's rolling summary is kept (audit); the one covering most turns is used."""
-    await _run_script(
+    await run_script(
         conn,
         """
         CREATE TABLE summaries (
@@ -146,89 +139,16 @@ def _turn(row: dict[str, Any]) -> StoredTurn:
     )
 
 
-class PostgresConversationStore:
+class PostgresConversationStore(AsyncPostgresStore):
     """Conversations in PostgreSQL. Construction is cheap and synchronous; the pool opens (and the schema is
     migrated) on :meth:`open` or on first use. Close it with :meth:`aclose`."""
 
-    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10, timeout_s: float = 30.0) -> None:
-        require("psycopg", package="psycopg[binary]", extra="postgres", purpose="the PostgreSQL conversation store")
-        pool_module = require(
-            "psycopg_pool", package="psycopg-pool", extra="postgres", purpose="the PostgreSQL conversation store"
-        )
-        from psycopg.rows import dict_row
+    PURPOSE = "the PostgreSQL conversation store"
+    MIGRATIONS = MIGRATIONS
+    MIGRATIONS_TABLE = "schema_migrations"
+    MIGRATION_LOCK = _MIGRATION_LOCK
 
-        if not url:
-            raise StoreError(
-                "the PostgreSQL conversation store needs a connection URL",
-                hint="set ANAPHORA_POSTGRES_URL, e.g. postgresql://user:password@host:5432/anaphora",
-            )
-        self._url = url
-        self.timeout_s = timeout_s
-        self.pool = pool_module.AsyncConnectionPool(
-            url,
-            min_size=min_size,
-            max_size=max_size,
-            timeout=timeout_s,
-            open=False,
-            kwargs={"row_factory": dict_row},
-        )
-        self._opened = False
-        self._open_lock: asyncio.Lock | None = None
-
-    async def open(self) -> None:
-        """Open the connection pool and bring the schema up to date; safe to call more than once."""
-        if self._opened:
-            return
-        if self._open_lock is None:
-            self._open_lock = asyncio.Lock()
-        async with self._open_lock:
-            if self._opened:
-                return
-            import psycopg
-            import psycopg_pool
-
-            try:
-                await self.pool.open(wait=True, timeout=self.timeout_s)
-            except (psycopg.Error, psycopg_pool.PoolTimeout, OSError) as exc:
-                await self.pool.close()
-                raise StoreError(
-                    f"cannot connect to the PostgreSQL store: {exc}",
-                    hint="check ANAPHORA_POSTGRES_URL and that the server is running and reachable",
-                ) from exc
-            try:
-                await self._migrate()
-            except BaseException:
-                await self.pool.close()
-                raise
-            self._opened = True
-
-    async def _migrate(self) -> None:
-        async with self.pool.connection() as conn, conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-            await conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
-                "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
-            )
-            rows = await (await conn.execute("SELECT name FROM schema_migrations ORDER BY version")).fetchall()
-            applied = [row["name"] for row in rows]
-            for number, (name, step) in enumerate(MIGRATIONS.pending(applied), start=len(applied) + 1):
-                await step(conn)
-                await conn.execute("INSERT INTO schema_migrations (version, name) VALUES (%s, %s)", (number, name))
-
-    async def ping(self) -> None:
-        """Raise unless the database answers (readiness checks)."""
-        async with await self._conn() as conn:
-            await conn.execute("SELECT 1")
-
-    async def aclose(self) -> None:
-        await self.pool.close()
-        self._opened = False
-
-    close = aclose
-
-    async def _conn(self):
-        await self.open()
-        return self.pool.connection()
+    close = AsyncPostgresStore.aclose
 
     async def _owned(self, conn: Any, user_id: str, conversation_id: str, *, lock: bool = False) -> dict[str, Any]:
         cursor = await conn.execute(

@@ -37,11 +37,12 @@ import numpy as np
 from anaphora.errors import ConfigurationError, StoreError, require
 from anaphora.store.migrations import Migrations
 from anaphora.store.postgres_conversations import _text
+from anaphora.store.postgres_pool import VECTOR_EXTENSION, connection_error, vector_extension_error
 from anaphora.store.protocols import Ranking, StoredDocument, check_dimension
 from anaphora.types import Chunk
 
 _MIGRATION_LOCK = 0x616E6171  # pg_advisory_xact_lock key of the corpus schema (the conversations use ...70)
-_EXTENSION = "vector"  # pgvector's extension name
+_EXTENSION = VECTOR_EXTENSION
 _WORD = re.compile(r"\w+")
 _OPERATOR_WORDS = {"or", "and"}  # websearch_to_tsquery would read "or" as the operator
 _RESET_HINT = (
@@ -203,10 +204,7 @@ class PostgresPassageStore:
                 self.pool.open(wait=True, timeout=self.timeout_s)
             except (psycopg.Error, psycopg_pool.PoolTimeout, OSError) as exc:
                 self.pool.close()
-                raise StoreError(
-                    f"cannot connect to the PostgreSQL passage store: {exc}",
-                    hint="check ANAPHORA_POSTGRES_URL and that the server is running and reachable",
-                ) from exc
+                raise connection_error("the PostgreSQL passage store", exc) from exc
             try:
                 self._migrate(Layout(self.dim, self.text_search_config))
             except BaseException:
@@ -271,11 +269,7 @@ class PostgresPassageStore:
             with conn.transaction():  # a savepoint, so the error below is ours rather than an aborted transaction
                 conn.execute(sql.SQL("CREATE EXTENSION {}").format(sql.Identifier(_EXTENSION)))
         except psycopg.Error as exc:
-            raise StoreError(
-                f"the pgvector extension is not enabled in this database and cannot be created: {exc}",
-                hint="install pgvector on the server and run `CREATE EXTENSION vector;` in the database as its "
-                "owner or a superuser (see docs/deployment.md)",
-            ) from exc
+            raise vector_extension_error(exc) from exc
 
     # -- DocumentRegistry --------------------------------------------------------------------------------------
     def documents(self) -> list[StoredDocument]:

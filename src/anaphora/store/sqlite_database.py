@@ -102,6 +102,64 @@ def m003_conversation_activity(db: sqlite3.Connection) -> None:
     run_script(db, "CREATE INDEX conversations_updated ON conversations(updated_at)")
 
 
+@migration
+def m004_memory(db: sqlite3.Connection) -> None:
+    """Long-term memory per user (``anaphora.memory``): items with provenance, their vectors, entities, profiles,
+    and a count of each user's writes (what in-process search indexes compare to know they are current). Every table
+    carries ``user_id``, so each read filters by it and erase deletes by it."""
+    run_script(
+        db,
+        """
+        CREATE TABLE memory_items (
+            key INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            user_id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            text TEXT NOT NULL,
+            conversation_id TEXT NOT NULL,
+            turns TEXT NOT NULL,
+            time REAL NOT NULL,
+            subject TEXT NOT NULL,
+            attribute TEXT NOT NULL,
+            value TEXT NOT NULL,
+            valid_from REAL,
+            valid_to REAL,
+            source TEXT NOT NULL
+        );
+        CREATE INDEX memory_items_user ON memory_items(user_id, time);
+        CREATE INDEX memory_items_time ON memory_items(time);
+        CREATE INDEX memory_items_fact ON memory_items(user_id, subject, attribute) WHERE kind = 'fact';
+        CREATE TABLE memory_vectors (
+            item_key INTEGER PRIMARY KEY REFERENCES memory_items(key) ON DELETE CASCADE,
+            user_id TEXT NOT NULL,
+            vector BLOB NOT NULL
+        );
+        CREATE INDEX memory_vectors_user ON memory_vectors(user_id);
+        CREATE TABLE memory_entities (
+            user_id TEXT NOT NULL,
+            key TEXT NOT NULL,
+            name TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            mentions INTEGER NOT NULL,
+            first_seen REAL NOT NULL,
+            last_seen REAL NOT NULL,
+            PRIMARY KEY (user_id, key)
+        );
+        CREATE INDEX memory_entities_seen ON memory_entities(last_seen);
+        CREATE TABLE memory_profiles (
+            user_id TEXT PRIMARY KEY,
+            text TEXT NOT NULL,
+            covers TEXT NOT NULL,
+            updated_at REAL NOT NULL
+        );
+        CREATE TABLE memory_users (
+            user_id TEXT PRIMARY KEY,
+            writes INTEGER NOT NULL
+        )
+        """,
+    )
+
+
 class Database:
     """One SQLite connection guarded by a lock; statements are short, so callers run them inline."""
 

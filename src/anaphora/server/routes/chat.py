@@ -37,7 +37,12 @@ def split(messages: list[ChatMessage], max_chars: int) -> tuple[str, list[Messag
 async def chat_completions(body: ChatCompletionRequest, user: User, svc: Svc) -> Any:
     question, history = split(body.messages, svc.settings.max_message_chars)
     request = TurnRequest(
-        question, user_id=user.user_id, history=history, temperature=body.temperature, max_tokens=body.max_tokens
+        question,
+        user_id=user.user_id,
+        history=history,
+        temperature=body.temperature,
+        max_tokens=body.max_tokens,
+        memory=body.anaphora.memory,
     )
     turn = await svc.runner.start(request)
     completion = completions.Completion(body.model, svc.components.chat_model.count_tokens)

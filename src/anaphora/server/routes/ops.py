@@ -16,13 +16,14 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz", summary="The stores answer (SQLite, and the networked conversation store if any)")
+@router.get("/readyz", summary="The stores answer (SQLite, and the networked conversation and memory stores if any)")
 async def readyz(svc: Svc) -> JSONResponse:
     checks: dict[str, str] = {}
     components = svc.components
     try:
         components.database.query("SELECT 1")
         await components.conversations.ping()
+        await components.memory.ping()
         checks["store"] = "ok"
     except Exception as exc:
         checks["store"] = f"error: {type(exc).__name__}"
