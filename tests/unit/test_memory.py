@@ -285,6 +285,17 @@ async def test_the_profile_lists_the_current_facts_newest_first(store) -> None:
     assert profile.covers == ("c2",)
 
 
+def test_recall_leaves_out_what_the_prompt_already_has_verbatim(rag: Anaphora) -> None:
+    """The same conversation's recent turns are in the prompt already; other conversations are recalled."""
+    first = rag.new_conversation()
+    rag.ask("I run k3s on a Raspberry Pi 4 and my chart version is 2.3.1", first)
+    _drain(rag)
+    same = rag.ask("Which chart version did I say I run?", first)
+    assert not [m for m in same.trace.memory if m.conversation_id == first]
+    other = rag.ask("Which chart version did I say I run?", rag.new_conversation())
+    assert [m for m in other.trace.memory if m.conversation_id == first and m.injected]
+
+
 def test_the_profile_reaches_the_system_message_of_a_new_conversation(rag: Anaphora) -> None:
     rag.ask("I prefer Helm for installs", rag.new_conversation())
     _drain(rag)

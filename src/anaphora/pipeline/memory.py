@@ -38,10 +38,22 @@ def record_of(recalled: Recalled, injected: bool) -> RecalledMemory:
     )
 
 
+def in_history(recalled: Recalled, state: TurnState) -> bool:
+    """Whether the item only repeats turns this turn's prompt already has verbatim (the conversation's recent
+    turns): recalling them spends the memory budget on nothing new. Older turns of the same conversation stay
+    recallable (long-range callbacks), and so does every other conversation."""
+    item = recalled.item
+    if item.conversation_id != state.request.conversation_id or not item.turns:
+        return False
+    first_verbatim = state.turns_before - sum(1 for m in state.history if m.role == "user")
+    return min(item.turns) >= first_verbatim
+
+
 class RecallMemory(Stage):
     """Recalls the user's memories for this turn's query; injects at most ``k`` whose cosine similarity to it is
     at least ``min_score``. A turn whose documents gave nothing but whose memory did is answered from memory. A turn
-    that skips retrieval (chit-chat, answered by the conversation) recalls nothing, but still gets the profile."""
+    that skips retrieval (chit-chat, answered by the conversation) recalls nothing, but still gets the profile.
+    Items that only repeat the turns already verbatim in the prompt are left out."""
 
     name = "memory"
     counter = "memory_recall"
@@ -65,7 +77,7 @@ class RecallMemory(Stage):
         if not state.retrieves:  # chit-chat, or the conversation holds the answer: nothing to recall
             return StageResult(state, "skipped", "retrieval skipped: profile only")
         query = state.plan.query if state.plan is not None else state.question
-        ranked = await self.recall.rank(user, query, now=time.time())
+        ranked = [r for r in await self.recall.rank(user, query, now=time.time()) if not in_history(r, state)]
         shown = 0
         records = []
         for recalled in ranked[:TRACED]:
