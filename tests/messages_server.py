@@ -11,12 +11,13 @@ to its last breakpoint. Tokens are counted as four characters each.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.local_http import serving
 
 
 def tokens(text: str) -> int:
@@ -159,13 +160,6 @@ class _Server(ThreadingHTTPServer):
 @contextmanager
 def messages_server() -> Iterator[MessagesServer]:
     state = MessagesServer()
-    httpd = _Server(("127.0.0.1", 0), _handler(state))
-    state.base_url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
+    with serving(_Server(("127.0.0.1", 0), _handler(state))) as base_url:
+        state.base_url = base_url
         yield state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)

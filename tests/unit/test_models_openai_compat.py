@@ -18,6 +18,7 @@ from anaphora.models.fake import shared_chars
 from anaphora.models.openai_compat import OpenAICompatibleChatModel
 from anaphora.testing.chat_model_contract import ChatModelContract
 from anaphora.types import Message
+from tests.local_http import serving
 
 pytestmark = pytest.mark.unit
 
@@ -130,16 +131,9 @@ class _QuietServer(ThreadingHTTPServer):
 @pytest.fixture
 def server() -> Iterator[FakeServer]:
     state = FakeServer(base_url="")
-    httpd = _QuietServer(("127.0.0.1", 0), _make_handler(state))
-    state.base_url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
+    with serving(_QuietServer(("127.0.0.1", 0), _make_handler(state))) as base_url:
+        state.base_url = f"{base_url}/v1"
         yield state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
 
 
 @pytest.fixture

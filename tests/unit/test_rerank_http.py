@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -19,6 +18,7 @@ from anaphora import Anaphora, ConfigurationError, FakeChatModel, ModelNotFoundE
 from anaphora.rerank import NoModelReranker, load_reranker
 from anaphora.rerank.http import HTTPReranker
 from tests.conftest import SAMPLE_DOCS
+from tests.local_http import serving
 
 pytestmark = pytest.mark.unit
 
@@ -85,15 +85,9 @@ def server() -> Iterator[RerankServer]:
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     httpd.daemon_threads = True
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1/rerank"
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
+    with serving(httpd) as base_url:
+        state.url = f"{base_url}/v1/rerank"
         yield state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=5)
 
 
 def free_port() -> int:
