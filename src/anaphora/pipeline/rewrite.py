@@ -87,12 +87,13 @@ class HistoryExpansion:
             return False
         statistics = self.statistics() if self.statistics else None
         clauses = [words(clause) for clause in _CLAUSE.split(question)]
-        named = [any(naming([t for t in clause if t not in STOPWORDS], statistics)) for clause in clauses]
-        referring = [any(t in REFERRING for t in clause) for clause in clauses]
-        if any(referring):
-            first = referring.index(True)
-            return any(named[:first])
-        return looks_standalone(question) or any(named)
+        content = [(n, t) for n, clause in enumerate(clauses) for t in clause if t not in STOPWORDS]
+        names = naming([t for _, t in content], statistics)  # one statistics lookup for the whole message
+        named = {n for (n, _), name in zip(content, names, strict=True) if name}  # clauses that name a topic
+        referring = [n for n, clause in enumerate(clauses) if any(t in REFERRING for t in clause)]
+        if referring:
+            return any(n < referring[0] for n in named)
+        return looks_standalone(question) or bool(named)
 
     def expand(self, question: str, history: Sequence[Message]) -> tuple[str, bool]:
         if not history or self.stands_alone(question):

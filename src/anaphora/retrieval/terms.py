@@ -40,14 +40,20 @@ def specificity(document_frequency: int, passages: int) -> float:
     return max(0.0, math.log(passages / document_frequency) / math.log(passages))
 
 
+def token_frequencies(words: Sequence[str], statistics: TermStatistics) -> tuple[list[list[str]], dict[str, int]]:
+    """Each word's tokens as the lexical index sees them (a word may give several, "x86-64"), and every token's
+    document frequency, read in one call."""
+    tokens = bm25_tokens(list(words))
+    return tokens, statistics.document_frequencies(sorted({t for ts in tokens for t in ts}))
+
+
 def word_specificity(words: Sequence[str], statistics: TermStatistics) -> dict[str, float]:
-    """Each word's specificity: that of its most specific token (a word may tokenize into several, "x86-64")."""
-    tokens = {word: bm25_tokens([word])[0] for word in words}
-    frequencies = statistics.document_frequencies(sorted({t for ts in tokens.values() for t in ts}))
+    """Each word's specificity: that of its most specific token."""
+    tokens, frequencies = token_frequencies(words, statistics)
     passages = statistics.passages
     return {
         word: max((specificity(frequencies.get(t, 0), passages) for t in ts), default=0.0)
-        for word, ts in tokens.items()
+        for word, ts in zip(words, tokens, strict=True)
     }
 
 
@@ -65,8 +71,7 @@ def naming(words: Sequence[str], statistics: TermStatistics | None) -> list[bool
     turn can make it about). Stop-words and, without statistics, every word name nothing."""
     if statistics is None or statistics.passages <= 1 or not words:
         return [False] * len(words)
-    tokens = bm25_tokens(list(words))
-    frequencies = statistics.document_frequencies(sorted({t for ts in tokens for t in ts}))
+    tokens, frequencies = token_frequencies(words, statistics)
     passages = statistics.passages
     return [
         any(frequencies.get(t, 0) == 0 or specificity(frequencies[t], passages) >= NAMES_TOPIC for t in ts)
