@@ -37,7 +37,7 @@ from anaphora import Settings
 from anaphora.app import build_components
 from anaphora.models import load_chat_model
 from anaphora.models.base import ChatModel, ChatOptions, ChatReply, ChatStream
-from anaphora.models.fake import shared_chars
+from anaphora.models.fake import FakeChatModel, shared_chars
 from anaphora.pipeline.engine import TurnRequest
 from anaphora.types import Message
 
@@ -66,7 +66,7 @@ QUESTIONS = [
 ]
 ARMS = {
     "cache_stable": {"prompt_layout": "cache_stable", "model_state_cache_mb": 256},
-    "sliding": {"prompt_layout": "sliding", "model_state_cache_mb": 0},
+    "sliding": {"prompt_layout": "sliding", "model_state_cache_mb": 0, "history_turns": 8},  # as before caching
 }
 
 
@@ -210,8 +210,6 @@ async def run(turns: int, chat_model: str, tmp: Path, **extra) -> dict:
     for name, arm in ARMS.items():
         model = None
         if chat_model == "fake":
-            from anaphora.models.fake import FakeChatModel
-
             model = FakeChatModel()
         arms.append(Arm(name, settings_for(tmp / f"{chat_model}-{name}", chat_model, arm, **extra), model))
     try:
@@ -236,6 +234,48 @@ async def run(turns: int, chat_model: str, tmp: Path, **extra) -> dict:
         for arm in arms:
             await arm.components.engine.aclose()
             arm.close()
+
+
+WINDOWS = {  # verbatim window (history_turns / history_min_turns) and context window, cache-stable layout
+    "8/4 turns, 8k context (default)": {},
+    "12/4 turns, 8k context": {"history_turns": 12},
+    "16/4 turns, 8k context": {"history_turns": 16},
+    "8/4 turns, 32k context": {"context_window": 32768, "history_budget_tokens": 24000},
+    "16/4 turns, 32k context": {"history_turns": 16, "context_window": 32768, "history_budget_tokens": 24000},
+}
+EMBEDDERS = {
+    "hashing": {"embedder": "hashing", "similarity_threshold": 0.0},  # the issue's check: topic-blind retrieval
+    "MiniLM": {},  # the embedded default, as the embedded run retrieves
+}
+
+
+async def window_sweep(turns: int, tmp: Path) -> dict:
+    """The fake model's prefix shares for other window and context settings: where the folds fall decides the
+    share, and the brief's 4-8 turn window folds every fifth turn."""
+    rows = {}
+    for embedder, retrieval in EMBEDDERS.items():
+        for label, window in WINDOWS.items():
+            arm = Arm(
+                "cache_stable",
+                settings_for(tmp / f"sweep-{len(rows)}", "fake", ARMS["cache_stable"], **retrieval, **window),
+                FakeChatModel(),
+            )
+            try:
+                await arm.start()
+                for number, question in enumerate(QUESTIONS[:turns], start=1):
+                    await arm.turn(number, question)
+                result = arm.finish()
+            finally:
+                await arm.components.engine.aclose()
+                arm.close()
+            rows[f"{embedder}: {label}"] = {
+                "prefix_share_turns_9_20_mean": result["prefix_share_turns_9_20_mean"],
+                "reuse_share_mean": result["followups"]["reuse_share_mean"],
+                "prompt_tokens_mean": result["followups"]["prompt_tokens_mean"],
+                "folds_at_turns": [t["turn"] for t in result["turns"] if t["turns_folded"]],
+            }
+            print(f"{embedder}: {label}: {rows[f'{embedder}: {label}']}", flush=True)
+    return rows
 
 
 async def default_mode(turns: int, tmp: Path) -> dict:
@@ -346,6 +386,7 @@ def main() -> None:
             "turns": args.turns,
             "fake": {name: {k: v for k, v in arm.items() if k != "turns"} for name, arm in fake.items()},
             "fake_prefix_shares": {name: [t["prefix_share"] for t in arm["turns"]] for name, arm in fake.items()},
+            "fake_windows": asyncio.run(window_sweep(args.turns, Path(tmp))),
         }
         if not args.fake_only:
             started = time.perf_counter()

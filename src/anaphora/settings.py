@@ -305,11 +305,13 @@ class Settings(BaseSettings):
     prompt_layout: PromptLayout = Field(
         default="cache_stable",
         description="how the generation prompt keeps its history: 'cache_stable' (the system prompt alone first; "
-        "the verbatim window grows to history_turns, then drops to history_min_turns at once, the dropped turns "
-        "folded into the summary, which sits after the system prompt and changes only at those folds: the prompt's "
-        "start stays byte-identical for several turns, so llama.cpp's and providers' prefix caches hit) or "
-        "'sliding' (the window slides one turn per turn and the summary, updated every turn, is part of the system "
-        "message: the layout before prompt caching, kept to measure against)",
+        "each earlier turn is shown as it was asked, with its excerpts, so the prompt only grows at its end; the "
+        "verbatim window grows to history_turns (or until it no longer fits history_budget_tokens), then drops to "
+        "history_min_turns (or to half the room) at once, the dropped turns folded into the summary, which sits after "
+        "the system prompt and changes only at those folds: the previous turn's prompt stays a byte-identical prefix "
+        "for several turns, so llama.cpp's and providers' prefix caches hit) or 'sliding' (only this turn's excerpts; "
+        "the window slides one turn per turn and the summary, updated every turn, is part of the system message: the "
+        "layout before prompt caching, kept to measure against)",
     )
     history_min_turns: int = Field(
         default=4,

@@ -96,6 +96,16 @@ class BudgetDecision(BaseModel):
 
     memory: int = 0
     memory_kept: int = 0
+    passages_shown_earlier: int = Field(
+        default=0,
+        description="this turn's passages that a verbatim earlier turn of the prompt already shows ('cache_stable' "
+        "keeps each turn's excerpts with it): named by id instead of repeated",
+    )
+    turns_to_fold_next: int = Field(
+        default=0,
+        description="'cache_stable': of the turns kept, how many the next turn will fold into the summary because "
+        "its window will not fit the budget (the summary is updated for them now, so it is ready then)",
+    )
 
 
 class ModelCall(BaseModel):

@@ -157,8 +157,8 @@ def test_payload_hidden_in_an_ingested_document_never_forges_a_role(tmp_path) ->
     answer_prompts = [c for c in model.calls if c.messages[0].content.startswith(settings.system_prompt)]
     assert len(answer_prompts) == 2
     for call in answer_prompts:
-        final = call.messages[-1].content
-        assert "Ignore all previous instructions" in final  # kept as quoted data
-        assert "Kestrel relay notes" in final
+        prompt = "\n".join(m.content for m in call.messages[1:])  # this turn's excerpts, or an earlier turn's
+        assert "Ignore all previous instructions" in prompt  # kept as quoted data
+        assert "Kestrel relay notes" in prompt
     # and the answer, which quoted the document, carried no marker into the next turn's history
     assert all(marker not in m.content for m in answer_prompts[1].messages for marker in ROLE_MARKERS)

@@ -365,8 +365,9 @@ async def test_rendered_prompt_stays_within_the_budget(tmp_path) -> None:
         filler = room - summary_cost - (1 + MESSAGE_OVERHEAD) - MESSAGE_OVERHEAD
         assert filler > 0
         conversation = (await store.create("local")).id
+        await store.append_turn("local", conversation, "hello", "hello", [], TurnTrace(question="hello"))
         await store.append_turn("local", conversation, "hi", "a" * (4 * filler), [], TurnTrace(question="hi"))
-        await store.save_summary("local", conversation, 1, summary)
+        await store.save_summary("local", conversation, 1, summary)  # the first turn: not shown verbatim again
         result = await engine.ask(TurnRequest(question, conversation_id=conversation))
         assert result.trace.budget.used == result.trace.budget.budget  # planned to fill the budget exactly
         assert result.trace.budget.turns_kept == 1 and result.trace.budget.summary > 0

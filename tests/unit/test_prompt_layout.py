@@ -11,13 +11,24 @@ from anaphora import FakeChatModel, Settings
 from anaphora.app import build_components
 from anaphora.errors import ConfigurationError
 from anaphora.models.fake import echo_first_context
-from anaphora.pipeline.budget import plan_prompt, verbatim_window, window_start
+from anaphora.pipeline.budget import MESSAGE_OVERHEAD, plan_prompt, verbatim_window, window_start
 from anaphora.pipeline.engine import TurnRequest
-from anaphora.pipeline.prompt import SUMMARY_END, SUMMARY_HEADING, SUMMARY_LABEL, build_messages, summary_label
+from anaphora.pipeline.prompt import (
+    CONTEXT_FRAMING,
+    SHOWN_ABOVE,
+    SUMMARY_END,
+    SUMMARY_HEADING,
+    SUMMARY_LABEL,
+    build_messages,
+    context_block,
+    format_passage,
+    history_context,
+    summary_label,
+)
 from anaphora.pipeline.rewrite import REWRITE_INSTRUCTIONS
 from anaphora.pipeline.summary import SUMMARY_INSTRUCTIONS
 from anaphora.settings import load_settings
-from anaphora.types import Message
+from anaphora.types import Message, Passage
 from tests.conftest import SAMPLE_DOCS
 
 pytestmark = pytest.mark.unit
@@ -114,6 +125,55 @@ def test_random_conversations_keep_the_budget_and_show_only_the_window(seed: int
     assert all(int(i) >= window.start for i in shown)
 
 
+@pytest.mark.parametrize("seed", range(30))
+def test_earlier_turns_excerpts_count_against_the_budget_and_are_shown_once(seed: int) -> None:
+    rng = random.Random(seed)
+    corpus = [Passage(id=f"p{i}", text="w " * rng.randint(5, 60)) for i in range(12)]
+    turns_before = rng.randint(0, 12)
+    history = pairs(0, turns_before, rng.randint(1, 20))
+    excerpts = [tuple(rng.sample(corpus, rng.randint(0, 4))) for _ in range(turns_before)]
+    passages = rng.sample(corpus, 3)
+    budget = rng.randint(150, 1500)
+    system = "system " * 10
+    plan = plan_prompt(
+        count=words,
+        budget=budget,
+        history_budget=rng.randint(50, 1200),
+        max_turns=8,
+        system=system,
+        summary="",
+        history=history,
+        passages=passages,
+        question="what now",
+        passage_text=format_passage,
+        framing=CONTEXT_FRAMING,
+        layout="cache_stable",
+        history_excerpts=excerpts,
+        excerpt_text=history_context,
+    )
+    messages = build_messages(
+        system, plan.history, plan.passages, "what now", layout="cache_stable", history_excerpts=plan.history_excerpts
+    )
+    assert sum(words(m.content) + MESSAGE_OVERHEAD for m in messages) <= budget  # what is sent, not an estimate
+    kept = len(plan.history) // 2
+    assert plan.history_excerpts == excerpts[len(excerpts) - kept :]
+    text = "\n".join(m.content for m in messages)
+    assert all(text.count(f"[{p.id}]\n") <= 1 for p in corpus)  # each passage's text at most once
+    assert all(f"[{p.id}]" in text for p in plan.passages)  # this turn's passages: shown, or named where shown
+    in_history = {p.id for e in plan.history_excerpts for p in e}
+    assert plan.decision.passages_shown_earlier == sum(1 for p in plan.passages if p.id in in_history)
+
+
+def test_a_passage_an_earlier_turn_shows_is_named_not_repeated() -> None:
+    install = Passage(id="doc#1", text="Install with helm install kestrel.", source="guide.md")
+    arm = Passage(id="doc#2", text="ARM nodes need the arm64 image.", source="guide.md")
+    messages = build_messages("SYSTEM", HISTORY, [arm, install], "And on ARM?", history_excerpts=[(install,)])
+    assert messages[1].content == f"{context_block([install])}\n\nQuestion: How do I install it?"
+    final = messages[-1].content
+    assert "ARM nodes need the arm64 image." in final and "Install with helm" not in final
+    assert final.index("[doc#2] (guide.md)\n") < final.index(f"[doc#1] {SHOWN_ABOVE}")  # rank order kept
+
+
 # --- building the messages ------------------------------------------------------------------------------------------
 
 HISTORY = [Message(role="user", content="How do I install it?"), Message(role="assistant", content="With Helm.")]
@@ -182,13 +242,15 @@ QUESTIONS = [
 ]
 
 
-async def conversation(tmp_path, layout: str):
+async def conversation(tmp_path, layout: str, **overrides):
+    """16 turns; the context window is large enough for the turn-count rule alone to fold, unless overridden."""
     settings = Settings(
         data_dir=tmp_path / layout,
         chat_model="fake",
         embedder="hashing",
         similarity_threshold=0.0,
         prompt_layout=layout,
+        **({"context_window": 32768, "history_budget_tokens": 24000} | overrides),
     )
     model = FakeChatModel(default=Router())
     components = build_components(settings, model=model)
@@ -221,14 +283,39 @@ async def test_the_prompt_grows_by_appending_between_folds(tmp_path) -> None:
         if i in folds:
             assert now[1] != before[1]  # the fold: a new summary opens the conversation
             continue
-        # between folds, everything before the previous turn's final message is an exact prefix of this prompt
-        assert now[: len(before) - 1] == before[:-1], f"turn {i + 1} changed the stable prefix"
+        # between folds the previous turn's whole prompt, its excerpts included, is an exact prefix of this one
+        assert now[: len(before)] == before, f"turn {i + 1} changed the stable prefix"
     kept = [r.trace.budget.turns_kept for r in results]
     assert kept[:9] == list(range(9))
     assert kept[9:] == [4, 5, 6, 7, 8, 4, 5]
     stage = results[9].trace.stage("budget")
     assert "5 older turns left the window for the summary" in stage.detail
     assert results[9].trace.budget.layout == "cache_stable"
+
+
+async def test_a_window_that_outgrows_the_budget_folds_in_a_block_with_its_summary_ready(tmp_path) -> None:
+    # the default 8k context: each earlier turn's excerpts fill the history room before eight turns do
+    settings, model, results = await conversation(
+        tmp_path, "cache_stable", context_window=8192, history_budget_tokens=6000
+    )
+    answers = prompt_calls(model, settings.system_prompt)
+    decisions = [r.trace.budget for r in results]
+    folds = [i for i, d in enumerate(decisions) if d.turns_folded]
+    assert folds and folds[0] < 9  # the budget folded before the turn-count rule would have
+    for i in range(1, len(answers)):
+        before, now = answers[i - 1].messages, answers[i].messages
+        if i in folds:
+            assert decisions[i - 1].turns_to_fold_next == decisions[i].turns_folded  # foreseen a turn ahead
+            assert decisions[i].history <= settings.history_budget_tokens // 2  # folded to half the room
+            continue
+        assert now[: len(before)] == before, f"turn {i + 1} changed the stable prefix"  # one changed turn per fold
+    for i, d in enumerate(decisions):
+        assert d.used <= d.budget
+        if i in folds:  # the summary was ready: it covers exactly the turns before the window
+            covers = i - d.turns_kept
+            assert answers[i].messages[1].content.startswith(f"{SUMMARY_HEADING}Summary version")
+            assert covers > 0
+    assert [d.turns_kept for d in decisions][: folds[0]] == list(range(folds[0]))
 
 
 async def test_the_summary_is_updated_only_at_folds(tmp_path) -> None:

@@ -14,7 +14,7 @@ from anaphora.metrics import Metrics
 from anaphora.models.fake import echo_first_context
 from anaphora.pipeline.engine import TurnRequest
 from anaphora.pipeline.observer import StageObserver
-from anaphora.pipeline.prompt import SUMMARY_END, SUMMARY_HEADING
+from anaphora.pipeline.prompt import CONTEXT_OPEN, QUESTION_LABEL, SUMMARY_END, SUMMARY_HEADING
 from anaphora.pipeline.rewrite import REWRITE_INSTRUCTIONS
 from anaphora.pipeline.summary import SUMMARY_INSTRUCTIONS, RollingSummarizer, summary_prompt
 from anaphora.store.protocols import StoredTurn, Summary
@@ -301,7 +301,9 @@ async def test_summary_starts_after_the_fifth_turn_and_reaches_the_next_prompt(e
     assert shown_summary(call) == summary_text(1)
     assert result.trace.budget.summary > 0
     verbatim = [m.content for m in call.messages[1:-1] if m.role == "user"]
-    assert verbatim == [f"{SUMMARY_HEADING}{summary_text(1)}{SUMMARY_END}{QUESTIONS[1]}", *QUESTIONS[2:5]]
+    assert verbatim[0].startswith(f"{SUMMARY_HEADING}{summary_text(1)}{SUMMARY_END}{CONTEXT_OPEN}")
+    # each earlier turn as it was asked: its excerpts, then its question
+    assert [text.rsplit(QUESTION_LABEL, 1)[-1] for text in verbatim] == QUESTIONS[1:5]
 
     await engine.drain()
     await ask(components, conversation, QUESTIONS[6])

@@ -25,10 +25,18 @@ class RecordedCall:
         return "\n".join(f"{m.role}: {m.content}" for m in self.messages)
 
 
+SHOWN_ABOVE = "(shown above)"  # how the prompt names an excerpt an earlier turn shows (anaphora.pipeline.prompt)
+
+
 def echo_first_context(messages: Sequence[Message]) -> str:
-    """Default reply: quote the first line of the first excerpt in the prompt and cite it; else a fixed line."""
+    """Default reply: quote the first line of the question's first excerpt and cite it (one that an earlier turn
+    of the prompt shows, and the question only names, is quoted from there); else a fixed line."""
     last = messages[-1].content if messages else ""
     match = _CONTEXT_ID.search(last)
+    if match and last[match.end() :].startswith(f" {SHOWN_ABOVE}"):
+        label = re.compile(rf"^\[({re.escape(match.group(1))})\](?! {re.escape(SHOWN_ABOVE)})", re.MULTILINE)
+        found = ((m.content, hit) for m in messages[:-1] if (hit := label.search(m.content)))
+        last, match = next(found, (last, match))
     if not match:
         return "I have no documents about that."
     body = last[match.end() :].splitlines()[1:]  # the rest of the label line is its "(source — heading)"

@@ -14,7 +14,7 @@ prompt, summary, the oldest verbatim turns) stays byte-identical between folds; 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from anaphora.errors import InputError
@@ -22,15 +22,19 @@ from anaphora.types import BudgetDecision, Message, Passage, PromptLayout
 
 TokenCounter = Callable[[str], int]
 MESSAGE_OVERHEAD = 4  # role markers a chat template adds around each message
+REFILL_FROM = 0.5  # 'cache_stable': a window that overflows is folded to this share of the room, then grows again
 
 
 @dataclass(frozen=True, slots=True)
 class PromptPlan:
+    """``history_excerpts``: per kept turn (oldest first), the passages it showed when it was asked."""
+
     history: list[Message]
     passages: list[Passage]
     summary: str
     decision: BudgetDecision
     memories: list[Passage] = field(default_factory=list)
+    history_excerpts: list[tuple[Passage, ...]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,12 +105,20 @@ def plan_prompt(
     memories: Sequence[Passage] = (),
     memory_budget: int = 0,
     memory_framing: str = "",
+    history_excerpts: Sequence[Sequence[Passage]] = (),
+    excerpt_text: Callable[[Sequence[Passage], Collection[str]], str] | None = None,
+    floor: int = 0,
+    answer_reserve: int = 0,
 ) -> PromptPlan:
     """Fit everything into ``budget`` tokens; ``history`` is user/assistant pairs, oldest first, of which the newest
     ``max_turns`` may be verbatim. ``framing`` is the fixed text around the question and passages (context fences,
     labels); ``summary_label`` introduces a summary; ``memories`` (formatted by ``passage_text`` too) get at most
-    ``memory_budget`` tokens with their ``memory_framing``. ``layout`` and ``turns_folded`` (the window rule's) are
-    recorded in the decision."""
+    ``memory_budget`` tokens with their ``memory_framing``. ``history_excerpts`` (one entry per turn of ``history``,
+    or none) are the passages each earlier turn showed; a verbatim turn shows them again as
+    ``excerpt_text(passages, ids older verbatim turns show)`` renders them, and costs that. With ``cache_stable``,
+    ``floor`` is the index in ``history`` of the oldest turn the window may show (where the previous turn's window
+    started, or the end of the summary) and ``answer_reserve`` the answer's cap, to foresee the next turn's fold.
+    ``layout`` and ``turns_folded`` (the window rule's) are recorded in the decision."""
     cost = lambda text: count(text) + MESSAGE_OVERHEAD  # noqa: E731
     system_cost, question_cost = cost(system), cost(question) + count(framing)
     if system_cost + question_cost > budget:
@@ -138,8 +150,11 @@ def plan_prompt(
     history_room = min(remaining, history_budget)
 
     turns = [list(history[i : i + 2]) for i in range(0, len(history), 2)]
-    window = turns[-max_turns:] if max_turns else []
-    beyond_window = len(turns) - len(window)
+    if history_excerpts and len(history_excerpts) != len(turns):
+        raise ValueError(f"history_excerpts: {len(history_excerpts)} entries for {len(turns)} turns")
+    excerpts = [tuple(e) for e in history_excerpts] or [()] * len(turns)
+    window_size = min(len(turns), max_turns) if max_turns else 0
+    beyond_window = len(turns) - window_size
     summary_text = summary
     summary_cost = cost(summary_label + summary) if summary else 0
     truncated = False
@@ -149,14 +164,44 @@ def plan_prompt(
         summary_cost = cost(summary_label + summary_text) if summary_text else 0
         truncated = True
     room = history_room - summary_cost
-    kept: list[list[Message]] = []
-    for turn in reversed(window):  # newest first; the oldest are evicted
-        tokens = sum(cost(m.content) for m in turn)
-        if tokens > room:
-            break
-        kept.insert(0, turn)
-        room -= tokens
-    history_cost = history_room - summary_cost - room
+
+    # each turn's own words, then what its excerpts add where it is shown again (which depends on older turns shown)
+    words = [sum(cost(m.content) for m in turn) for turn in turns]
+    words.append(cost(question) + answer_reserve + MESSAGE_OVERHEAD)  # this turn, as the next turn will show it
+    excerpts.append(tuple(kept_passages))
+
+    def window_from(start: int, stop: int) -> int:
+        """The cost of turns ``start``...``stop - 1`` verbatim, each with the excerpts it showed."""
+        shown: set[str] = set()
+        tokens = 0
+        for index in range(start, stop):
+            tokens += words[index]
+            if excerpts[index] and excerpt_text is not None:
+                tokens += count(excerpt_text(excerpts[index], shown))
+            shown.update(p.id for p in excerpts[index])
+        return tokens
+
+    def fold(first: int, stop: int, limit: int) -> tuple[int, int]:
+        """The oldest start from ``first`` on whose turns up to ``stop`` cost at most ``limit``, and their cost."""
+        for candidate in range(first, stop):
+            if (tokens := window_from(candidate, stop)) <= limit:
+                return candidate, tokens
+        return stop, 0
+
+    # 'cache_stable' keeps the window from where the previous turn's started (``floor``) while it fits; when it no
+    # longer does, it folds the oldest turns until the rest fit in half the room, so it can grow again for several
+    # turns. 'sliding' keeps the longest run of newest turns that fits, every turn.
+    blocks = layout == "cache_stable"
+    first = max(len(turns) - window_size, min(floor, len(turns)) if blocks else 0)
+    start, history_cost = fold(first, len(turns), room)
+    if blocks and start > first:
+        start, history_cost = fold(first, len(turns), int(room * REFILL_FROM))
+    next_start = start  # where the next turn's window will start, so the summary can be ready for it
+    if blocks and window_from(start, len(turns) + 1) > room:
+        next_start, _ = fold(start, len(turns) + 1, int(room * REFILL_FROM))
+    kept, kept_excerpts = turns[start:], excerpts[start : len(turns)]
+    in_history = {p.id for turn_excerpts in kept_excerpts for p in turn_excerpts}
+    shown_earlier = sum(1 for p in kept_passages if p.id in in_history)
     decision = BudgetDecision(
         budget=budget,
         used=system_cost + question_cost + passage_cost + memory_cost + summary_cost + history_cost,
@@ -169,12 +214,15 @@ def plan_prompt(
         passages_dropped=len(passages) - len(kept_passages),
         turns_available=len(turns),
         turns_kept=len(kept),
-        turns_evicted_for_budget=len(window) - len(kept),
+        turns_evicted_for_budget=window_size - len(kept),
         turns_beyond_window=beyond_window,
         summary_truncated=truncated,
         layout=layout,
         turns_folded=turns_folded,
         memory=memory_cost,
         memory_kept=len(kept_memories),
+        passages_shown_earlier=shown_earlier,
+        turns_to_fold_next=next_start - start,
     )
-    return PromptPlan([m for turn in kept for m in turn], kept_passages, summary_text, decision, kept_memories)
+    history_messages = [m for turn in kept for m in turn]
+    return PromptPlan(history_messages, kept_passages, summary_text, decision, kept_memories, kept_excerpts)

@@ -51,6 +51,22 @@ from anaphora.types import Message, Passage, StageRecord, TurnResult, TurnTrace
 __all__ = ["ABSTAIN", "LOCAL_USER", "NO_ANSWER", "Engine", "TurnRequest", "TurnStream", "turns_to_messages"]
 
 
+def shown_passages(turn: StoredTurn) -> tuple[Passage, ...]:
+    """The passages a stored turn's prompt showed (its trace's selection, as far as the budget kept it)."""
+    trace = turn.trace
+    if trace is None or trace.retrieval_skipped or trace.abstained or trace.budget is None:
+        return ()
+    return tuple(trace.retrieved[: trace.budget.passages_kept])
+
+
+def previous_window_start(turns: Sequence[StoredTurn]) -> int | None:
+    """Index of the oldest turn the previous turn's prompt showed verbatim (None when no turn or budget is known)."""
+    last = turns[-1] if turns else None
+    if last is None or last.trace is None or last.trace.budget is None:
+        return None
+    return max(0, last.index - last.trace.budget.turns_kept)
+
+
 def turns_to_messages(turns: Sequence[StoredTurn]) -> list[Message]:
     messages: list[Message] = []
     for turn in turns:
@@ -258,7 +274,7 @@ class Engine:
         question = sanitize(request.question).strip()
         if not question:
             raise InputError("the question is empty", hint="type a question")
-        summary = ""
+        summary, excerpts, previous_start, covers = "", (), None, 0
         if request.history is not None:
             history = [m for m in request.history if m.role in ("user", "assistant")]
         elif request.conversation_id is None:
@@ -268,14 +284,20 @@ class Engine:
                 request.user_id, request.conversation_id, last=self.settings.history_turns
             )
             history = turns_to_messages(stored)
+            if self.settings.prompt_layout == "cache_stable":  # each earlier turn is shown with its excerpts
+                excerpts = tuple(shown_passages(t) for t in stored)
+                previous_start = previous_window_start(stored)
             if self.settings.summary and self.summaries is not None:
                 current = await self.summaries.summary(request.user_id, request.conversation_id)
-                summary = current.text if current else ""
+                summary, covers = (current.text, current.covers_turns) if current else ("", 0)
         return TurnState(
             question=question,
             request=request,
             history=tuple(Message(role=m.role, content=sanitize(m.content)) for m in history),
             turns_before=turns_before,
+            history_excerpts=excerpts,
+            previous_window_start=previous_start,
+            summary_covers=covers,
             summary=sanitize(summary),
             deltas=deltas,
         )
@@ -330,7 +352,8 @@ class Engine:
             max_turns=settings.history_turns,
             min_turns=settings.history_min_turns,
         )
-        kept = state.prompt.decision.turns_kept if state.prompt else 0
+        decision = state.prompt.decision if state.prompt else None
+        kept = decision.turns_kept - decision.turns_to_fold_next if decision else 0
         return max(next_start, turns_before - kept)
 
     def _schedule_memory(self, state: TurnState) -> None:

@@ -11,7 +11,7 @@ Everything untrusted passes through :func:`anaphora.sanitize.sanitize` here, at 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from anaphora.sanitize import sanitize
 from anaphora.types import Message, Passage, PromptLayout
@@ -45,9 +45,20 @@ def format_passage(passage: Passage) -> str:
     return f"{label}\n{sanitize(passage.text).strip()}"
 
 
-def context_block(passages: Sequence[Passage]) -> str:
-    body = "\n\n".join(format_passage(p) for p in passages) if passages else "(no excerpts found)"
+SHOWN_ABOVE = "(shown above)"
+
+
+def context_block(passages: Sequence[Passage], shown_earlier: Collection[str] = ()) -> str:
+    """The excerpts in rank order; one an earlier turn of the prompt shows (id in ``shown_earlier``) is named there,
+    not repeated."""
+    parts = [f"[{sanitize(p.id)}] {SHOWN_ABOVE}" if p.id in shown_earlier else format_passage(p) for p in passages]
+    body = "\n\n".join(parts) if parts else "(no excerpts found)"
     return f"{CONTEXT_OPEN}\n{body}\n{CONTEXT_CLOSE}"
+
+
+def history_context(passages: Sequence[Passage], shown_earlier: Collection[str]) -> str:
+    """What an earlier turn's excerpts add to its question when the turn is shown again (for the token budget)."""
+    return f"{context_block(passages, shown_earlier)}\n\n{QUESTION_LABEL}"
 
 
 def memory_block(memories: Sequence[Passage]) -> str:
@@ -68,21 +79,33 @@ def build_messages(
     layout: PromptLayout = "cache_stable",
     memories: Sequence[Passage] = (),
     profile: str = "",
+    history_excerpts: Sequence[Sequence[Passage]] = (),
 ) -> list[Message]:
     """``passages=None`` means retrieval was not used for this turn: no context block at all. The user's profile
     follows the system prompt, then a running summary of older turns, placed as ``layout`` says (stable parts
-    first); recalled memories (``memories``) go after the excerpts, just before the question."""
+    first); recalled memories (``memories``) go after the excerpts, just before the question.
+    ``history_excerpts`` (per turn of ``history``, or none) are the passages each earlier turn showed: they are
+    shown again with it, as it was asked, so the turn reads the same on every later turn and the prompt grows only
+    at its end; a passage an earlier turn of the prompt shows is named by id, not repeated."""
     summary = sanitize(summary)
     system = system_text(system_prompt, profile) + (
         f"{SUMMARY_LABEL}{summary}" if summary and layout == "sliding" else ""
     )
     messages = [Message(role="system", content=system)]
-    messages.extend(Message(role=m.role, content=sanitize(m.content)) for m in history if m.role != "system")
+    excerpts = iter(history_excerpts)
+    shown: set[str] = set()
+    for message in (m for m in history if m.role != "system"):
+        content = sanitize(message.content)
+        turn_excerpts = next(excerpts, ()) if message.role == "user" else ()
+        if turn_excerpts:
+            content = history_context(turn_excerpts, shown) + content.strip()
+            shown.update(p.id for p in turn_excerpts)
+        messages.append(Message(role=message.role, content=content))
     final = sanitize(question).strip()
     if memories:
         final = f"{memory_block(memories)}\n\n{QUESTION_LABEL}{final}"
     if passages is not None:
-        final = f"{context_block(passages)}\n\n" + (final if memories else f"{QUESTION_LABEL}{final}")
+        final = f"{context_block(passages, shown)}\n\n" + (final if memories else f"{QUESTION_LABEL}{final}")
     messages.append(Message(role="user", content=final))
     if summary and layout == "cache_stable":
         first = messages[1]  # the oldest verbatim user turn, or the question when no turn is verbatim

@@ -22,6 +22,7 @@ from anaphora.pipeline.prompt import (
     QUESTION_LABEL,
     build_messages,
     format_passage,
+    history_context,
     summary_label,
     system_text,
 )
@@ -201,6 +202,10 @@ class Budget(Stage):
         window = verbatim_window(
             state.turns_before, layout=layout, max_turns=settings.history_turns, min_turns=settings.history_min_turns
         )
+        loaded_from = state.turns_before - len(state.history) // 2  # index of the oldest turn in state.history
+        # 'cache_stable': the window goes on from where the previous one started, and never shows what the summary
+        # already holds
+        floor = max(state.previous_window_start or 0, state.summary_covers) - loaded_from
         plan = plan_prompt(
             count=self.model.count_tokens,
             budget=settings.context_window - settings.answer_max_tokens,
@@ -219,11 +224,20 @@ class Budget(Stage):
             memories=state.memory_passages,
             memory_budget=settings.memory_max_tokens,
             memory_framing=MEMORY_FRAMING + ("" if state.retrieves else QUESTION_LABEL),
+            history_excerpts=state.history_excerpts,
+            excerpt_text=history_context,
+            floor=floor,
+            answer_reserve=settings.answer_max_tokens,
         )
         decision = plan.decision
+        if layout == "cache_stable" and state.previous_window_start is not None:  # whatever moved the window
+            start = state.turns_before - decision.turns_kept
+            decision = decision.model_copy(update={"turns_folded": max(0, start - state.previous_window_start)})
+            plan = replace(plan, decision=decision)
         detail = f"{decision.used}/{decision.budget} tokens, {decision.turns_kept} turns"
-        if window.folded:
-            detail += f", {window.folded} older turn{'s' if window.folded > 1 else ''} left the window for the summary"
+        if decision.turns_folded:
+            folded = decision.turns_folded
+            detail += f", {folded} older turn{'s' if folded > 1 else ''} left the window for the summary"
         return StageResult(state.update(prompt=plan), "ok", detail)
 
 
@@ -274,6 +288,7 @@ class Generate(Stage):
             self.settings.prompt_layout,
             memories=plan.memories,
             profile=state.profile,
+            history_excerpts=plan.history_excerpts,
         )
         release = self.check.release(state) if self.check is not None and self.check.releases(state) else None
         generation = await generate(self.model, messages, self._options(state), release or state.deltas)

@@ -50,6 +50,9 @@ class TurnState:
     request: TurnRequest
     history: tuple[Message, ...] = ()
     turns_before: int = 0  # turns of the conversation before this one (``history`` may hold only the recent ones)
+    history_excerpts: tuple[tuple[Passage, ...], ...] = ()  # per turn of ``history``: the passages it showed
+    previous_window_start: int | None = None  # index of the oldest turn the previous turn's prompt showed verbatim
+    summary_covers: int = 0  # how many of the oldest turns the summary covers
     summary: str = ""
     route: Route | None = None
     plan: QueryPlan | None = None
