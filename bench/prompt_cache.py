@@ -2,21 +2,24 @@
 
     python bench/prompt_cache.py [--turns 20] [--fake-only]
 
-One scripted conversation over the sample docs (examples/docs), run in one process by two arms, turn by turn in
-alternation (arm A's turn k, arm B's turn k, ...), each arm with its own embedded SmolLM2 (its own llama.cpp
-context) and its own store:
+One scripted conversation over the sample docs (examples/docs), run in one process by three arms, turn by turn in
+alternation (arm A's turn k, arm B's turn k, ..., the order reversed every other turn), each arm with its own
+embedded SmolLM2 (its own llama.cpp context) and its own store:
 
-- ``cache_stable``: ``prompt_layout = "cache_stable"`` and saved KV states (``model_state_cache_mb`` 256);
-- ``sliding``: today's layout (``prompt_layout = "sliding"``, the summary in the system message, a window sliding
-  one turn per turn) and no saved states (``model_state_cache_mb = 0``): llama.cpp reuses only the live context,
-  which the follow-up's rewrite call has just overwritten.
+- ``cache_stable``: the default, ``prompt_layout = "cache_stable"`` (earlier turns shown with their excerpts) and
+  saved KV states (``model_state_cache_mb`` 256);
+- ``cache_stable_no_excerpts``: the same with ``history_excerpts = false`` (only this turn's excerpts);
+- ``sliding``: the layout before prompt caching (``prompt_layout = "sliding"``, the summary in the system message,
+  a window sliding one turn per turn) and no saved states (``model_state_cache_mb = 0``): llama.cpp reuses only
+  the live context, which the follow-up's rewrite call has just overwritten.
 
 Answers are generated (``answer_mode = "generate"``): with the embedded model the default is ``extractive``, which
 quotes passages and makes no answer call at all (a follow-up's only call is then its rewrite; that default is run
 too, and reported). The summary is drained between turns (as if the user were typing), so it never competes with a
 turn. Per turn: the answer call's prompt tokens, the tokens llama.cpp found in its KV cache, and the time to the
 answer's first token; the share of each follow-up's answer prompt that is a byte-identical prefix of the previous
-turn's answer prompt. The same script with the fake model gives that share for both layouts without a model.
+turn's answer prompt. The same script with the fake model gives that share for every arm without a model, and for
+other window and context settings (``WINDOWS``).
 """
 
 from __future__ import annotations
@@ -66,6 +69,11 @@ QUESTIONS = [
 ]
 ARMS = {
     "cache_stable": {"prompt_layout": "cache_stable", "model_state_cache_mb": 256},
+    "cache_stable_no_excerpts": {
+        "prompt_layout": "cache_stable",
+        "model_state_cache_mb": 256,
+        "history_excerpts": False,
+    },
     "sliding": {"prompt_layout": "sliding", "model_state_cache_mb": 0, "history_turns": 8},  # as before caching
 }
 
@@ -155,6 +163,9 @@ class Arm:
                 "turns_folded": budget.turns_folded if budget else 0,
                 "summary_tokens": budget.summary if budget else 0,
                 "retrieved": [p.id for p in result.trace.retrieved],
+                # the answer check's verdicts: how much of the generated answer its sources support
+                "units": sum(1 for v in result.trace.support if v.verdict != "filler"),
+                "supported_units": sum(1 for v in result.trace.support if v.verdict == "supported"),
                 "query": result.trace.query,
                 "query_status": query.status if (query := result.trace.stage("query")) else None,
             }
@@ -182,6 +193,9 @@ class Arm:
                 "first_answer_token_ms_p50": percentile(ttft, 50) if ttft else None,
                 "first_answer_token_ms_mean": round(statistics.fmean(ttft), 1) if ttft else None,
                 "turn_s_p50": percentile([t["turn_s"] for t in followups], 50) if followups else None,
+                "supported_unit_share": round(
+                    sum(t["supported_units"] for t in followups) / max(1, sum(t["units"] for t in followups)), 4
+                ),
             },
             "prefix_share_turns_9_20_mean": round(statistics.fmean(late), 4) if late else None,
             "summary_updates": int(summary_calls),

@@ -158,6 +158,11 @@ class Settings(BaseSettings):
         "answer finds its system prompt and history evaluated although a rewrite ran in between (0: off; the "
         "state of a prompt costs its tokens x the model's KV bytes per token, docs/architecture.md)",
     )
+    model_flash_attention: bool = Field(
+        default=True,
+        description="the in-process llama.cpp model uses flash attention: prompt evaluation 23-35% faster on this "
+        "project's 2-core CPU with SmolLM2, the more the longer the cached context (docs/benchmarks.md)",
+    )
     model_timeout_s: float = Field(default=120.0, gt=0, description="timeout of one chat-model call")
     context_window: int = Field(default=8192, ge=512, description="the chat model's context length in tokens")
     model_threads: int | None = Field(default=None, ge=1, description="CPU threads for the in-process model")
@@ -305,13 +310,19 @@ class Settings(BaseSettings):
     prompt_layout: PromptLayout = Field(
         default="cache_stable",
         description="how the generation prompt keeps its history: 'cache_stable' (the system prompt alone first; "
-        "each earlier turn is shown as it was asked, with its excerpts, so the prompt only grows at its end; the "
-        "verbatim window grows to history_turns (or until it no longer fits history_budget_tokens), then drops to "
-        "history_min_turns (or to half the room) at once, the dropped turns folded into the summary, which sits after "
-        "the system prompt and changes only at those folds: the previous turn's prompt stays a byte-identical prefix "
-        "for several turns, so llama.cpp's and providers' prefix caches hit) or 'sliding' (only this turn's excerpts; "
-        "the window slides one turn per turn and the summary, updated every turn, is part of the system message: the "
-        "layout before prompt caching, kept to measure against)",
+        "the verbatim window grows to history_turns (or until it no longer fits history_budget_tokens), then drops "
+        "to history_min_turns (or to half the room) at once, the dropped turns folded into the summary, which sits "
+        "after the system prompt and changes only at those folds: the prompt's start stays byte-identical for "
+        "several turns, so llama.cpp's and providers' prefix caches hit) or 'sliding' (the window slides one turn "
+        "per turn and the summary, updated every turn, is part of the system message: the layout before prompt "
+        "caching, kept to measure against)",
+    )
+    history_excerpts: bool = Field(
+        default=True,
+        description="with prompt_layout 'cache_stable', show each earlier verbatim turn as it was asked, with the "
+        "excerpts it was answered from (one an earlier turn shows is named, not repeated): the previous turn's whole "
+        "prompt is then a prefix of this one, and the model sees what it answered from; off, only this turn's "
+        "excerpts are shown, for shorter prompts (docs/benchmarks.md measures both)",
     )
     history_min_turns: int = Field(
         default=4,

@@ -15,6 +15,7 @@ from anaphora.pipeline.budget import MESSAGE_OVERHEAD, plan_prompt, verbatim_win
 from anaphora.pipeline.engine import TurnRequest
 from anaphora.pipeline.prompt import (
     CONTEXT_FRAMING,
+    CONTEXT_OPEN,
     SHOWN_ABOVE,
     SUMMARY_END,
     SUMMARY_HEADING,
@@ -291,6 +292,19 @@ async def test_the_prompt_grows_by_appending_between_folds(tmp_path) -> None:
     stage = results[9].trace.stage("budget")
     assert "5 older turns left the window for the summary" in stage.detail
     assert results[9].trace.budget.layout == "cache_stable"
+
+
+async def test_without_history_excerpts_earlier_turns_are_their_words_alone(tmp_path) -> None:
+    settings, model, results = await conversation(tmp_path, "cache_stable", history_excerpts=False)
+    answers = prompt_calls(model, settings.system_prompt)
+    folds = [i for i, r in enumerate(results) if r.trace.budget.turns_folded]
+    assert folds == [9, 14]  # the turn-count rule, as with excerpts
+    for i in range(1, len(answers)):
+        before, now = answers[i - 1].messages, answers[i].messages
+        assert CONTEXT_OPEN not in "".join(m.content for m in now[1:-1])  # only this turn's excerpts
+        if i not in folds:  # everything before the previous turn's own excerpts and question stays
+            assert now[: len(before) - 1] == before[:-1]
+    assert all(r.trace.budget.passages_shown_earlier == 0 for r in results)
 
 
 async def test_a_window_that_outgrows_the_budget_folds_in_a_block_with_its_summary_ready(tmp_path) -> None:

@@ -57,6 +57,7 @@ class LlamaCppChatModel:
         threads: int | None = None,
         name: str | None = None,
         state_cache_bytes: int = 256 * 2**20,
+        flash_attention: bool = True,
     ) -> None:
         """``state_cache_bytes``: the budget of saved KV states (0: only the live context is reused)."""
         self.model_path = Path(model_path).expanduser()
@@ -69,6 +70,7 @@ class LlamaCppChatModel:
         self.name = name or self.model_path.stem
         self.context_window = context_window
         self.threads = threads
+        self.flash_attention = flash_attention
         self._llama: Any = None
         self._formatter: Any = None  # the GGUF's chat template, when it has one
         self.states = KVStates(state_cache_bytes)
@@ -83,6 +85,7 @@ class LlamaCppChatModel:
                 model_path=str(self.model_path),
                 n_ctx=self.context_window,
                 n_threads=self.threads,
+                flash_attn=self.flash_attention,
                 verbose=False,
             )
         except (ValueError, RuntimeError, OSError) as exc:

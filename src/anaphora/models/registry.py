@@ -27,6 +27,7 @@ def _embedded(argument: str, settings: Settings) -> ChatModel:
         threads=settings.model_threads,
         name="smollm2-135m-instruct",
         state_cache_bytes=settings.model_state_cache_mb * 2**20,
+        flash_attention=settings.model_flash_attention,
     )
 
 
@@ -40,6 +41,7 @@ def _gguf(argument: str, settings: Settings) -> ChatModel:
         context_window=settings.context_window,
         threads=settings.model_threads,
         state_cache_bytes=settings.model_state_cache_mb * 2**20,
+        flash_attention=settings.model_flash_attention,
     )
 
 

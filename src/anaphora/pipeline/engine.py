@@ -284,9 +284,10 @@ class Engine:
                 request.user_id, request.conversation_id, last=self.settings.history_turns
             )
             history = turns_to_messages(stored)
-            if self.settings.prompt_layout == "cache_stable":  # each earlier turn is shown with its excerpts
-                excerpts = tuple(shown_passages(t) for t in stored)
+            if self.settings.prompt_layout == "cache_stable":
                 previous_start = previous_window_start(stored)
+                if self.settings.history_excerpts:  # each earlier turn is shown with its excerpts
+                    excerpts = tuple(shown_passages(t) for t in stored)
             if self.settings.summary and self.summaries is not None:
                 current = await self.summaries.summary(request.user_id, request.conversation_id)
                 summary, covers = (current.text, current.covers_turns) if current else ("", 0)
