@@ -6,9 +6,10 @@ One scripted conversation over the sample docs (examples/docs), run in one proce
 alternation (arm A's turn k, arm B's turn k, ..., the order reversed every other turn), each arm with its own
 embedded SmolLM2 (its own llama.cpp context) and its own store:
 
-- ``cache_stable``: the default, ``prompt_layout = "cache_stable"`` (earlier turns shown with their excerpts) and
-  saved KV states (``model_state_cache_mb`` 256);
-- ``cache_stable_no_excerpts``: the same with ``history_excerpts = false`` (only this turn's excerpts);
+- ``cache_stable``: the default, ``prompt_layout = "cache_stable"`` and saved KV states (``model_state_cache_mb``
+  256), ``history_excerpts = "auto"``: earlier turns with their excerpts for the fake model (it stands for a model
+  behind an API), without them for the embedded one;
+- ``cache_stable_excerpts``: the same with ``history_excerpts = "on"`` (the same as the default for the fake model);
 - ``sliding``: the layout before prompt caching (``prompt_layout = "sliding"``, the summary in the system message,
   a window sliding one turn per turn) and no saved states (``model_state_cache_mb = 0``): llama.cpp reuses only
   the live context, which the follow-up's rewrite call has just overwritten.
@@ -68,12 +69,8 @@ QUESTIONS = [
     "What changed in the latest release?",
 ]
 ARMS = {
-    "cache_stable": {"prompt_layout": "cache_stable", "model_state_cache_mb": 256},
-    "cache_stable_no_excerpts": {
-        "prompt_layout": "cache_stable",
-        "model_state_cache_mb": 256,
-        "history_excerpts": False,
-    },
+    "cache_stable": {"prompt_layout": "cache_stable", "model_state_cache_mb": 256},  # excerpts: 'auto'
+    "cache_stable_excerpts": {"prompt_layout": "cache_stable", "model_state_cache_mb": 256, "history_excerpts": "on"},
     "sliding": {"prompt_layout": "sliding", "model_state_cache_mb": 0, "history_turns": 8},  # as before caching
 }
 

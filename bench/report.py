@@ -443,8 +443,10 @@ the turns that need retrieval.**
 
 
 ARM_NOTES = {
-    "cache_stable": "the default: earlier turns shown as asked, with their excerpts; saved KV states",
-    "cache_stable_no_excerpts": "the same layout with `history_excerpts = false`: only this turn's excerpts",
+    "cache_stable": "the default (`history_excerpts = auto`: with excerpts for the fake model, which stands for an "
+    "API model; without them for the embedded one); saved KV states",
+    "cache_stable_excerpts": "the same with `history_excerpts = on`: earlier turns shown as asked, with their excerpts",
+    "cache_stable_no_excerpts": "the same layout with `history_excerpts = off`: only this turn's excerpts",
     "sliding": "the layout before this issue: summary in the system message, window sliding a turn per turn, "
     "llama.cpp reusing only its live context",
 }

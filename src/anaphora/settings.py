@@ -317,12 +317,14 @@ class Settings(BaseSettings):
         "per turn and the summary, updated every turn, is part of the system message: the layout before prompt "
         "caching, kept to measure against)",
     )
-    history_excerpts: bool = Field(
-        default=True,
-        description="with prompt_layout 'cache_stable', show each earlier verbatim turn as it was asked, with the "
-        "excerpts it was answered from (one an earlier turn shows is named, not repeated): the previous turn's whole "
-        "prompt is then a prefix of this one, and the model sees what it answered from; off, only this turn's "
-        "excerpts are shown, for shorter prompts (docs/benchmarks.md measures both)",
+    history_excerpts: Literal["auto", "on", "off"] = Field(
+        default="auto",
+        description="with prompt_layout 'cache_stable', whether each earlier verbatim turn is shown as it was asked, "
+        "with the excerpts it was answered from (one an earlier turn shows is named, not repeated): the previous "
+        "turn's whole prompt is then a prefix of this one, and the model sees what it answered from, at about three "
+        "times the prompt tokens, most of them cached. 'auto': on for a model behind an API (openai:, anthropic:, "
+        "whose caches serve those tokens cheaply), off for a model run in this process (embedded, gguf:), which "
+        "computes every token of its context and was measured slower with them (docs/benchmarks.md)",
     )
     history_min_turns: int = Field(
         default=4,
@@ -502,6 +504,16 @@ class Settings(BaseSettings):
     def memory_ttl_s(self) -> float | None:
         """``memory_ttl_days`` in seconds (None: memories are kept until forgotten or erased)."""
         return None if self.memory_ttl_days is None else self.memory_ttl_days * 86400.0
+
+    @property
+    def shows_history_excerpts(self) -> bool:
+        """``history_excerpts``, with 'auto' decided by where the chat model runs."""
+        if self.prompt_layout != "cache_stable" or self.history_excerpts == "off":
+            return False
+        if self.history_excerpts == "on":
+            return True
+        model = self.chat_model.strip()
+        return not (model == "embedded" or model.startswith("gguf:"))
 
     @property
     def effective_answer_mode(self) -> Literal["generate", "extractive", "auto"]:

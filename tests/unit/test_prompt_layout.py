@@ -53,6 +53,15 @@ def test_the_window_grows_to_the_maximum_then_drops_to_the_minimum_in_one_block(
     assert verbatim_window(9, layout="cache_stable", max_turns=8, min_turns=4).folded == 5
 
 
+def test_the_window_goes_on_from_where_the_previous_one_started() -> None:
+    # after a fold the budget made (the window started at turn 3), the turn-count rule counts from there
+    rule = {"layout": "cache_stable", "max_turns": 8, "min_turns": 4}
+    assert [window_start(n, previous=3, **rule) for n in (9, 11, 12)] == [3, 3, 8]
+    assert verbatim_window(12, previous=3, **rule).folded == 5
+    assert verbatim_window(11, previous=3, **rule).folded == 0
+    assert window_start(12, previous=3, layout="sliding", max_turns=8, min_turns=4) == 4  # sliding ignores it
+
+
 def test_the_sliding_layout_drops_one_turn_per_turn() -> None:
     starts = [window_start(n, layout="sliding", max_turns=8, min_turns=4) for n in range(15)]
     assert starts == [0] * 9 + [1, 2, 3, 4, 5, 6]
@@ -295,7 +304,7 @@ async def test_the_prompt_grows_by_appending_between_folds(tmp_path) -> None:
 
 
 async def test_without_history_excerpts_earlier_turns_are_their_words_alone(tmp_path) -> None:
-    settings, model, results = await conversation(tmp_path, "cache_stable", history_excerpts=False)
+    settings, model, results = await conversation(tmp_path, "cache_stable", history_excerpts="off")
     answers = prompt_calls(model, settings.system_prompt)
     folds = [i for i, r in enumerate(results) if r.trace.budget.turns_folded]
     assert folds == [9, 14]  # the turn-count rule, as with excerpts
@@ -394,3 +403,20 @@ async def test_follow_ups_report_cached_prompt_tokens_in_the_trace_and_the_count
     assert metrics.value("anaphora_model_prompt_tokens_total", purpose="answer", cached="true") == cached
     assert metrics.value("anaphora_model_prompt_tokens_total", purpose="answer", cached="false") == uncached
     assert metrics.value("anaphora_model_prompt_tokens_total", purpose="rewrite", cached="false") > 0
+
+
+@pytest.mark.parametrize(
+    ("chat_model", "setting", "layout", "shown"),
+    [
+        ("embedded", "auto", "cache_stable", False),  # computes every context token in this process
+        ("gguf:/models/m.gguf", "auto", "cache_stable", False),
+        ("openai:gpt-4o-mini", "auto", "cache_stable", True),  # a provider's cache serves them cheaply
+        ("anthropic:claude-sonnet-4-5", "auto", "cache_stable", True),
+        ("embedded", "on", "cache_stable", True),
+        ("openai:gpt-4o-mini", "off", "cache_stable", False),
+        ("openai:gpt-4o-mini", "on", "sliding", False),  # only the cache-stable layout keeps them
+    ],
+)
+def test_history_excerpts_auto_follows_where_the_model_runs(chat_model, setting, layout, shown) -> None:
+    settings = load_settings(chat_model=chat_model, history_excerpts=setting, prompt_layout=layout)
+    assert settings.shows_history_excerpts is shown

@@ -162,3 +162,14 @@ async def test_run_many_fuses_queries_and_accepts_explicit_weights(app: Componen
     assert only_first[0].id == "cooking.md#1"
     with pytest.raises(ValueError, match="3 weights for 2"):
         await r.run_many([*queries, queries[0]], weights=[1.0, 1.0, 1.0])  # duplicates count once
+
+
+async def test_a_message_clearer_than_its_expansion_is_retrieved_alone(app: Components, monkeypatch):
+    r = retriever(app)
+    message, expansion = "sourdough bread oven", "invoices emailed monthly"  # an expansion that drifted away
+    margins = iter([0.1, 0.3] * 2)  # the dense heads' margins, in query order: the message's is the clearer
+    monkeypatch.setattr("anaphora.retrieval.hybrid.head_margin", lambda dense: next(margins))
+    guarded = await r.run_many([expansion, message], message=message)
+    assert [p.id for p in guarded] == [p.id for p in await r.run(message)]
+    unguarded = await r.run_many([expansion, message])  # the user's words not named: the weighted fusion
+    assert unguarded[0].id == "faq-1"  # the expansion leads

@@ -65,3 +65,16 @@ def test_plan_lead_goes_first_and_query_stays_the_rewrite():
     assert plan.query == "rewrite text"
     assert plan.queries == ["expanded text", "rewrite text", "message"]
     assert QueryPlan("q", "question", alternates=("m",)).queries == ["q", "m"]
+
+
+def test_a_message_at_least_as_clear_as_its_expansion_is_retrieved_alone():
+    expansion, message = head_margin(VAGUE), head_margin(CLEAR)
+    assert query_weights([expansion, message], 0.5, message=1) == [0.0, 1.0]
+    assert query_weights([0.2, 0.2], 0.5, message=1) == [0.0, 1.0]  # as clear: the user's words win the tie
+    # vaguer than the expansion: the usual weights, the message as an alternate
+    assert query_weights([message, expansion], 0.5, message=1) == query_weights([message, expansion], 0.5)
+    # with a rewrite riding along (lead, rewrite, message): every phrasing vaguer than the message gives way
+    assert query_weights([0.1, 0.3, 0.2], 0.5, message=2) == [0.0, 0.0, 1.0]
+    # the message leading, or unknown, or without a margin: nothing changes
+    assert query_weights([0.1, 0.3], 0.5, message=0) == query_weights([0.1, 0.3], 0.5)
+    assert query_weights([0.1, None], 0.5, message=1) == [1.0, 0.5]

@@ -46,20 +46,30 @@ class VerbatimWindow:
     folded: int
 
 
-def window_start(turns_before: int, *, layout: PromptLayout, max_turns: int, min_turns: int) -> int:
-    """Index of the oldest turn that may be verbatim when ``turns_before`` turns came before this one."""
+def window_start(
+    turns_before: int, *, layout: PromptLayout, max_turns: int, min_turns: int, previous: int | None = None
+) -> int:
+    """Index of the oldest turn that may be verbatim when ``turns_before`` turns came before this one. With
+    ``cache_stable`` and ``previous`` (where the previous turn's window started, whatever moved it there) the window
+    keeps that start until it would exceed ``max_turns``, then drops to ``min_turns``; without it, the same rule on
+    a fixed grid of blocks."""
     if turns_before <= max_turns:
         return 0
     if layout == "sliding":
         return turns_before - max_turns
+    if previous is not None:
+        return previous if turns_before - previous <= max_turns else turns_before - min_turns
     block = max_turns - min_turns + 1  # the window runs min_turns ... max_turns, then folds a block
     return (turns_before - min_turns) // block * block
 
 
-def verbatim_window(turns_before: int, *, layout: PromptLayout, max_turns: int, min_turns: int) -> VerbatimWindow:
-    start = window_start(turns_before, layout=layout, max_turns=max_turns, min_turns=min_turns)
-    previous = window_start(max(0, turns_before - 1), layout=layout, max_turns=max_turns, min_turns=min_turns)
-    return VerbatimWindow(start, start - previous)
+def verbatim_window(
+    turns_before: int, *, layout: PromptLayout, max_turns: int, min_turns: int, previous: int | None = None
+) -> VerbatimWindow:
+    start = window_start(turns_before, layout=layout, max_turns=max_turns, min_turns=min_turns, previous=previous)
+    if previous is None:
+        previous = window_start(max(0, turns_before - 1), layout=layout, max_turns=max_turns, min_turns=min_turns)
+    return VerbatimWindow(start, max(0, start - previous))
 
 
 def truncate_to_tokens(text: str, limit: int, count: TokenCounter) -> str:

@@ -286,7 +286,7 @@ class Engine:
             history = turns_to_messages(stored)
             if self.settings.prompt_layout == "cache_stable":
                 previous_start = previous_window_start(stored)
-                if self.settings.history_excerpts:  # each earlier turn is shown with its excerpts
+                if self.settings.shows_history_excerpts:  # each earlier turn is shown with its excerpts
                     excerpts = tuple(shown_passages(t) for t in stored)
             if self.settings.summary and self.summaries is not None:
                 current = await self.summaries.summary(request.user_id, request.conversation_id)
@@ -347,15 +347,16 @@ class Engine:
         verbatim window (with 'cache_stable', a block boundary, so the summary changes only there), and those the
         budget evicted from this turn's prompt."""
         settings = self.settings
+        decision = state.prompt.decision if state.prompt else None
+        start = turns_before - decision.turns_kept if decision else turns_before  # this turn's window start
         next_start = window_start(
             turns_before + 1,
             layout=settings.prompt_layout,
             max_turns=settings.history_turns,
             min_turns=settings.history_min_turns,
+            previous=start if settings.prompt_layout == "cache_stable" and decision else None,
         )
-        decision = state.prompt.decision if state.prompt else None
-        kept = decision.turns_kept - decision.turns_to_fold_next if decision else 0
-        return max(next_start, turns_before - kept)
+        return max(next_start, start + (decision.turns_to_fold_next if decision else 0))
 
     def _schedule_memory(self, state: TurnState) -> None:
         """Remember the stored turn after the answer, observed like every stage (fail-open, counted)."""

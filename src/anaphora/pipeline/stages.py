@@ -129,7 +129,7 @@ class Retrieve(Stage):
 
     async def run(self, state: TurnState) -> StageResult:
         assert state.plan is not None  # the query stage ran (or fell back) before
-        candidates = await self.retriever.run_many(state.plan.queries)
+        candidates = await self.retriever.run_many(state.plan.queries, message=state.question)
         return StageResult(state.update(candidates=tuple(candidates)), "ok", f"{len(candidates)} candidates")
 
 
@@ -199,13 +199,20 @@ class Budget(Stage):
     async def run(self, state: TurnState) -> StageResult:
         settings = self.settings
         layout = settings.prompt_layout
-        window = verbatim_window(
-            state.turns_before, layout=layout, max_turns=settings.history_turns, min_turns=settings.history_min_turns
-        )
-        loaded_from = state.turns_before - len(state.history) // 2  # index of the oldest turn in state.history
         # 'cache_stable': the window goes on from where the previous one started, and never shows what the summary
         # already holds
-        floor = max(state.previous_window_start or 0, state.summary_covers) - loaded_from
+        previous = state.previous_window_start if layout == "cache_stable" else None
+        if previous is not None:
+            previous = max(previous, state.summary_covers)
+        window = verbatim_window(
+            state.turns_before,
+            layout=layout,
+            max_turns=settings.history_turns,
+            min_turns=settings.history_min_turns,
+            previous=previous,
+        )
+        loaded_from = state.turns_before - len(state.history) // 2  # index of the oldest turn in state.history
+        floor = max(window.start, state.summary_covers) - loaded_from
         plan = plan_prompt(
             count=self.model.count_tokens,
             budget=settings.context_window - settings.answer_max_tokens,
@@ -230,7 +237,7 @@ class Budget(Stage):
             answer_reserve=settings.answer_max_tokens,
         )
         decision = plan.decision
-        if layout == "cache_stable" and state.previous_window_start is not None:  # whatever moved the window
+        if previous is not None:  # against the previous turn's window, whatever moved it
             start = state.turns_before - decision.turns_kept
             decision = decision.model_copy(update={"turns_folded": max(0, start - state.previous_window_start)})
             plan = replace(plan, decision=decision)

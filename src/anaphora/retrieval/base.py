@@ -11,7 +11,11 @@ from anaphora.types import Passage
 class Retriever(Protocol):
     """Ranks passages for one or more queries of the same turn, their rankings fused into one list, best first.
 
-    Rules: ``run_many`` never mutates its inputs; an empty corpus gives ``[]``, not an error.
+    Rules: ``run_many`` never mutates its inputs; an empty corpus gives ``[]``, not an error. ``message`` is the
+    user's message as typed, when it is one of the queries: a phrasing of it (an expansion, a rewrite) whose own
+    ranking is less sure of its head than the message's never outweighs it.
     """
 
-    async def run_many(self, queries: Sequence[str], *, limit: int | None = None) -> list[Passage]: ...
+    async def run_many(
+        self, queries: Sequence[str], *, limit: int | None = None, message: str | None = None
+    ) -> list[Passage]: ...

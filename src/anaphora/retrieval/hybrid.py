@@ -109,20 +109,30 @@ class HybridRetriever:
         )
 
     async def run_many(
-        self, queries: Sequence[str], *, limit: int | None = None, weights: Sequence[float] | None = None
+        self,
+        queries: Sequence[str],
+        *,
+        limit: int | None = None,
+        message: str | None = None,
+        weights: Sequence[float] | None = None,
     ) -> list[Passage]:
         """Several phrasings of one need (e.g. a history-expanded query, then the bare message): each is retrieved
         and the rankings are fused by reciprocal rank fusion, the first query at weight 1 and each other one at
         ``alternate_query_weight`` scaled by how clear its dense list's head is against the first query's
-        (:mod:`anaphora.retrieval.query_fusion`), never above 1. ``weights`` (one per distinct query, in order)
-        overrides that, for experiments."""
+        (:mod:`anaphora.retrieval.query_fusion`), never above 1; when ``message`` (the user's words) is one of them
+        and its head is at least as clear as the first query's, it is retrieved alone. ``weights`` (one per
+        distinct query, in order) overrides that, for experiments."""
         limit = limit or self.settings.candidates
         queries = list(dict.fromkeys(q for q in queries if q.strip()))
         if len(queries) <= 1:
             return await self.run(queries[0] if queries else "", limit=limit)
         rankings, dense = await self._search_with_dense(queries, max(LIST_DEPTH, limit))
         if weights is None:
-            weights = query_weights([head_margin(d) for d in dense], self.settings.alternate_query_weight)
+            weights = query_weights(
+                [head_margin(d) for d in dense],
+                self.settings.alternate_query_weight,
+                message=queries.index(message) if message in queries else None,
+            )
         elif len(weights) != len(queries):
             raise ValueError(f"{len(weights)} weights for {len(queries)} distinct queries")
         by_id = {p.id: p for ranking in reversed(rankings) for p in ranking}

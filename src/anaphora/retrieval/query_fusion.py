@@ -16,6 +16,12 @@ score scale.
 head is clearer than the main query's, loses it when vaguer, and never outweighs the main query (so an expansion
 never outweighs a message that stands alone). ``prior`` is the setting ``alternate_query_weight``. Without margins
 (BM25-only retrieval, an empty list) the alternate gets the prior.
+
+One exception makes the stage never worse than the bare message where the evidence says so: when the message as
+the user typed it is an alternate and its head is at least as clear as the main query's (a history expansion or a
+rewrite that made it vaguer, typically a message that stood alone although it did not look it), the message is
+retrieved alone (weight 1, every other query 0). Measured on both dev domains against the weighted fusion alone
+(docs/benchmarks.md, issue 13): it removes most of the follow-ups the expansion harmed.
 """
 
 from __future__ import annotations
@@ -39,11 +45,14 @@ SHARPNESS = 1.0  # exponent of the margin ratio (2 was measured and not adopted;
 CAP = 1.0  # an alternate never outweighs the lead
 
 
-def query_weights(margins: Sequence[float | None], prior: float) -> list[float]:
-    """Weights for the main query (first, always 1) and each alternate, from their lists' head margins."""
+def query_weights(margins: Sequence[float | None], prior: float, *, message: int | None = None) -> list[float]:
+    """Weights for the main query (first, 1) and each alternate, from their lists' head margins; ``message``: the
+    index of the user's message as typed, when it is an alternate."""
     if not margins:
         return []
     main = margins[0]
+    if message and main is not None and (own := margins[message]) is not None and own >= main:
+        return [1.0 if index == message else 0.0 for index in range(len(margins))]
     weights = [1.0]
     for margin in margins[1:]:
         if main is None or margin is None or main <= 0:
