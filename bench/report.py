@@ -466,7 +466,7 @@ def prompt_cache_section() -> str:
             ARM_NOTES.get(arm, ""),
             r["prefix_share_turns_9_20_mean"],
             r["followups"]["reuse_share_mean"],
-            r["followups"]["prompt_tokens_mean"],
+            round(r["followups"]["prompt_tokens_mean"]),
             r["summary_updates"],
         ]
         for arm, r in fake.items()
@@ -474,7 +474,13 @@ def prompt_cache_section() -> str:
     fake_header = ["arm", "what", f"prefix share, turns 9-{turns}", "reuse share", "prompt tokens", "summary updates"]
     sweep = data.get("fake_windows", {})
     sweep_rows = [
-        [label, r["prefix_share_turns_9_20_mean"], r["reuse_share_mean"], r["prompt_tokens_mean"], r["folds_at_turns"]]
+        [
+            label,
+            r["prefix_share_turns_9_20_mean"],
+            r["reuse_share_mean"],
+            round(r["prompt_tokens_mean"]),
+            r["folds_at_turns"],
+        ]
         for label, r in sweep.items()
     ]
     sweep_header = [
@@ -532,7 +538,7 @@ turns 9-20, which alone caps the mean near 0.7. Other windows and context sizes,
             [
                 arm,
                 f["reuse_share_mean"],
-                f["prompt_tokens_mean"],
+                round(f["prompt_tokens_mean"]),
                 ms(p50),
                 round(p50 / base, 3) if p50 and base else None,
                 embedded[arm]["prefix_share_turns_9_20_mean"],
@@ -605,7 +611,7 @@ def ms(value: float | None) -> int | None:
 
 def embedded_s(data: dict) -> str:
     seconds = data.get("embedded_s")
-    return f"{seconds / 60:.0f} minutes for both arms" if seconds else "both arms"
+    return f"{seconds / 60:.0f} minutes for all arms" if seconds else "all arms"
 
 
 def verdict(met: bool) -> str:
