@@ -3,7 +3,9 @@ at no model cost.
 
 Sentences (and whole code blocks) are scored by embedding similarity to the turn's *retrieval query* (the rewrite
 or expansion, so "And on ARM?" pulls the ARM sentences) and to the question, plus lexical overlap with the query;
-MMR keeps them from repeating each other; the chosen ones are shown in their passages' order.
+MMR keeps them from repeating each other; the chosen ones are shown in their passages' order. A sentence that asks
+a question (an FAQ heading, a question the user asked in an earlier conversation, recalled as a memory) answers
+nothing and is never quoted.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ class ExtractiveAnswerer:
         for rank, passage in enumerate(passages):
             for position, unit in enumerate(split_units(passage.text)):
                 text = unit.text.strip()
-                if unit.kind == "code" or len(text.split()) >= MIN_WORDS:
+                if unit.kind == "code" or (len(text.split()) >= MIN_WORDS and not text.endswith("?")):
                     found.append((passage, rank, position, text, unit.kind))
         return found
 
