@@ -9,6 +9,7 @@ from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 
 from anaphora.models.base import ChatOptions, ChatReply, ChatStream, Usage, approx_tokens
+from anaphora.pipeline.prompt import SHOWN_ABOVE
 from anaphora.types import Message
 
 Reply = str | BaseException | Callable[[Sequence[Message]], str]
@@ -23,9 +24,6 @@ class RecordedCall:
     @property
     def prompt(self) -> str:
         return "\n".join(f"{m.role}: {m.content}" for m in self.messages)
-
-
-SHOWN_ABOVE = "(shown above)"  # how the prompt names an excerpt an earlier turn shows (anaphora.pipeline.prompt)
 
 
 def echo_first_context(messages: Sequence[Message]) -> str:
