@@ -118,6 +118,7 @@ def plan_prompt(
     history_excerpts: Sequence[Sequence[Passage]] = (),
     excerpt_text: Callable[[Sequence[Passage], Collection[str]], str] | None = None,
     floor: int = 0,
+    previous_start: int | None = None,
     answer_reserve: int = 0,
 ) -> PromptPlan:
     """Fit everything into ``budget`` tokens; ``history`` is user/assistant pairs, oldest first, of which the newest
@@ -127,8 +128,10 @@ def plan_prompt(
     or none) are the passages each earlier turn showed; a verbatim turn shows them again as
     ``excerpt_text(passages, ids older verbatim turns show)`` renders them, and costs that. With ``cache_stable``,
     ``floor`` is the index in ``history`` of the oldest turn the window may show (where the previous turn's window
-    started, or the end of the summary) and ``answer_reserve`` the answer's cap, to foresee the next turn's fold.
-    ``layout`` and ``turns_folded`` (the window rule's) are recorded in the decision."""
+    started, or the end of the summary), ``previous_start`` the index where the previous turn's window started
+    (then ``turns_folded`` counts the turns that left the window since, whatever moved it) and ``answer_reserve``
+    the answer's cap, to foresee the next turn's fold. ``layout`` and ``turns_folded`` (else the window rule's) are
+    recorded in the decision."""
     cost = lambda text: count(text) + MESSAGE_OVERHEAD  # noqa: E731
     system_cost, question_cost = cost(system), cost(question) + count(framing)
     if system_cost + question_cost > budget:
@@ -228,7 +231,7 @@ def plan_prompt(
         turns_beyond_window=beyond_window,
         summary_truncated=truncated,
         layout=layout,
-        turns_folded=turns_folded,
+        turns_folded=turns_folded if previous_start is None else max(0, start - previous_start),
         memory=memory_cost,
         memory_kept=len(kept_memories),
         passages_shown_earlier=shown_earlier,

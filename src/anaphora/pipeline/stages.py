@@ -212,7 +212,6 @@ class Budget(Stage):
             previous=previous,
         )
         loaded_from = state.turns_before - len(state.history) // 2  # index of the oldest turn in state.history
-        floor = max(window.start, state.summary_covers) - loaded_from
         plan = plan_prompt(
             count=self.model.count_tokens,
             budget=settings.context_window - settings.answer_max_tokens,
@@ -233,14 +232,11 @@ class Budget(Stage):
             memory_framing=MEMORY_FRAMING + ("" if state.retrieves else QUESTION_LABEL),
             history_excerpts=state.history_excerpts,
             excerpt_text=history_context,
-            floor=floor,
+            floor=max(window.start, state.summary_covers) - loaded_from,
+            previous_start=None if previous is None else state.previous_window_start - loaded_from,
             answer_reserve=settings.answer_max_tokens,
         )
         decision = plan.decision
-        if previous is not None:  # against the previous turn's window, whatever moved it
-            start = state.turns_before - decision.turns_kept
-            decision = decision.model_copy(update={"turns_folded": max(0, start - state.previous_window_start)})
-            plan = replace(plan, decision=decision)
         detail = f"{decision.used}/{decision.budget} tokens, {decision.turns_kept} turns"
         if decision.turns_folded:
             folded = decision.turns_folded
