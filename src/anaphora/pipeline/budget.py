@@ -13,6 +13,7 @@ prompt, summary, the oldest verbatim turns) stays byte-identical between folds; 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
@@ -182,6 +183,7 @@ def plan_prompt(
     words = [sum(cost(m.content) for m in turn) for turn in turns]
     words.append(cost(question) + answer_reserve + MESSAGE_OVERHEAD)  # this turn, as the next turn will show it
     excerpts.append(tuple(kept_passages))
+    excerpt_tokens = functools.cache(count)  # the same turn's excerpts are costed for several candidate starts
 
     def window_from(start: int, stop: int) -> int:
         """The cost of turns ``start``...``stop - 1`` verbatim, each with the excerpts it showed."""
@@ -190,7 +192,7 @@ def plan_prompt(
         for index in range(start, stop):
             tokens += words[index]
             if excerpts[index] and excerpt_text is not None:
-                tokens += count(excerpt_text(excerpts[index], shown))
+                tokens += excerpt_tokens(excerpt_text(excerpts[index], shown))
             shown.update(p.id for p in excerpts[index])
         return tokens
 
