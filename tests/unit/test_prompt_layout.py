@@ -60,6 +60,9 @@ def test_the_window_goes_on_from_where_the_previous_one_started() -> None:
     assert verbatim_window(12, previous=3, **rule).folded == 5
     assert verbatim_window(11, previous=3, **rule).folded == 0
     assert window_start(12, previous=3, layout="sliding", max_turns=8, min_turns=4) == 4  # sliding ignores it
+    # a budget fold before the window reached max_turns: the window does not grow back over the folded turns
+    assert [window_start(n, previous=3, **rule) for n in (4, 6, 8)] == [3, 3, 3]
+    assert window_start(6, **rule) == 0  # unknown previous start: the fixed grid
 
 
 def test_the_sliding_layout_drops_one_turn_per_turn() -> None:

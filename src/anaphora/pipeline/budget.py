@@ -54,12 +54,12 @@ def window_start(
     ``cache_stable`` and ``previous`` (where the previous turn's window started, whatever moved it there) the window
     keeps that start until it would exceed ``max_turns``, then drops to ``min_turns``; without it, the same rule on
     a fixed grid of blocks."""
+    if layout == "cache_stable" and previous is not None:  # a budget fold may have moved it before max_turns
+        return previous if turns_before - previous <= max_turns else turns_before - min_turns
     if turns_before <= max_turns:
         return 0
     if layout == "sliding":
         return turns_before - max_turns
-    if previous is not None:
-        return previous if turns_before - previous <= max_turns else turns_before - min_turns
     block = max_turns - min_turns + 1  # the window runs min_turns ... max_turns, then folds a block
     return (turns_before - min_turns) // block * block
 
