@@ -349,6 +349,25 @@ def test_closing_the_tab_mid_answer_still_stores_the_turn(slow_server: ServicePr
     assert turns and turns[0]["answer"] and turns[0]["citations"]
 
 
+def test_the_composer_waits_until_the_conversation_on_screen_has_loaded(dev_server: ServiceProcess, open_page):
+    """Loading a conversation replaces the turn list: a question sent while it loads would vanish from the page."""
+    created = httpx.post(f"{dev_server.url}/v1/conversations", json={}).json()
+    httpx.post(f"{dev_server.url}/v1/conversations/{created['id']}/messages", json={"content": FIRST}, timeout=60)
+    page, _ = open_page(dev_server, viewport=DESKTOP)
+    held = []
+    page.route(f"**/v1/conversations/{created['id']}", lambda route: held.append(route))
+    page.goto(f"/#/c/{created['id']}")
+    page.wait_for_function("() => document.getElementById('app').hidden === false")
+    page.wait_for_timeout(200)
+    assert held, "the page did not ask for the conversation"
+    assert page.locator("#question").is_disabled() and page.locator("#send").is_disabled()
+    held[0].continue_()
+    page.locator("#turns .turn").first.wait_for()
+    assert page.locator("#question").is_enabled()
+    ask(page, FOLLOW_UP)
+    assert page.locator("#turns .turn").count() == 2
+
+
 def test_conversations_are_renamed_deleted_and_paginated(dev_server: ServiceProcess, open_page) -> None:
     for n in range(23):
         httpx.post(f"{dev_server.url}/v1/conversations", json={"title": f"older {n:02d}"}).raise_for_status()

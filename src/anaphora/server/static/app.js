@@ -41,6 +41,13 @@ function setTitle(title) {
   document.title = title ? `${title} · Anaphora` : "Anaphora";
 }
 
+/** The composer takes a question only once the conversation on screen has loaded: loading it replaces the turn
+ * list, which would wipe a question sent while it loaded. */
+function composerReady(ready) {
+  $("question").disabled = !ready;
+  $("send").disabled = !ready;
+}
+
 async function open(id) {
   hideError();
   conversationId = id;
@@ -49,8 +56,11 @@ async function open(id) {
   if (!id) {
     setTitle("");
     showTurns([]);
+    composerReady(true);
+    $("question").focus();
     return;
   }
+  composerReady(false);
   try {
     const conversation = await api.request("GET", `v1/conversations/${encodeURIComponent(id)}`);
     if (conversationId !== id) return;
@@ -62,6 +72,7 @@ async function open(id) {
     showTurns([]);
     showError(error);
   }
+  composerReady(true);
   $("question").focus();
 }
 
