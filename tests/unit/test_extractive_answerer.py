@@ -30,3 +30,35 @@ async def test_only_questions_give_no_answer() -> None:
     asked = Passage(id="memory:2", text="Which chart version should I run on ARM nodes?")
     answerer = ExtractiveAnswerer(HashingEmbedder(), min_relevance=0.0)
     assert await answerer.answer("chart version ARM", "Which chart version on ARM?", [asked]) is None
+
+
+async def test_the_most_relevant_point_leads_and_the_others_keep_their_passages_order() -> None:
+    """A recalled memory is shown after the documents; when it is what answers the question, it leads the answer."""
+    document = Passage(
+        id="install.md#2", text="Chart version 2.8.0 ships Kestrel 3.4.1 and lists its values in a table."
+    )
+    other = Passage(id="upgrading.md#1", text="Upgrading the chart replaces one agent pod at a time on each node.")
+    memory = Passage(id="memory:3", text="The user's chart version is 2.7.1 on the staging cluster.")
+    answer = await ExtractiveAnswerer(HashingEmbedder(), min_relevance=0.0).answer(
+        "user's chart version staging", "Which chart version does the user run on staging?", [document, other], [memory]
+    )
+    assert answer is not None
+    ids = [point.passage_id for point in answer.points]
+    assert ids[0] == "memory:3"
+    assert answer.text.startswith("The user's chart version is 2.7.1")
+    rest = [(p.order, p.position) for p in answer.points[1:]]
+    assert rest == sorted(rest) and len(rest) >= 1
+
+
+async def test_a_sentence_that_introduces_what_follows_is_not_quoted_alone() -> None:
+    passage = Passage(
+        id="upgrading.md#6",
+        text="Upgrade the chart release with the following command:\n\n"
+        "```bash\nhelm upgrade kestrel kestrel/kestrel\n```\n\nThe upgrade replaces one agent pod at a time.",
+    )
+    answer = await ExtractiveAnswerer(HashingEmbedder(), min_relevance=0.0).answer(
+        "upgrade the chart release", "How do I upgrade the chart release?", [passage]
+    )
+    assert answer is not None
+    assert all(not point.text.endswith(":") for point in answer.points)
+    assert any(point.kind == "code" for point in answer.points)

@@ -9,7 +9,7 @@ import pytest
 
 from anaphora.pipeline.rewrite import HistoryExpansion
 from anaphora.retrieval.bm25 import BM25Index
-from anaphora.retrieval.terms import GENERIC_BELOW, disambiguating, specificity, word_specificity
+from anaphora.retrieval.terms import GENERIC_BELOW, disambiguating, on_topic, specificity, word_specificity
 from anaphora.types import Message
 
 pytestmark = pytest.mark.unit
@@ -106,3 +106,35 @@ def test_a_short_message_naming_something_specific_stands_alone():
     assert expansion.stands_alone("What is prod007x and why is it slow?")  # "it" is the prod007x just named
     assert not expansion.stands_alone("Why is it slow on prod007x?")  # "it" comes first: something earlier
     assert not HistoryExpansion().stands_alone("What is prod007x?")  # without statistics, word count decides
+
+
+def history_docs() -> BM25Index:
+    """Ten passages on the Byzantine empire, one thanking a clarifier, and unrelated filler."""
+    texts = [f"the byzantine empire and its capital constantinople, part {i}" for i in range(6)]
+    texts += [f"the eastern roman empire was called byzantine by later historians, note {i}" for i in range(4)]
+    texts += ["thanks to the clarifying remarks of the editor"]
+    texts += [f"filler passage {i} about gardening and tomatoes" for i in range(89)]
+    return BM25Index.build(np.arange(len(texts)), texts)
+
+
+def test_feedback_counts_each_token_in_the_passages_a_query_finds():
+    index = history_docs()
+    support = index.feedback(["byzantin", "empir"], ["byzantin", "roman", "thank", "tomato", "nowher"], 10)
+    assert support == {"byzantin": 10, "roman": 4, "thank": 0, "tomato": 0, "nowher": 0}
+    assert index.feedback(["nowher"], ["byzantin"], 10) == {"byzantin": 0}  # the query finds nothing
+    assert index.search("byzantine empire", 3) == [(k, s) for k, s in index.search("byzantine empire", 10)[:3]]
+
+
+def test_only_words_that_co_occur_with_the_conversations_topic_join_the_expansion():
+    """The talk around a topic ("thanks for clarifying") is specific in the corpus, but no topic passage has it."""
+    index = history_docs()
+    words = ["Thanks", "clarifying", "eastern", "Roman", "empire", "Byzantine"]
+    assert disambiguating(words, index) == words
+    assert on_topic(words, index) == ["eastern", "Roman", "empire", "Byzantine"]
+    assert on_topic(words, None) == words
+    history = [
+        Message(role="user", content="Thanks for clarifying. What was the eastern Roman empire called?"),
+        Message(role="assistant", content="It was called the Byzantine empire."),
+    ]
+    query, expanded = HistoryExpansion(statistics=lambda: index).expand("Why did it fall?", history)
+    assert expanded and query == "Why did it fall? eastern Roman empire called"  # not "Thanks clarifying"

@@ -3,9 +3,10 @@ at no model cost.
 
 Sentences (and whole code blocks) are scored by embedding similarity to the turn's *retrieval query* (the rewrite
 or expansion, so "And on ARM?" pulls the ARM sentences) and to the question, plus lexical overlap with the query;
-MMR keeps them from repeating each other; the chosen ones are shown in their passages' order. A sentence that asks
-a question (an FAQ heading, a question the user asked in an earlier conversation, recalled as a memory) answers
-nothing and is never quoted.
+MMR keeps them from repeating each other. The most relevant one leads (what answers the question comes first, even
+from a recalled memory, which is shown after the documents) and the others follow in their passages' order. A
+sentence that asks a question (an FAQ heading, a question the user asked in an earlier conversation, recalled as a
+memory) answers nothing and is never quoted; nor is one that introduces what follows it ("Run this command:").
 """
 
 from __future__ import annotations
@@ -27,11 +28,25 @@ RANK_PENALTY = 0.02  # per passage rank: the selector's order is evidence too
 
 
 @dataclass(frozen=True, slots=True)
+class Candidate:
+    """A sentence or code block that could be quoted. ``rank``: its passage's place in its own list (documents by
+    the selector, memories by recall: a memory shown after five documents is not their sixth best); ``order``: its
+    passage's place among all those shown."""
+
+    passage_id: str
+    order: int
+    rank: int
+    position: int
+    text: str
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
 class Extract:
     passage_id: str
     text: str
     kind: str
-    rank: int
+    order: int  # its passage's place among those shown (documents, then memories)
     position: int
     relevance: float
 
@@ -63,28 +78,33 @@ class ExtractiveAnswerer:
         self.diversity = diversity
 
     @staticmethod
-    def candidates(passages: Sequence[Passage]) -> list[tuple[Passage, int, int, str, str]]:
+    def candidates(passages: Sequence[Passage], memories: Sequence[Passage] = ()) -> list[Candidate]:
+        """Every quotable unit of the documents, then of the memories."""
         found = []
-        for rank, passage in enumerate(passages):
+        shown = [*enumerate(passages), *enumerate(memories)]
+        for order, (rank, passage) in enumerate(shown):
             for position, unit in enumerate(split_units(passage.text)):
                 text = unit.text.strip()
-                if unit.kind == "code" or (len(text.split()) >= MIN_WORDS and not text.endswith("?")):
-                    found.append((passage, rank, position, text, unit.kind))
+                if unit.kind == "code" or (len(text.split()) >= MIN_WORDS and not text.endswith(("?", ":"))):
+                    found.append(Candidate(passage.id, order, rank, position, text, unit.kind))
         return found
 
     async def answer_turn(self, state: TurnState) -> ExtractiveAnswer | None:
         """This turn's extract: from the passages selected and the memories recalled (what the prompt would show,
         not cut by its budget), for the retrieval query and the question."""
-        shown = state.sources
+        documents = state.selected if state.retrieves else ()
         query = state.plan.query if state.plan and state.retrieves else state.question
-        return await self.answer(query, state.question, shown)
+        return await self.answer(query, state.question, documents, state.memory_passages)
 
-    async def answer(self, query: str, question: str, passages: Sequence[Passage]) -> ExtractiveAnswer | None:
-        """The quoted answer, or ``None`` when no sentence is relevant enough."""
-        found = self.candidates(passages)
+    async def answer(
+        self, query: str, question: str, passages: Sequence[Passage], memories: Sequence[Passage] = ()
+    ) -> ExtractiveAnswer | None:
+        """The quoted answer from the documents' and the memories' sentences, or ``None`` when no sentence is
+        relevant enough."""
+        found = self.candidates(passages, memories)
         if not found:
             return None
-        texts = [text for _, _, _, text, _ in found]
+        texts = [c.text for c in found]
         queries = list(dict.fromkeys([query, question]))
         vectors = await asyncio.to_thread(self.embedder.embed, [*queries, *texts])
         vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
@@ -92,7 +112,7 @@ class ExtractiveAnswerer:
         similarity = (sentences @ asked.T).mean(axis=1)
         wanted = content_set(query) | content_set(question)
         overlap = np.array([len(content_set(t) & wanted) / (len(wanted) or 1) for t in texts])
-        ranks = np.array([rank for _, rank, _, _, _ in found])
+        ranks = np.array([c.rank for c in found])
         relevance = similarity + 0.2 * overlap - RANK_PENALTY * ranks
         lengths = [len(t.split()) for t in texts]
         chosen: list[int] = []
@@ -113,14 +133,19 @@ class ExtractiveAnswerer:
             chosen.append(best)
         if not chosen:
             return None
-        points = sorted(
-            (
-                Extract(found[i][0].id, found[i][3], found[i][4], found[i][1], found[i][2], float(relevance[i]))
-                for i in chosen
-            ),
-            key=lambda e: (e.rank, e.position),
+        lead, *rest = (
+            Extract(
+                found[i].passage_id,
+                found[i].text,
+                found[i].kind,
+                found[i].order,
+                found[i].position,
+                float(relevance[i]),
+            )
+            for i in chosen
         )
-        return ExtractiveAnswer(format_points(points), tuple(points))
+        points = (lead, *sorted(rest, key=lambda e: (e.order, e.position)))
+        return ExtractiveAnswer(format_points(points), points)
 
 
 def format_points(points: Sequence[Extract]) -> str:

@@ -17,7 +17,7 @@ from anaphora.models.base import ChatModel, ChatOptions
 from anaphora.pipeline.query import QueryPlan
 from anaphora.pipeline.rewrite_guard import strip_preamble, validate_rewrite
 from anaphora.pipeline.route import REFERRING, TurnKind, continues, is_chit_chat, is_meta, looks_standalone
-from anaphora.retrieval.terms import TermStatistics, disambiguating, naming
+from anaphora.retrieval.terms import TermStatistics, disambiguating, naming, on_topic
 from anaphora.sanitize import speaker_line
 from anaphora.text import STOPWORDS, content_set, words
 from anaphora.types import Message
@@ -42,8 +42,8 @@ class HistoryExpansion:
     used as it is.
 
     ``statistics`` (the lexical index's document frequencies) decides which words disambiguate: generic domain
-    vocabulary and words no passage uses are left out (:mod:`anaphora.retrieval.terms`). Without statistics every
-    salient word is a candidate, as before."""
+    vocabulary, words no passage uses and words that do not co-occur with the rest of the conversation's topic are
+    left out (:mod:`anaphora.retrieval.terms`). Without statistics every salient word is a candidate."""
 
     calls_model = False
 
@@ -98,7 +98,8 @@ class HistoryExpansion:
     def expand(self, question: str, history: Sequence[Message]) -> tuple[str, bool]:
         if not history or self.stands_alone(question):
             return question, False
-        terms = disambiguating(self.candidates(question, history), self.statistics() if self.statistics else None)
+        statistics = self.statistics() if self.statistics else None
+        terms = on_topic(disambiguating(self.candidates(question, history), statistics)[: self.max_terms], statistics)
         if not terms:
             return question, False
         return f"{question} {' '.join(terms[: self.max_terms])}", True

@@ -65,13 +65,32 @@ class BM25Index:
 
     def search(self, query: str, k: int) -> list[tuple[int, float]]:
         """Top ``k`` (chunk key, score), best first; empty when no query word is in the vocabulary."""
+        rows, scores = self._top(bm25_tokens([query])[0], k)
+        return [(int(self.keys[i]), float(scores[i])) for i in rows]
+
+    def feedback(self, query_tokens: list[str], tokens: list[str], depth: int) -> dict[str, int]:
+        """In how many of the ``depth`` passages that best match ``query_tokens`` each of ``tokens`` occurs (both
+        tokenized as by :func:`bm25_tokens`): read from the postings, no passage is loaded."""
+        rows, _ = self._top(query_tokens, depth)
+        if not len(rows):
+            return {token: 0 for token in tokens}
+        vocabulary = self.retriever.vocab_dict
+        indptr, indices = self.retriever.scores["indptr"], self.retriever.scores["indices"]
+        out = {}
+        for token in tokens:
+            row = vocabulary.get(token)
+            out[token] = 0 if row is None else int(np.isin(indices[indptr[row] : indptr[row + 1]], rows).sum())
+        return out
+
+    def _top(self, query_tokens: list[str], k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The row numbers of the top ``k`` passages with a positive score, best first, and every row's score."""
         if self.retriever is None:
-            return []
-        ids = self.retriever.get_tokens_ids(bm25_tokens([query])[0])
+            return np.empty(0, dtype=np.int64), np.empty(0)
+        ids = self.retriever.get_tokens_ids(query_tokens)
         if not ids:
-            return []
+            return np.empty(0, dtype=np.int64), np.empty(0)
         scores = self.retriever.get_scores_from_ids(ids)
         k = min(k, len(scores))
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
-        return [(int(self.keys[i]), float(scores[i])) for i in top if scores[i] > 0]
+        return top[scores[top] > 0], scores

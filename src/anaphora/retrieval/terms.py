@@ -10,6 +10,10 @@ Specificity is the term's inverse document frequency as a share of the largest o
 size. A word counts as generic when its specificity is below 0.2, i.e. it occurs in more than ``N^0.8`` passages:
 16% of ten thousand, 6% of a million. (The stricter line ``sqrt(N)``, 0.5, removed useful words on the Wikipedia
 dev domain; 0.2 is the strictest floor that cost nothing on either dev domain; see docs/benchmarks.md.)
+
+A specific word may still be none of the topic's: the talk around it ("thanks for clarifying", "I meant", "oh god,
+big fan") is rare in an encyclopedia too. :func:`on_topic` keeps the words that co-occur with the rest of them in
+the passages they find together (pseudo-relevance feedback, in the spirit of RM3's feedback documents).
 """
 
 from __future__ import annotations
@@ -21,16 +25,23 @@ from typing import Protocol
 from anaphora.retrieval.bm25 import bm25_tokens
 
 GENERIC_BELOW = 0.2  # specificity under which a word is generic: it occurs in more than N^0.8 passages
+FEEDBACK_PASSAGES = 10  # the passages that best match the conversation's words: its topic, as the corpus sees it
+MIN_SUPPORT = 2  # of them, a word must occur in this many: more than the one passage it may have found by itself
 NAMES_TOPIC = 0.5  # specificity from which a word names a topic on its own: it occurs in at most sqrt(N) passages
 
 
 class TermStatistics(Protocol):
-    """Document frequencies of the lexical index's tokens (stemmed, stop-words removed, as BM25 sees them)."""
+    """Document frequencies of the lexical index's tokens (stemmed, stop-words removed, as BM25 sees them), and
+    their co-occurrence in the passages a query finds."""
 
     @property
     def passages(self) -> int: ...
 
     def document_frequencies(self, tokens: list[str]) -> dict[str, int]: ...
+
+    def feedback(self, query_tokens: list[str], tokens: list[str], depth: int) -> dict[str, int]:
+        """In how many of the ``depth`` passages that best match ``query_tokens`` each of ``tokens`` occurs."""
+        ...
 
 
 def specificity(document_frequency: int, passages: int) -> float:
@@ -77,3 +88,18 @@ def naming(words: Sequence[str], statistics: TermStatistics | None) -> list[bool
         any(frequencies.get(t, 0) == 0 or specificity(frequencies[t], passages) >= NAMES_TOPIC for t in ts)
         for ts in tokens
     ]
+
+
+def on_topic(words: Sequence[str], statistics: TermStatistics | None) -> list[str]:
+    """The words, in their order, that co-occur with the conversation's topic in this corpus (pseudo-relevance
+    feedback, as in RM3): the passages that best match all of them stand for the topic, and a word must occur in at
+    least :data:`MIN_SUPPORT` of the top :data:`FEEDBACK_PASSAGES`. The topic's own words do; the talk around it
+    ("thanks for clarifying", "I meant", "oh god, big fan") matches a passage of its own at most, so it is left
+    out; so is a word only one passage has, since that passage may be in the topic's only because the word found
+    it. All of them when there are no statistics."""
+    if statistics is None or statistics.passages <= 1 or not words:
+        return list(words)
+    tokens = bm25_tokens(list(words))
+    distinct = sorted({t for ts in tokens for t in ts})
+    support = statistics.feedback([t for ts in tokens for t in ts], distinct, FEEDBACK_PASSAGES)
+    return [word for word, ts in zip(words, tokens, strict=True) if any(support[t] >= MIN_SUPPORT for t in ts)]
