@@ -109,24 +109,26 @@ def test_a_short_message_naming_something_specific_stands_alone():
 
 
 def history_docs() -> BM25Index:
-    """Ten passages on the Byzantine empire, one thanking a clarifier, and unrelated filler."""
-    texts = [f"the byzantine empire and its capital constantinople, part {i}" for i in range(6)]
-    texts += [f"the eastern roman empire was called byzantine by later historians, note {i}" for i in range(4)]
-    texts += ["thanks to the clarifying remarks of the editor"]
-    texts += [f"filler passage {i} about gardening and tomatoes" for i in range(89)]
+    """Twelve passages on the Byzantine empire; "thanks" and "clarifying" only in passages on other things."""
+    texts = [f"the eastern roman empire was called byzantine by later historians, note {i}" for i in range(12)]
+    texts += [f"the byzantine capital constantinople, part {i}" for i in range(4)]
+    texts += [f"thanks to the gardeners of plot {i}" for i in range(3)]
+    texts += [f"clarifying butter in pan {i}" for i in range(2)]
+    texts += [f"filler passage {i} about gardening and tomatoes" for i in range(79)]
     return BM25Index.build(np.arange(len(texts)), texts)
 
 
 def test_feedback_counts_each_token_in_the_passages_a_query_finds():
     index = history_docs()
-    support = index.feedback(["byzantin", "empir"], ["byzantin", "roman", "thank", "tomato", "nowher"], 10)
-    assert support == {"byzantin": 10, "roman": 4, "thank": 0, "tomato": 0, "nowher": 0}
+    support = index.feedback(["byzantin", "empir"], ["byzantin", "roman", "constantinopl", "thank", "nowher"], 10)
+    assert support == {"byzantin": 10, "roman": 10, "constantinopl": 0, "thank": 0, "nowher": 0}
     assert index.feedback(["nowher"], ["byzantin"], 10) == {"byzantin": 0}  # the query finds nothing
     assert index.search("byzantine empire", 3) == [(k, s) for k, s in index.search("byzantine empire", 10)[:3]]
 
 
 def test_only_words_that_co_occur_with_the_conversations_topic_join_the_expansion():
-    """The talk around a topic ("thanks for clarifying") is specific in the corpus, but no topic passage has it."""
+    """The talk around a topic ("thanks for clarifying") is specific in the corpus, but no passage of the topic
+    has it."""
     index = history_docs()
     words = ["Thanks", "clarifying", "eastern", "Roman", "empire", "Byzantine"]
     assert disambiguating(words, index) == words

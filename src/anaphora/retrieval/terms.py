@@ -26,7 +26,6 @@ from anaphora.retrieval.bm25 import bm25_tokens
 
 GENERIC_BELOW = 0.2  # specificity under which a word is generic: it occurs in more than N^0.8 passages
 FEEDBACK_PASSAGES = 10  # the passages that best match the conversation's words: its topic, as the corpus sees it
-MIN_SUPPORT = 2  # of them, a word must occur in this many: more than the one passage it may have found by itself
 NAMES_TOPIC = 0.5  # specificity from which a word names a topic on its own: it occurs in at most sqrt(N) passages
 
 
@@ -92,14 +91,13 @@ def naming(words: Sequence[str], statistics: TermStatistics | None) -> list[bool
 
 def on_topic(words: Sequence[str], statistics: TermStatistics | None) -> list[str]:
     """The words, in their order, that co-occur with the conversation's topic in this corpus (pseudo-relevance
-    feedback, as in RM3): the passages that best match all of them stand for the topic, and a word must occur in at
-    least :data:`MIN_SUPPORT` of the top :data:`FEEDBACK_PASSAGES`. The topic's own words do; the talk around it
-    ("thanks for clarifying", "I meant", "oh god, big fan") matches a passage of its own at most, so it is left
-    out; so is a word only one passage has, since that passage may be in the topic's only because the word found
-    it. All of them when there are no statistics."""
+    feedback, as in RM3): the :data:`FEEDBACK_PASSAGES` passages that best match all of them stand for the topic,
+    and a word none of them contains is left out. The topic's own words are there; the talk around it ("thanks for
+    clarifying", "I meant", "oh god, big fan") is not, unless it found a passage of its own that outranks the
+    topic's. All of them when there are no statistics."""
     if statistics is None or statistics.passages <= 1 or not words:
         return list(words)
     tokens = bm25_tokens(list(words))
     distinct = sorted({t for ts in tokens for t in ts})
     support = statistics.feedback([t for ts in tokens for t in ts], distinct, FEEDBACK_PASSAGES)
-    return [word for word, ts in zip(words, tokens, strict=True) if any(support[t] >= MIN_SUPPORT for t in ts)]
+    return [word for word, ts in zip(words, tokens, strict=True) if any(support[t] > 0 for t in ts)]
