@@ -173,3 +173,21 @@ async def test_a_message_clearer_than_its_expansion_is_retrieved_alone(app: Comp
     assert [p.id for p in guarded] == [p.id for p in await r.run(message)]
     unguarded = await r.run_many([expansion, message])  # the user's words not named: the weighted fusion
     assert unguarded[0].id == "faq-1"  # the expansion leads
+
+
+async def test_the_messages_own_best_passages_keep_a_minority_of_the_prompts_places(app: Components, monkeypatch):
+    """Even when a clearer expansion leads the fusion, the message's own top ``top_k // 2`` reach the prompt."""
+    r = retriever(app)
+    r.settings = r.settings.model_copy(update={"top_k": 2})  # one place kept for the message's best passage
+    message, expansion = "sourdough bread oven", "invoices emailed monthly"
+    monkeypatch.setattr("anaphora.retrieval.hybrid.head_margin", lambda dense: 0.3 if "invoices" in str(dense) else 0.1)
+    monkeypatch.setattr(
+        "anaphora.retrieval.hybrid.query_weights", lambda margins, prior, *, message=None: [1.0, 0.0]
+    )  # the expansion alone decides the order
+    own = await r.run(message)
+    lead_only = await r.run_many([expansion, message], weights=[1.0, 0.0])
+    assert own[0].id not in [p.id for p in lead_only[:2]]
+    fused = await r.run_many([expansion, message], message=message)
+    assert [p.id for p in fused[:2]] == [lead_only[0].id, own[0].id]
+    assert_sorted(fused)
+    assert len(fused) == len(lead_only) and len({p.id for p in fused}) == len(fused)

@@ -6,7 +6,8 @@ import pytest
 
 from anaphora.pipeline.query import QueryPlan
 from anaphora.retrieval.fusion import weighted_rrf
-from anaphora.retrieval.query_fusion import head_margin, query_weights
+from anaphora.retrieval.query_fusion import head_margin, keep_in_head, query_weights
+from anaphora.types import Passage
 
 pytestmark = pytest.mark.unit
 
@@ -78,3 +79,21 @@ def test_a_message_at_least_as_clear_as_its_expansion_is_retrieved_alone():
     # the message leading, or unknown, or without a margin: nothing changes
     assert query_weights([0.1, 0.3], 0.5, message=0) == query_weights([0.1, 0.3], 0.5)
     assert query_weights([0.1, None], 0.5, message=1) == [1.0, 0.5]
+
+
+def passages(*ids: str) -> list[Passage]:
+    return [Passage(id=i, text=i, score=1.0 - n / 10) for n, i in enumerate(ids)]
+
+
+def test_keep_in_head_moves_the_missing_ones_into_the_heads_last_places():
+    fused = passages("a", "b", "c", "d", "e", "f", "g", "h")
+    own = passages("g", "b", "h")
+    kept = keep_in_head(fused, own, head=5)  # own's top 2: "b" is shown already, "g" takes the fifth place
+    assert [p.id for p in kept] == ["a", "b", "c", "d", "g", "e", "f", "h"]
+    assert [p.score for p in kept] == sorted((p.score for p in kept), reverse=True)
+    assert kept[4].score == kept[5].score  # the place's score, a tie that keeps the order
+    both = keep_in_head(fused, passages("h", "g"), head=5)
+    assert [p.id for p in both] == ["a", "b", "c", "h", "g", "d", "e", "f"]
+    assert keep_in_head(fused, passages("a", "c"), head=5) == fused  # both shown already
+    assert [p.id for p in keep_in_head(fused, passages("z"), head=2)] == ["a", "z", "b", "c", "d", "e", "f", "g"]
+    assert keep_in_head(fused, own, head=1) == fused  # one place: none is the message's

@@ -16,7 +16,7 @@ import numpy as np
 from anaphora.embeddings.base import Embedder
 from anaphora.embeddings.batching import BatchingEmbedder
 from anaphora.retrieval.fusion import normalised_sum, weighted_rrf
-from anaphora.retrieval.query_fusion import head_margin, query_weights
+from anaphora.retrieval.query_fusion import head_margin, keep_in_head, query_weights
 from anaphora.settings import Settings
 from anaphora.store.protocols import PassageIndex, Ranking
 from anaphora.types import Passage
@@ -120,8 +120,9 @@ class HybridRetriever:
         and the rankings are fused by reciprocal rank fusion, the first query at weight 1 and each other one at
         ``alternate_query_weight`` scaled by how clear its dense list's head is against the first query's
         (:mod:`anaphora.retrieval.query_fusion`), never above 1; when ``message`` (the user's words) is one of them
-        and its head is at least as clear as the first query's, it is retrieved alone. ``weights`` (one per
-        distinct query, in order) overrides that, for experiments."""
+        and its head is at least as clear as the first query's, it is retrieved alone, and in any case its own best
+        ``top_k // 2`` passages stay within the first ``top_k``. ``weights`` (one per distinct query, in order)
+        overrides the weights, for experiments."""
         limit = limit or self.settings.candidates
         queries = list(dict.fromkeys(q for q in queries if q.strip()))
         if len(queries) <= 1:
@@ -142,4 +143,7 @@ class HybridRetriever:
             k=self.settings.rrf_k,
         )
         ids = list(by_id)
-        return [by_id[ids[key]].model_copy(update={"score": score}) for key, score in fused[:limit]]
+        ranked = [by_id[ids[key]].model_copy(update={"score": score}) for key, score in fused[:limit]]
+        if message in queries:
+            ranked = keep_in_head(ranked, rankings[queries.index(message)], head=self.settings.top_k)[:limit]
+        return ranked

@@ -22,11 +22,17 @@ the user typed it is an alternate and its head is at least as clear as the main 
 rewrite that made it vaguer, typically a message that stood alone although it did not look it), the message is
 retrieved alone (weight 1, every other query 0). Measured on both dev domains against the weighted fusion alone
 (docs/benchmarks.md, issue 13): it removes most of the follow-ups the expansion harmed.
+
+And whatever the weights, the message keeps a minority of the places that reach the prompt: its own best
+``top_k // 2`` passages stay within the fused ``top_k`` (:func:`keep_in_head`). The history decides most of what
+the model reads, but never all of it, so a wrong expansion cannot push out everything the user's own words found.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+from anaphora.types import Passage
 
 Ranking = Sequence[tuple[int, float]]
 
@@ -60,3 +66,19 @@ def query_weights(margins: Sequence[float | None], prior: float, *, message: int
         else:
             weights.append(min(CAP, prior * (max(margin, 0.0) / main) ** SHARPNESS))
     return weights
+
+
+def keep_in_head(fused: Sequence[Passage], own: Sequence[Passage], *, head: int) -> list[Passage]:
+    """``fused`` with the first ``head // 2`` passages of ``own`` (one query's own ranking) inside its first
+    ``head``: each one that is not there takes one of the head's last places, and what it displaces moves down. A
+    moved passage gets the score of the place it takes (ties keep this order), so the scores stay in order."""
+    shown = {p.id for p in fused[:head]}
+    kept = [p for p in own[: head // 2] if p.id not in shown]
+    if not kept:
+        return list(fused)
+    moved = {p.id for p in kept}
+    rest = [p for p in fused if p.id not in moved]
+    place = head - len(kept)
+    score = rest[place].score if place < len(rest) else rest[-1].score if rest else 0.0
+    lifted = [p.model_copy(update={"score": score}) for p in kept]
+    return [*rest[:place], *lifted, *rest[place:]][: max(len(fused), head)]
