@@ -455,7 +455,9 @@ def test_markdown_renders_structure_and_keeps_only_safe_links(dev_server: Servic
         "## Install", "", "Run **helm** with `--set arch=arm64` and *wait*; keep max_tokens_here as is.", "",
         "1. add the repo", "2. install the chart", "", "- one", "- two", "",
         "> quoted <b>bold</b>", "", "```bash", "helm install <kestrel> && echo '<script>'", "```", "",
-        "[docs](https://example.org/a?b=1) [local](/v1/x) [bad](javascript:alert(1)) [data](data:text/html,hi)",
+        "[docs](https://example.org/a?b=1) [local](/v1/x) [bad](javascript:alert(1)) [data](data:text/html,hi)", "",
+        "| Value | Default |", "|---|:--:|", "| `image.tag` | <img src=x onerror=alert(1)> |", "| a \\\\| b | **c** |",
+        "", "| not | a table |", "| no | delimiter |",
       ].join("\\n"));
       return target.innerHTML;
     }""")
@@ -471,3 +473,9 @@ def test_markdown_renders_structure_and_keeps_only_safe_links(dev_server: Servic
     assert f'href="{dev_server.url}/v1/x"' in html
     assert "[bad](javascript:alert(1))" in html and "[data](data:text/html,hi)" in html
     assert "javascript:alert" not in html.replace("[bad](javascript:alert(1))", "")
+    assert (
+        '<div class="table"><table><thead><tr><th>Value</th><th>Default</th></tr></thead><tbody>'
+        "<tr><td><code>image.tag</code></td><td>&lt;img src=x onerror=alert(1)&gt;</td></tr>"
+        "<tr><td>a | b</td><td><strong>c</strong></td></tr></tbody></table></div>" in html
+    )
+    assert "<p>| not | a table |<br>| no | delimiter |</p>" in html  # rows without a delimiter row stay text

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from anaphora.embeddings.hashing import HashingEmbedder
-from anaphora.pipeline.extractive import ExtractiveAnswerer
+from anaphora.pipeline.extractive import ExtractiveAnswerer, quotable_units
 from anaphora.types import Passage
 
 pytestmark = pytest.mark.unit
@@ -62,3 +62,27 @@ async def test_a_sentence_that_introduces_what_follows_is_not_quoted_alone() -> 
     assert answer is not None
     assert all(not point.text.endswith(":") for point in answer.points)
     assert any(point.kind == "code" for point in answer.points)
+
+
+async def test_a_table_row_is_quoted_under_its_tables_header() -> None:
+    passage = Passage(
+        id="install.md#11",
+        text="The values most installations change.\n\n| Value | Default | Description |\n|---|---|---|\n"
+        "| `image.repository` | `ghcr.io/kestrel-project/kestrel` | Container image |\n"
+        "| `resources.limits.memory` | `512Mi` | Memory limit of each agent pod |",
+    )
+    answer = await ExtractiveAnswerer(HashingEmbedder(), min_relevance=0.0, max_points=1).answer(
+        "memory limit agent pod", "What is the memory limit of each agent pod?", [passage]
+    )
+    assert answer is not None
+    [point] = answer.points
+    assert point.kind == "row"
+    assert point.text.splitlines() == [
+        "| Value | Default | Description |",
+        "|---|---|---|",
+        "| `resources.limits.memory` | `512Mi` | Memory limit of each agent pod |",
+    ]
+    assert answer.text.endswith("|\n\n[install.md#11]")  # the marker is not read as one more row
+    rows = [text for _, text, kind in quotable_units(passage.text) if kind == "row"]
+    assert len(rows) == 2 and rows[0].endswith("Container image |")
+    assert [kind for *_, kind in quotable_units("| a | b |\n| c | d |")] == []  # no delimiter row: no table

@@ -12,6 +12,7 @@ memory) answers nothing and is never quoted; nor is one that introduces what fol
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -25,6 +26,8 @@ from anaphora.types import Passage
 
 MIN_WORDS = 4  # shorter sentences are headings or fragments, not answers
 RANK_PENALTY = 0.02  # per passage rank: the selector's order is evidence too
+BLOCKS = ("code", "row")  # quoted as they are, not as a quote's sentence
+_DELIMITER_ROW = re.compile(r"^\|(\s*:?-+:?\s*\|)+$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,10 +86,8 @@ class ExtractiveAnswerer:
         found = []
         shown = [*enumerate(passages), *enumerate(memories)]
         for order, (rank, passage) in enumerate(shown):
-            for position, unit in enumerate(split_units(passage.text)):
-                text = unit.text.strip()
-                if unit.kind == "code" or (len(text.split()) >= MIN_WORDS and not text.endswith(("?", ":"))):
-                    found.append(Candidate(passage.id, order, rank, position, text, unit.kind))
+            for position, text, kind in quotable_units(passage.text):
+                found.append(Candidate(passage.id, order, rank, position, text, kind))
         return found
 
     async def answer_turn(self, state: TurnState) -> ExtractiveAnswer | None:
@@ -148,13 +149,40 @@ class ExtractiveAnswerer:
         return ExtractiveAnswer(format_points(points), points)
 
 
+def quotable_units(text: str) -> list[tuple[int, str, str]]:
+    """(position, text, kind) of the units of ``text`` that can be quoted on their own: code blocks, sentences and
+    list items of at least :data:`MIN_WORDS` words that neither ask nor introduce, and table rows under their
+    table's header (a row alone is a line of values without names)."""
+    found = []
+    header: list[str] = []  # the current table's header row and delimiter row, once both have been seen
+    first_row: str | None = None  # a row that may be a table's header
+    for position, unit in enumerate(split_units(text)):
+        line = unit.text.strip()
+        if unit.kind == "row":
+            if header:
+                found.append((position, "\n".join([*header, line]), "row"))
+            elif first_row is not None and _DELIMITER_ROW.match(line):
+                header = [first_row, line]
+            else:
+                first_row = line
+            continue
+        header, first_row = [], None
+        if unit.kind == "code" or (len(line.split()) >= MIN_WORDS and not line.endswith(("?", ":"))):
+            found.append((position, line, unit.kind))
+    return found
+
+
 def format_points(points: Sequence[Extract]) -> str:
     """A lead sentence, then the other points quoted, each with its passage id."""
 
     def cited(point: Extract) -> str:
-        return f"{point.text}\n[{point.passage_id}]" if point.kind == "code" else f"{point.text} [{point.passage_id}]"
+        if point.kind == "row":  # after a table, the marker needs a blank line, or it would be read as a row
+            return f"{point.text}\n\n[{point.passage_id}]"
+        if point.kind == "code":
+            return f"{point.text}\n[{point.passage_id}]"
+        return f"{point.text} [{point.passage_id}]"
 
     lead, *rest = points
     lines = [cited(lead)]
-    lines.extend(cited(p) if p.kind == "code" else f"> {cited(p)}" for p in rest)
+    lines.extend(cited(p) if p.kind in BLOCKS else f"> {cited(p)}" for p in rest)
     return "\n\n".join(lines)

@@ -1,5 +1,5 @@
-// A small Markdown renderer that builds DOM nodes: paragraphs, headings, lists, quotes, fenced and inline code,
-// emphasis, links and citation markers. Every piece of text becomes a text node, so markup inside an answer or a
+// A small Markdown renderer that builds DOM nodes: paragraphs, headings, lists, quotes, tables, fenced and inline
+// code, emphasis, links and citation markers. Every piece of text becomes a text node, so markup inside an answer or a
 // passage (<script>, <img onerror>, SVG) is shown as written; a link is kept only for http(s) and mailto URLs.
 
 import { el } from "./dom.js";
@@ -10,6 +10,8 @@ const BULLET = /^\s{0,3}[-*+]\s+(.*)$/;
 const NUMBERED = /^\s{0,3}(\d{1,9})[.)]\s+(.*)$/;
 const QUOTE = /^\s{0,3}>\s?(.*)$/;
 const RULE = /^\s{0,3}([-*_])(\s*\1){2,}\s*$/;
+const ROW = /^\s{0,3}\|.*\|\s*$/;
+const DELIMITER_ROW = /^\s{0,3}\|(\s*:?-+:?\s*\|)+\s*$/;
 const INLINE = /(`+)([^`][\s\S]*?)\1|\[([^\]\n]+)\]\(([^()\s]*(?:\([^()\s]*\)[^()\s]*)*)\)|\[([^\]\n]+)\]|\*\*(.+?)\*\*|__(.+?)__|\*([^*\s][^*]*?)\*|(?<!\w)_([^_\s][^_]*?)_(?!\w)/g;
 const SAFE_PROTOCOLS = new Set(["http:", "https:", "mailto:"]);
 
@@ -43,6 +45,18 @@ export function inline(text, cite = () => null) {
   }
   if (last < text.length) nodes.push(text.slice(last));
   return nodes;
+}
+
+/** A table row's cells: split at the pipes that are not escaped (`\|`), without the outer ones. */
+function cells(line) {
+  return line.trim().slice(1, -1).split(/(?<!\\)\|/).map((cell) => cell.trim().replaceAll("\\|", "|"));
+}
+
+/** A GitHub-style table (header row, delimiter row, body rows), in a box that scrolls when it is too wide. */
+function table(rows, cite) {
+  const [head, , ...body] = rows.map(cells);
+  const row = (values, tag) => el("tr", {}, values.map((value) => el(tag, {}, inline(value, cite))));
+  return el("div", { class: "table" }, el("table", {}, [el("thead", {}, row(head, "th")), el("tbody", {}, body.map((r) => row(r, "td")))]));
 }
 
 function paragraph(lines, cite) {
@@ -90,6 +104,14 @@ export function render(target, text, cite) {
     if (RULE.test(line)) {
       flush();
       blocks.push(el("hr"));
+      continue;
+    }
+    if (ROW.test(line) && DELIMITER_ROW.test(lines[i + 1] ?? "")) {
+      flush();
+      const rows = [];
+      for (; i < lines.length && ROW.test(lines[i]); i++) rows.push(lines[i]);
+      i--;
+      blocks.push(table(rows, cite));
       continue;
     }
     const bullet = line.match(BULLET);
