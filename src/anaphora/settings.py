@@ -507,13 +507,15 @@ class Settings(BaseSettings):
 
     @property
     def shows_history_excerpts(self) -> bool:
-        """``history_excerpts``, with 'auto' decided by where the chat model runs."""
+        """``history_excerpts``, with 'auto' decided by where the chat model runs (its spec read as the registry
+        reads it, so a bare ``.gguf`` path runs in process too)."""
         if self.prompt_layout != "cache_stable" or self.history_excerpts == "off":
             return False
         if self.history_excerpts == "on":
             return True
-        model = self.chat_model.strip()
-        return not (model == "embedded" or model.startswith("gguf:"))
+        from anaphora.models.registry import IN_PROCESS_SCHEMES, chat_model_scheme  # the registry imports Settings
+
+        return chat_model_scheme(self.chat_model)[0] not in IN_PROCESS_SCHEMES
 
     @property
     def effective_answer_mode(self) -> Literal["generate", "extractive", "auto"]:

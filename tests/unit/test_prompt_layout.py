@@ -413,6 +413,8 @@ async def test_follow_ups_report_cached_prompt_tokens_in_the_trace_and_the_count
     [
         ("embedded", "auto", "cache_stable", False),  # computes every context token in this process
         ("gguf:/models/m.gguf", "auto", "cache_stable", False),
+        ("/models/m.gguf", "auto", "cache_stable", False),  # a bare path is a gguf file, as the registry reads it
+        ("openai:m.gguf", "auto", "cache_stable", True),  # a model name ending in .gguf behind an API
         ("openai:gpt-4o-mini", "auto", "cache_stable", True),  # a provider's cache serves them cheaply
         ("anthropic:claude-sonnet-4-5", "auto", "cache_stable", True),
         ("embedded", "on", "cache_stable", True),

@@ -8,7 +8,7 @@ Packages add schemes through the ``anaphora.chat_models`` entry-point group; eac
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from importlib.metadata import entry_points
 
 from anaphora.errors import ConfigurationError
@@ -107,12 +107,24 @@ def available_chat_models() -> dict[str, Factory]:
     return factories
 
 
+IN_PROCESS_SCHEMES = frozenset({"embedded", "gguf"})  # backends that compute every prompt token in this process
+
+
+def chat_model_scheme(spec: str, schemes: Collection[str] | None = None) -> tuple[str, str]:
+    """``(scheme, argument)`` of a spec. A bare path ending in ``.gguf`` is a ``gguf`` file, unless the text before
+    its first colon is a registered scheme ("openai:x.gguf" keeps its scheme); ``schemes``: the registered ones
+    (looked up only for such a spec: reading the entry points takes milliseconds)."""
+    spec = spec.strip()
+    scheme, _, argument = spec.partition(":")
+    if spec.endswith(".gguf") and scheme not in (available_chat_models() if schemes is None else schemes):
+        return "gguf", spec
+    return scheme, argument
+
+
 def load_chat_model(settings: Settings, spec: str | None = None) -> ChatModel:
     spec = (spec or settings.chat_model).strip()
     factories = available_chat_models()
-    scheme, _, argument = spec.partition(":")
-    if scheme not in factories and spec.endswith(".gguf"):  # a bare path; "openai:x.gguf" keeps its scheme
-        scheme, argument = "gguf", spec
+    scheme, argument = chat_model_scheme(spec, factories)
     if scheme not in factories:
         raise ConfigurationError(
             f"unknown chat model {spec!r}",

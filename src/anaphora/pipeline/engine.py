@@ -160,6 +160,7 @@ class Engine:
         ``memory_recall``: the long-term memory stage, run before the budget; ``memory_writer``: the stage that
         remembers each stored turn, run after the answer in the background (None: no long-term memory)."""
         self.settings = settings
+        self._shows_history_excerpts = settings.shows_history_excerpts  # decided once: it may read entry points
         self.chat_model = chat_model
         self.conversations = conversations
         self.metrics = metrics or Metrics()
@@ -286,7 +287,7 @@ class Engine:
             history = turns_to_messages(stored)
             if self.settings.prompt_layout == "cache_stable":
                 previous_start = previous_window_start(stored)
-                if self.settings.shows_history_excerpts:  # each earlier turn is shown with its excerpts
+                if self._shows_history_excerpts:  # each earlier turn is shown with its excerpts
                     excerpts = tuple(shown_passages(t) for t in stored)
             if self.settings.summary and self.summaries is not None:
                 current = await self.summaries.summary(request.user_id, request.conversation_id)
