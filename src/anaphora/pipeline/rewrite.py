@@ -102,7 +102,7 @@ class HistoryExpansion:
         terms = on_topic(disambiguating(self.candidates(question, history), statistics)[: self.max_terms], statistics)
         if not terms:
             return question, False
-        return f"{question} {' '.join(terms[: self.max_terms])}", True
+        return f"{question} {' '.join(terms)}", True
 
     def plan(self, question: str, history: Sequence[Message], **fields) -> QueryPlan:
         """The expanded query, with the message itself as an alternate so its own ranking still counts."""

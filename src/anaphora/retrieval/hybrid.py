@@ -128,11 +128,10 @@ class HybridRetriever:
         if len(queries) <= 1:
             return await self.run(queries[0] if queries else "", limit=limit)
         rankings, dense = await self._search_with_dense(queries, max(LIST_DEPTH, limit))
+        typed = queries.index(message) if message in queries else None
         if weights is None:
             weights = query_weights(
-                [head_margin(d) for d in dense],
-                self.settings.alternate_query_weight,
-                message=queries.index(message) if message in queries else None,
+                [head_margin(d) for d in dense], self.settings.alternate_query_weight, message=typed
             )
         elif len(weights) != len(queries):
             raise ValueError(f"{len(weights)} weights for {len(queries)} distinct queries")
@@ -144,6 +143,6 @@ class HybridRetriever:
         )
         ids = list(by_id)
         ranked = [by_id[ids[key]].model_copy(update={"score": score}) for key, score in fused[:limit]]
-        if message in queries:
-            ranked = keep_in_head(ranked, rankings[queries.index(message)], head=self.settings.top_k)[:limit]
+        if typed is not None:
+            ranked = keep_in_head(ranked, rankings[typed], head=self.settings.top_k)[:limit]
         return ranked
