@@ -162,7 +162,7 @@ async def run_domain(domain: str, limit: int, model: str) -> dict:
     tasks = tasks[:: max(1, len(tasks) // limit)][:limit]  # spread over the conversations
     engine = components.engine
     capture = Capture()
-    engine.add_stage(capture, after="generate")
+    engine.add_stage(capture, after="answer")
     extractive = ExtractiveAnswerer(components.embedder, min_relevance=settings.extractive_min_relevance)
     threshold = Settings().support_threshold
     checks = {

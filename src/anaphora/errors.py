@@ -6,7 +6,9 @@ edges formats errors for people.
 
     AnaphoraError
     ├── ConfigurationError      settings that cannot work (unknown backend, bad value, missing extra)
-    │   └── MissingDependencyError   an optional extra is not installed
+    │   ├── MissingDependencyError   an optional extra is not installed
+    │   └── PipelineError            a stage list that breaks the stage contract (a read no stage writes, a write
+    │                                a stage did not declare)
     ├── ModelError              a chat model or embedder could not be loaded or called
     │   ├── ModelNotFoundError       no weights where the settings point
     │   └── ModelUnavailableError    an endpoint that does not answer, or answers with an error
@@ -50,6 +52,11 @@ class MissingDependencyError(ConfigurationError):
         )
         self.package = package
         self.extra = extra
+
+
+class PipelineError(ConfigurationError):
+    """The stages do not fit together: one reads what no stage before it writes, or changed what it did not
+    declare (the hint says which stage and field)."""
 
 
 class ModelError(AnaphoraError):

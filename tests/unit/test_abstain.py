@@ -48,7 +48,7 @@ def test_absent_topic_abstains_without_a_model_call(strict_rag: Anaphora, fake_m
     assert trace.stage("retrieve").status == "ok"
     select = trace.stage("select")
     assert "below similarity 0.99" in select.detail
-    generate = trace.stage("generate")
+    generate = trace.stage("answer")
     assert generate.status == "skipped"
     assert "abstained" in generate.detail
     metrics = strict_rag.components.engine.metrics
@@ -91,7 +91,7 @@ def test_same_question_is_answered_with_the_floor_off(tmp_path: Path, fake_model
         assert len(fake_model.calls) == 1 and result.trace.model_calls == 1
         assert CONTEXT_OPEN in fake_model.calls[0].messages[-1].content
         assert result.trace.retrieved
-        assert result.trace.stage("generate").status == "ok"
+        assert result.trace.stage("answer").status == "ok"
         assert rag.components.engine.metrics.value("anaphora_abstentions_total") == 0
         assert rag.components.engine.metrics.value("anaphora_model_calls_total", purpose="answer") == 1
     finally:
@@ -134,7 +134,7 @@ def test_passages_that_do_not_fit_the_budget_are_not_called_irrelevant(
         assert trace.retrieved  # relevant passages passed the floor ...
         assert trace.budget is not None and trace.budget.passages_kept == 0  # ... but none fit the prompt
         claims_irrelevant = trace.abstained and (
-            "relevan" in result.answer or "relevance" in trace.stage("generate").detail
+            "relevan" in result.answer or "relevance" in trace.stage("answer").detail
         )
         assert not claims_irrelevant
     finally:

@@ -105,7 +105,7 @@ async def test_generate_cuts_a_looping_answer() -> None:
 async def test_streamed_deltas_add_up_to_the_guarded_answer() -> None:
     model = FakeChatModel([LOOPING + " and on and on."])
     deltas: asyncio.Queue[str | None] = asyncio.Queue()
-    generation = await generate(model, [Message(role="user", content="q")], ChatOptions(), deltas)
+    generation = await generate(model, [Message(role="user", content="q")], ChatOptions(), deltas.put_nowait)
     answer, guard = generation.answer, generation.guard
     assert generation.first_token_ms is not None and generation.first_token_ms >= 0
     pieces = []
@@ -125,11 +125,11 @@ def test_engine_quotes_the_passages_when_the_model_only_echoes_the_prompt(
     assert result.answer != NO_ANSWER
     ids = {p.id for p in result.trace.retrieved}
     assert any(f"[{pid}]" in result.answer for pid in ids)
-    assert "quoted the best passages" in result.trace.stage("generate").detail
+    assert "quoted the best passages" in result.trace.stage("answer").detail
 
 
 def test_engine_reports_a_cut_answer(sample_rag: Anaphora, fake_model: FakeChatModel) -> None:
     fake_model.enqueue(f"{S1} {S1} {S1}")
     result = sample_rag.ask("How do I install Kestrel with Helm on Kubernetes?")
     assert strip_markers(result.answer) == S1
-    assert "repeating" in result.trace.stage("generate").detail
+    assert "repeating" in result.trace.stage("answer").detail

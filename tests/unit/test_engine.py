@@ -136,13 +136,13 @@ def test_repeating_model_is_cut_and_stream_matches(sample_rag: Anaphora, fake_mo
     *deltas, result = list(sample_rag.stream("How do I install Kestrel on Kubernetes?", conversation))
     assert strip_markers(result.answer) == "Kestrel runs as a DaemonSet on every node."
     assert "".join(deltas) == result.answer
-    assert "repeating" in result.trace.stage("generate").detail
+    assert "repeating" in result.trace.stage("answer").detail
 
 
 def test_echoed_prompt_falls_back_to_quoting_passages(sample_rag: Anaphora, fake_model: FakeChatModel) -> None:
     fake_model.enqueue("[install-kubernetes.md#1] (install-kubernetes.md — Installing)\nblah")
     result = sample_rag.ask("How do I install Kestrel on Kubernetes with Helm?")
-    assert "quoted the best passages" in result.trace.stage("generate").detail
+    assert "quoted the best passages" in result.trace.stage("answer").detail
     assert result.citations and result.citations[0].how == "cited"
     assert result.answer.endswith("]")
 
@@ -185,7 +185,7 @@ def test_empty_index_abstains_without_a_model_call(rag: Anaphora, fake_model: Fa
     assert result.trace.retrieved == [] and result.trace.abstained
     assert fake_model.calls == [] and result.trace.model_calls == 0
     assert "do not cover" in result.answer and result.citations == []
-    assert "abstained" in result.trace.stage("generate").detail
+    assert "abstained" in result.trace.stage("answer").detail
 
 
 def test_per_request_answer_options_apply_within_the_settings(sample_rag: Anaphora, fake_model: FakeChatModel) -> None:

@@ -315,7 +315,7 @@ def test_engine_turn_answers_whatever_the_rewrite_does(
     assert answer_call.messages[0].content.startswith(sample_rag.settings.system_prompt)
     query_stage = result.trace.stage("query")
     assert query_stage is not None and query_stage.status == status
-    assert result.trace.stage("generate").status == "ok"
+    assert result.trace.stage("answer").status == "ok"
     assert result.answer and result.answer != NO_ANSWER
     assert result.citations
     assert result.trace.model_calls == 2

@@ -25,6 +25,8 @@ class Shout(Stage):
     """A custom stage: upper-cases the answer, and says how long it was."""
 
     name = "shout"
+    reads = ("answer",)
+    writes = ("answer",)
 
     async def run(self, state: TurnState) -> StageResult:
         return StageResult(state.update(answer=state.answer.upper()), "ok", f"{len(state.answer)} characters")
@@ -37,7 +39,7 @@ def test_a_custom_stage_shows_in_trace_metrics_and_spans(settings: Settings) -> 
     with Anaphora(settings, model=FakeChatModel(["Use the Helm chart."])) as rag:
         engine = rag.components.engine
         engine.tracer = provider.get_tracer("test")
-        engine.add_stage(Shout(), after="check")
+        engine.add_stage(Shout(), after="answer")
         rag.ingest([SAMPLE_DOCS])
         result = rag.ask(FIRST, rag.new_conversation())
         metrics = engine.metrics
@@ -45,7 +47,7 @@ def test_a_custom_stage_shows_in_trace_metrics_and_spans(settings: Settings) -> 
         assert metrics.value("anaphora_stage_seconds_count", stage="shout") == 1
     assert result.answer.startswith("USE THE HELM CHART") and result.answer == result.answer.upper()
     names = [s.name for s in result.trace.stages]
-    assert names.index("shout") == names.index("check") + 1
+    assert names.index("shout") == names.index("answer") + 1
     record = result.trace.stage("shout")
     assert record is not None and record.detail.endswith(" characters") and record.ms >= 0
     span = next(s for s in exporter.get_finished_spans() if s.name == "anaphora.shout")
@@ -67,8 +69,7 @@ def test_the_stage_list_reads_as_the_pipeline(rag: Anaphora) -> None:
         "select",
         "memory",
         "budget",
-        "generate",
-        "check",
+        "answer",
         "cite",
     ]
 

@@ -359,7 +359,7 @@ async def test_summary_failure_keeps_the_previous_summary_and_the_turn(engine_pa
     assert engine.metrics.value("anaphora_summarizer_requests_total", status=status) == 1
     # the turn itself is unaffected: answered, cited, stored
     assert result.answer and result.citations
-    assert result.trace.stage("generate").status == "ok"
+    assert result.trace.stage("answer").status == "ok"
     assert result.turn_index == 5
     assert len(await components.conversations.turns("local", conversation)) == 6
 
@@ -384,7 +384,7 @@ async def test_summary_timeout_keeps_the_previous_summary_and_the_turn(engine_pa
     assert len(slow.calls) == 1
     assert stored_summaries(components, conversation) == [(1, summary_text(1))]
     assert engine.metrics.value("anaphora_summarizer_requests_total", status="timeout") == 1
-    assert result.answer and result.trace.stage("generate").status == "ok"
+    assert result.answer and result.trace.stage("answer").status == "ok"
 
 
 async def test_turn_returns_before_the_summary_update_finishes(engine_parts) -> None:

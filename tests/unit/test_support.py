@@ -177,18 +177,18 @@ def test_mark_keeps_the_text_and_reports_every_verdict() -> None:
 
 class Collect:
     def __init__(self) -> None:
-        self.items: list[str | None] = []
+        self.items: list[str] = []
 
-    def put_nowait(self, item: str | None) -> None:
+    def __call__(self, item: str) -> None:
         self.items.append(item)
 
 
 @pytest.mark.parametrize("piece", [1, 3, 7, 1000])
 def test_the_release_never_sends_a_dropped_unit_and_adds_up_to_the_answer(piece: int) -> None:
     sent = Collect()
-    release = UnitRelease(checker(), {p.id for p in PASSAGES}, sent)  # type: ignore[arg-type]
+    release = UnitRelease(checker(), {p.id for p in PASSAGES}, sent)
     for start in range(0, len(ANSWER), piece):
-        release.put_nowait(ANSWER[start : start + piece])
+        release.add(ANSWER[start : start + piece])
         assert "turbo" not in "".join(s for s in sent.items if s)  # never, at any point of the stream
     streamed = release.flush()
     judged = Judged(checker(), ANSWER, {p.id for p in PASSAGES})
@@ -198,8 +198,8 @@ def test_the_release_never_sends_a_dropped_unit_and_adds_up_to_the_answer(piece:
 
 def test_the_release_sends_a_finished_sentence_before_the_next_arrives() -> None:
     sent = Collect()
-    release = UnitRelease(checker(), set(), sent)  # type: ignore[arg-type]
-    release.put_nowait("The Kestrel agent needs 512 MiB of memory per node. ")
+    release = UnitRelease(checker(), set(), sent)
+    release.add("The Kestrel agent needs 512 MiB of memory per node. ")
     assert sent.items and "512 MiB" in sent.items[0]
 
 

@@ -28,7 +28,7 @@ def test_spans_per_turn_and_stage(settings: Settings) -> None:
     turns = [s for s in spans if s.name == "anaphora.turn"]
     assert len(turns) == 2
     first_stages = {s.name for s in spans if s.parent and s.parent.span_id == turns[0].context.span_id}
-    assert {"anaphora.route", "anaphora.query", "anaphora.retrieve", "anaphora.generate"} <= first_stages
+    assert {"anaphora.route", "anaphora.query", "anaphora.retrieve", "anaphora.answer"} <= first_stages
     assert turns[0].attributes["anaphora.model_calls"] == 1
     assert turns[1].attributes["anaphora.retrieval_skipped"] is True
     retrieve = next(s for s in spans if s.name == "anaphora.retrieve")

@@ -4,20 +4,20 @@ and their verdicts reported. When nothing of the answer survives, ``auto`` answe
 turn abstains with the one fixed phrase.
 
 Streaming stays honest: in ``drop`` mode the generator's deltas pass through :class:`UnitRelease`, which holds each
-unit back until it is complete and checked, so nothing unsupported is ever sent.
+unit back until it is complete and checked, so nothing unsupported is ever drafted to the turn's stream. The check
+is one strategy of the answer stage (:mod:`anaphora.pipeline.answer`); it never sends anything itself.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 from anaphora.pipeline.citations import BRACKETED
 from anaphora.pipeline.extractive import ExtractiveAnswerer
-from anaphora.pipeline.generate import emit
 from anaphora.pipeline.stage import Stage, StageResult
-from anaphora.pipeline.state import Deltas, TurnState
+from anaphora.pipeline.state import TurnState
 from anaphora.pipeline.support import FENCE, SupportChecker, Unit, split_units
 from anaphora.types import Passage, UnitVerdict
 
@@ -84,20 +84,20 @@ class Judged:
 
 
 class UnitRelease:
-    """Stands in for the stream's queue during generation: takes the generator's deltas, passes on each unit once
-    the next one has begun and the check has kept it. :meth:`flush` releases the last unit and returns all sent."""
+    """Stands between the generator and the turn's stream: takes the generator's deltas, passes each unit on to
+    ``relay`` once the next one has begun and the check has kept it. :meth:`flush` releases the last unit and
+    returns all passed on."""
 
-    def __init__(self, checker: SupportChecker, known: set[str], deltas: Deltas) -> None:
+    def __init__(self, checker: SupportChecker, known: set[str], relay: Callable[[str], None]) -> None:
         self.checker = checker
         self.known = known
-        self.deltas = deltas
+        self.relay = relay
         self.text = ""
-        self.released = ""  # what the user has been sent
+        self.released = ""  # what has been passed on
 
-    def put_nowait(self, delta: str | None) -> None:
-        if delta is not None:
-            self.text += delta
-            self._release(final=False)
+    def add(self, delta: str) -> None:
+        self.text += delta
+        self._release(final=False)
 
     def flush(self) -> str:
         self._release(final=True)
@@ -110,7 +110,7 @@ class UnitRelease:
         judged = Judged(self.checker, "".join(u.text + u.separator for u in complete), self.known)
         text = "".join(before + rendered for before, rendered in judged.pieces())
         if len(text) > len(self.released) and text.startswith(self.released):
-            emit(self.deltas, text[len(self.released) :])
+            self.relay(text[len(self.released) :])
             self.released = text
 
 
@@ -137,9 +137,12 @@ def checker_for(state: TurnState, threshold: float) -> SupportChecker:
 
 class AnswerCheck(Stage):
     """Judges the generated answer unit by unit; keeps what is supported (``drop``) or marks it (``mark``); falls
-    back to an extractive answer (``auto``) or the fixed abstention when nothing is supported."""
+    back to an extractive answer (``auto``) or the fixed abstention when nothing is supported. A strategy of the
+    answer stage; a stage of its own only where it is run alone (benchmarks re-check captured answers)."""
 
     name = "check"
+    reads = ("answer", "answer_source", "prompt", "question", "summary", "history", "skip", "selected", "memory")
+    writes = ("answer", "answer_source", "support")
 
     def __init__(
         self, mode: CheckMode, answer_mode: AnswerMode, threshold: float, extractive: ExtractiveAnswerer | None
@@ -150,15 +153,13 @@ class AnswerCheck(Stage):
         self.extractive = extractive
 
     def applies(self, state: TurnState) -> bool:
-        return self.mode != "off" and not state.abstain and state.answer_source == "model"
+        return self.mode != "off" and state.answer_source == "model"
 
-    def releases(self, state: TurnState) -> bool:
-        """Whether the generator's stream must go through :class:`UnitRelease` (``drop`` mode only)."""
-        return self.mode == "drop" and state.deltas is not None
-
-    def release(self, state: TurnState) -> UnitRelease:
-        assert state.deltas is not None
-        return UnitRelease(checker_for(state, self.threshold), self._known(state), state.deltas)
+    def release(self, state: TurnState, relay: Callable[[str], None]) -> UnitRelease | None:
+        """What the generator's stream passes through (``drop`` mode only: a unit is drafted once it is kept)."""
+        if self.mode != "drop":
+            return None
+        return UnitRelease(checker_for(state, self.threshold), self._known(state), relay)
 
     @staticmethod
     def _known(state: TurnState) -> set[str]:
@@ -175,7 +176,6 @@ class AnswerCheck(Stage):
         answer = "".join(before + text for before, text in judged.pieces())
         if judged.dropped():
             answer = f"{answer}\n\n{LEFT_OUT}"
-        send_rest(state, answer)
         detail = f"{counts}, {judged.dropped()} left out"
         return StageResult(state.update(answer=answer, support=report), "ok", detail)
 
@@ -186,39 +186,7 @@ class AnswerCheck(Stage):
         if self.answer_mode == "auto" and self.extractive is not None:
             extract = await self.extractive.answer_turn(state)
         if extract is not None:
-            send_rest(state, extract.text)
             after = state.update(answer=extract.text, answer_source="extractive")
             return StageResult(after, "ok", f"{counts}: answered from the passages instead")
-        send_rest(state, ABSTAIN)
-        after = state.update(answer=ABSTAIN, answer_source="abstain", abstain=True)
+        after = state.update(answer=ABSTAIN, answer_source="abstain")
         return StageResult(after, "ok", f"{counts}: abstained")
-
-
-def send_rest(state: TurnState, answer: str) -> None:
-    """Stream what the caller has not had yet; what was streamed is always a prefix of the final answer."""
-    if state.deltas is not None and len(answer) > len(state.released) and answer.startswith(state.released):
-        emit(state.deltas, answer[len(state.released) :])
-
-
-class Extract(Stage):
-    """``answer_mode = "extractive"``: a turn that retrieved (or recalled memories) is answered by quoting its
-    passages and memories, with no model call (a turn without either - chit-chat, a request about the
-    conversation - is left to the generator)."""
-
-    name = "extract"
-
-    def __init__(self, extractive: ExtractiveAnswerer) -> None:
-        self.extractive = extractive
-
-    def applies(self, state: TurnState) -> bool:
-        return state.retrieves or bool(state.memory_passages)
-
-    async def run(self, state: TurnState) -> StageResult:
-        extract = await self.extractive.answer_turn(state) if not state.abstain else None
-        if extract is None:
-            emit(state.deltas, ABSTAIN)
-            after = state.update(answer=ABSTAIN, abstain=True, answer_source="abstain", released=ABSTAIN)
-            return StageResult(after, "skipped", "abstained: no passage sentence is relevant enough")
-        emit(state.deltas, extract.text)
-        after = state.update(answer=extract.text, released=extract.text, answer_source="extractive")
-        return StageResult(after, "ok", f"{len(extract.points)} sentences quoted, no model call")

@@ -16,29 +16,27 @@ from typing import Any
 from anaphora.errors import InputError
 from anaphora.metrics import Metrics
 from anaphora.models.base import ChatModel
+from anaphora.pipeline.answer import NO_ANSWER, Answer
 from anaphora.pipeline.budget import window_start
-from anaphora.pipeline.check import AnswerCheck, Extract
+from anaphora.pipeline.check import ABSTAIN, AnswerCheck
 from anaphora.pipeline.extractive import ExtractiveAnswerer
-from anaphora.pipeline.generate import emit
 from anaphora.pipeline.memory import RecallMemory, RememberTurn
 from anaphora.pipeline.observer import StageObserver
 from anaphora.pipeline.query import QueryStage
 from anaphora.pipeline.select import PassageSelector
-from anaphora.pipeline.stage import Stage
+from anaphora.pipeline.sink import AnswerSink, Deltas
+from anaphora.pipeline.stage import Stage, check_order
 from anaphora.pipeline.stages import (
-    ABSTAIN,
-    NO_ANSWER,
     BoostEntities,
     Budget,
     Cite,
-    Generate,
     QueryPlanner,
     Retrieve,
     Router,
     Select,
     SkipGate,
 )
-from anaphora.pipeline.state import LOCAL_USER, Deltas, TurnRequest, TurnState
+from anaphora.pipeline.state import INITIAL, LOCAL_USER, STORED, TurnRequest, TurnState
 from anaphora.pipeline.summary import RollingSummarizer
 from anaphora.rerank.base import NoModelReranker
 from anaphora.retrieval.base import Retriever
@@ -115,14 +113,14 @@ def trace_of(state: TurnState, records: list[StageRecord]) -> TurnTrace:
         route=route.kind if route else None,
         route_reason=skip.why if skip else (route.reason if route else ""),
         retrieval_skipped=skip is not None,
-        abstained=state.abstain,
+        abstained=state.abstained,
         retrieved=list(state.selected),
         stages=records,
         model_calls=len(state.calls),
         calls=list(state.calls),
         prompt_tokens=state.prompt.decision.used if state.prompt else 0,
         budget=state.prompt.decision if state.prompt else None,
-        answer_source=state.answer_source,
+        answer_source=state.answer_source if state.answer_source != "none" else "model",
         support=list(state.support),
         memory=list(state.memory),
     )
@@ -179,10 +177,13 @@ class Engine:
             Select(self.selector, top_k=settings.top_k),
             *([memory_recall] if memory_recall is not None else []),
             Budget(settings, chat_model),
-            *self._answer_stages(settings, chat_model, extractive),
+            self._answer_stage(settings, chat_model, extractive),
             Cite(),
         ]
+        check_order(self.stages)
         self.memory_writer = memory_writer
+        if memory_writer is not None:
+            check_order([memory_writer], self._written() | STORED)
         self._background: set[asyncio.Task] = set()
 
     @staticmethod
@@ -190,20 +191,44 @@ class Engine:
         return [BoostEntities(statistics, settings.entity_boost)] if statistics and settings.entity_boost else []
 
     @staticmethod
-    def _answer_stages(settings: Settings, model: ChatModel, extractive: ExtractiveAnswerer | None) -> list[Stage]:
-        """extract (``extractive`` mode: turns that retrieved) -> generate (what is not answered yet) -> check."""
+    def _answer_stage(settings: Settings, model: ChatModel, extractive: ExtractiveAnswerer | None) -> Answer:
         mode = settings.effective_answer_mode
-        check = AnswerCheck(settings.answer_check, mode, settings.support_threshold, extractive)
-        generate = Generate(settings, model, check if settings.answer_check == "drop" else None, extractive)
-        quoting = [Extract(extractive)] if mode == "extractive" and extractive is not None else []
-        return [*quoting, generate, check]
+        return Answer(
+            model,
+            mode=mode,
+            check=AnswerCheck(settings.answer_check, mode, settings.support_threshold, extractive),
+            extractive=extractive,
+            system_prompt=settings.system_prompt,
+            layout=settings.prompt_layout,
+            max_tokens=settings.answer_max_tokens,
+            temperature=settings.answer_temperature,
+        )
 
     def add_stage(self, stage: Stage, *, after: str) -> None:
-        """Insert ``stage`` after the stage named ``after`` (e.g. ``"generate"``)."""
+        """Insert ``stage`` after the stage named ``after`` (e.g. ``"answer"``); refused (the list unchanged) when
+        a stage would read a field no stage before it writes. A stage after the answer stage that writes
+        ``answer`` makes the engine hold the stream until it has run (see :meth:`streams_live`)."""
         names = [s.name for s in self.stages]
         if after not in names:
             raise ValueError(f"no stage named {after!r}; the stages are {', '.join(names)}")
-        self.stages.insert(names.index(after) + 1, stage)
+        stages = [*self.stages]
+        stages.insert(names.index(after) + 1, stage)
+        check_order(stages)
+        if self.memory_writer is not None:
+            check_order([self.memory_writer], self._written(stages) | STORED)
+        self.stages[:] = stages
+
+    def _written(self, stages: Sequence[Stage] | None = None) -> set[str]:
+        """Every field the turn's start or a stage writes."""
+        return set(INITIAL).union(*(s.writes for s in (self.stages if stages is None else stages)))
+
+    def streams_live(self) -> bool:
+        """Whether the answer streams as it is generated: only when no stage after the one that releases it
+        (the answer stage) may change it. Otherwise the stream is held, and the final answer sent in one piece."""
+        releasing = [i for i, s in enumerate(self.stages) if s.releases]
+        if not releasing:
+            return False
+        return not any("answer" in s.writes for s in self.stages[releasing[0] + 1 :])
 
     @property
     def query_stage(self) -> QueryStage:
@@ -270,7 +295,7 @@ class Engine:
         state, records = await self._run_stages(stages, state)
         return list(state.candidates), trace_of(state, records)
 
-    async def _start(self, request: TurnRequest, deltas: Deltas | None, turns_before: int) -> TurnState:
+    async def _start(self, request: TurnRequest, sink: AnswerSink, turns_before: int) -> TurnState:
         """The turn's starting state: the sanitised question, recent history and current summary."""
         question = sanitize(request.question).strip()
         if not question:
@@ -301,25 +326,27 @@ class Engine:
             previous_window_start=previous_start,
             summary_covers=covers,
             summary=sanitize(summary),
-            deltas=deltas,
+            sink=sink,
         )
 
     async def _run(self, request: TurnRequest, deltas: Deltas | None) -> TurnResult:
+        sink = AnswerSink(deltas, live=self.streams_live())  # the one owner of the turn's stream
         with self.observer.turn() as finish:
             try:
-                result = await self._turn(request, deltas)
+                result = await self._turn(request, sink)
             finally:
-                emit(deltas, None)
+                sink.end()
             finish(result.trace)
             return result
 
-    async def _turn(self, request: TurnRequest, deltas: Deltas | None) -> TurnResult:
+    async def _turn(self, request: TurnRequest, sink: AnswerSink) -> TurnResult:
         if request.conversation_id is not None:  # an unknown conversation is refused before any work
             conversation = await self.conversations.get(request.user_id, request.conversation_id)
             turns_before = conversation.turn_count
         else:
             turns_before = sum(1 for m in request.history or () if m.role == "user")
-        state, records = await self._run_stages(self.stages, await self._start(request, deltas, turns_before))
+        state, records = await self._run_stages(self.stages, await self._start(request, sink, turns_before))
+        sink.release(state.answer)  # what the answer phase decided, now final
         trace = trace_of(state, records)
         citations = list(state.citations)
 

@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from anaphora.models.base import ChatModel, ChatOptions, ChatStream, Usage
 from anaphora.pipeline.answer_guard import RepetitionGuard
 from anaphora.types import Message
 
-Deltas = asyncio.Queue[str | None]
-
-
-def emit(deltas: Deltas | None, text: str | None) -> None:
-    """Push a delta (``None`` ends the stream) to a streaming caller, if there is one."""
-    if deltas is not None:
-        deltas.put_nowait(text)
+Relay = Callable[[str], None]  # takes each delta of the guarded answer (the answer stage drafts it to the sink)
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,20 +24,18 @@ class Generation:
     first_token_ms: float | None = None
 
 
-async def generate(
-    model: ChatModel, messages: list[Message], options: ChatOptions, deltas: Deltas | None
-) -> Generation:
-    """Generate under the repetition guard. Streaming holds back the sentence being written, so the deltas always
-    add up to the final answer, even when the guard cuts the model off."""
+async def generate(model: ChatModel, messages: list[Message], options: ChatOptions, relay: Relay | None) -> Generation:
+    """Generate under the repetition guard; with ``relay``, by streaming. Streaming holds back the sentence being
+    written, so the relayed deltas always add up to the final answer, even when the guard cuts the model off."""
     guard = RepetitionGuard()
-    if deltas is None:
+    if relay is None:
         reply = await model.chat(messages, options)
         cut = guard.check(reply.text, final=True)
         return Generation((reply.text if cut is None else cut).strip(), guard, reply.usage)
     started = time.perf_counter()
     stream = model.stream(messages, options)
     try:
-        text, sent, first = await _relay(stream, guard, deltas)
+        text, sent, first = await _relay(stream, guard, relay)
     finally:
         await stream.aclose()  # after a guard cut: stop the model now
     cut = guard.check(text, final=True)  # the last sentence, now complete
@@ -51,13 +43,13 @@ async def generate(
         text = cut
     answer = text.rstrip()
     if len(answer) > sent:
-        emit(deltas, answer[sent:])
+        relay(answer[sent:])
     first_token_ms = None if first is None else (first - started) * 1000
     return Generation(answer, guard, stream.usage, first_token_ms)
 
 
-async def _relay(stream: ChatStream, guard: RepetitionGuard, deltas: Deltas) -> tuple[str, int, float | None]:
-    """Pass whole sentences of ``stream`` on to ``deltas`` until it ends or the guard cuts it; returns the text so
+async def _relay(stream: ChatStream, guard: RepetitionGuard, relay: Relay) -> tuple[str, int, float | None]:
+    """Pass whole sentences of ``stream`` on to ``relay`` until it ends or the guard cuts it; returns the text so
     far, how much of it was sent and when the first delta came (``perf_counter``)."""
     text, sent, first = "", 0, None
     async for piece in stream:
@@ -70,6 +62,6 @@ async def _relay(stream: ChatStream, guard: RepetitionGuard, deltas: Deltas) -> 
             break
         boundary = max(text.rfind(". "), text.rfind("\n"), text.rfind("? "), text.rfind("! "))
         if boundary + 1 > sent and text[boundary + 1 :].strip():  # never end a delta on trailing space
-            emit(deltas, text[sent : boundary + 1])
+            relay(text[sent : boundary + 1])
             sent = boundary + 1
     return text, sent, first

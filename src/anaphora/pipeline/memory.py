@@ -56,6 +56,8 @@ class RecallMemory(Stage):
     Items that only repeat the turns already verbatim in the prompt are left out."""
 
     name = "memory"
+    reads = ("request", "question", "history", "turns_before", "skip", "plan")
+    writes = ("profile", "memory")
     counter = "memory_recall"
 
     def __init__(
@@ -84,9 +86,7 @@ class RecallMemory(Stage):
             inject = shown < self.k and recalled.similarity is not None and recalled.similarity >= self.min_score
             shown += inject
             records.append(record_of(recalled, inject))
-        after = state.update(memory=tuple(records))
-        if shown and after.abstain:  # the documents had nothing, the user's memory has: answer from it
-            after = after.update(abstain=False)
+        after = state.update(memory=tuple(records))  # injected ones are sources: the turn may answer from them
         return StageResult(after, "ok", f"{shown} of {len(ranked)} recalled items shown")
 
     def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
@@ -97,6 +97,7 @@ class RememberTurn(Stage):
     """Writes the stored turn into the user's memory; the engine runs it after the answer, in the background."""
 
     name = "memory_write"
+    reads = ("request", "history", "answer", "answer_source", "turn_index", "turn_time")
     counter = "memory_writer"
 
     def __init__(self, recorder: TurnRecorder, *, timeout_s: float) -> None:

@@ -11,7 +11,7 @@ from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from anaphora.metrics import Metrics
-from anaphora.pipeline.stage import Stage, StageResult
+from anaphora.pipeline.stage import Stage, StageResult, check_writes
 from anaphora.pipeline.state import TurnState
 from anaphora.types import ModelCall, StageRecord, StageStatus, TurnTrace
 
@@ -43,7 +43,8 @@ class StageObserver:
 
     async def run(self, stage: Stage, state: TurnState, records: list[StageRecord]) -> TurnState:
         """Run one stage: time it, span it, record it, count it; an optional stage that fails degrades to its
-        fallback. A stage that does not apply is not run and leaves no record."""
+        fallback. A stage that does not apply is not run and leaves no record; one that changed a field it does
+        not declare fails the turn (:func:`~anaphora.pipeline.stage.check_writes`)."""
         if not stage.applies(state):
             return state
         record = StageRecord(name=stage.name)
@@ -59,6 +60,7 @@ class StageObserver:
                 span.set_attribute("anaphora.status", record.status)
                 if record.detail:
                     span.set_attribute("anaphora.detail", record.detail)
+        check_writes(stage, state, result.state)
         self._count(stage, record, state, result.state)
         return result.state
 
@@ -94,7 +96,7 @@ class StageObserver:
             metrics.counter(stage.counter, f"{stage.name} attempts by outcome").labels(status=record.status).inc()
         if after.skip is not None and before.skip is None:
             metrics.retrievals_skipped.labels(reason=after.skip.reason).inc()
-        if after.abstain and not before.abstain:
+        if after.answer_source == "abstain" and before.answer_source != "abstain":
             metrics.abstentions.inc()
         if after.support and not before.support:
             for verdict in after.support:

@@ -1,20 +1,30 @@
 """The stage contract: every step of a turn is a small class with ``async run(state) -> StageResult``.
 
-A stage never touches metrics, spans or the trace: :class:`~anaphora.pipeline.observer.StageObserver` writes all
-three from the result. An *optional* stage declares ``fallback``: when it raises or exceeds ``timeout_s``, the
-observer catches it, counts it (``status="error"`` or ``"timeout"``) and continues with the fallback's state, so
-"every optional stage fails open" holds by construction. A required stage (``fallback`` returns ``None``) fails
-the turn.
+A stage declares the fields of :class:`~anaphora.pipeline.state.TurnState` it ``reads`` and the ones it ``writes``.
+The engine checks the order when it is built and at every ``add_stage``: each read must be written by the turn's
+start (:data:`~anaphora.pipeline.state.INITIAL`) or by a stage before it, else a :class:`PipelineError` names the
+stage and the field. While the turn runs, the observer refuses a stage that changed a field it did not declare.
 
-To add a stage: subclass :class:`Stage`, give it a ``name``, and insert it with :meth:`Engine.add_stage`.
+A stage never touches metrics, spans, the trace or the stream: :class:`~anaphora.pipeline.observer.StageObserver`
+writes the first three from the result, and the engine's :class:`~anaphora.pipeline.sink.AnswerSink` owns the
+stream. An *optional* stage declares ``fallback``: when it raises or exceeds ``timeout_s``, the observer catches
+it, counts it (``status="error"`` or ``"timeout"``) and continues with the fallback's state, so "every optional
+stage fails open" holds by construction. A required stage (``fallback`` returns ``None``) fails the turn.
+
+To add a stage: subclass :class:`Stage`, give it a ``name``, ``reads`` and ``writes``, and insert it with
+:meth:`Engine.add_stage`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, fields
 
-from anaphora.pipeline.state import TurnState
+from anaphora.errors import PipelineError
+from anaphora.pipeline.state import INITIAL, UNTRACKED, TurnState
 from anaphora.types import StageStatus
+
+FIELDS = frozenset(f.name for f in fields(TurnState))
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,10 +35,14 @@ class StageResult:
 
 
 class Stage:
-    """Base class of the turn's stages. Defaults: runs on every turn, required, no time budget, no counter."""
+    """Base class of the turn's stages. Defaults: runs on every turn, reads and writes nothing, required, no time
+    budget, no counter."""
 
     name: str = "stage"
+    reads: tuple[str, ...] = ()  # the TurnState fields run (and applies) look at
+    writes: tuple[str, ...] = ()  # the TurnState fields it may change
     retrieval: bool = False  # part of the retrieval half, which evaluation runs alone (Engine.retrieve)
+    releases: bool = False  # decides the answer as it streams (the answer stage): the sink drafts through it
     timeout_s: float | None = None
     counter: str | None = None  # a named outcome counter in Metrics.requests ("rewriter", "reranker", ...)
 
@@ -43,3 +57,35 @@ class Stage:
         """The state to go on with when :meth:`run` failed (``failure`` says how) and a note on what it fell back
         to; ``None``: the stage is required."""
         return None
+
+
+def check_order(stages: Sequence[Stage], written: Collection[str] = INITIAL) -> None:
+    """Refuse a stage list in which a stage reads a field that neither the turn's start nor an earlier stage
+    writes, or declares a field ``TurnState`` does not have."""
+    known = set(written)
+    for stage in stages:
+        for name in (*stage.reads, *stage.writes):
+            if name not in FIELDS:
+                raise PipelineError(
+                    f"stage {stage.name!r} declares {name!r}, which is not a TurnState field",
+                    hint=f"the fields are {', '.join(sorted(FIELDS - UNTRACKED))}",
+                )
+        missing = [name for name in stage.reads if name not in known]
+        if missing:
+            raise PipelineError(
+                f"stage {stage.name!r} reads {missing[0]!r}, which no stage before it writes",
+                hint=f"insert it after a stage that writes {missing[0]!r}, or add such a stage before it",
+            )
+        known.update(stage.writes)
+
+
+def check_writes(stage: Stage, before: TurnState, after: TurnState) -> None:
+    """Refuse a stage that changed a field it did not declare in ``writes`` (the engine relies on the
+    declarations to know, among others, when the answer is final and may be streamed)."""
+    for name in FIELDS - UNTRACKED:
+        old, new = getattr(before, name), getattr(after, name)
+        if name not in stage.writes and old is not new and old != new:
+            raise PipelineError(
+                f"stage {stage.name!r} changed {name!r}, which it does not declare in writes",
+                hint=f"add {name!r} to {type(stage).__name__}.writes",
+            )

@@ -1,7 +1,9 @@
-"""The turn's stages, in order: route, query, skip gate, retrieve, select | budget, generate, cite.
+"""The turn's stages, in order: route, query, skip gate, retrieve, select | budget | answer, cite.
 
-Each is a small :class:`~anaphora.pipeline.stage.Stage`. The first five are the retrieval half (what evaluation
-replays); the rest answer. Optional stages (query, skip gate, select) declare the fallback they degrade to.
+Each is a small :class:`~anaphora.pipeline.stage.Stage` that declares the fields it reads and writes. The first
+five are the retrieval phase (what evaluation replays); the budget is the prompt phase; the answer stage
+(:mod:`anaphora.pipeline.answer`) and cite are the answer phase. Optional stages (query, skip gate, select) declare
+the fallback they degrade to.
 """
 
 from __future__ import annotations
@@ -9,18 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from anaphora.models.base import ChatModel, ChatOptions
-from anaphora.pipeline.answer_guard import ANSWER_STOP
+from anaphora.models.base import ChatModel
 from anaphora.pipeline.budget import plan_prompt, verbatim_window
-from anaphora.pipeline.check import ABSTAIN, AnswerCheck
 from anaphora.pipeline.citations import extract_citations
-from anaphora.pipeline.extractive import ExtractiveAnswerer
-from anaphora.pipeline.generate import emit, generate
 from anaphora.pipeline.prompt import (
     CONTEXT_FRAMING,
     MEMORY_FRAMING,
     QUESTION_LABEL,
-    build_messages,
     format_passage,
     history_context,
     summary_label,
@@ -42,14 +39,14 @@ from anaphora.retrieval.terms import TermStatistics
 from anaphora.settings import Settings
 from anaphora.types import Citation
 
-NO_ANSWER = "I could not find this in the documents."
-
 
 class Router(Stage):
     """Deterministic rules: chit-chat, requests about the conversation, turn 1. A turn the rules leave undecided
     is routed by the query stage (the model's analysis, or the standalone test)."""
 
     name = "route"
+    reads = ("question", "history")
+    writes = ("route", "skip")
     retrieval = True
 
     def __init__(self, *, skip_gate: bool) -> None:
@@ -66,6 +63,8 @@ class QueryPlanner(Stage):
     A strategy that calls the model may fail or time out; the plan then falls back to the model-free expansion."""
 
     name = "query"
+    reads = ("question", "history", "route", "skip", "calls")
+    writes = ("plan", "route", "calls")
     retrieval = True
 
     def __init__(self, strategy: QueryStage, *, timeout_s: float | None = None) -> None:
@@ -98,6 +97,8 @@ class SkipGate(Stage):
     skip costs recall, a wrong retrieval costs milliseconds."""
 
     name = "skip_gate"
+    reads = ("question", "history", "plan", "route", "skip")
+    writes = ("skip",)
     retrieval = True
 
     def applies(self, state: TurnState) -> bool:
@@ -119,6 +120,8 @@ class Retrieve(Stage):
     """The hybrid first stage over every query of the plan, fused."""
 
     name = "retrieve"
+    reads = ("question", "plan", "skip")
+    writes = ("candidates",)
     retrieval = True
 
     def __init__(self, retriever: Retriever) -> None:
@@ -138,6 +141,8 @@ class BoostEntities(Stage):
     entity_boost`); optional: a failure keeps the first stage's order."""
 
     name = "entity_boost"
+    reads = ("question", "history", "skip", "candidates")
+    writes = ("candidates",)
     retrieval = True
 
     def __init__(self, statistics: Callable[[], TermStatistics | None], strength: float) -> None:
@@ -160,9 +165,11 @@ class BoostEntities(Stage):
 
 
 class Select(Stage):
-    """Rerank, apply the thresholds, keep the top k; nothing left means the turn abstains."""
+    """Rerank, apply the thresholds, keep the top k; nothing left (and no memory) means the turn abstains."""
 
     name = "select"
+    reads = ("plan", "skip", "candidates")
+    writes = ("candidates", "selected")
     retrieval = True
     counter = "reranker"
 
@@ -176,7 +183,7 @@ class Select(Stage):
 
     def _selected(self, state: TurnState, passages: list) -> TurnState:
         selected = tuple(passages[: self.top_k])
-        return state.update(candidates=tuple(passages), selected=selected, abstain=not selected)
+        return state.update(candidates=tuple(passages), selected=selected)
 
     async def run(self, state: TurnState) -> StageResult:
         assert state.plan is not None
@@ -191,6 +198,20 @@ class Budget(Stage):
     """One token budget for the whole prompt (see :mod:`anaphora.pipeline.budget`)."""
 
     name = "budget"
+    reads = (
+        "question",
+        "history",
+        "turns_before",
+        "history_excerpts",
+        "previous_window_start",
+        "summary_covers",
+        "summary",
+        "skip",
+        "selected",
+        "memory",
+        "profile",
+    )
+    writes = ("prompt",)
 
     def __init__(self, settings: Settings, model: ChatModel) -> None:
         self.settings = settings
@@ -244,76 +265,13 @@ class Budget(Stage):
         return StageResult(state.update(prompt=plan), "ok", detail)
 
 
-class Generate(Stage):
-    """The answer to the user's original words; abstains when retrieval found nothing relevant. With the answer
-    check in ``drop`` mode the stream passes through the check, unit by unit."""
-
-    name = "generate"
-
-    def __init__(
-        self,
-        settings: Settings,
-        model: ChatModel,
-        check: AnswerCheck | None = None,
-        extractive: ExtractiveAnswerer | None = None,
-    ) -> None:
-        """``extractive``: what quotes the passages when an unchecked model gives no usable answer."""
-        self.settings = settings
-        self.model = model
-        self.check = check
-        self.extractive = extractive
-
-    def applies(self, state: TurnState) -> bool:
-        return not state.answer  # an earlier stage (extract) may have answered already
-
-    def _options(self, state: TurnState) -> ChatOptions:
-        request, settings = state.request, self.settings
-        cap = settings.answer_max_tokens  # the request's cap, within the settings' (the budget reserved that much)
-        max_tokens = cap if request.max_tokens is None else max(1, min(request.max_tokens, cap))
-        temperature = settings.answer_temperature if request.temperature is None else request.temperature
-        return ChatOptions(temperature=temperature, max_tokens=max_tokens, stop=ANSWER_STOP)
-
-    async def run(self, state: TurnState) -> StageResult:
-        if state.abstain:
-            emit(state.deltas, ABSTAIN)
-            detail = "abstained: no passage passed the relevance thresholds"
-            after = state.update(answer=ABSTAIN, answer_source="abstain", released=ABSTAIN)
-            return StageResult(after, "skipped", detail)
-        assert state.prompt is not None
-        plan = state.prompt
-        passages = plan.passages if state.retrieves else None
-        messages = build_messages(
-            self.settings.system_prompt,
-            plan.history,
-            passages,
-            state.question,
-            plan.summary,
-            self.settings.prompt_layout,
-            memories=plan.memories,
-            profile=state.profile,
-            history_excerpts=plan.history_excerpts,
-        )
-        release = self.check.release(state) if self.check is not None and self.check.releases(state) else None
-        generation = await generate(self.model, messages, self._options(state), release or state.deltas)
-        answer, guard = generation.answer, generation.guard
-        released = release.flush() if release is not None else (answer if state.deltas is not None else "")
-        calls = state.called("answer", usage=generation.usage, first_token_ms=generation.first_token_ms)
-        state = state.update(calls=calls, answer=answer, released=released)
-        if not answer and release is None:  # unchecked: quote the passages rather than say nothing
-            quoted = await self.extractive.answer_turn(state) if self.extractive is not None else None
-            answer = quoted.text if quoted is not None else NO_ANSWER
-            emit(state.deltas, answer)
-            note = "model gave no usable answer: quoted the best passages instead"
-            return StageResult(state.update(answer=answer, answer_source="extractive", released=answer), "ok", note)
-        detail = "stopped the model repeating itself or echoing the prompt" if guard.tripped else ""
-        return StageResult(state, "ok", detail)
-
-
 class Cite(Stage):
     """The passages the answer used: those that support its kept units (the answer check), else the ids the model
     cited, else attribution by wording."""
 
     name = "cite"
+    reads = ("prompt", "support", "answer", "answer_source")
+    writes = ("citations",)
 
     async def run(self, state: TurnState) -> StageResult:
         shown = [*state.prompt.passages, *state.prompt.memories] if state.prompt else []

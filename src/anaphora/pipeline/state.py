@@ -5,7 +5,6 @@ The engine decides from this state, never from the trace; the trace is written f
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -18,9 +17,9 @@ if TYPE_CHECKING:
     from anaphora.pipeline.budget import PromptPlan
     from anaphora.pipeline.query import QueryPlan
     from anaphora.pipeline.route import Route
+    from anaphora.pipeline.sink import AnswerSink
 
 LOCAL_USER = "local"
-Deltas = asyncio.Queue[str | None]
 
 
 @dataclass
@@ -59,15 +58,13 @@ class TurnState:
     skip: Skip | None = None
     candidates: tuple[Passage, ...] = ()  # every first-stage candidate that survived selection, best first
     selected: tuple[Passage, ...] = ()  # what the prompt may show (the top k)
-    abstain: bool = False  # retrieval ran and found nothing relevant enough: say so rather than guess
     prompt: PromptPlan | None = None
     answer: str = ""
-    answer_source: str = "model"  # "model", "extractive" (quoted from the passages), "abstain"
-    released: str = ""  # what the streaming caller has been sent of the answer so far
+    answer_source: str = "none"  # "model", "extractive" (quoted from the passages), "abstain"; "none" before
     support: tuple[UnitVerdict, ...] = ()  # the answer check's verdicts, unit by unit
     citations: tuple[Citation, ...] = ()
     calls: tuple[ModelCall, ...] = ()  # chat-model calls made: purpose ("rewrite", "answer", ...) and usage
-    deltas: Deltas | None = field(default=None, compare=False, repr=False)  # the streaming caller's queue
+    sink: AnswerSink | None = field(default=None, compare=False, repr=False)  # the turn's stream (the engine's)
     memory: tuple[RecalledMemory, ...] = ()  # long-term memory recalled (the injected ones are shown)
     profile: str = ""  # the user's long-term profile summary (sanitised)
     turn_index: int | None = None  # set once the turn is stored (what memory writing cites)
@@ -77,6 +74,17 @@ class TurnState:
     def retrieves(self) -> bool:
         """Whether this turn uses the documents (nothing decided to skip retrieval)."""
         return self.skip is None
+
+    @property
+    def nothing_found(self) -> bool:
+        """Retrieval ran and nothing relevant enough was found, in the documents or the user's memory: the answer
+        says so rather than guess."""
+        return self.retrieves and not self.sources
+
+    @property
+    def abstained(self) -> bool:
+        """The turn's one abstention: the answer stage abstained (before it: retrieval found nothing)."""
+        return self.answer_source == "abstain" or (self.answer_source == "none" and self.nothing_found)
 
     @property
     def memory_passages(self) -> tuple[Passage, ...]:
@@ -111,3 +119,23 @@ class TurnState:
                 first_token_ms=first_token_ms,
             )
         return self.calls + tuple(made)
+
+
+# written when the turn starts (the engine's ``_start``; memory, profile and calls start empty)
+INITIAL = frozenset(
+    {
+        "question",
+        "request",
+        "history",
+        "turns_before",
+        "history_excerpts",
+        "previous_window_start",
+        "summary_covers",
+        "summary",
+        "memory",
+        "profile",
+        "calls",
+    }
+)
+STORED = frozenset({"turn_index", "turn_time"})  # written once the turn is stored (what background stages read)
+UNTRACKED = frozenset({"sink"})  # not data: the engine's stream, which no stage declares

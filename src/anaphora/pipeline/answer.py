@@ -1,0 +1,138 @@
+"""The answer phase's one stage: abstain, quote, generate, check, fall back - strategies tried in that order.
+
+- **abstain** when retrieval found nothing relevant enough (in the documents or the user's memory);
+- **quote** (``answer_mode = "extractive"``) a turn that has passages or memories to quote, with no model call;
+- **generate** the answer to the user's original words, under the answer guard
+  (:mod:`~anaphora.pipeline.generate`);
+- **check** it unit by unit against what the turn showed (:class:`~anaphora.pipeline.check.AnswerCheck`: ``drop``
+  keeps the supported units, ``mark`` reports them, ``off`` skips it);
+- **fall back**: an unchecked model that gave no usable answer is replaced by a quote; a checked answer with nothing
+  supported by a quote (``auto``) or the abstention.
+
+The stage decides the answer; it does not send it. While generating it drafts what it has decided so far (in
+``drop`` mode only the units the check kept) to the turn's :class:`~anaphora.pipeline.sink.AnswerSink`, which the
+engine owns and which passes drafts on only when no later stage may change the answer.
+"""
+
+from __future__ import annotations
+
+from anaphora.models.base import ChatModel, ChatOptions
+from anaphora.pipeline.answer_guard import ANSWER_STOP
+from anaphora.pipeline.check import ABSTAIN, AnswerCheck, AnswerMode
+from anaphora.pipeline.extractive import ExtractiveAnswerer
+from anaphora.pipeline.generate import Relay, generate
+from anaphora.pipeline.prompt import build_messages
+from anaphora.pipeline.stage import Stage, StageResult
+from anaphora.pipeline.state import TurnState
+from anaphora.types import PromptLayout
+
+NO_ANSWER = "I could not find this in the documents."
+NOTHING_FOUND = "abstained: no passage passed the relevance thresholds"
+
+
+class Answer(Stage):
+    """The answer to the user's original words (see the module docstring for the strategies and their order)."""
+
+    name = "answer"
+    releases = True
+    reads = (
+        "question",
+        "request",
+        "history",
+        "summary",
+        "skip",
+        "plan",
+        "selected",
+        "memory",
+        "profile",
+        "prompt",
+        "calls",
+    )
+    writes = ("answer", "answer_source", "support", "calls")
+
+    def __init__(
+        self,
+        model: ChatModel,
+        *,
+        mode: AnswerMode,
+        check: AnswerCheck,
+        extractive: ExtractiveAnswerer | None,
+        system_prompt: str,
+        layout: PromptLayout,
+        max_tokens: int,
+        temperature: float,
+    ) -> None:
+        """``extractive``: what quotes the passages (``mode`` 'extractive', and the fallbacks; without it they say
+        :data:`NO_ANSWER` or abstain); ``max_tokens`` and ``temperature``: the answer call's, within which a
+        request's own options stay."""
+        self.model = model
+        self.mode = mode
+        self.check = check
+        self.extractive = extractive
+        self.system_prompt = system_prompt
+        self.layout = layout
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+
+    async def run(self, state: TurnState) -> StageResult:
+        if state.nothing_found:
+            return StageResult(state.update(answer=ABSTAIN, answer_source="abstain"), "skipped", NOTHING_FOUND)
+        if self.mode == "extractive" and self.extractive is not None and state.sources:
+            return await self._quote(state)
+        state, detail = await self._generate(state)
+        if not state.answer:  # no usable answer: quote the passages rather than say nothing
+            quoted = await self.extractive.answer_turn(state) if self.extractive is not None else None
+            answer = quoted.text if quoted is not None else NO_ANSWER
+            note = "model gave no usable answer: quoted the best passages instead"
+            return StageResult(state.update(answer=answer, answer_source="extractive"), "ok", note)
+        if not self.check.applies(state):
+            return StageResult(state, "ok", detail)
+        checked = await self.check.run(state)
+        return StageResult(checked.state, checked.status, "; ".join(d for d in (detail, checked.detail) if d))
+
+    async def _quote(self, state: TurnState) -> StageResult:
+        assert self.extractive is not None
+        extract = await self.extractive.answer_turn(state)
+        if extract is None:
+            after = state.update(answer=ABSTAIN, answer_source="abstain")
+            return StageResult(after, "skipped", "abstained: no passage sentence is relevant enough")
+        after = state.update(answer=extract.text, answer_source="extractive")
+        return StageResult(after, "ok", f"{len(extract.points)} sentences quoted, no model call")
+
+    def _options(self, state: TurnState) -> ChatOptions:
+        request = state.request
+        cap = self.max_tokens  # the request's cap, within the settings' (the budget reserved that much)
+        max_tokens = cap if request.max_tokens is None else max(1, min(request.max_tokens, cap))
+        temperature = self.temperature if request.temperature is None else request.temperature
+        return ChatOptions(temperature=temperature, max_tokens=max_tokens, stop=ANSWER_STOP)
+
+    def _relay(self, state: TurnState) -> tuple[Relay | None, object]:
+        """Where the generator's deltas go: through the check's unit release (``drop``) to the sink's drafts, or
+        straight to them; nowhere when nobody streams (the answer is then generated in one call)."""
+        sink = state.sink
+        if sink is None or not sink.streaming:
+            return None, None
+        release = self.check.release(state, sink.draft)
+        return (release.add if release is not None else sink.draft), release
+
+    async def _generate(self, state: TurnState) -> tuple[TurnState, str]:
+        assert state.prompt is not None  # the budget ran before
+        plan = state.prompt
+        messages = build_messages(
+            self.system_prompt,
+            plan.history,
+            plan.passages if state.retrieves else None,
+            state.question,
+            plan.summary,
+            self.layout,
+            memories=plan.memories,
+            profile=state.profile,
+            history_excerpts=plan.history_excerpts,
+        )
+        relay, release = self._relay(state)
+        generation = await generate(self.model, messages, self._options(state), relay)
+        if release is not None:
+            release.flush()  # the last unit, now complete
+        calls = state.called("answer", usage=generation.usage, first_token_ms=generation.first_token_ms)
+        after = state.update(calls=calls, answer=generation.answer, answer_source="model")
+        return after, "stopped the model repeating itself or echoing the prompt" if generation.guard.tripped else ""

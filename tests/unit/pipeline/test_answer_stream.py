@@ -1,0 +1,135 @@
+"""One owner of the stream: what a streaming client is sent is what the answer phase decided. The Redact stage of
+docs/architecture.md (run from the page's own code) changes the answer after the answer stage; in every
+``answer_check`` mode no client, through the engine or through ``/v1/chat/completions`` with ``stream: true``, ever
+gets what it removes."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import openai
+import pytest
+
+from anaphora import Anaphora, FakeChatModel, Settings
+from anaphora.errors import PipelineError
+from anaphora.pipeline.engine import Engine
+from anaphora.pipeline.stage import Stage, StageResult
+from anaphora.pipeline.state import TurnState
+from tests.conftest import SAMPLE_DOCS
+from tests.unit.test_server_harness import components_for, serve, settings_for, token
+
+pytestmark = pytest.mark.unit
+
+ARCHITECTURE = Path(__file__).resolve().parents[3] / "docs" / "architecture.md"
+QUESTION = "How do I install Kestrel on Kubernetes?"
+REMOVED = "kestrel"  # in every passage the question finds, so in every answer before the redaction
+MODES = ["off", "mark", "drop"]
+
+
+def add_documented_redact(engine: Engine) -> None:
+    """Define ``Redact`` from the documentation's own example and add it the way the page says."""
+    block = next(b for b in re.findall(r"```python\n(.*?)```", ARCHITECTURE.read_text(), re.S) if "class Redact" in b)
+    code, adds, _ = block.partition("rag.components.engine.add_stage")
+    assert adds and 'add_stage(Redact(), after="answer")' in block
+    namespace: dict = {}
+    exec(compile(code, str(ARCHITECTURE), "exec"), namespace)
+    engine.add_stage(namespace["Redact"](words=(REMOVED,)), after="answer")
+
+
+def engine_settings(tmp_path: Path, mode: str) -> Settings:
+    return Settings(
+        data_dir=tmp_path / "data", chat_model="fake", embedder="hashing", similarity_threshold=0.0, answer_check=mode
+    )
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_documented_redact_stage_never_streams_what_it_removes(tmp_path: Path, mode: str) -> None:
+    with Anaphora(engine_settings(tmp_path, mode), model=FakeChatModel(token_delay_s=0.001)) as rag:
+        rag.ingest([SAMPLE_DOCS])
+        add_documented_redact(rag.components.engine)
+        assert not rag.components.engine.streams_live()  # held: a later stage may change the answer
+        *deltas, result = list(rag.stream(QUESTION, rag.new_conversation()))
+    streamed = "".join(deltas)
+    assert "[redacted]" in result.answer  # the model's answer had the word: the test is not vacuous
+    assert REMOVED not in streamed.lower() and not any(REMOVED in d.lower() for d in deltas)
+    assert streamed == result.answer
+    record = result.trace.stage("redact")
+    assert record is not None and record.status == "ok"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_http_stream_never_sends_what_the_redact_stage_removes(tmp_path: Path, mode: str) -> None:
+    settings = settings_for(tmp_path, answer_check=mode)
+    components = components_for(settings, FakeChatModel(token_delay_s=0.001))
+    add_documented_redact(components.engine)
+    with (
+        serve(settings, components) as running,
+        openai.OpenAI(base_url=f"{running.url}/v1", api_key=token("alice"), max_retries=0, timeout=30) as client,
+    ):
+        stream = client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": QUESTION}], stream=True
+        )
+        chunks = [c.choices[0].delta.content or "" for c in stream if c.choices]
+    text = "".join(chunks)
+    assert "[redacted]" in text
+    assert REMOVED not in text.lower() and not any(REMOVED in c.lower() for c in chunks)
+
+
+def test_without_a_later_stage_the_answer_streams_as_it_is_generated(tmp_path: Path) -> None:
+    reply = "Kestrel installs with Helm. It runs as a DaemonSet. Each node gets one agent."
+    with Anaphora(engine_settings(tmp_path, "off"), model=FakeChatModel([reply], token_delay_s=0.001)) as rag:
+        rag.ingest([SAMPLE_DOCS])
+        assert rag.components.engine.streams_live()
+        *deltas, result = list(rag.stream(QUESTION, rag.new_conversation()))
+    assert len(deltas) >= 3 and "".join(deltas) == result.answer == reply  # sentence by sentence
+
+
+class Undeclared(Stage):
+    """Changes the answer without declaring it."""
+
+    name = "undeclared"
+    reads = ("answer",)
+
+    async def run(self, state: TurnState) -> StageResult:
+        return StageResult(state.update(answer=state.answer.replace("Kestrel", "K.")), "ok")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_stage_that_changes_what_it_does_not_declare_fails_the_turn(sample_rag: Anaphora, stream: bool) -> None:
+    sample_rag.components.engine.add_stage(Undeclared(), after="answer")
+    conversation = sample_rag.new_conversation()
+    with pytest.raises(PipelineError, match="'undeclared' changed 'answer'") as caught:
+        if stream:
+            list(sample_rag.stream(QUESTION, conversation))
+        else:
+            sample_rag.ask(QUESTION, conversation)
+    assert "writes" in (caught.value.hint or "")
+    assert sample_rag.turns(conversation) == []  # nothing stored
+
+
+class ReadsSelection(Stage):
+    name = "reads_selection"
+    reads = ("question", "selected")
+
+    async def run(self, state: TurnState) -> StageResult:
+        return StageResult(state, "ok")
+
+
+def test_a_stage_that_reads_what_no_earlier_stage_writes_is_refused_naming_the_field(rag: Anaphora) -> None:
+    engine = rag.components.engine
+    before = [s.name for s in engine.stages]
+    with pytest.raises(PipelineError, match="'reads_selection' reads 'selected'"):
+        engine.add_stage(ReadsSelection(), after="route")
+    assert [s.name for s in engine.stages] == before  # refused, the list unchanged
+    engine.add_stage(ReadsSelection(), after="select")
+    assert "reads_selection" in [s.name for s in engine.stages]
+
+
+def test_a_stage_that_declares_a_field_the_state_does_not_have_is_refused(rag: Anaphora) -> None:
+    class Typo(Stage):
+        name = "typo"
+        reads = ("answr",)
+
+    with pytest.raises(PipelineError, match="'answr', which is not a TurnState field"):
+        rag.components.engine.add_stage(Typo(), after="cite")
