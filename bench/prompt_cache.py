@@ -39,6 +39,7 @@ from common import ROOT, git_revision, machine, percentile, write_result
 
 from anaphora import Settings
 from anaphora.app import build_components
+from anaphora.model_defaults import answer_mode
 from anaphora.models import load_chat_model
 from anaphora.models.base import ChatModel, ChatOptions, ChatReply, ChatStream
 from anaphora.models.fake import FakeChatModel, shared_chars
@@ -301,7 +302,8 @@ async def default_mode(turns: int, tmp: Path) -> dict:
             result = await components.engine.ask(TurnRequest(question, conversation_id=conversation))
             await components.engine.drain()
             purposes.append([c.purpose for c in result.trace.calls])
-        return {"answer_mode": settings.effective_answer_mode, "calls_per_turn": purposes}
+        mode = answer_mode(settings, components.chat_model.capabilities)
+        return {"answer_mode": mode, "calls_per_turn": purposes}
     finally:
         await components.engine.aclose()
         components.database.close()

@@ -19,16 +19,22 @@ from anaphora.memory.sqlite_store import SQLiteMemoryStore
 from anaphora.memory.ttl import within_ttl
 from anaphora.memory.writer import TurnRecorder
 from anaphora.metrics import Metrics
+from anaphora.model_defaults import answer_mode, uses_model_facts, window_policy
 from anaphora.models import ChatModel, load_chat_model
+from anaphora.pipeline.answer import Answer
+from anaphora.pipeline.check import AnswerCheck
 from anaphora.pipeline.engine import LOCAL_USER, Engine, TurnRequest
 from anaphora.pipeline.extractive import ExtractiveAnswerer
 from anaphora.pipeline.memory import RecallMemory, RememberTurn
 from anaphora.pipeline.query import LastMessageQuery, QueryStage
 from anaphora.pipeline.rewrite import JSON_ANALYSIS, TEXT_REWRITE, GuardedRewriter, HistoryExpansion
 from anaphora.pipeline.select import PassageSelector
+from anaphora.pipeline.stage import Stage
+from anaphora.pipeline.stages import BoostEntities, Budget, Cite, QueryPlanner, Retrieve, Router, Select, SkipGate
 from anaphora.pipeline.summary import RollingSummarizer
 from anaphora.rerank import load_reranker
 from anaphora.retrieval import EmbeddedPassageIndex, HybridRetriever, IndexCache
+from anaphora.retrieval.base import Retriever
 from anaphora.retrieval.terms import TermStatistics
 from anaphora.settings import Settings, load_settings
 from anaphora.store import (
@@ -169,7 +175,8 @@ def build_memory_stages(
         min_score=settings.memory_min_score,
         timeout_s=settings.memory_recall_timeout_s,
     )
-    facts = ModelFactExtractor(chat_model, threshold=settings.support_threshold) if settings.uses_model_facts else None
+    capable = uses_model_facts(settings, chat_model.capabilities)
+    facts = ModelFactExtractor(chat_model, threshold=settings.support_threshold) if capable else None
     writer = RememberTurn(TurnRecorder(memory, embedder.inner, facts), timeout_s=settings.memory_write_timeout_s)
     return recall, writer
 
@@ -183,6 +190,50 @@ def build_embedding_cache(settings: Settings, database: Database) -> EmbeddingCa
             key_prefix=settings.redis_key_prefix,
         )
     return SQLiteEmbeddingCache(database, max_entries=settings.embedding_cache_entries)
+
+
+@dataclass(frozen=True)
+class StageParts:
+    """What the stages run on (built by :func:`build_components`, or by hand to compose stages of one's own)."""
+
+    chat_model: ChatModel
+    retriever: Retriever
+    query_stage: QueryStage
+    selector: PassageSelector
+    extractive: ExtractiveAnswerer | None = None
+    term_statistics: Callable[[], TermStatistics | None] | None = None  # what the entity boost reads
+    memory_recall: RecallMemory | None = None
+
+
+def build_stages(settings: Settings, parts: StageParts) -> list[Stage]:
+    """The turn's stages in their three phases: retrieval (route, query, skip gate, retrieve, entity boost, select,
+    memory), prompt (budget), answer (answer, cite). The one place the pipeline is composed; what depends on the
+    chat model is read from its declared capabilities (:mod:`anaphora.model_defaults`)."""
+    capabilities = parts.chat_model.capabilities
+    mode = answer_mode(settings, capabilities)
+    boost = bool(parts.term_statistics and settings.entity_boost)
+    answer = Answer(
+        parts.chat_model,
+        mode=mode,
+        check=AnswerCheck(settings.answer_check, mode, settings.support_threshold, parts.extractive),
+        extractive=parts.extractive,
+        system_prompt=settings.system_prompt,
+        layout=settings.prompt_layout,
+        max_tokens=settings.answer_max_tokens,
+        temperature=settings.answer_temperature,
+    )
+    return [
+        Router(skip_gate=settings.skip_gate),
+        QueryPlanner(parts.query_stage, timeout_s=settings.rewrite_timeout_s),
+        *([SkipGate()] if settings.skip_gate else []),
+        Retrieve(parts.retriever),
+        *([BoostEntities(parts.term_statistics, settings.entity_boost)] if boost else []),  # type: ignore[arg-type]
+        Select(parts.selector, top_k=settings.top_k),
+        *([parts.memory_recall] if parts.memory_recall is not None else []),
+        Budget(settings, parts.chat_model, window_policy(settings, capabilities)),
+        answer,
+        Cite(),
+    ]
 
 
 def build_components(settings: Settings, *, model: ChatModel | None = None) -> Components:
@@ -222,26 +273,31 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
         timeout_s=settings.summary_timeout_s,
         input_tokens=max(256, settings.context_window // 2 - settings.summary_max_tokens),
     )
-    engine = Engine(
-        settings,
-        chat_model=chat_model,
-        retriever=retriever,
-        conversations=conversations,
-        query_stage=build_query_stage(settings, chat_model, passages.term_statistics),
+    selector = PassageSelector(
+        load_reranker(settings),
+        similarity_threshold=settings.similarity_threshold,
+        rerank_threshold=settings.rerank_threshold,
+        timeout_s=settings.rerank_timeout_s,
+    )
+    parts = StageParts(
+        chat_model,
+        retriever,
+        build_query_stage(settings, chat_model, passages.term_statistics),
+        selector,
+        extractive=ExtractiveAnswerer(embedder, min_relevance=settings.extractive_min_relevance),
         term_statistics=passages.term_statistics,
-        selector=PassageSelector(
-            load_reranker(settings),
-            similarity_threshold=settings.similarity_threshold,
-            rerank_threshold=settings.rerank_threshold,
-            timeout_s=settings.rerank_timeout_s,
-        ),
+        memory_recall=recall,
+    )
+    engine = Engine(
+        build_stages(settings, parts),
+        conversations=conversations,
+        window=window_policy(settings, chat_model.capabilities),
         summaries=conversations,
         summarizer=summarizer,
+        memory_writer=writer,
         metrics=metrics,
         tracer=build_tracer(settings),
-        extractive=ExtractiveAnswerer(embedder, min_relevance=settings.extractive_min_relevance),
-        memory_recall=recall,
-        memory_writer=writer,
+        closers=[chat_model.aclose, selector.reranker.aclose, conversations.aclose],
     )
     return Components(
         settings,

@@ -173,7 +173,8 @@ class Settings(BaseSettings):
         default=None,
         description="'generate' (the model answers), 'extractive' (the passages' best sentences for the turn are "
         "quoted: no model call), 'auto' (the model answers; when the check keeps nothing, quote instead); unset: "
-        "'extractive' with the embedded SmolLM2-135M (it quotes better than it writes: docs/answers.md), else 'auto'",
+        "'extractive' for a chat model that declares its answers unreliable (the embedded SmolLM2-135M: it quotes "
+        "better than it writes, docs/answers.md), else 'auto'",
     )
     answer_check: Literal["drop", "mark", "off"] = Field(
         default="drop",
@@ -306,7 +307,13 @@ class Settings(BaseSettings):
     otel_endpoint: str = Field(default="", description="OTLP/HTTP traces endpoint (default: the exporter's own)")
 
     # Conversation memory --------------------------------------------------------------------------------------
-    history_turns: int = Field(default=8, ge=4, le=64, description="verbatim turns in the generation prompt")
+    history_turns: int | None = Field(
+        default=None,
+        ge=4,
+        le=64,
+        description="verbatim turns in the generation prompt; unset: 16 for a chat model that declares prompt "
+        "caching (openai:, anthropic:: a longer window keeps more of each prompt cached), else 8",
+    )
     prompt_layout: PromptLayout = Field(
         default="cache_stable",
         description="how the generation prompt keeps its history: 'cache_stable' (the system prompt alone first; "
@@ -322,17 +329,18 @@ class Settings(BaseSettings):
         description="with prompt_layout 'cache_stable', whether each earlier verbatim turn is shown as it was asked, "
         "with the excerpts it was answered from (one an earlier turn shows is named, not repeated): the previous "
         "turn's whole prompt is then a prefix of this one, and the model sees what it answered from, at about three "
-        "times the prompt tokens, most of them cached. 'auto': on for a model behind an API (openai:, anthropic:, "
-        "whose caches serve those tokens cheaply), off for a model run in this process (embedded, gguf:), which "
-        "computes every token of its context and was measured slower with them (docs/benchmarks.md)",
+        "times the prompt tokens, most of them cached. 'auto': off for a chat model that declares it runs in this "
+        "process (embedded, gguf:), which computes every token of its context and was measured slower with them "
+        "(docs/benchmarks.md), else on (openai:, anthropic:, whose caches serve those tokens cheaply)",
     )
-    history_min_turns: int = Field(
-        default=4,
+    history_min_turns: int | None = Field(
+        default=None,
         ge=4,
         le=64,
         description="with prompt_layout 'cache_stable', the verbatim turns left when the window exceeds "
         "history_turns (a block of history_turns - history_min_turns + 1 turns is folded into the summary at once); "
-        "equal to history_turns, the window slides a turn at a time",
+        "equal to history_turns, the window slides a turn at a time; unset: half of history_turns' default (8 for "
+        "a model that declares prompt caching, else 4), at most history_turns",
     )
     history_budget_tokens: int = Field(
         default=6000, ge=256, description="tokens for summary + verbatim turns; oldest turns are evicted first"
@@ -505,39 +513,17 @@ class Settings(BaseSettings):
         """``memory_ttl_days`` in seconds (None: memories are kept until forgotten or erased)."""
         return None if self.memory_ttl_days is None else self.memory_ttl_days * 86400.0
 
-    @property
-    def shows_history_excerpts(self) -> bool:
-        """``history_excerpts``, with 'auto' decided by where the chat model runs (its spec read as the registry
-        reads it, so a bare ``.gguf`` path runs in process too)."""
-        if self.prompt_layout != "cache_stable" or self.history_excerpts == "off":
-            return False
-        if self.history_excerpts == "on":
-            return True
-        from anaphora.models.registry import IN_PROCESS_SCHEMES, chat_model_scheme  # the registry imports Settings
-
-        return chat_model_scheme(self.chat_model)[0] not in IN_PROCESS_SCHEMES
-
-    @property
-    def effective_answer_mode(self) -> Literal["generate", "extractive", "auto"]:
-        """``answer_mode``, or the default for the chat model (measured: docs/benchmarks.md, grounded answers)."""
-        if self.answer_mode is not None:
-            return self.answer_mode
-        return "extractive" if self.chat_model.strip() == "embedded" else "auto"
-
-    @property
-    def uses_model_facts(self) -> bool:
-        """``memory_model_facts``, with 'auto' on for a capable chat model (not the embedded one, not a fake)."""
-        if self.memory_model_facts != "auto":
-            return self.memory_model_facts == "on"
-        return self.chat_model.strip() != "embedded" and not self.chat_model.strip().startswith("fake")
-
     @model_validator(mode="after")
     def _check(self) -> Settings:
         if self.chunk_overlap >= self.chunk_tokens:
             raise ValueError("chunk_overlap must be smaller than chunk_tokens")
         if self.top_k > self.candidates:
             raise ValueError("top_k cannot exceed candidates")
-        if self.history_min_turns > self.history_turns:
+        if (
+            self.history_min_turns is not None
+            and self.history_turns is not None
+            and (self.history_min_turns > self.history_turns)
+        ):
             raise ValueError(
                 f"history_min_turns ({self.history_min_turns}) cannot exceed history_turns ({self.history_turns})"
             )

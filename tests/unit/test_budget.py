@@ -325,7 +325,7 @@ async def test_two_hundred_turns_stay_within_the_budget(tmp_path) -> None:
             assert messages[-1].content.endswith(f"Question: {question}")
             assert messages[0].content == settings.system_prompt  # the cache-stable layout: the system prompt alone
             shown = [m.content for m in messages[1:-1] if m.role == "user"]
-            assert len(shown) <= settings.history_turns
+            assert len(shown) <= engine.window.max_turns
             assert len(shown) == decision.turns_kept
             if number:  # a summary of the turns that left the window opens the conversation from turn 2 on
                 assert messages[1].content.startswith(f"{SUMMARY_HEADING}Earlier point 0")

@@ -112,9 +112,3 @@ def test_extractive_mode_leaves_turns_without_retrieval_to_the_model(tmp_path: P
         result = rag.ask("hi")
     assert result.answer == "Hello! Ask me about your documents." and result.trace.answer_source == "model"
     assert [s.name for s in result.trace.stages] == ["route", "memory", "budget", "answer", "cite"]
-
-
-def test_the_default_answer_mode_follows_the_model() -> None:
-    assert Settings(chat_model="embedded").effective_answer_mode == "extractive"
-    assert Settings(chat_model="openai:gpt-4o").effective_answer_mode == "auto"
-    assert Settings(chat_model="embedded", answer_mode="generate").effective_answer_mode == "generate"

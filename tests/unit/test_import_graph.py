@@ -1,4 +1,6 @@
-"""The package's module-level imports form no cycle: each layer imports only the ones below it."""
+"""The package's imports form no cycle, function-local ones included (an import inside a function is a cycle
+postponed, not removed): each layer imports only the ones below it. Only ``if TYPE_CHECKING:`` imports, which never
+run, are left out."""
 
 from __future__ import annotations
 
@@ -16,11 +18,26 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def top_level_imports(path: Path, known: set[str]) -> set[str]:
-    """anaphora modules imported when ``path`` is imported (not under ``if TYPE_CHECKING`` nor inside functions)."""
+def _type_checking(node: ast.AST) -> bool:
+    test = node.test if isinstance(node, ast.If) else None
+    return isinstance(test, ast.Name | ast.Attribute) and ast.unparse(test).endswith("TYPE_CHECKING")
+
+
+def _runtime_nodes(node: ast.AST):
+    """Every node under ``node`` but those of ``if TYPE_CHECKING:`` bodies."""
+    for child in ast.iter_child_nodes(node):
+        if _type_checking(child):
+            yield from (n for orelse in child.orelse for n in [orelse, *_runtime_nodes(orelse)])  # type: ignore[attr-defined]
+            continue
+        yield child
+        yield from _runtime_nodes(child)
+
+
+def imports(path: Path, known: set[str]) -> set[str]:
+    """anaphora modules ``path`` imports, at module level or inside functions (not under ``if TYPE_CHECKING``)."""
     found: set[str] = set()
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    for node in tree.body:
+    for node in _runtime_nodes(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("anaphora"):
             for alias in node.names:
                 candidate = f"{node.module}.{alias.name}"
@@ -33,7 +50,7 @@ def top_level_imports(path: Path, known: set[str]) -> set[str]:
 def test_no_import_cycle() -> None:
     paths = {module_name(p): p for p in (SRC / "anaphora").rglob("*.py")}
     known = set(paths)
-    graph = {name: top_level_imports(path, known) for name, path in paths.items()}
+    graph = {name: imports(path, known) for name, path in paths.items()}
     # a package's own __init__ importing its submodules is not a cycle of the submodules with it
     graph = {name: {d for d in deps if not name.startswith(d + ".")} for name, deps in graph.items()}
     cycles: list[list[str]] = []

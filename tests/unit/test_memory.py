@@ -267,13 +267,6 @@ async def test_model_facts_are_kept_only_when_the_users_words_support_them(store
     assert "Do not answer" in model.calls[0].messages[0].content
 
 
-def test_model_facts_are_used_with_a_capable_model_only() -> None:
-    assert not Settings(chat_model="embedded").uses_model_facts
-    assert not Settings(chat_model="fake").uses_model_facts
-    assert Settings(chat_model="openai:http://127.0.0.1:8080/v1").uses_model_facts
-    assert not Settings(chat_model="openai:http://127.0.0.1:8080/v1", memory_model_facts="off").uses_model_facts
-
-
 async def test_the_profile_lists_the_current_facts_newest_first(store) -> None:
     recorder = TurnRecorder(store, EMBEDDER)
     await recorder.record(turn("My chart version is 2.3.1", index=0, at=1000.0))

@@ -406,22 +406,3 @@ async def test_follow_ups_report_cached_prompt_tokens_in_the_trace_and_the_count
     assert metrics.value("anaphora_model_prompt_tokens_total", purpose="answer", cached="true") == cached
     assert metrics.value("anaphora_model_prompt_tokens_total", purpose="answer", cached="false") == uncached
     assert metrics.value("anaphora_model_prompt_tokens_total", purpose="rewrite", cached="false") > 0
-
-
-@pytest.mark.parametrize(
-    ("chat_model", "setting", "layout", "shown"),
-    [
-        ("embedded", "auto", "cache_stable", False),  # computes every context token in this process
-        ("gguf:/models/m.gguf", "auto", "cache_stable", False),
-        ("/models/m.gguf", "auto", "cache_stable", False),  # a bare path is a gguf file, as the registry reads it
-        ("openai:m.gguf", "auto", "cache_stable", True),  # a model name ending in .gguf behind an API
-        ("openai:gpt-4o-mini", "auto", "cache_stable", True),  # a provider's cache serves them cheaply
-        ("anthropic:claude-sonnet-4-5", "auto", "cache_stable", True),
-        ("embedded", "on", "cache_stable", True),
-        ("openai:gpt-4o-mini", "off", "cache_stable", False),
-        ("openai:gpt-4o-mini", "on", "sliding", False),  # only the cache-stable layout keeps them
-    ],
-)
-def test_history_excerpts_auto_follows_where_the_model_runs(chat_model, setting, layout, shown) -> None:
-    settings = load_settings(chat_model=chat_model, history_excerpts=setting, prompt_layout=layout)
-    assert settings.shows_history_excerpts is shown

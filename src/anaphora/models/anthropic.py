@@ -18,7 +18,7 @@ from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 from anaphora.errors import ModelUnavailableError, require
-from anaphora.models.base import ChatOptions, ChatReply, ChatStream, Usage, approx_tokens
+from anaphora.models.base import ChatOptions, ChatReply, ChatStream, ModelCapabilities, Usage, approx_tokens
 from anaphora.types import Message
 
 EPHEMERAL = {"type": "ephemeral"}
@@ -57,7 +57,10 @@ def prompt_usage(input_tokens: int, cache_read: int | None, cache_creation: int 
 
 
 class AnthropicChatModel:
-    """Claude models over the Messages API (the SDK's own HTTP client; one retry on connection errors and 5xx)."""
+    """Claude models over the Messages API (the SDK's own HTTP client; one retry on connection errors and 5xx).
+    Prompt caching through ``cache_control`` breakpoints (cached input billed at a tenth)."""
+
+    capabilities = ModelCapabilities(prompt_caching=True)
 
     def __init__(
         self,

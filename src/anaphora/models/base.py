@@ -64,6 +64,24 @@ class ChatStream:
         await self._deltas.aclose()
 
 
+@dataclass(frozen=True, slots=True)
+class ModelCapabilities:
+    """What a chat model can do, declared by its backend (never guessed from its name); the defaults that depend
+    on the model (answer mode, history excerpts, the verbatim window, model-written memory facts) are read from it.
+
+    ``in_process``: it computes every prompt token in this process (llama.cpp), so a longer prompt is slower even
+    when cached; ``reliable_answers``: it answers well enough to be asked (a 135M model is not: its turns are quoted
+    from the passages); ``extracts_facts``: it may be asked to write memory facts (not a scripted fake);
+    ``context_tokens``: its context length, where the backend knows it; ``prompt_caching``: a provider keeps a
+    repeated prompt prefix cached (billed or served cheaper), so a prompt that grows only at its end pays off."""
+
+    in_process: bool = False
+    reliable_answers: bool = True
+    extracts_facts: bool = True
+    context_tokens: int | None = None
+    prompt_caching: bool = False
+
+
 @runtime_checkable
 class ChatModel(Protocol):
     """A chat model.
@@ -77,6 +95,7 @@ class ChatModel(Protocol):
     """
 
     name: str
+    capabilities: ModelCapabilities
 
     async def chat(self, messages: Sequence[Message], options: ChatOptions) -> ChatReply: ...
 

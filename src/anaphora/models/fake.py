@@ -8,7 +8,7 @@ from collections import deque
 from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 
-from anaphora.models.base import ChatOptions, ChatReply, ChatStream, Usage, approx_tokens
+from anaphora.models.base import ChatOptions, ChatReply, ChatStream, ModelCapabilities, Usage, approx_tokens
 from anaphora.pipeline.prompt import SHOWN_ABOVE
 from anaphora.types import Message
 
@@ -56,6 +56,9 @@ def shared_chars(a: str, b: str) -> int:
     return low
 
 
+FAKE_CAPABILITIES = ModelCapabilities(extracts_facts=False)
+
+
 class FakeChatModel:
     """Replays scripted replies and records every call.
 
@@ -78,7 +81,11 @@ class FakeChatModel:
         default: Reply = echo_first_context,
         delay_s: float = 0.0,
         token_delay_s: float = 0.0,
+        capabilities: ModelCapabilities = FAKE_CAPABILITIES,
     ) -> None:
+        """``capabilities``: what it declares (by default a model behind an API with no prefix cache, that is not
+        asked for memory facts, which would take scripted replies); tests of capability defaults pass others."""
+        self.capabilities = capabilities
         self._queue: deque[Reply] = deque(replies)
         self.default = default
         self.delay_s = delay_s

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from anaphora.errors import ModelError, ModelNotFoundError, require
-from anaphora.models.base import ChatOptions, ChatReply, ChatStream, Usage
+from anaphora.models.base import ChatOptions, ChatReply, ChatStream, ModelCapabilities, Usage
 from anaphora.models.llamacpp_states import KVStates
 from anaphora.types import Message
 
@@ -58,8 +58,10 @@ class LlamaCppChatModel:
         name: str | None = None,
         state_cache_bytes: int = 256 * 2**20,
         flash_attention: bool = True,
+        reliable_answers: bool = True,
     ) -> None:
-        """``state_cache_bytes``: the budget of saved KV states (0: only the live context is reused)."""
+        """``state_cache_bytes``: the budget of saved KV states (0: only the live context is reused);
+        ``reliable_answers``: False for a model too small to be asked for answers (the embedded SmolLM2-135M)."""
         self.model_path = Path(model_path).expanduser()
         if not self.model_path.is_file():
             raise ModelNotFoundError(
@@ -69,6 +71,12 @@ class LlamaCppChatModel:
             )
         self.name = name or self.model_path.stem
         self.context_window = context_window
+        self.capabilities = ModelCapabilities(
+            in_process=True,
+            reliable_answers=reliable_answers,
+            extracts_facts=reliable_answers,
+            context_tokens=context_window,
+        )
         self.threads = threads
         self.flash_attention = flash_attention
         self._llama: Any = None

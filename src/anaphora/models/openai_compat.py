@@ -14,12 +14,15 @@ from typing import Any
 import httpx
 
 from anaphora.errors import ModelUnavailableError
-from anaphora.models.base import ChatOptions, ChatReply, ChatStream, Usage, approx_tokens
+from anaphora.models.base import ChatOptions, ChatReply, ChatStream, ModelCapabilities, Usage, approx_tokens
 from anaphora.types import Message
 
 
 class OpenAICompatibleChatModel:
-    """Talks HTTP to ``{base_url}/chat/completions``; streaming uses server-sent events."""
+    """Talks HTTP to ``{base_url}/chat/completions``; streaming uses server-sent events. Servers of this API keep
+    a repeated prompt prefix cached (OpenAI bills it at half; vLLM, llama.cpp server and Ollama reuse it)."""
+
+    capabilities = ModelCapabilities(prompt_caching=True)
 
     def __init__(
         self,

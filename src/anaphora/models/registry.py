@@ -26,6 +26,7 @@ def _embedded(argument: str, settings: Settings) -> ChatModel:
         context_window=settings.context_window,
         threads=settings.model_threads,
         name="smollm2-135m-instruct",
+        reliable_answers=False,  # 135M parameters: its turns are quoted from the passages
         state_cache_bytes=settings.model_state_cache_mb * 2**20,
         flash_attention=settings.model_flash_attention,
     )
@@ -105,9 +106,6 @@ def available_chat_models() -> dict[str, Factory]:
     for entry in entry_points(group="anaphora.chat_models"):
         factories.setdefault(entry.name, entry.load())
     return factories
-
-
-IN_PROCESS_SCHEMES = frozenset({"embedded", "gguf"})  # backends that compute every prompt token in this process
 
 
 def chat_model_scheme(spec: str, schemes: Collection[str] | None = None) -> tuple[str, str]:

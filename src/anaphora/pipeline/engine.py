@@ -1,48 +1,34 @@
-"""The turn pipeline's async core: a sequence of stages over one frozen turn state.
+"""The turn pipeline's async core: a sequence of stages over one frozen turn state, in three phases.
 
-route -> query (rewrite for retrieval only) -> skip gate -> retrieve -> select -> budget -> generate -> cite,
-then the turn is stored and the rolling summary scheduled. The generator always answers the user's original
-words; the retrieval query lives only in the trace. A turn runs in its own task: a streaming caller that stops
-reading does not stop the turn from being stored.
+retrieval (route -> query (rewrite for retrieval only) -> skip gate -> retrieve -> select -> memory), prompt
+(budget), answer (answer -> cite); then the turn is stored and the rolling summary and memory writing scheduled.
+The generator always answers the user's original words; the retrieval query lives only in the trace. A turn runs in
+its own task: a streaming caller that stops reading does not stop the turn from being stored.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 from anaphora.errors import InputError
 from anaphora.metrics import Metrics
-from anaphora.models.base import ChatModel
-from anaphora.pipeline.answer import NO_ANSWER, Answer
+from anaphora.pipeline.answer import NO_ANSWER
 from anaphora.pipeline.budget import window_start
-from anaphora.pipeline.check import ABSTAIN, AnswerCheck
-from anaphora.pipeline.extractive import ExtractiveAnswerer
-from anaphora.pipeline.memory import RecallMemory, RememberTurn
+from anaphora.pipeline.check import ABSTAIN
+from anaphora.pipeline.memory import RememberTurn
 from anaphora.pipeline.observer import StageObserver
 from anaphora.pipeline.query import QueryStage
 from anaphora.pipeline.select import PassageSelector
 from anaphora.pipeline.sink import AnswerSink, Deltas
 from anaphora.pipeline.stage import Stage, check_order
-from anaphora.pipeline.stages import (
-    BoostEntities,
-    Budget,
-    Cite,
-    QueryPlanner,
-    Retrieve,
-    Router,
-    Select,
-    SkipGate,
-)
+from anaphora.pipeline.stages import QueryPlanner, Select
 from anaphora.pipeline.state import INITIAL, LOCAL_USER, STORED, TurnRequest, TurnState
 from anaphora.pipeline.summary import RollingSummarizer
-from anaphora.rerank.base import NoModelReranker
-from anaphora.retrieval.base import Retriever
-from anaphora.retrieval.terms import TermStatistics
+from anaphora.pipeline.window import WindowPolicy
 from anaphora.sanitize import sanitize
-from anaphora.settings import Settings
 from anaphora.store.protocols import ConversationStore, StoredTurn, SummaryStore
 from anaphora.types import Message, Passage, StageRecord, TurnResult, TurnTrace
 
@@ -131,78 +117,41 @@ def trace_of(state: TurnState, records: list[StageRecord]) -> TurnTrace:
 
 
 class Engine:
-    """Runs turns through ``stages``. Every dependency is passed in; :func:`anaphora.app.build_components` wires
-    the defaults. The engine knows the order of the stages, not what they do."""
+    """Runs turns through ``stages`` over the conversation store. Every dependency is passed in;
+    :func:`anaphora.app.build_stages` composes the stages and :func:`anaphora.app.build_components` the rest. The
+    engine knows the order of the stages and what each declares it reads and writes, not what they do."""
 
     def __init__(
         self,
-        settings: Settings,
+        stages: Sequence[Stage],
         *,
-        chat_model: ChatModel,
-        retriever: Retriever,
         conversations: ConversationStore,
-        query_stage: QueryStage,
-        selector: PassageSelector | None = None,
+        window: WindowPolicy | None = None,
         summaries: SummaryStore | None = None,
         summarizer: RollingSummarizer | None = None,
+        memory_writer: RememberTurn | None = None,
         metrics: Metrics | None = None,
         tracer: Any | None = None,
-        extractive: ExtractiveAnswerer | None = None,
-        term_statistics: Callable[[], TermStatistics | None] | None = None,
-        memory_recall: RecallMemory | None = None,
-        memory_writer: RememberTurn | None = None,
+        closers: Sequence[Callable[[], Awaitable[None]]] = (),
     ) -> None:
-        """``tracer``: an OpenTelemetry tracer for spans per turn and stage (None: no spans); ``extractive``: the
-        answerer that quotes passages (``answer_mode`` 'extractive' and 'auto'; without it 'auto' abstains);
-        ``term_statistics``: the passage index's document frequencies, which the entity boost reads;
-        ``memory_recall``: the long-term memory stage, run before the budget; ``memory_writer``: the stage that
-        remembers each stored turn, run after the answer in the background (None: no long-term memory)."""
-        self.settings = settings
-        self._shows_history_excerpts = settings.shows_history_excerpts  # decided once: it may read entry points
-        self.chat_model = chat_model
+        """``window``: which stored turns a turn loads and how (the budget applies the same policy);
+        ``summarizer``: updates the rolling summary after a turn, in the background; ``memory_writer``: the stage
+        that remembers each stored turn, run after the answer in the background (None: no long-term memory);
+        ``tracer``: an OpenTelemetry tracer for spans per turn and stage (None: no spans); ``closers``: what
+        :meth:`aclose` closes after the background work (the model's, the reranker's and the store's clients)."""
+        check_order(stages)
+        self.stages: list[Stage] = list(stages)
         self.conversations = conversations
-        self.metrics = metrics or Metrics()
-        self.selector = selector or PassageSelector(
-            NoModelReranker(), similarity_threshold=settings.similarity_threshold
-        )
+        self.window = window or WindowPolicy()
         self.summaries = summaries
         self.summarizer = summarizer
+        self.metrics = metrics or Metrics()
         self.observer = StageObserver(self.metrics, tracer)
-        self.stages: list[Stage] = [
-            Router(skip_gate=settings.skip_gate),
-            QueryPlanner(query_stage, timeout_s=settings.rewrite_timeout_s),
-            *([SkipGate()] if settings.skip_gate else []),
-            Retrieve(retriever),
-            *self._boost_stages(settings, term_statistics),
-            Select(self.selector, top_k=settings.top_k),
-            *([memory_recall] if memory_recall is not None else []),
-            Budget(settings, chat_model),
-            self._answer_stage(settings, chat_model, extractive),
-            Cite(),
-        ]
-        check_order(self.stages)
         self.memory_writer = memory_writer
         if memory_writer is not None:
             check_order([memory_writer], self._written() | STORED)
+        self._closers = list(closers)
         self._background: set[asyncio.Task] = set()
-
-    @staticmethod
-    def _boost_stages(settings: Settings, statistics: Callable[[], TermStatistics | None] | None) -> list[Stage]:
-        return [BoostEntities(statistics, settings.entity_boost)] if statistics and settings.entity_boost else []
-
-    @staticmethod
-    def _answer_stage(settings: Settings, model: ChatModel, extractive: ExtractiveAnswerer | None) -> Answer:
-        mode = settings.effective_answer_mode
-        return Answer(
-            model,
-            mode=mode,
-            check=AnswerCheck(settings.answer_check, mode, settings.support_threshold, extractive),
-            extractive=extractive,
-            system_prompt=settings.system_prompt,
-            layout=settings.prompt_layout,
-            max_tokens=settings.answer_max_tokens,
-            temperature=settings.answer_temperature,
-        )
 
     def add_stage(self, stage: Stage, *, after: str) -> None:
         """Insert ``stage`` after the stage named ``after`` (e.g. ``"answer"``); refused (the list unchanged) when
@@ -237,11 +186,16 @@ class Engine:
 
     @query_stage.setter
     def query_stage(self, strategy: QueryStage) -> None:
-        index = self.stages.index(self._planner())
-        self.stages[index] = QueryPlanner(strategy, timeout_s=self.settings.rewrite_timeout_s)
+        planner = self._planner()
+        self.stages[self.stages.index(planner)] = QueryPlanner(strategy, timeout_s=planner.budget_s)
 
     def _planner(self) -> QueryPlanner:
         return next(s for s in self.stages if isinstance(s, QueryPlanner))
+
+    @property
+    def selector(self) -> PassageSelector:
+        """The passage selector of the select stage (its reranker, thresholds)."""
+        return next(s for s in self.stages if isinstance(s, Select)).selector
 
     @property
     def tracer(self) -> Any | None:
@@ -267,11 +221,10 @@ class Engine:
             await asyncio.gather(*list(self._background), return_exceptions=True)
 
     async def aclose(self) -> None:
-        """Finish background work and close the network clients of the model, the reranker and the store."""
+        """Finish background work, then close what the engine was given to close (``closers``, in order)."""
         await self.drain()
-        await self.chat_model.aclose()
-        await self.selector.reranker.aclose()
-        await self.conversations.aclose()
+        for close in self._closers:
+            await close()
 
     async def _run_stages(self, stages: Sequence[Stage], state: TurnState) -> tuple[TurnState, list[StageRecord]]:
         records: list[StageRecord] = []
@@ -307,14 +260,14 @@ class Engine:
             history = []
         else:
             stored = await self.conversations.turns(
-                request.user_id, request.conversation_id, last=self.settings.history_turns
+                request.user_id, request.conversation_id, last=self.window.max_turns
             )
             history = turns_to_messages(stored)
-            if self.settings.prompt_layout == "cache_stable":
+            if self.window.stable:
                 previous_start = previous_window_start(stored)
-                if self._shows_history_excerpts:  # each earlier turn is shown with its excerpts
+                if self.window.excerpts:  # each earlier turn is shown with its excerpts
                     excerpts = tuple(shown_passages(t) for t in stored)
-            if self.settings.summary and self.summaries is not None:
+            if self.window.summary and self.summaries is not None:
                 current = await self.summaries.summary(request.user_id, request.conversation_id)
                 summary, covers = (current.text, current.covers_turns) if current else ("", 0)
         return TurnState(
@@ -374,15 +327,15 @@ class Engine:
         """How many of the oldest turns the summary must cover for the next turn: those before the next turn's
         verbatim window (with 'cache_stable', a block boundary, so the summary changes only there), and those the
         budget evicted from this turn's prompt."""
-        settings = self.settings
+        window = self.window
         decision = state.prompt.decision if state.prompt else None
         start = turns_before - decision.turns_kept if decision else turns_before  # this turn's window start
         next_start = window_start(
             turns_before + 1,
-            layout=settings.prompt_layout,
-            max_turns=settings.history_turns,
-            min_turns=settings.history_min_turns,
-            previous=start if settings.prompt_layout == "cache_stable" and decision else None,
+            layout=window.layout,
+            max_turns=window.max_turns,
+            min_turns=window.min_turns,
+            previous=start if window.stable and decision else None,
         )
         return max(next_start, start + (decision.turns_to_fold_next if decision else 0))
 
@@ -397,7 +350,7 @@ class Engine:
     def _schedule_summary(self, request: TurnRequest, covers: int) -> None:
         """Summarise turns that will not be shown verbatim any more, after the answer, without blocking it."""
         summarizer = self.summarizer
-        if not (self.settings.summary and summarizer and covers > 0):
+        if not (self.window.summary and summarizer and covers > 0):
             return
         work = summarizer.update(request.user_id, request.conversation_id or "", covers)
         task = asyncio.get_running_loop().create_task(

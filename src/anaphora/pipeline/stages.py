@@ -33,6 +33,7 @@ from anaphora.pipeline.route import (
 from anaphora.pipeline.select import PassageSelector
 from anaphora.pipeline.stage import Stage, StageResult
 from anaphora.pipeline.state import Skip, TurnState
+from anaphora.pipeline.window import WindowPolicy
 from anaphora.retrieval.base import Retriever
 from anaphora.retrieval.entity_boost import boost, conversation_entities
 from anaphora.retrieval.terms import TermStatistics
@@ -69,6 +70,7 @@ class QueryPlanner(Stage):
 
     def __init__(self, strategy: QueryStage, *, timeout_s: float | None = None) -> None:
         self.strategy = strategy
+        self.budget_s = timeout_s  # kept for a strategy swapped in later (Engine.query_stage)
         self.timeout_s = timeout_s if strategy.calls_model else None
         self.counter = "rewriter" if strategy.calls_model else None
 
@@ -213,13 +215,14 @@ class Budget(Stage):
     )
     writes = ("prompt",)
 
-    def __init__(self, settings: Settings, model: ChatModel) -> None:
+    def __init__(self, settings: Settings, model: ChatModel, window: WindowPolicy) -> None:
         self.settings = settings
         self.model = model
+        self.window = window
 
     async def run(self, state: TurnState) -> StageResult:
-        settings = self.settings
-        layout = settings.prompt_layout
+        settings, policy = self.settings, self.window
+        layout = policy.layout
         # 'cache_stable': the window goes on from where the previous one started, and never shows what the summary
         # already holds
         previous = state.previous_window_start if layout == "cache_stable" else None
@@ -228,8 +231,8 @@ class Budget(Stage):
         window = verbatim_window(
             state.turns_before,
             layout=layout,
-            max_turns=settings.history_turns,
-            min_turns=settings.history_min_turns,
+            max_turns=policy.max_turns,
+            min_turns=policy.min_turns,
             previous=previous,
         )
         loaded_from = state.turns_before - len(state.history) // 2  # index of the oldest turn in state.history

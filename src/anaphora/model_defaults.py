@@ -1,0 +1,56 @@
+"""Settings left unset (or 'auto') resolved from what the chat model declares (:class:`~anaphora.models.base.
+ModelCapabilities`), never from its name: the answer mode, history excerpts, the verbatim window and model-written
+memory facts. The one place these defaults are decided; :func:`anaphora.app.build_stages` reads them."""
+
+from __future__ import annotations
+
+from anaphora.errors import ConfigurationError
+from anaphora.models.base import ModelCapabilities
+from anaphora.pipeline.check import AnswerMode
+from anaphora.pipeline.window import WindowPolicy
+from anaphora.settings import Settings
+
+CACHED_WINDOW = (16, 8)  # a model whose provider caches prefixes: a longer window folds less often (prefix 0.89)
+LOCAL_WINDOW = (8, 4)  # the brief's window (at most 8 verbatim turns, folding to 4)
+
+
+def answer_mode(settings: Settings, capabilities: ModelCapabilities) -> AnswerMode:
+    """``answer_mode``, or 'extractive' for a model whose answers are not reliable, else 'auto' (measured:
+    docs/benchmarks.md, grounded answers)."""
+    if settings.answer_mode is not None:
+        return settings.answer_mode
+    return "auto" if capabilities.reliable_answers else "extractive"
+
+
+def uses_model_facts(settings: Settings, capabilities: ModelCapabilities) -> bool:
+    """``memory_model_facts``, with 'auto' on for a model that may be asked for facts."""
+    if settings.memory_model_facts != "auto":
+        return settings.memory_model_facts == "on"
+    return capabilities.extracts_facts
+
+
+def shows_history_excerpts(settings: Settings, capabilities: ModelCapabilities) -> bool:
+    """``history_excerpts`` (``cache_stable`` only), with 'auto' on unless the model runs in this process."""
+    if settings.prompt_layout != "cache_stable" or settings.history_excerpts == "off":
+        return False
+    return settings.history_excerpts == "on" or not capabilities.in_process
+
+
+def window_policy(settings: Settings, capabilities: ModelCapabilities) -> WindowPolicy:
+    """The verbatim window: ``history_turns`` / ``history_min_turns``, unset ones by whether the model's provider
+    caches prompt prefixes (16 folding to 8) or not (8 folding to 4)."""
+    default_max, default_min = CACHED_WINDOW if capabilities.prompt_caching else LOCAL_WINDOW
+    max_turns = settings.history_turns if settings.history_turns is not None else default_max
+    min_turns = settings.history_min_turns if settings.history_min_turns is not None else min(default_min, max_turns)
+    if min_turns > max_turns:
+        raise ConfigurationError(
+            f"history_min_turns ({min_turns}) cannot exceed history_turns ({max_turns})",
+            hint="lower ANAPHORA_HISTORY_MIN_TURNS or raise ANAPHORA_HISTORY_TURNS",
+        )
+    return WindowPolicy(
+        layout=settings.prompt_layout,
+        max_turns=max_turns,
+        min_turns=min_turns,
+        excerpts=shows_history_excerpts(settings, capabilities),
+        summary=settings.summary,
+    )
