@@ -249,11 +249,21 @@ async def run(turns: int, chat_model: str, tmp: Path, **extra) -> dict:
 
 
 WINDOWS = {  # verbatim window (history_turns / history_min_turns) and context window, cache-stable layout
-    "8/4 turns, 8k context (default)": {},
+    "8/4 turns, 8k context (the default without prompt caching)": {},
     "12/4 turns, 8k context": {"history_turns": 12},
     "16/4 turns, 8k context": {"history_turns": 16},
     "8/4 turns, 32k context": {"context_window": 32768, "history_budget_tokens": 24000},
     "16/4 turns, 32k context": {"history_turns": 16, "context_window": 32768, "history_budget_tokens": 24000},
+    "16/8 turns, 8k context (the default of a model that declares prompt caching)": {
+        "history_turns": 16,
+        "history_min_turns": 8,
+    },
+    "16/8 turns, 32k context": {
+        "history_turns": 16,
+        "history_min_turns": 8,
+        "context_window": 32768,
+        "history_budget_tokens": 24000,
+    },
 }
 EMBEDDERS = {
     "hashing": {"embedder": "hashing", "similarity_threshold": 0.0},  # the check: topic-blind retrieval

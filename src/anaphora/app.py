@@ -22,10 +22,12 @@ from anaphora.metrics import Metrics
 from anaphora.model_defaults import answer_mode, uses_model_facts, window_policy
 from anaphora.models import ChatModel, load_chat_model
 from anaphora.pipeline.answer import Answer
+from anaphora.pipeline.budget import PromptBudget, PromptLimits
 from anaphora.pipeline.check import AnswerCheck
 from anaphora.pipeline.engine import LOCAL_USER, Engine, TurnRequest
 from anaphora.pipeline.extractive import ExtractiveAnswerer
 from anaphora.pipeline.memory import RecallMemory, RememberTurn
+from anaphora.pipeline.prompt import format_passage, history_context
 from anaphora.pipeline.query import LastMessageQuery, QueryStage
 from anaphora.pipeline.rewrite import JSON_ANALYSIS, TEXT_REWRITE, GuardedRewriter, HistoryExpansion
 from anaphora.pipeline.select import PassageSelector
@@ -230,7 +232,17 @@ def build_stages(settings: Settings, parts: StageParts) -> list[Stage]:
         *([BoostEntities(parts.term_statistics, settings.entity_boost)] if boost else []),  # type: ignore[arg-type]
         Select(parts.selector, top_k=settings.top_k),
         *([parts.memory_recall] if parts.memory_recall is not None else []),
-        Budget(settings, parts.chat_model, window_policy(settings, capabilities)),
+        Budget(
+            PromptBudget(parts.chat_model.count_tokens, format_passage, history_context),
+            PromptLimits(
+                budget=(capabilities.context_tokens or settings.context_window) - settings.answer_max_tokens,
+                history_budget=settings.history_budget_tokens,
+                memory_budget=settings.memory_max_tokens,
+                answer_reserve=settings.answer_max_tokens,
+            ),
+            window_policy(settings, capabilities),
+            settings.system_prompt,
+        ),
         answer,
         Cite(),
     ]

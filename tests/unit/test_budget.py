@@ -1,4 +1,4 @@
-"""plan_prompt: one token budget for the whole generation prompt; and the engine keeping to it over 200 turns."""
+"""PromptBudget.plan: one token budget for the whole generation prompt; and the engine keeping to it over 200 turns."""
 
 from __future__ import annotations
 
@@ -10,7 +10,14 @@ from anaphora import FakeChatModel, Settings, TurnTrace
 from anaphora.app import build_components
 from anaphora.errors import InputError
 from anaphora.models.fake import echo_first_context
-from anaphora.pipeline.budget import MESSAGE_OVERHEAD, plan_prompt, truncate_to_tokens
+from anaphora.pipeline.budget import (
+    MESSAGE_OVERHEAD,
+    HistoryWindow,
+    PromptBudget,
+    PromptLimits,
+    PromptParts,
+    truncate_to_tokens,
+)
 from anaphora.pipeline.engine import TurnRequest
 from anaphora.pipeline.prompt import SUMMARY_END, SUMMARY_HEADING, summary_label
 from anaphora.pipeline.rewrite import REWRITE_INSTRUCTIONS
@@ -65,6 +72,20 @@ def plan(**overrides):
     )
     arguments.update(overrides)
     return plan_prompt(**arguments)
+
+
+def plan_prompt(
+    *, count, passage_text, excerpt_text=None, budget, history_budget, memory_budget=0, answer_reserve=0, **parts
+):
+    """The budget's three values (parts, limits, window) from one set of keyword arguments, for the tests."""
+    window = {k: parts.pop(k) for k in list(parts) if k in WINDOW_FIELDS}
+    if "history_excerpts" in parts:
+        window["excerpts"] = parts.pop("history_excerpts")
+    limits = PromptLimits(budget, history_budget, memory_budget, answer_reserve)
+    return PromptBudget(count, passage_text, excerpt_text).plan(PromptParts(**parts), limits, HistoryWindow(**window))
+
+
+WINDOW_FIELDS = ("history", "max_turns", "layout", "turns_folded", "floor", "previous_start")
 
 
 def check_invariants(result, *, budget, history_budget, max_turns, history, passages, summary) -> None:

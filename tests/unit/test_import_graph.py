@@ -1,6 +1,6 @@
-"""The package's imports form no cycle, function-local ones included (an import inside a function is a cycle
-postponed, not removed): each layer imports only the ones below it. Only ``if TYPE_CHECKING:`` imports, which never
-run, are left out."""
+"""The package's shape. Its imports form no cycle, function-local ones included (an import inside a function is a
+cycle postponed, not removed): each layer imports only the ones below it; only ``if TYPE_CHECKING:`` imports, which
+never run, are left out. No function is over 100 lines or 12 parameters."""
 
 from __future__ import annotations
 
@@ -69,3 +69,28 @@ def test_no_import_cycle() -> None:
         if name not in state:
             visit(name, [name])
     assert not cycles, "\n".join(" -> ".join(c) for c in cycles[:10])
+
+
+MAX_LINES, MAX_PARAMETERS = 100, 12
+
+
+def parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """A function's parameters, ``self`` and ``cls`` not counted (``*args`` and ``**kwargs`` count one each)."""
+    arguments = node.args
+    names = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    count = len(names) + (arguments.vararg is not None) + (arguments.kwarg is not None)
+    return count - (1 if names and names[0].arg in ("self", "cls") else 0)
+
+
+def test_no_function_is_over_100_lines_or_12_parameters() -> None:
+    """A function that long, or taking that much, is several functions (or a value object) waiting to be named."""
+    found = []
+    for path in sorted((SRC / "anaphora").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > MAX_LINES or parameters(node) > MAX_PARAMETERS:
+                    found.append(
+                        f"{path.relative_to(SRC)}:{node.lineno} {node.name}: {lines} lines, {parameters(node)} parameters"
+                    )
+    assert not found, "\n".join(found)

@@ -11,7 +11,7 @@ from anaphora import FakeChatModel, Settings
 from anaphora.app import build_components
 from anaphora.errors import ConfigurationError
 from anaphora.models.fake import echo_first_context
-from anaphora.pipeline.budget import MESSAGE_OVERHEAD, plan_prompt, verbatim_window, window_start
+from anaphora.pipeline.budget import MESSAGE_OVERHEAD, verbatim_window, window_start
 from anaphora.pipeline.engine import TurnRequest
 from anaphora.pipeline.prompt import (
     CONTEXT_FRAMING,
@@ -31,6 +31,7 @@ from anaphora.pipeline.summary import SUMMARY_INSTRUCTIONS
 from anaphora.settings import load_settings
 from anaphora.types import Message, Passage
 from tests.conftest import SAMPLE_DOCS
+from tests.unit.test_budget import plan_prompt
 
 pytestmark = pytest.mark.unit
 

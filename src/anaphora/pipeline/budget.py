@@ -97,147 +97,211 @@ def truncate_to_tokens(text: str, limit: int, count: TokenCounter) -> str:
     return " ".join(words[:low])
 
 
-def plan_prompt(
-    *,
-    count: TokenCounter,
-    budget: int,
-    history_budget: int,
-    max_turns: int,
-    system: str,
-    summary: str,
-    history: Sequence[Message],
-    passages: Sequence[Passage],
-    question: str,
-    passage_text: Callable[[Passage], str],
-    framing: str = "",
-    summary_label: str = "",
-    layout: PromptLayout = "sliding",
-    turns_folded: int = 0,
-    memories: Sequence[Passage] = (),
-    memory_budget: int = 0,
-    memory_framing: str = "",
-    history_excerpts: Sequence[Sequence[Passage]] = (),
-    excerpt_text: Callable[[Sequence[Passage], Collection[str]], str] | None = None,
-    floor: int = 0,
-    previous_start: int | None = None,
-    answer_reserve: int = 0,
-) -> PromptPlan:
-    """Fit everything into ``budget`` tokens; ``history`` is user/assistant pairs, oldest first, of which the newest
-    ``max_turns`` may be verbatim. ``framing`` is the fixed text around the question and passages (context fences,
-    labels); ``summary_label`` introduces a summary; ``memories`` (formatted by ``passage_text`` too) get at most
-    ``memory_budget`` tokens with their ``memory_framing``. ``history_excerpts`` (one entry per turn of ``history``,
-    or none) are the passages each earlier turn showed; a verbatim turn shows them again as
-    ``excerpt_text(passages, ids older verbatim turns show)`` renders them, and costs that. With ``cache_stable``,
-    ``floor`` is the index in ``history`` of the oldest turn the window may show (where the previous turn's window
-    started, or the end of the summary), ``previous_start`` the index where the previous turn's window started
-    (then ``turns_folded`` counts the turns that left the window since, whatever moved it) and ``answer_reserve``
-    the answer's cap, to foresee the next turn's fold. ``layout`` and ``turns_folded`` (else the window rule's) are
-    recorded in the decision."""
-    cost = lambda text: count(text) + MESSAGE_OVERHEAD  # noqa: E731
-    system_cost, question_cost = cost(system), cost(question) + count(framing)
-    if system_cost + question_cost > budget:
-        raise InputError(
-            f"the question is too long: {question_cost} tokens, with {budget - system_cost} available",
-            hint="shorten the question, or raise ANAPHORA_CONTEXT_WINDOW for a model with a longer context",
+@dataclass(frozen=True, slots=True)
+class PromptParts:
+    """What this turn's prompt is made of. ``framing`` is the fixed text around the question and passages
+    (context fences, labels); ``summary_label`` introduces a summary; ``memories`` come with their
+    ``memory_framing``."""
+
+    system: str
+    question: str
+    passages: Sequence[Passage] = ()
+    summary: str = ""
+    framing: str = ""
+    summary_label: str = ""
+    memories: Sequence[Passage] = ()
+    memory_framing: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PromptLimits:
+    """``budget`` tokens for the whole prompt, of which at most ``history_budget`` for the summary and the verbatim
+    turns and ``memory_budget`` for recalled memories; ``answer_reserve``: the answer's cap, to foresee the next
+    turn's fold."""
+
+    budget: int
+    history_budget: int
+    memory_budget: int = 0
+    answer_reserve: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryWindow:
+    """The earlier turns as the budget sees them: ``history`` is user/assistant pairs, oldest first, of which the
+    newest ``max_turns`` may be verbatim; ``excerpts`` (one entry per turn, or none) the passages each showed. With
+    ``cache_stable``, ``floor`` is the index in ``history`` of the oldest turn the window may show (where the
+    previous turn's window started, or the end of the summary) and ``previous_start`` the index where the previous
+    turn's window started (then ``turns_folded`` counts the turns that left the window since, whatever moved it)."""
+
+    history: Sequence[Message]
+    max_turns: int
+    layout: PromptLayout = "sliding"
+    excerpts: Sequence[Sequence[Passage]] = ()
+    turns_folded: int = 0
+    floor: int = 0
+    previous_start: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Fixed:
+    """The protected part's costs and what was kept of the passages and memories."""
+
+    system: int
+    question: int
+    passages: list[Passage]
+    passage_cost: int
+    memories: list[Passage]
+    memory_cost: int
+
+
+class PromptBudget:
+    """Fits a turn's prompt into its limits: the protected part (system prompt, question, passages), then
+    memories within their cap, then the summary (at most half the history room), then as many verbatim turns as
+    fit, with the layout's window rule. ``passage_text`` formats a passage or memory as the prompt shows it;
+    ``excerpt_text(passages, ids older verbatim turns show)`` an earlier turn's excerpts."""
+
+    def __init__(
+        self,
+        count: TokenCounter,
+        passage_text: Callable[[Passage], str],
+        excerpt_text: Callable[[Sequence[Passage], Collection[str]], str] | None = None,
+    ) -> None:
+        self.count = count
+        self.passage_text = passage_text
+        self.excerpt_text = excerpt_text
+
+    def cost(self, text: str) -> int:
+        return self.count(text) + MESSAGE_OVERHEAD
+
+    def plan(self, parts: PromptParts, limits: PromptLimits, window: HistoryWindow) -> PromptPlan:
+        fixed = self._fixed(parts, limits)
+        remaining = limits.budget - fixed.system - fixed.question - fixed.passage_cost - fixed.memory_cost
+        history_room = min(remaining, limits.history_budget)
+        summary, summary_cost, truncated = self._summary(parts, history_room)
+        turns, excerpts = self._turns(window)
+        excerpts.append(tuple(fixed.passages))  # this turn, as the next turn will show it
+        window_size = min(len(turns), window.max_turns) if window.max_turns else 0
+        words = [sum(self.cost(m.content) for m in turn) for turn in turns]
+        words.append(self.cost(parts.question) + limits.answer_reserve + MESSAGE_OVERHEAD)
+        fit = _WindowFit(self, words, excerpts)
+        start, history_cost, next_start = fit.choose(window, len(turns) - window_size, history_room - summary_cost)
+        kept, kept_excerpts = turns[start:], excerpts[start : len(turns)]
+        in_history = {p.id for turn_excerpts in kept_excerpts for p in turn_excerpts}
+        decision = BudgetDecision(
+            budget=limits.budget,
+            used=fixed.system + fixed.question + fixed.passage_cost + fixed.memory_cost + summary_cost + history_cost,
+            system=fixed.system,
+            summary=summary_cost,
+            question=fixed.question,
+            passages=fixed.passage_cost,
+            history=history_cost,
+            passages_kept=len(fixed.passages),
+            passages_dropped=len(parts.passages) - len(fixed.passages),
+            turns_available=len(turns),
+            turns_kept=len(kept),
+            turns_evicted_for_budget=window_size - len(kept),
+            turns_beyond_window=len(turns) - window_size,
+            summary_truncated=truncated,
+            layout=window.layout,
+            turns_folded=window.turns_folded
+            if window.previous_start is None
+            else max(0, start - window.previous_start),
+            memory=fixed.memory_cost,
+            memory_kept=len(fixed.memories),
+            passages_shown_earlier=sum(1 for p in fixed.passages if p.id in in_history),
+            turns_to_fold_next=next_start - start,
         )
-    remaining = budget - system_cost - question_cost
-    kept_passages: list[Passage] = []
-    passage_cost = 0
-    for passage in passages:  # protected, best first; only what cannot fit at all is dropped
-        tokens = count(passage_text(passage)) + 2
-        if passage_cost + tokens > remaining:
-            break
-        kept_passages.append(passage)
-        passage_cost += tokens
-    remaining -= passage_cost
-    kept_memories: list[Passage] = []
-    memory_cost = count(memory_framing) if memories else 0
-    memory_room = min(remaining, memory_budget)
-    for memory in memories:  # best first, within their cap
-        tokens = count(passage_text(memory)) + 2
-        if memory_cost + tokens > memory_room:
-            break
-        kept_memories.append(memory)
-        memory_cost += tokens
-    memory_cost = memory_cost if kept_memories else 0
-    remaining -= memory_cost
-    history_room = min(remaining, history_budget)
+        history = [m for turn in kept for m in turn]
+        return PromptPlan(history, fixed.passages, summary, decision, fixed.memories, kept_excerpts)
 
-    turns = [list(history[i : i + 2]) for i in range(0, len(history), 2)]
-    if history_excerpts and len(history_excerpts) != len(turns):
-        raise ValueError(f"history_excerpts: {len(history_excerpts)} entries for {len(turns)} turns")
-    excerpts = [tuple(e) for e in history_excerpts] or [()] * len(turns)
-    window_size = min(len(turns), max_turns) if max_turns else 0
-    beyond_window = len(turns) - window_size
-    summary_text = summary
-    summary_cost = cost(summary_label + summary) if summary else 0
-    truncated = False
-    if summary and summary_cost > history_room // 2:  # the summary may take at most half of the history room
-        room_for_text = max(0, history_room // 2 - MESSAGE_OVERHEAD - count(summary_label))
-        summary_text = truncate_to_tokens(summary, room_for_text, count)
-        summary_cost = cost(summary_label + summary_text) if summary_text else 0
-        truncated = True
-    room = history_room - summary_cost
+    def _fixed(self, parts: PromptParts, limits: PromptLimits) -> _Fixed:
+        """The protected part: the system prompt and the question (an oversize question is refused), this turn's
+        passages best first (only what cannot fit at all is dropped), then memories within their cap."""
+        system_cost, question_cost = self.cost(parts.system), self.cost(parts.question) + self.count(parts.framing)
+        if system_cost + question_cost > limits.budget:
+            raise InputError(
+                f"the question is too long: {question_cost} tokens, with {limits.budget - system_cost} available",
+                hint="shorten the question, or raise ANAPHORA_CONTEXT_WINDOW for a model with a longer context",
+            )
+        remaining = limits.budget - system_cost - question_cost
+        passages, passage_cost = self._fill(parts.passages, 0, remaining)
+        remaining -= passage_cost
+        framing = self.count(parts.memory_framing) if parts.memories else 0
+        memories, memory_cost = self._fill(parts.memories, framing, min(remaining, limits.memory_budget))
+        return _Fixed(system_cost, question_cost, passages, passage_cost, memories, memory_cost if memories else 0)
 
-    # each turn's own words, then what its excerpts add where it is shown again (which depends on older turns shown)
-    words = [sum(cost(m.content) for m in turn) for turn in turns]
-    words.append(cost(question) + answer_reserve + MESSAGE_OVERHEAD)  # this turn, as the next turn will show it
-    excerpts.append(tuple(kept_passages))
-    excerpt_tokens = functools.cache(count)  # the same turn's excerpts are costed for several candidate starts
+    def _fill(self, passages: Sequence[Passage], used: int, room: int) -> tuple[list[Passage], int]:
+        """The longest run of ``passages``, best first, that fits ``room`` with ``used`` tokens already taken."""
+        kept: list[Passage] = []
+        for passage in passages:
+            tokens = self.count(self.passage_text(passage)) + 2
+            if used + tokens > room:
+                break
+            kept.append(passage)
+            used += tokens
+        return kept, used
 
-    def window_from(start: int, stop: int) -> int:
+    def _summary(self, parts: PromptParts, history_room: int) -> tuple[str, int, bool]:
+        """The summary as shown (truncated to half the history room at most), its cost, whether it was cut."""
+        summary, label = parts.summary, parts.summary_label
+        if not summary:
+            return summary, 0, False
+        cost = self.cost(label + summary)
+        if cost <= history_room // 2:
+            return summary, cost, False
+        room_for_text = max(0, history_room // 2 - MESSAGE_OVERHEAD - self.count(label))
+        summary = truncate_to_tokens(summary, room_for_text, self.count)
+        return summary, (self.cost(label + summary) if summary else 0), True
+
+    @staticmethod
+    def _turns(window: HistoryWindow) -> tuple[list[list[Message]], list[tuple[Passage, ...]]]:
+        turns = [list(window.history[i : i + 2]) for i in range(0, len(window.history), 2)]
+        if window.excerpts and len(window.excerpts) != len(turns):
+            raise ValueError(f"history_excerpts: {len(window.excerpts)} entries for {len(turns)} turns")
+        return turns, [tuple(e) for e in window.excerpts] or [()] * len(turns)
+
+
+class _WindowFit:
+    """Where the verbatim window starts: the cost of a run of turns, each with the excerpts it showed (which
+    depends on the older turns shown), and the fold that fits it."""
+
+    def __init__(self, budget: PromptBudget, words: list[int], excerpts: list[tuple[Passage, ...]]) -> None:
+        self.budget = budget
+        self.words = words  # per turn (this one last): its own words
+        self.excerpts = excerpts
+        self._excerpt_tokens = functools.cache(budget.count)  # the same excerpts are costed for several starts
+
+    def cost(self, start: int, stop: int) -> int:
         """The cost of turns ``start``...``stop - 1`` verbatim, each with the excerpts it showed."""
         shown: set[str] = set()
         tokens = 0
+        render = self.budget.excerpt_text
         for index in range(start, stop):
-            tokens += words[index]
-            if excerpts[index] and excerpt_text is not None:
-                tokens += excerpt_tokens(excerpt_text(excerpts[index], shown))
-            shown.update(p.id for p in excerpts[index])
+            tokens += self.words[index]
+            if self.excerpts[index] and render is not None:
+                tokens += self._excerpt_tokens(render(self.excerpts[index], shown))
+            shown.update(p.id for p in self.excerpts[index])
         return tokens
 
-    def fold(first: int, stop: int, limit: int) -> tuple[int, int]:
+    def fold(self, first: int, stop: int, limit: int) -> tuple[int, int]:
         """The oldest start from ``first`` on whose turns up to ``stop`` cost at most ``limit``, and their cost."""
         for candidate in range(first, stop):
-            if (tokens := window_from(candidate, stop)) <= limit:
+            if (tokens := self.cost(candidate, stop)) <= limit:
                 return candidate, tokens
         return stop, 0
 
-    # 'cache_stable' keeps the window from where the previous turn's started (``floor``) while it fits; when it no
-    # longer does, it folds the oldest turns until the rest fit in half the room, so it can grow again for several
-    # turns. 'sliding' keeps the longest run of newest turns that fits, every turn.
-    blocks = layout == "cache_stable"
-    first = max(len(turns) - window_size, min(floor, len(turns)) if blocks else 0)
-    start, history_cost = fold(first, len(turns), room)
-    if blocks and start > first:
-        start, history_cost = fold(first, len(turns), int(room * REFILL_FROM))
-    next_start = start  # where the next turn's window will start, so the summary can be ready for it
-    if blocks and window_from(start, len(turns) + 1) > room:
-        next_start, _ = fold(start, len(turns) + 1, int(room * REFILL_FROM))
-    kept, kept_excerpts = turns[start:], excerpts[start : len(turns)]
-    in_history = {p.id for turn_excerpts in kept_excerpts for p in turn_excerpts}
-    shown_earlier = sum(1 for p in kept_passages if p.id in in_history)
-    decision = BudgetDecision(
-        budget=budget,
-        used=system_cost + question_cost + passage_cost + memory_cost + summary_cost + history_cost,
-        system=system_cost,
-        summary=summary_cost,
-        question=question_cost,
-        passages=passage_cost,
-        history=history_cost,
-        passages_kept=len(kept_passages),
-        passages_dropped=len(passages) - len(kept_passages),
-        turns_available=len(turns),
-        turns_kept=len(kept),
-        turns_evicted_for_budget=window_size - len(kept),
-        turns_beyond_window=beyond_window,
-        summary_truncated=truncated,
-        layout=layout,
-        turns_folded=turns_folded if previous_start is None else max(0, start - previous_start),
-        memory=memory_cost,
-        memory_kept=len(kept_memories),
-        passages_shown_earlier=shown_earlier,
-        turns_to_fold_next=next_start - start,
-    )
-    history_messages = [m for turn in kept for m in turn]
-    return PromptPlan(history_messages, kept_passages, summary_text, decision, kept_memories, kept_excerpts)
+    def choose(self, window: HistoryWindow, beyond: int, room: int) -> tuple[int, int, int]:
+        """(start, cost, the next turn's start). 'cache_stable' keeps the window from where the previous turn's
+        started (``floor``) while it fits; when it no longer does, it folds the oldest turns until the rest fit in
+        half the room, so it can grow again for several turns, and foresees the next turn's fold. 'sliding' keeps
+        the longest run of newest turns that fits, every turn."""
+        turns = len(self.words) - 1
+        blocks = window.layout == "cache_stable"
+        first = max(beyond, min(window.floor, turns) if blocks else 0)
+        start, cost = self.fold(first, turns, room)
+        if blocks and start > first:
+            start, cost = self.fold(first, turns, int(room * REFILL_FROM))
+        next_start = start
+        if blocks and self.cost(start, turns + 1) > room:
+            next_start, _ = self.fold(start, turns + 1, int(room * REFILL_FROM))
+        return start, cost, next_start

@@ -16,7 +16,6 @@ from typing import Any
 from anaphora.errors import InputError
 from anaphora.metrics import Metrics
 from anaphora.pipeline.answer import NO_ANSWER
-from anaphora.pipeline.budget import window_start
 from anaphora.pipeline.check import ABSTAIN
 from anaphora.pipeline.memory import RememberTurn
 from anaphora.pipeline.observer import StageObserver
@@ -27,28 +26,12 @@ from anaphora.pipeline.stage import Stage, check_order
 from anaphora.pipeline.stages import QueryPlanner, Select
 from anaphora.pipeline.state import INITIAL, LOCAL_USER, STORED, TurnRequest, TurnState
 from anaphora.pipeline.summary import RollingSummarizer
-from anaphora.pipeline.window import WindowPolicy
+from anaphora.pipeline.window import ConversationWindow, WindowPolicy
 from anaphora.sanitize import sanitize
 from anaphora.store.protocols import ConversationStore, StoredTurn, SummaryStore
 from anaphora.types import Message, Passage, StageRecord, TurnResult, TurnTrace
 
 __all__ = ["ABSTAIN", "LOCAL_USER", "NO_ANSWER", "Engine", "TurnRequest", "TurnStream", "turns_to_messages"]
-
-
-def shown_passages(turn: StoredTurn) -> tuple[Passage, ...]:
-    """The passages a stored turn's prompt showed (its trace's selection, as far as the budget kept it)."""
-    trace = turn.trace
-    if trace is None or trace.retrieval_skipped or trace.abstained or trace.budget is None:
-        return ()
-    return tuple(trace.retrieved[: trace.budget.passages_kept])
-
-
-def previous_window_start(turns: Sequence[StoredTurn]) -> int | None:
-    """Index of the oldest turn the previous turn's prompt showed verbatim (None when no turn or budget is known)."""
-    last = turns[-1] if turns else None
-    if last is None or last.trace is None or last.trace.budget is None:
-        return None
-    return max(0, last.index - last.trace.budget.turns_kept)
 
 
 def turns_to_messages(turns: Sequence[StoredTurn]) -> list[Message]:
@@ -249,11 +232,11 @@ class Engine:
         return list(state.candidates), trace_of(state, records)
 
     async def _start(self, request: TurnRequest, sink: AnswerSink, turns_before: int) -> TurnState:
-        """The turn's starting state: the sanitised question, recent history and current summary."""
+        """The turn's starting state: the sanitised question, recent history, its window and the summary."""
         question = sanitize(request.question).strip()
         if not question:
             raise InputError("the question is empty", hint="type a question")
-        summary, excerpts, previous_start, covers = "", (), None, 0
+        summary, window = "", None
         if request.history is not None:
             history = [m for m in request.history if m.role in ("user", "assistant")]
         elif request.conversation_id is None:
@@ -263,21 +246,19 @@ class Engine:
                 request.user_id, request.conversation_id, last=self.window.max_turns
             )
             history = turns_to_messages(stored)
-            if self.window.stable:
-                previous_start = previous_window_start(stored)
-                if self.window.excerpts:  # each earlier turn is shown with its excerpts
-                    excerpts = tuple(shown_passages(t) for t in stored)
+            covers = 0
             if self.window.summary and self.summaries is not None:
                 current = await self.summaries.summary(request.user_id, request.conversation_id)
                 summary, covers = (current.text, current.covers_turns) if current else ("", 0)
+            window = ConversationWindow.from_stored(stored, turns_before, self.window, covers)
+        if window is None:
+            window = ConversationWindow(turns_before, len(history) // 2)
         return TurnState(
             question=question,
             request=request,
             history=tuple(Message(role=m.role, content=sanitize(m.content)) for m in history),
             turns_before=turns_before,
-            history_excerpts=excerpts,
-            previous_window_start=previous_start,
-            summary_covers=covers,
+            window=window,
             summary=sanitize(summary),
             sink=sink,
         )
@@ -311,7 +292,7 @@ class Engine:
             )
             self.observer.seconds("remember", time.perf_counter() - started)
             turn_index = stored.index
-            self._schedule_summary(request, self._summary_reach(state, turns_before))
+            self._schedule_summary(request, self._summary_reach(state))
             self._schedule_memory(state.update(turn_index=stored.index, turn_time=stored.created_at))
         self.observer.finish(trace, state.calls)
         return TurnResult(
@@ -323,21 +304,9 @@ class Engine:
             trace=trace,
         )
 
-    def _summary_reach(self, state: TurnState, turns_before: int) -> int:
-        """How many of the oldest turns the summary must cover for the next turn: those before the next turn's
-        verbatim window (with 'cache_stable', a block boundary, so the summary changes only there), and those the
-        budget evicted from this turn's prompt."""
-        window = self.window
+    def _summary_reach(self, state: TurnState) -> int:
         decision = state.prompt.decision if state.prompt else None
-        start = turns_before - decision.turns_kept if decision else turns_before  # this turn's window start
-        next_start = window_start(
-            turns_before + 1,
-            layout=window.layout,
-            max_turns=window.max_turns,
-            min_turns=window.min_turns,
-            previous=start if window.stable and decision else None,
-        )
-        return max(next_start, start + (decision.turns_to_fold_next if decision else 0))
+        return (state.window or ConversationWindow(state.turns_before)).summary_reach(decision, self.window)
 
     def _schedule_memory(self, state: TurnState) -> None:
         """Remember the stored turn after the answer, observed like every stage (fail-open, counted)."""

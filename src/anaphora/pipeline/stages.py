@@ -11,15 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from anaphora.models.base import ChatModel
-from anaphora.pipeline.budget import plan_prompt, verbatim_window
+from anaphora.pipeline.budget import PromptBudget, PromptLimits, PromptParts
 from anaphora.pipeline.citations import extract_citations
 from anaphora.pipeline.prompt import (
     CONTEXT_FRAMING,
     MEMORY_FRAMING,
     QUESTION_LABEL,
-    format_passage,
-    history_context,
     summary_label,
     system_text,
 )
@@ -33,11 +30,10 @@ from anaphora.pipeline.route import (
 from anaphora.pipeline.select import PassageSelector
 from anaphora.pipeline.stage import Stage, StageResult
 from anaphora.pipeline.state import Skip, TurnState
-from anaphora.pipeline.window import WindowPolicy
+from anaphora.pipeline.window import ConversationWindow, WindowPolicy
 from anaphora.retrieval.base import Retriever
 from anaphora.retrieval.entity_boost import boost, conversation_entities
 from anaphora.retrieval.terms import TermStatistics
-from anaphora.settings import Settings
 from anaphora.types import Citation
 
 
@@ -197,69 +193,33 @@ class Select(Stage):
 
 
 class Budget(Stage):
-    """One token budget for the whole prompt (see :mod:`anaphora.pipeline.budget`)."""
+    """The prompt phase: one token budget for the whole prompt (see :mod:`anaphora.pipeline.budget`), over the
+    turn's :class:`~anaphora.pipeline.window.ConversationWindow` under the window policy."""
 
     name = "budget"
-    reads = (
-        "question",
-        "history",
-        "turns_before",
-        "history_excerpts",
-        "previous_window_start",
-        "summary_covers",
-        "summary",
-        "skip",
-        "selected",
-        "memory",
-        "profile",
-    )
+    reads = ("question", "history", "window", "summary", "skip", "selected", "memory", "profile")
     writes = ("prompt",)
 
-    def __init__(self, settings: Settings, model: ChatModel, window: WindowPolicy) -> None:
-        self.settings = settings
-        self.model = model
+    def __init__(self, budget: PromptBudget, limits: PromptLimits, window: WindowPolicy, system_prompt: str) -> None:
+        self.budget = budget
+        self.limits = limits
         self.window = window
+        self.system_prompt = system_prompt
 
     async def run(self, state: TurnState) -> StageResult:
-        settings, policy = self.settings, self.window
-        layout = policy.layout
-        # 'cache_stable': the window goes on from where the previous one started, and never shows what the summary
-        # already holds
-        previous = state.previous_window_start if layout == "cache_stable" else None
-        if previous is not None:
-            previous = max(previous, state.summary_covers)
-        window = verbatim_window(
-            state.turns_before,
-            layout=layout,
-            max_turns=policy.max_turns,
-            min_turns=policy.min_turns,
-            previous=previous,
-        )
-        loaded_from = state.turns_before - len(state.history) // 2  # index of the oldest turn in state.history
-        plan = plan_prompt(
-            count=self.model.count_tokens,
-            budget=settings.context_window - settings.answer_max_tokens,
-            history_budget=settings.history_budget_tokens,
-            max_turns=state.turns_before - window.start,
-            system=system_text(settings.system_prompt, state.profile),
-            summary=state.summary,
-            history=state.history,
-            passages=state.selected,
+        layout = self.window.layout
+        parts = PromptParts(
+            system=system_text(self.system_prompt, state.profile),
             question=state.question,
-            passage_text=format_passage,
+            passages=state.selected,
+            summary=state.summary,
             framing=CONTEXT_FRAMING if state.retrieves else "",
             summary_label=summary_label(layout),
-            layout=layout,
-            turns_folded=window.folded,
             memories=state.memory_passages,
-            memory_budget=settings.memory_max_tokens,
             memory_framing=MEMORY_FRAMING + ("" if state.retrieves else QUESTION_LABEL),
-            history_excerpts=state.history_excerpts,
-            excerpt_text=history_context,
-            floor=max(window.start, state.summary_covers) - loaded_from,
-            previous_start=None if previous is None else state.previous_window_start - loaded_from,
-            answer_reserve=settings.answer_max_tokens,
         )
+        window = (state.window or ConversationWindow()).for_budget(state.history, self.window)
+        plan = self.budget.plan(parts, self.limits, window)
         decision = plan.decision
         detail = f"{decision.used}/{decision.budget} tokens, {decision.turns_kept} turns"
         if decision.turns_folded:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from anaphora.pipeline.query import QueryPlan
     from anaphora.pipeline.route import Route
     from anaphora.pipeline.sink import AnswerSink
+    from anaphora.pipeline.window import ConversationWindow
 
 LOCAL_USER = "local"
 
@@ -49,9 +50,7 @@ class TurnState:
     request: TurnRequest
     history: tuple[Message, ...] = ()
     turns_before: int = 0  # turns of the conversation before this one (``history`` may hold only the recent ones)
-    history_excerpts: tuple[tuple[Passage, ...], ...] = ()  # per turn of ``history``: the passages it showed
-    previous_window_start: int | None = None  # index of the oldest turn the previous turn's prompt showed verbatim
-    summary_covers: int = 0  # how many of the oldest turns the summary covers
+    window: ConversationWindow | None = None  # the earlier turns as the prompt may show them (None: no history)
     summary: str = ""
     route: Route | None = None
     plan: QueryPlan | None = None
@@ -128,9 +127,7 @@ INITIAL = frozenset(
         "request",
         "history",
         "turns_before",
-        "history_excerpts",
-        "previous_window_start",
-        "summary_covers",
+        "window",
         "summary",
         "memory",
         "profile",
