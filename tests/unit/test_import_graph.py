@@ -90,7 +90,6 @@ def test_no_function_is_over_100_lines_or_12_parameters() -> None:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 lines = (node.end_lineno or node.lineno) - node.lineno + 1
                 if lines > MAX_LINES or parameters(node) > MAX_PARAMETERS:
-                    found.append(
-                        f"{path.relative_to(SRC)}:{node.lineno} {node.name}: {lines} lines, {parameters(node)} parameters"
-                    )
+                    where = f"{path.relative_to(SRC)}:{node.lineno} {node.name}"
+                    found.append(f"{where}: {lines} lines, {parameters(node)} parameters")
     assert not found, "\n".join(found)
