@@ -82,6 +82,7 @@ class Recorder:
     def __init__(self, model: ChatModel, system_prompt: str) -> None:
         self.model = model
         self.name = model.name
+        self.capabilities = model.capabilities  # what the wrapped model declares
         self.system_prompt = system_prompt
         self.answer_prompts: list[str] = []
 

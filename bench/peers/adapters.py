@@ -79,6 +79,7 @@ class MeteredChatModel:
     def __init__(self, model: ChatModel) -> None:
         self.model = model
         self.name = model.name
+        self.capabilities = model.capabilities  # what the wrapped model declares
         self.log = CallLog()
         self.total_calls = 0
 
