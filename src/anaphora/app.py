@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine, Iterator, Sequence
-from dataclasses import dataclass
+from contextlib import AsyncExitStack, ExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -61,7 +62,10 @@ T = TypeVar("T")
 
 @dataclass
 class Components:
-    """Everything a running Anaphora holds; build it with :func:`build_components`."""
+    """Everything a running Anaphora holds; build it with :func:`build_components`, close it with :meth:`aclose`
+    (or ``async with``). Each builder registers its closer as it opens something: ``clients`` (drain the engine's
+    background work, then close the network clients and pools, newest first) and ``local`` (the index files and the
+    SQLite database, last)."""
 
     settings: Settings
     database: Database
@@ -74,6 +78,18 @@ class Components:
     engine: Engine
     ingestor: Ingestor
     memory: MemoryStore
+    local: ExitStack = field(default_factory=ExitStack, repr=False)
+    clients: AsyncExitStack = field(default_factory=AsyncExitStack, repr=False)
+
+    async def aclose(self) -> None:
+        await self.clients.aclose()
+        self.local.close()
+
+    async def __aenter__(self) -> Components:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
 def build_query_stage(
@@ -250,11 +266,13 @@ def build_stages(settings: Settings, parts: StageParts) -> list[Stage]:
 
 def build_components(settings: Settings, *, model: ChatModel | None = None) -> Components:
     """Open the store under ``settings.data_dir`` and assemble the pipeline. Models load lazily."""
+    local = ExitStack()
     database = Database(settings.data_dir / "anaphora.db")
+    local.callback(database.close)
     try:
-        return _assemble(settings, database, model)
+        return _assemble(settings, database, model, local)
     except BaseException:
-        database.close()  # a model or embedder that fails to load must not leave the store open
+        local.close()  # a model or embedder that fails to load must not leave the store open
         raise
 
 
@@ -267,14 +285,20 @@ def limit_blas_threads(threads: int) -> None:
         threadpool_limits(limits=threads, user_api="blas")
 
 
-def _assemble(settings: Settings, database: Database, model: ChatModel | None) -> Components:
+def _assemble(settings: Settings, database: Database, model: ChatModel | None, local: ExitStack) -> Components:
     limit_blas_threads(settings.blas_threads)
+    clients = AsyncExitStack()
     embedder = CachedEmbedder(load_embedder(settings), build_embedding_cache(settings, database))
+    local.callback(embedder.cache.close)  # a Redis cache's client
     corpus, passages = build_passage_stores(settings, database, embedder)
+    local.callback(passages.close)  # a PostgreSQL passage store's pool
     retriever = HybridRetriever(passages, embedder, settings)
     conversations = build_conversation_store(settings, database)
+    clients.push_async_callback(conversations.aclose)
     memory = build_memory_store(settings, database)
+    clients.push_async_callback(memory.aclose)
     chat_model = model or load_chat_model(settings)
+    clients.push_async_callback(chat_model.aclose)
     recall, writer = build_memory_stages(settings, memory, embedder, chat_model)
     metrics = Metrics()
     summarizer = RollingSummarizer(
@@ -285,8 +309,10 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
         timeout_s=settings.summary_timeout_s,
         input_tokens=max(256, settings.context_window // 2 - settings.summary_max_tokens),
     )
+    reranker = load_reranker(settings)
+    clients.push_async_callback(reranker.aclose)
     selector = PassageSelector(
-        load_reranker(settings),
+        reranker,
         similarity_threshold=settings.similarity_threshold,
         rerank_threshold=settings.rerank_threshold,
         timeout_s=settings.rerank_timeout_s,
@@ -309,8 +335,8 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
         memory_writer=writer,
         metrics=metrics,
         tracer=build_tracer(settings),
-        closers=[chat_model.aclose, selector.reranker.aclose, conversations.aclose],
     )
+    clients.push_async_callback(engine.drain)  # first: background work still uses the clients
     return Components(
         settings,
         database,
@@ -323,22 +349,21 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
         engine,
         Ingestor(corpus, embedder, settings),
         memory,
+        local,
+        clients,
     )
 
 
 async def aclose_components(components: Components) -> None:
-    """Finish the engine's background work and close the network clients: the model's, the reranker's and the
-    stores' (the conversation store with the engine, then the memory store)."""
-    await components.engine.aclose()
-    await components.memory.aclose()
+    """Finish the engine's background work and close the network clients (the memory and conversation stores',
+    the model's, the reranker's), newest first."""
+    await components.clients.aclose()
 
 
 def close_local(components: Components) -> None:
-    """Close what :meth:`Engine.aclose` does not: the SQLite database, a Redis embedding cache's client and a
-    PostgreSQL passage store's pool."""
-    components.embedder.cache.close()
-    components.passages.close()
-    components.database.close()
+    """Close the local resources, last: a PostgreSQL passage store's pool, a Redis embedding cache's client and the
+    SQLite database."""
+    components.local.close()
 
 
 async def erase_user_data(components: Components, user_id: str) -> dict[str, int]:
@@ -467,9 +492,8 @@ class Anaphora:
         self.run(self.components.engine.drain())
 
     def close(self) -> None:
-        self._runner.run(aclose_components(self.components))
+        self._runner.run(self.components.aclose())
         self._runner.close()
-        close_local(self.components)
 
     def __enter__(self) -> Anaphora:
         return self

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from anaphora.errors import InputError
@@ -115,13 +115,12 @@ class Engine:
         memory_writer: RememberTurn | None = None,
         metrics: Metrics | None = None,
         tracer: Any | None = None,
-        closers: Sequence[Callable[[], Awaitable[None]]] = (),
     ) -> None:
         """``window``: which stored turns a turn loads and how (the budget applies the same policy);
         ``summarizer``: updates the rolling summary after a turn, in the background; ``memory_writer``: the stage
         that remembers each stored turn, run after the answer in the background (None: no long-term memory);
-        ``tracer``: an OpenTelemetry tracer for spans per turn and stage (None: no spans); ``closers``: what
-        :meth:`aclose` closes after the background work (the model's, the reranker's and the store's clients)."""
+        ``tracer``: an OpenTelemetry tracer for spans per turn and stage (None: no spans). The engine closes
+        nothing it was given: whoever built the parts does (:class:`anaphora.app.Components`)."""
         check_order(stages)
         self.stages: list[Stage] = list(stages)
         self.conversations = conversations
@@ -133,7 +132,6 @@ class Engine:
         self.memory_writer = memory_writer
         if memory_writer is not None:
             check_order([memory_writer], self._written() | STORED)
-        self._closers = list(closers)
         self._background: set[asyncio.Task] = set()
 
     def add_stage(self, stage: Stage, *, after: str) -> None:
@@ -204,10 +202,8 @@ class Engine:
             await asyncio.gather(*list(self._background), return_exceptions=True)
 
     async def aclose(self) -> None:
-        """Finish background work, then close what the engine was given to close (``closers``, in order)."""
+        """Finish background work (the parts are closed by their owner, :meth:`anaphora.app.Components.aclose`)."""
         await self.drain()
-        for close in self._closers:
-            await close()
 
     async def _run_stages(self, stages: Sequence[Stage], state: TurnState) -> tuple[TurnState, list[StageRecord]]:
         records: list[StageRecord] = []

@@ -94,8 +94,7 @@ def test_an_api_model_gets_excerpts_and_a_16_turn_window_folding_to_8_without_an
         budget = next(s for s in engine.stages if isinstance(s, Budget))
         assert engine.window == budget.window == WindowPolicy("cache_stable", 16, 8, excerpts=True)
     finally:
-        asyncio.run(components.engine.aclose())
-        components.database.close()
+        asyncio.run(components.aclose())
 
 
 def test_a_prompt_caching_model_shows_16_turns_then_folds_to_8(tmp_path: Path) -> None:
