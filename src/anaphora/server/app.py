@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from starlette.middleware import Middleware
 
 from anaphora import __version__
 from anaphora.app import Components
@@ -19,6 +20,7 @@ from anaphora.server.metrics import MetricsMiddleware
 from anaphora.server.routes import chat, conversations, documents, memories, ops, session, users
 from anaphora.server.sessions import SessionHeaderMiddleware
 from anaphora.server.state import Service
+from anaphora.server.web import NoSniffMiddleware
 from anaphora.settings import Settings, load_settings
 
 
@@ -47,20 +49,29 @@ def create_app(
         version=__version__,
         description="Conversational RAG where follow-up questions work. Reference: docs/server.md.",
         lifespan=lifespan,
+        middleware=middleware(settings, service),
     )
     app.state.service = service
     errors.install(app)
     openapi_errors.install(app)  # the error responses and media types the server really answers with
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)
-    if settings.auth == "none":  # no tokens: answer only this machine's own pages (dev_guard.py)
-        app.add_middleware(DevModeGuard, allowed_hosts=settings.dev_allowed_hosts)
-    app.add_middleware(SessionHeaderMiddleware)
-    app.add_middleware(MetricsMiddleware, metrics=lambda: service.http_metrics)  # counts the 413s too
-    app.add_middleware(RequestIdMiddleware)  # outermost: every record of the request carries its id
     for module in (chat, conversations, documents, memories, session, users, ops):
         app.include_router(module.router)
-    web.install(app, settings)  # the chat page at / (web_ui) and nosniff on every response
+    web.install(app, settings)  # the chat page at / (web_ui)
     return app
+
+
+def middleware(settings: Settings, service: Service) -> list[Middleware]:
+    """The service's middleware, in one ordered list, outermost first."""
+    guard = [Middleware(DevModeGuard, allowed_hosts=settings.dev_allowed_hosts)] if settings.auth == "none" else []
+    return [
+        Middleware(NoSniffMiddleware),  # nosniff on every response, the error responses included
+        Middleware(RequestIdMiddleware),  # every record of the request carries its id
+        Middleware(MetricsMiddleware, metrics=lambda: service.http_metrics),  # counts the 413s too
+        Middleware(SessionHeaderMiddleware),
+        *guard,  # auth 'none': answer only this machine's own pages (dev_guard.py)
+        Middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes),
+        Middleware(errors.CatchAllMiddleware),  # innermost: any exception becomes the error shape
+    ]
 
 
 def from_environment() -> FastAPI:

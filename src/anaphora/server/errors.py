@@ -231,8 +231,7 @@ class CatchAllMiddleware:
 
 
 def install(app: FastAPI) -> None:
-    """Exception handlers, plus the catch-all middleware (add it before any other middleware: innermost)."""
+    """Exception handlers (the catch-all middleware, innermost, is in the app's one middleware list)."""
     app.add_exception_handler(RequestValidationError, _validation)  # type: ignore[arg-type]
     app.add_exception_handler(StarletteHTTPException, _http)  # type: ignore[arg-type]
     app.add_exception_handler(AnaphoraError, _anaphora)  # type: ignore[arg-type]
-    app.add_middleware(CatchAllMiddleware)

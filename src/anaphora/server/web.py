@@ -60,8 +60,7 @@ class NoSniffMiddleware(ExchangeObserver):
 
 
 def install(app: FastAPI, settings: Settings) -> None:
-    """Add the page (unless ``web_ui`` is off) and the nosniff header to ``app``."""
-    app.add_middleware(NoSniffMiddleware)
+    """Add the page (unless ``web_ui`` is off) to ``app`` (the nosniff header is in the app's middleware list)."""
     if settings.web_ui:
         app.include_router(router)
         app.mount(MOUNT, PageFiles(directory=STATIC), name="ui")

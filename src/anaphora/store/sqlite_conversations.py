@@ -1,4 +1,10 @@
-"""SQLite-backed conversations and turns."""
+"""SQLite-backed conversations and turns.
+
+Blocking by design: the methods are ``async`` to keep the one ``ConversationStore`` Protocol, but each runs its
+SQLite statements on the event loop's thread. They are a few indexed statements on a local WAL database (well under
+a millisecond for an append or a window's turns), less than a worker-thread hop costs, and the database's one
+connection is serialised by its lock anyway. A store whose calls can wait (PostgreSQL, Redis) is truly async.
+"""
 
 from __future__ import annotations
 
