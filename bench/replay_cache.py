@@ -22,6 +22,7 @@ class ReplayingModel:
     def __init__(self, model: ChatModel, path: Path) -> None:
         self.model = model
         self.name = model.name
+        self.capabilities = model.capabilities  # what the wrapped model declares
         self.path = path
         self.replies: dict[str, dict] = {}
         self.hits = self.misses = 0
@@ -63,3 +64,6 @@ class ReplayingModel:
 
     def count_tokens(self, text: str) -> int:
         return self.model.count_tokens(text)
+
+    async def aclose(self) -> None:
+        await self.model.aclose()
