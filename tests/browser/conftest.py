@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, SAMPLE_DOCS
+from tests.conftest import ROOT, SAMPLE_DOCS, unavailable
 from tests.integration.services import ServiceProcess, base_settings
 
 try:
@@ -49,12 +49,12 @@ def browser() -> Iterator[object]:
     """Module-scoped: Playwright's sync API runs an event loop in this thread while it is open, which the rest of
     the suite (pytest-asyncio, the synchronous library) must not find still running."""
     if playwright_sync is None:  # under .ci/run a missing browser stack fails the run instead of skipping it
-        missing = "playwright is not installed (it comes with the `test` extra)"
-        if os.environ.get("ANAPHORA_TEST_REQUIRE_SERVERS") == "1":
-            pytest.fail(missing)
-        pytest.skip(missing)
+        unavailable("playwright is not installed (it comes with the `test` extra)")
     if not Path(CHROMIUM).exists():
-        pytest.fail(f"no Chromium at {CHROMIUM}: apt-get install -y chromium (.ci/run does)")
+        unavailable(
+            f"no Chromium at {CHROMIUM}: `make install-test` installs Debian's package as root "
+            "(else: sudo apt-get install -y chromium, or set ANAPHORA_TEST_CHROMIUM)"
+        )
     with playwright_sync.sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         yield chromium
