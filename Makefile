@@ -8,6 +8,7 @@ DEMO_DIR ?= .anaphora-demo
 ANAPHORA_TEST_CHROMIUM ?= /usr/bin/chromium
 export ANAPHORA_TEST_CHROMIUM
 INSTALL_CHROMIUM ?= 1
+PYTEST_ARGS ?=  # e.g. make test PYTEST_ARGS=tests/browser
 
 .PHONY: install install-test demo test lint bench clean
 
@@ -30,7 +31,7 @@ demo: install
 	HF_HUB_OFFLINE=1 $(BIN)/anaphora --data-dir $(DEMO_DIR) demo --docs examples/docs --script examples/demo_conversation.json
 
 test: install-test
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint:
 	$(BIN)/ruff check src tests bench
