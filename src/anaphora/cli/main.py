@@ -51,8 +51,16 @@ def configure(
         Path | None, typer.Option(help="where the store and indexes live (env: ANAPHORA_DATA_DIR)")
     ] = None,
     config: Annotated[Path | None, typer.Option(help="TOML settings file (env: ANAPHORA_CONFIG_FILE)")] = None,
-    chat_model: Annotated[str | None, typer.Option(help="embedded | fake | gguf:PATH | openai:MODEL")] = None,
-    embedder: Annotated[str | None, typer.Option(help="minilm | sentence-transformers:PATH | hashing")] = None,
+    chat_model: Annotated[
+        str | None,
+        typer.Option(
+            help="embedded | gguf:PATH | openai:MODEL | anthropic:MODEL | fake, or a plugin's scheme "
+            "(env: ANAPHORA_CHAT_MODEL)"
+        ),
+    ] = None,
+    embedder: Annotated[
+        str | None, typer.Option(help="minilm | sentence-transformers:PATH | hashing (env: ANAPHORA_EMBEDDER)")
+    ] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="any setting, as NAME=VALUE (repeatable)")] = None,
 ) -> None:
     """Global options override ANAPHORA_* variables, which override the TOML file."""
