@@ -142,6 +142,8 @@ def _field(loc: tuple | list) -> str:
 
 def _message(error: dict[str, Any]) -> str:
     message = str(error.get("msg", "invalid")).removeprefix("Value error, ").replace(" after validation", "")
+    if message == "Field required":
+        return "is required"
     return re.sub(r"^(Input|List|String|Dictionary|Object|Tuple) should", "should", message)
 
 
