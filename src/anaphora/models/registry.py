@@ -29,6 +29,7 @@ def _embedded(argument: str, settings: Settings) -> ChatModel:
         reliable_answers=False,  # 135M parameters: its turns are quoted from the passages
         state_cache_bytes=settings.model_state_cache_mb * 2**20,
         flash_attention=settings.model_flash_attention,
+        weight_repacking=settings.model_weight_repacking,
     )
 
 
@@ -43,6 +44,7 @@ def _gguf(argument: str, settings: Settings) -> ChatModel:
         threads=settings.model_threads,
         state_cache_bytes=settings.model_state_cache_mb * 2**20,
         flash_attention=settings.model_flash_attention,
+        weight_repacking=settings.model_weight_repacking,
     )
 
 

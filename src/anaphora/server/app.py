@@ -12,6 +12,7 @@ from starlette.middleware import Middleware
 from anaphora import __version__
 from anaphora.app import Components
 from anaphora.server import errors, openapi_errors, web
+from anaphora.server.asgi import HeadAsGetMiddleware
 from anaphora.server.auth import build_authenticator
 from anaphora.server.dev_guard import DevModeGuard
 from anaphora.server.limits import BodyLimitMiddleware
@@ -49,6 +50,8 @@ def create_app(
         version=__version__,
         description="Conversational RAG where follow-up questions work. Reference: docs/server.md.",
         lifespan=lifespan,
+        docs_url="/docs" if settings.api_docs else None,  # third-party scripts on this origin: opt-in only
+        redoc_url="/redoc" if settings.api_docs else None,
         middleware=middleware(settings, service),
     )
     app.state.service = service
@@ -70,6 +73,7 @@ def middleware(settings: Settings, service: Service) -> list[Middleware]:
         Middleware(SessionHeaderMiddleware),
         *guard,  # auth 'none': answer only this machine's own pages (dev_guard.py)
         Middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes),
+        Middleware(HeadAsGetMiddleware),  # logs and metrics still see the HEAD
         Middleware(errors.CatchAllMiddleware),  # innermost: any exception becomes the error shape
     ]
 
