@@ -13,7 +13,15 @@ from typing import Any
 from fastapi import FastAPI
 
 ERROR_SCHEMA = "ErrorBody"
-TURN_OPERATIONS = {("post", "/v1/chat/completions"), ("post", "/v1/conversations/{conversation_id}/messages")}
+TURN_OPERATIONS = {
+    ("post", "/v1/chat/completions"),
+    ("post", "/v1/conversations/{conversation_id}/messages"),
+    ("post", "/v1/responses"),
+}
+_STREAMS = {  # what each turn operation streams with stream: true
+    "/v1/responses": "Responses API events (`event: response.created` ... `response.completed`), each with its "
+    "`type` and `sequence_number`; an error after the start is `response.failed` then `error`",
+}
 _DESCRIPTIONS = {
     "400": "Bad request: a body that is not JSON (`invalid_json`), or input the service refuses",
     "401": "Missing, malformed, expired or wrongly signed token (auth `jwt`)",
@@ -82,7 +90,10 @@ def complete(document: dict[str, Any]) -> dict[str, Any]:
                 responses[status] = response
             if (method, path) in TURN_OPERATIONS:
                 responses["200"].setdefault("content", {})["text/event-stream"] = {
-                    "schema": {"type": "string", "description": "chat.completion.chunk events, then [DONE]"}
+                    "schema": {
+                        "type": "string",
+                        "description": _STREAMS.get(path, "chat.completion.chunk events, then [DONE]"),
+                    }
                 }
     metrics = document.get("paths", {}).get("/metrics", {}).get("get")
     if metrics is not None:

@@ -105,6 +105,9 @@ class ConversationOut(BaseModel):
     created_at: float
     updated_at: float
     turn_count: int
+    metadata: dict[str, str] = Field(
+        default_factory=dict, description="OpenAI's field: echoed by the create call, not stored (always {} after)"
+    )
 
     @classmethod
     def of(cls, conversation: Conversation) -> ConversationOut:
