@@ -1,6 +1,7 @@
 """HTTP load: M concurrent conversations against `anaphora serve`'s app, with the fake chat model.
 
     python bench/load.py [--conversations 8] [--turns 400] [--max-seconds 30] [--domain clapnq]
+                         [--routes conversations,chat,responses]
 
 Copies the dev corpus index (bench/.cache/<domain>, built by bench/retrieval_latency.py) to a temporary data dir,
 so the cache is neither migrated nor filled with conversations; serves create_app(Settings(data_dir=..., auth=none,
@@ -10,7 +11,8 @@ questions in order, starting a new conversation every --turns-per-conversation t
 done or --max-seconds pass. Reports turns/s, latency p50/p95, the service overhead per turn (client latency minus
 the pipeline stages the turn's trace timed: HTTP, JSON, auth, locks, storing the turn, and, with several clients,
 the time a turn waits for the server's one event loop while other turns run), the stages' own times, and errors,
-and writes bench/results/load.json.
+and writes bench/results/load.json. With several --routes (bench/load_routes.py), each is loaded in turn against
+the same server and reported under "routes" (the first also at the top level, as with one route).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from pathlib import Path
 
 import httpx
 from common import CACHE, ROOT, domain_paths, git_revision, machine, summary_ms, write_result
+from load_routes import ARMS
 
 
 def serve(data_dir: str, port: int, conversations: int) -> None:
@@ -78,7 +81,10 @@ async def wait_ready(base: str, process: subprocess.Popen, timeout_s: float = 12
 
 
 class Load:
-    def __init__(self, questions: list[str], turns: int, max_seconds: float, per_conversation: int) -> None:
+    def __init__(
+        self, questions: list[str], turns: int, max_seconds: float, per_conversation: int, route: str = "conversations"
+    ) -> None:
+        self.arm = ARMS[route]
         self.questions = itertools.cycle(questions)
         self.budget = turns
         self.deadline = 0.0
@@ -93,17 +99,15 @@ class Load:
         self.errors[kind] = self.errors.get(kind, 0) + 1
 
     async def client(self, http: httpx.AsyncClient) -> None:
-        conversation, asked = None, 0
+        arm, asked = self.arm(), None
         while self.budget > 0 and time.monotonic() < self.deadline:
             self.budget -= 1
             try:
-                if conversation is None or asked == self.per_conversation:
-                    created = await http.post("/v1/conversations", json={})
-                    conversation, asked = created.json()["id"], 0
+                if asked is None or asked == self.per_conversation:
+                    await arm.reset(http)
+                    asked = 0
                 started = time.perf_counter()
-                response = await http.post(
-                    f"/v1/conversations/{conversation}/messages", json={"content": next(self.questions)}
-                )
+                response = await arm.ask(http, next(self.questions))
                 ms = (time.perf_counter() - started) * 1000
             except httpx.HTTPError as exc:
                 self._error(type(exc).__name__)
@@ -112,7 +116,7 @@ class Load:
             if response.status_code != 200:
                 self._error(str(response.status_code))
                 continue
-            timed = response.json()["trace"]["stages"]
+            timed = arm.trace(response.json())["stages"]
             for stage in timed:
                 self.stages.setdefault(stage["name"], []).append(stage["ms"])
             stages = sum(stage["ms"] for stage in timed)
@@ -138,6 +142,23 @@ async def warm_up(base: str, questions: list[str]) -> None:
             ).raise_for_status()
 
 
+def measures(load: Load, seconds: float, server_cpu: float, client_cpu: float) -> dict:
+    done = len(load.latencies)
+    return {
+        "turns": done,
+        "seconds": round(seconds, 3),
+        "turns_per_s": round(done / seconds, 2) if seconds else 0.0,
+        "latency_ms": summary_ms(load.latencies),
+        "service_overhead_ms": summary_ms(load.overheads),
+        "stages_ms": {name: summary_ms(values) for name, values in load.stages.items()},
+        "errors": load.errors,
+        # CPU per turn: the server's (all its threads) and the load generator's, which shares the 2 cores
+        "server_cpu_ms_per_turn": round(server_cpu * 1000 / done, 2) if done else None,
+        "client_cpu_ms_per_turn": round(client_cpu * 1000 / done, 2) if done else None,
+        "cpu_cores_busy": round((server_cpu + client_cpu) / seconds, 2) if seconds else None,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--conversations", "-m", type=int, default=8)
@@ -145,12 +166,16 @@ def main() -> None:
     parser.add_argument("--max-seconds", type=float, default=30)
     parser.add_argument("--turns-per-conversation", type=int, default=5)
     parser.add_argument("--domain", default="clapnq")
+    parser.add_argument("--routes", default="conversations", help=f"comma-separated, of: {', '.join(ARMS)}")
     parser.add_argument("--serve", nargs=2, metavar=("DATA_DIR", "PORT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         serve(args.serve[0], int(args.serve[1]), args.conversations)
         return
 
+    routes = args.routes.split(",")
+    if unknown := [r for r in routes if r not in ARMS]:
+        raise SystemExit(f"unknown route(s) {', '.join(unknown)}: choose from {', '.join(ARMS)}")
     source = CACHE / args.domain
     if not (source / "anaphora.db").exists():
         raise SystemExit(f"no index at {source}: run python bench/retrieval_latency.py --domain {args.domain} first")
@@ -177,14 +202,16 @@ def main() -> None:
         try:
             asyncio.run(wait_ready(base, server))
             asyncio.run(warm_up(base, questions))
-            load = Load(questions, args.turns, args.max_seconds, args.turns_per_conversation)
-            server_cpu, client_cpu = cpu_seconds(server.pid), time.process_time()
-            seconds = asyncio.run(load.run(base, args.conversations))
-            server_cpu, client_cpu = cpu_seconds(server.pid) - server_cpu, time.process_time() - client_cpu
+            measured = {}
+            for route in routes:  # back to back, against the same warm server
+                load = Load(questions, args.turns, args.max_seconds, args.turns_per_conversation, route)
+                server_cpu, client_cpu = cpu_seconds(server.pid), time.process_time()
+                seconds = asyncio.run(load.run(base, args.conversations))
+                server_cpu, client_cpu = cpu_seconds(server.pid) - server_cpu, time.process_time() - client_cpu
+                measured[route] = measures(load, seconds, server_cpu, client_cpu)
         finally:
             server.terminate()
             server.wait(timeout=60)
-    done = len(load.latencies)
     result = {
         "benchmark": "load",
         "date": date.today().isoformat(),
@@ -200,19 +227,12 @@ def main() -> None:
             "chat_model": "fake",
             "auth": "none",
             "max_concurrent_turns_per_user": max(4, args.conversations),
+            "routes": routes,
         },
-        "turns": done,
-        "seconds": round(seconds, 3),
-        "turns_per_s": round(done / seconds, 2) if seconds else 0.0,
-        "latency_ms": summary_ms(load.latencies),
-        "service_overhead_ms": summary_ms(load.overheads),
-        "stages_ms": {name: summary_ms(values) for name, values in load.stages.items()},
-        "errors": load.errors,
-        # CPU per turn: the server's (all its threads) and the load generator's, which shares the 2 cores
-        "server_cpu_ms_per_turn": round(server_cpu * 1000 / done, 2) if done else None,
-        "client_cpu_ms_per_turn": round(client_cpu * 1000 / done, 2) if done else None,
-        "cpu_cores_busy": round((server_cpu + client_cpu) / seconds, 2) if seconds else None,
+        **measured[routes[0]],
     }
+    if len(routes) > 1:
+        result["routes"] = measured
     path = write_result("load", result)
     print(json.dumps(result, indent=2))
     print(f"wrote {path}")

@@ -18,6 +18,7 @@ TURN_OPERATIONS = {
     ("post", "/v1/conversations/{conversation_id}/messages"),
     ("post", "/v1/responses"),
 }
+BODY_REFERENCES = {("post", "/v1/responses")}  # name a resource in the body (previous_response_id, conversation)
 _STREAMS = {  # what each turn operation streams with stream: true
     "/v1/responses": "Responses API events (`event: response.created` ... `response.completed`), each with its "
     "`type` and `sequence_number`; an error after the start is `response.failed` then `error`",
@@ -62,7 +63,7 @@ def error_statuses(method: str, path: str, operation: dict[str, Any]) -> set[str
         statuses |= {"400", "413", "422"}
     if parameters:
         statuses.add("422")
-    if any(p.get("in") == "path" for p in parameters):
+    if any(p.get("in") == "path" for p in parameters) or (method, path) in BODY_REFERENCES:
         statuses.add("404")
     if (method, path) in TURN_OPERATIONS:
         statuses.add("429")

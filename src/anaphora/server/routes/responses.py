@@ -32,7 +32,6 @@ from anaphora.types import Message, TurnTrace
 
 router = APIRouter(tags=["responses"])
 BASE = "/v1/responses"
-TITLE_CHARS = 80
 
 
 def response_not_found(value: str) -> NotFoundError:
@@ -101,15 +100,14 @@ def echo(body: CreateResponse) -> dict[str, Any]:
     }
 
 
-async def target_conversation(svc: Service, user_id: str, body: CreateResponse, question: str) -> tuple[str, bool]:
+async def target_conversation(svc: Service, user_id: str, body: CreateResponse) -> tuple[str, bool]:
     """The conversation a stored turn goes to, and whether this request created it."""
     store = svc.components.conversations
     if body.conversation_id is not None:
         await store.get(user_id, body.conversation_id)  # unknown (or another user's): 404 before any work
         return body.conversation_id, False
-    if body.previous_response_id is None:
-        title = question.strip().splitlines()[0][:TITLE_CHARS] if question.strip() else ""
-        return (await store.create(user_id, title)).id, True
+    if body.previous_response_id is None:  # the store titles it with its first question
+        return (await store.create(user_id)).id, True
     conversation_id, turns, index = await stored_response(store, user_id, body.previous_response_id)
     if index == len(turns) - 1:
         return conversation_id, False
@@ -151,7 +149,7 @@ async def create_response(body: CreateResponse, user: User, svc: Svc) -> Any:
         )
         return await respond(svc, body, request, shape, stored=False)
     seeded = pairs_of(earlier, "input")  # refused before anything is created
-    conversation_id, created = await target_conversation(svc, user.user_id, body, question)
+    conversation_id, created = await target_conversation(svc, user.user_id, body)
     try:
         if seeded:
             await add_turns(svc, user.user_id, conversation_id, [(q, a, [], None) for q, a in seeded])
