@@ -3,17 +3,17 @@ server: plain and streamed responses, previous_response_id chains, conversation=
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import openai
 import pytest
 
 from anaphora import ModelUnavailableError
+from tests.unit import test_server_openai as chat_tests
 from tests.unit.test_server_conversations import wait_for
 from tests.unit.test_server_harness import SlowModel, components_for, serve, settings_for, token
 
 pytestmark = pytest.mark.unit
+running = chat_tests.running  # the same live server (fake model, sample docs) and the same openai client
+client = chat_tests.client
 DEMO = [
     "How do I install Kestrel on Kubernetes?",
     "And on ARM?",
@@ -33,19 +33,6 @@ CLOSING = [
     "response.output_item.done",
     "response.completed",
 ]
-
-
-@pytest.fixture
-def running(tmp_path, fake_model):
-    settings = settings_for(tmp_path)
-    with serve(settings, components_for(settings, fake_model)) as server:
-        yield server
-
-
-@contextmanager
-def client(running, sub: str = "alice") -> Iterator[openai.OpenAI]:
-    with openai.OpenAI(base_url=f"{running.url}/v1", api_key=token(sub), max_retries=0, timeout=30) as made:
-        yield made
 
 
 def extension(obj) -> dict:
@@ -215,7 +202,7 @@ def test_store_false_leaves_no_turn_and_no_memory(running) -> None:
 
 
 def test_another_users_response_is_a_404_like_a_missing_one(running) -> None:
-    with client(running, "alice") as alice:
+    with client(running, token("alice")) as alice:
         mine = alice.responses.create(model="anaphora", input=DEMO[0])
     with running.client("bob") as bob:
         theirs = [bob.get(f"/v1/responses/{mine.id}"), bob.get(f"/v1/responses/{mine.id}/input_items")]
