@@ -7,6 +7,8 @@ a client that asks for tools, reasoning or images must learn that it gets none. 
 
 from __future__ import annotations
 
+from typing import Any, Literal
+
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
 from anaphora.errors import InputError
@@ -152,3 +154,89 @@ def pairs_of(messages: list[Message], where: str) -> list[tuple[str, str]]:
             hint="send user and assistant messages in turn; to ask a question, POST /v1/responses with conversation",
         )
     return [(kept[n].content, kept[n + 1].content) for n in range(0, len(kept), 2)]
+
+
+# What the routes answer, for the OpenAPI document (the routes build these shapes as dicts: anaphora.server.responses)
+
+
+class FileCitation(BaseModel):
+    type: Literal["file_citation"] = "file_citation"
+    file_id: str = Field(description="the passage id")
+    filename: str = Field(description="the passage's source document")
+    index: int = Field(description="where the answer cites it (its end when the model named no id)")
+    title: str = Field(description="the passage's heading")
+
+
+class OutputText(BaseModel):
+    type: Literal["output_text"] = "output_text"
+    text: str
+    annotations: list[FileCitation]
+    logprobs: list[Any]
+
+
+class InputText(BaseModel):
+    type: Literal["input_text"] = "input_text"
+    text: str
+
+
+class OutputMessage(BaseModel):
+    id: str
+    type: Literal["message"] = "message"
+    role: Literal["assistant"] = "assistant"
+    status: Literal["in_progress", "completed"]
+    content: list[OutputText]
+
+
+class InputMessage(BaseModel):
+    id: str
+    type: Literal["message"] = "message"
+    role: Literal["user"] = "user"
+    status: Literal["completed"] = "completed"
+    content: list[InputText]
+
+
+class ResponseUsage(BaseModel):
+    input_tokens: int
+    input_tokens_details: dict[str, int]
+    output_tokens: int
+    output_tokens_details: dict[str, int]
+    total_tokens: int
+
+
+class ResponseOut(BaseModel):
+    """A response in OpenAI's shape, with Anaphora's ``anaphora`` extension (citations, trace, turn)."""
+
+    model_config = ConfigDict(extra="allow")  # OpenAI's fixed fields: tools [], tool_choice "none", ...
+
+    id: str
+    object: Literal["response"] = "response"
+    created_at: int
+    status: Literal["in_progress", "completed", "failed"]
+    error: dict[str, str] | None
+    model: str
+    output: list[OutputMessage]
+    output_text: str
+    previous_response_id: str | None
+    conversation: dict[str, str] | None
+    store: bool
+    instructions: str | None
+    max_output_tokens: int | None
+    metadata: dict[str, str]
+    temperature: float | None
+    user: str | None
+    usage: ResponseUsage | None
+    anaphora: dict[str, Any] | None = None
+
+
+class ItemList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[InputMessage | OutputMessage]
+    first_id: str | None
+    last_id: str | None
+    has_more: bool
+
+
+class ResponseDeleted(BaseModel):
+    id: str
+    object: Literal["response"] = "response"
+    deleted: bool = True

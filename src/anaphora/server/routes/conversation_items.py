@@ -10,7 +10,7 @@ from fastapi import APIRouter, Query
 
 from anaphora.errors import InputError
 from anaphora.server import responses
-from anaphora.server.response_schemas import CreateItems, NewConversation, messages_of, pairs_of
+from anaphora.server.response_schemas import CreateItems, ItemList, NewConversation, messages_of, pairs_of
 from anaphora.server.routes.deps import Svc, User, check_length
 from anaphora.server.routes.responses import add_turns
 from anaphora.server.state import Service
@@ -19,7 +19,12 @@ router = APIRouter(tags=["conversations"])
 ITEMS = "/v1/conversations/{conversation_id}/items"
 
 
-@router.get(ITEMS, summary="A conversation's items (each turn's question and answer), newest first by default")
+@router.get(
+    ITEMS,
+    response_model=None,
+    responses={200: {"model": ItemList}},
+    summary="A conversation's items (each turn's question and answer), newest first by default",
+)
 async def list_items(
     conversation_id: str,
     user: User,
@@ -42,7 +47,12 @@ async def list_items(
     return responses.item_list(page, has_more=start + limit < len(items))
 
 
-@router.post(ITEMS, summary="Add turns answered elsewhere: user and assistant messages, in turn")
+@router.post(
+    ITEMS,
+    response_model=None,
+    responses={200: {"model": ItemList}},
+    summary="Add turns answered elsewhere: user and assistant messages, in turn",
+)
 async def add_items(conversation_id: str, body: CreateItems, user: User, svc: Svc) -> dict[str, Any]:
     turns = await add_conversation_items(svc, user.user_id, conversation_id, body)
     return responses.item_list(turns)

@@ -24,7 +24,14 @@ from fastapi import APIRouter
 from anaphora.errors import AnaphoraError, InputError, NotFoundError
 from anaphora.pipeline.engine import TurnRequest, turns_to_messages
 from anaphora.server import completions, responses
-from anaphora.server.response_schemas import CreateResponse, messages_of, pairs_of
+from anaphora.server.response_schemas import (
+    CreateResponse,
+    ItemList,
+    ResponseDeleted,
+    ResponseOut,
+    messages_of,
+    pairs_of,
+)
 from anaphora.server.routes.deps import Svc, User, check_length
 from anaphora.server.state import Service
 from anaphora.store.protocols import ConversationStore, StoredTurn
@@ -129,7 +136,12 @@ async def stateless_history(svc: Service, user_id: str, body: CreateResponse) ->
     return []
 
 
-@router.post(BASE, summary="Answer the input, continuing a response chain or a conversation; JSON, or SSE with stream")
+@router.post(
+    BASE,
+    response_model=None,
+    responses={200: {"model": ResponseOut}},
+    summary="Answer the input, continuing a response chain or a conversation; JSON, or SSE with stream",
+)
 async def create_response(body: CreateResponse, user: User, svc: Svc) -> Any:
     body.unsupported()
     question, earlier = split_input(body, svc.settings.max_message_chars)
@@ -203,19 +215,31 @@ def stored_object(svc: Service, conversation_id: str, turn: StoredTurn) -> dict[
     return shape.completed(turn.answer, turn.citations, spent, details)
 
 
-@router.get(f"{BASE}/{{response_id}}", summary="A stored response")
+@router.get(
+    f"{BASE}/{{response_id}}", response_model=None, responses={200: {"model": ResponseOut}}, summary="A stored response"
+)
 async def read_response(response_id: str, user: User, svc: Svc) -> dict[str, Any]:
     conversation_id, turns, index = await stored_response(svc.components.conversations, user.user_id, response_id)
     return stored_object(svc, conversation_id, turns[index])
 
 
-@router.get(f"{BASE}/{{response_id}}/input_items", summary="The input a stored response answered")
+@router.get(
+    f"{BASE}/{{response_id}}/input_items",
+    response_model=None,
+    responses={200: {"model": ItemList}},
+    summary="The input a stored response answered",
+)
 async def input_items(response_id: str, user: User, svc: Svc) -> dict[str, Any]:
     conversation_id, turns, index = await stored_response(svc.components.conversations, user.user_id, response_id)
     return responses.item_list([responses.turn_items(conversation_id, turns[index])[0]])
 
 
-@router.delete(f"{BASE}/{{response_id}}", summary="Delete a stored response with the conversation that holds it")
+@router.delete(
+    f"{BASE}/{{response_id}}",
+    response_model=None,
+    responses={200: {"model": ResponseDeleted}},
+    summary="Delete a stored response with the conversation that holds it",
+)
 async def delete_response(response_id: str, user: User, svc: Svc) -> dict[str, Any]:
     store = svc.components.conversations
     conversation_id, _, _ = await stored_response(store, user.user_id, response_id)
