@@ -34,8 +34,9 @@ from anaphora.server.response_schemas import (
 )
 from anaphora.server.routes.deps import Svc, User, check_length
 from anaphora.server.state import Service
+from anaphora.server.turns import Turn
 from anaphora.store.protocols import ConversationStore, StoredTurn
-from anaphora.types import Message, TurnTrace
+from anaphora.types import Message, TurnResult, TurnTrace
 
 router = APIRouter(tags=["responses"])
 BASE = "/v1/responses"
@@ -159,42 +160,51 @@ async def create_response(body: CreateResponse, user: User, svc: Svc) -> Any:
             store=False,
             echo=echo(body),
         )
-        return await respond(svc, body, request, shape, stored=False)
+        return await respond(svc, body, await svc.runner.start(request), shape)
     seeded = pairs_of(earlier, "input")  # refused before anything is created
     conversation_id, created = await target_conversation(svc, user.user_id, body)
+    before: int | None = None
     try:
         if seeded:
             await add_turns(svc, user.user_id, conversation_id, [(q, a, [], None) for q, a in seeded])
+        before = (await store.get(user.user_id, conversation_id)).turn_count
         request = TurnRequest(
             question, user_id=user.user_id, conversation_id=conversation_id, memory=body.anaphora.memory, **options
         )
         turn = await svc.runner.start(request)
-        # the conversation's lock is held for this turn now, so its count is this turn's index (the stored
-        # result has the last word, should turns of this conversation have raced)
-        index = (await store.get(user.user_id, conversation_id)).turn_count
+        # the turn's index, announced when a stream starts: exact in a conversation this request created; in
+        # another, the count once this turn holds the conversation's lock (the stored result has the last word,
+        # should turns of one conversation race)
+        index = before if created else (await store.get(user.user_id, conversation_id)).turn_count
         shape = responses.ResponseShape.stored(conversation_id, index, body.model, echo=echo(body))
-        return await respond(svc, body, request, shape, stored=True, turn=turn)
+        return await respond(svc, body, turn, shape)
     except Exception:
-        if created:  # the turn failed before its answer began: leave no conversation it created behind
-            with contextlib.suppress(AnaphoraError):  # the turn's own error is the one to report
-                async with svc.runner.conversation(user.user_id, conversation_id):
-                    await store.delete(user.user_id, conversation_id)
+        if created:
+            await discard_unanswered(svc, user.user_id, conversation_id, before)
         raise
 
 
-async def respond(svc: Service, body: CreateResponse, request: TurnRequest, shape, *, stored: bool, turn=None) -> Any:
-    """Run (or finish) the turn and answer with the response object, or stream it as Responses events."""
-    count = svc.components.chat_model.count_tokens
-    if turn is None:
-        turn = await svc.runner.start(request)
+async def discard_unanswered(svc: Service, user_id: str, conversation_id: str, before: int | None) -> None:
+    """Delete a conversation this request created for a turn that failed before it was stored (it holds nothing
+    but copies and input items), so a failed request leaves nothing behind. The turn's error is the one reported."""
+    store = svc.components.conversations
+    with contextlib.suppress(AnaphoraError):
+        async with svc.runner.conversation(user_id, conversation_id):
+            if before is None or (await store.get(user_id, conversation_id)).turn_count == before:
+                await store.delete(user_id, conversation_id)
 
-    def extension(result):
-        return completions.turn_details(result, stored=stored)
+
+async def respond(svc: Service, body: CreateResponse, turn: Turn, shape: responses.ResponseShape) -> Any:
+    """Finish the turn and answer with the response object, or stream it as Responses events."""
+    count = svc.components.chat_model.count_tokens
+
+    def extension(result: TurnResult) -> dict[str, Any]:
+        return completions.turn_details(result, stored=body.store)
 
     if body.stream:
         return await completions.stream_turn(turn, responses.ResponseFraming(shape, count, extension))
     result = await turn.result()
-    if stored:
+    if body.store:
         shape = responses.ResponseShape.stored(result.conversation_id, result.turn_index, body.model, echo=shape.echo)
     spent = responses.usage(result.trace.prompt_tokens, result.answer, count)
     return shape.completed(result.answer, result.citations, spent, extension(result))
