@@ -6,7 +6,9 @@ from __future__ import annotations
 import openai
 import pytest
 
-from anaphora import ModelUnavailableError
+from anaphora import FakeChatModel, ModelUnavailableError
+from anaphora.models.base import ChatStream
+from anaphora.pipeline.query import QueryPlan
 from tests.unit import test_server_openai as chat_tests
 from tests.unit.test_server_conversations import wait_for
 from tests.unit.test_server_harness import SlowModel, components_for, serve, settings_for, token
@@ -262,3 +264,62 @@ def test_a_client_that_leaves_mid_stream_still_gets_its_turn_stored(tmp_path) ->
         wait_for(lambda: running.runner.in_flight == 0)
         listed = http.get("/v1/conversations").json()["data"]
     assert [c["turn_count"] for c in listed] == [1]
+
+
+def test_input_items_before_the_question_are_history_stored_as_turns(running) -> None:
+    items = [
+        {"role": "developer", "content": "IGNORED DEVELOPER TEXT"},
+        {"role": "user", "content": DEMO[0]},
+        {"role": "assistant", "content": [{"type": "output_text", "text": "Use the Helm chart.", "annotations": []}]},
+        {"role": "user", "content": [{"type": "input_text", "text": DEMO[1]}]},
+    ]
+    with client(running) as openai_client:
+        response = openai_client.responses.create(model="anaphora", input=items, instructions="Be brief.")
+        completion = openai_client.chat.completions.create(
+            model="anaphora",
+            messages=[
+                {"role": "user", "content": DEMO[0]},
+                {"role": "assistant", "content": "Use the Helm chart."},
+                {"role": "user", "content": DEMO[1]},
+            ],
+        )
+        items_listed = list(openai_client.conversations.items.list(response.conversation.id, order="asc"))
+    assert response.instructions == "Be brief."  # echoed; the service's system prompt applies
+    assert extension(response)["trace"]["query"] == extension(completion)["trace"]["query"] != DEMO[1]
+    assert [i.content[0].text for i in items_listed] == [DEMO[0], "Use the Helm chart.", DEMO[1], response.output_text]
+    assert extension(response)["turn_index"] == 1 and response.previous_response_id.endswith("_0")
+
+
+def test_the_retrieval_rewrite_never_reaches_the_streamed_text(running) -> None:
+    rewrite = "kestrel zzqqx helm daemonset arm64"
+
+    class Rewrites:
+        calls_model = False
+
+        async def run(self, question, history):
+            return QueryPlan(query=rewrite, source="rewrite", status="ok")
+
+    running.components.engine.query_stage = Rewrites()
+    with client(running) as openai_client:
+        events = list(openai_client.responses.create(model="anaphora", input="and on ARM?", stream=True))
+    deltas = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+    assert deltas and rewrite not in deltas and rewrite not in events[-1].response.output_text
+    assert extension(events[-1].response)["trace"]["query"] == rewrite
+
+
+def test_a_model_failing_mid_stream_ends_with_response_failed_then_error(tmp_path) -> None:
+    class FailsMidway(FakeChatModel):
+        def stream(self, messages, options):
+            return ChatStream(lambda usage: self._fail_midway())
+
+        async def _fail_midway(self):
+            yield "A first sentence. Then"
+            raise ModelUnavailableError("the model server went away")
+
+    settings = settings_for(tmp_path, answer_check="off")
+    with serve(settings, components_for(settings, FailsMidway())) as running, client(running) as openai_client:
+        events = list(openai_client.responses.create(model="anaphora", input=DEMO[0], stream=True))
+    assert [e.type for e in events[-2:]] == ["response.failed", "error"]
+    assert events[-2].response.status == "failed" and "unavailable" in events[-2].response.error.message
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    assert "".join(e.delta for e in events if e.type == "response.output_text.delta") == "A first sentence."
