@@ -35,7 +35,7 @@ from anaphora.server.response_schemas import (
 from anaphora.server.routes.deps import Svc, User, check_length
 from anaphora.server.state import Service
 from anaphora.server.turns import Turn
-from anaphora.store.protocols import ConversationStore, StoredTurn
+from anaphora.store.protocols import Conversation, ConversationStore, StoredTurn
 from anaphora.types import Message, TurnResult, TurnTrace
 
 router = APIRouter(tags=["responses"])
@@ -50,19 +50,28 @@ def response_not_found(value: str) -> NotFoundError:
     )
 
 
-async def stored_response(store: ConversationStore, user_id: str, value: str) -> tuple[str, list[StoredTurn], int]:
-    """(conversation id, all its turns, the response's index among them) for a stored response's id."""
+async def find_response(store: ConversationStore, user_id: str, value: str) -> tuple[Conversation, int]:
+    """The conversation holding a stored response, and the response's turn index, read without its turns."""
     parsed = responses.parse_response_id(value)
     if parsed is None:
         raise response_not_found(value)
     conversation_id, index = parsed
     try:
-        turns = await store.turns(user_id, conversation_id)
+        conversation = await store.get(user_id, conversation_id)
     except NotFoundError:
         raise response_not_found(value) from None
-    if index >= len(turns):
+    if index >= conversation.turn_count:
         raise response_not_found(value)
-    return conversation_id, turns, index
+    return conversation, index
+
+
+async def stored_response(store: ConversationStore, user_id: str, value: str) -> tuple[str, list[StoredTurn], int]:
+    """(conversation id, all its turns, the response's index among them) for a stored response's id."""
+    conversation, index = await find_response(store, user_id, value)
+    turns = await store.turns(user_id, conversation.id)
+    if index >= len(turns):  # deleted meanwhile
+        raise response_not_found(value)
+    return conversation.id, turns, index
 
 
 async def add_turns(svc: Service, user_id: str, conversation_id: str, turns: list[tuple[str, str, Any, Any]]) -> int:
@@ -108,21 +117,20 @@ def echo(body: CreateResponse) -> dict[str, Any]:
     }
 
 
-async def target_conversation(svc: Service, user_id: str, body: CreateResponse) -> tuple[str, bool]:
-    """The conversation a stored turn goes to, and whether this request created it."""
+async def target_conversation(svc: Service, user_id: str, body: CreateResponse) -> tuple[str, bool, int]:
+    """The conversation a stored turn goes to, whether this request created it, and how many turns it holds."""
     store = svc.components.conversations
-    if body.conversation_id is not None:
-        await store.get(user_id, body.conversation_id)  # unknown (or another user's): 404 before any work
-        return body.conversation_id, False
+    if body.conversation_id is not None:  # unknown (or another user's): 404 before any work
+        return body.conversation_id, False, (await store.get(user_id, body.conversation_id)).turn_count
     if body.previous_response_id is None:  # the store titles it with its first question
-        return (await store.create(user_id)).id, True
-    conversation_id, turns, index = await stored_response(store, user_id, body.previous_response_id)
-    if index == len(turns) - 1:
-        return conversation_id, False
-    branch = await store.create(user_id, (await store.get(user_id, conversation_id)).title)
-    chain = [(t.question, t.answer, t.citations, t.trace) for t in turns[: index + 1]]
-    await add_turns(svc, user_id, branch.id, chain)
-    return branch.id, True
+        return (await store.create(user_id)).id, True, 0
+    conversation, index = await find_response(store, user_id, body.previous_response_id)
+    if index == conversation.turn_count - 1:
+        return conversation.id, False, conversation.turn_count
+    branch = await store.create(user_id, conversation.title)
+    turns = (await store.turns(user_id, conversation.id))[: index + 1]
+    await add_turns(svc, user_id, branch.id, [(t.question, t.answer, t.citations, t.trace) for t in turns])
+    return branch.id, True, len(turns)
 
 
 async def stateless_history(svc: Service, user_id: str, body: CreateResponse) -> list[Message]:
@@ -146,7 +154,6 @@ async def stateless_history(svc: Service, user_id: str, body: CreateResponse) ->
 async def create_response(body: CreateResponse, user: User, svc: Svc) -> Any:
     body.unsupported()
     question, earlier = split_input(body, svc.settings.max_message_chars)
-    store = svc.components.conversations
     options = {"temperature": body.temperature, "max_tokens": body.max_output_tokens}
     if not body.store:
         history = [*await stateless_history(svc, user.user_id, body), *earlier]
@@ -162,35 +169,31 @@ async def create_response(body: CreateResponse, user: User, svc: Svc) -> Any:
         )
         return await respond(svc, body, await svc.runner.start(request), shape)
     seeded = pairs_of(earlier, "input")  # refused before anything is created
-    conversation_id, created = await target_conversation(svc, user.user_id, body)
-    before: int | None = None
+    conversation_id, created, held = await target_conversation(svc, user.user_id, body)
+    index = held + len(seeded)  # this turn's, once the input items are added
     try:
         if seeded:
             await add_turns(svc, user.user_id, conversation_id, [(q, a, [], None) for q, a in seeded])
-        before = (await store.get(user.user_id, conversation_id)).turn_count
         request = TurnRequest(
             question, user_id=user.user_id, conversation_id=conversation_id, memory=body.anaphora.memory, **options
         )
-        turn = await svc.runner.start(request)
-        # the turn's index, announced when a stream starts: exact in a conversation this request created; in
-        # another, the count once this turn holds the conversation's lock (the stored result has the last word,
-        # should turns of one conversation race)
-        index = before if created else (await store.get(user.user_id, conversation_id)).turn_count
+        # the index a stream announces: exact unless turns of one conversation race, and then the stored
+        # result, which the final event and the JSON reply carry, has the last word
         shape = responses.ResponseShape.stored(conversation_id, index, body.model, echo=echo(body))
-        return await respond(svc, body, turn, shape)
+        return await respond(svc, body, await svc.runner.start(request), shape)
     except Exception:
         if created:
-            await discard_unanswered(svc, user.user_id, conversation_id, before)
+            await discard_unanswered(svc, user.user_id, conversation_id, index)
         raise
 
 
-async def discard_unanswered(svc: Service, user_id: str, conversation_id: str, before: int | None) -> None:
+async def discard_unanswered(svc: Service, user_id: str, conversation_id: str, index: int) -> None:
     """Delete a conversation this request created for a turn that failed before it was stored (it holds nothing
     but copies and input items), so a failed request leaves nothing behind. The turn's error is the one reported."""
     store = svc.components.conversations
     with contextlib.suppress(AnaphoraError):
         async with svc.runner.conversation(user_id, conversation_id):
-            if before is None or (await store.get(user_id, conversation_id)).turn_count == before:
+            if (await store.get(user_id, conversation_id)).turn_count <= index:  # the turn was not stored
                 await store.delete(user_id, conversation_id)
 
 
@@ -252,7 +255,7 @@ async def input_items(response_id: str, user: User, svc: Svc) -> dict[str, Any]:
 )
 async def delete_response(response_id: str, user: User, svc: Svc) -> dict[str, Any]:
     store = svc.components.conversations
-    conversation_id, _, _ = await stored_response(store, user.user_id, response_id)
-    async with svc.runner.conversation(user.user_id, conversation_id):  # after any turn in flight
-        await store.delete(user.user_id, conversation_id)
+    conversation, _ = await find_response(store, user.user_id, response_id)
+    async with svc.runner.conversation(user.user_id, conversation.id):  # after any turn in flight
+        await store.delete(user.user_id, conversation.id)
     return {"id": response_id, "object": "response", "deleted": True}
