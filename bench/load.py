@@ -11,8 +11,8 @@ questions in order, starting a new conversation every --turns-per-conversation t
 done or --max-seconds pass. Reports turns/s, latency p50/p95, the service overhead per turn (client latency minus
 the pipeline stages the turn's trace timed: HTTP, JSON, auth, locks, storing the turn, and, with several clients,
 the time a turn waits for the server's one event loop while other turns run), the stages' own times, and errors,
-and writes bench/results/load.json. With several --routes (bench/load_routes.py), each is loaded in turn against
-the same server and reported under "routes" (the first also at the top level, as with one route).
+and writes bench/results/load.json. Other --routes (bench/load_routes.py) are loaded in turn against the same
+server and written to bench/results/load_routes.json, each under "routes" (the first also at the top level).
 """
 
 from __future__ import annotations
@@ -185,7 +185,8 @@ def main() -> None:
         data_dir = Path(scratch) / args.domain
         shutil.copytree(source, data_dir, ignore=shutil.ignore_patterns("*-shm", "*-wal"))
         port = free_port()
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": str(ROOT / "bench")}
+        path = os.pathsep.join([str(ROOT / "src"), str(ROOT / "bench")])  # this checkout's code, not an install's
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": path}
         server = subprocess.Popen(
             [
                 sys.executable,
@@ -233,7 +234,7 @@ def main() -> None:
     }
     if len(routes) > 1:
         result["routes"] = measured
-    path = write_result("load", result)
+    path = write_result("load" if routes == ["conversations"] else "load_routes", result)
     print(json.dumps(result, indent=2))
     print(f"wrote {path}")
 

@@ -643,6 +643,34 @@ the two cores allow 10 ms per turn for server and client together, on more than 
 """
 
 
+def load_routes_section() -> str:
+    data = load("load_routes")
+    if not data:
+        return (
+            "## HTTP routes compared\n\n_Not run yet: `python bench/load.py --routes chat,responses,conversations`._\n"
+        )
+    rows = [
+        [name, v["turns"], v["turns_per_s"], v["latency_ms"]["p50"], v["service_overhead_ms"]["p50"],
+         v["service_overhead_ms"]["p95"], v["server_cpu_ms_per_turn"], v["errors"] or 0]
+        for name, v in data.get("routes", {data["settings"]["routes"][0]: data}).items()
+    ]  # fmt: skip
+    header = ["route", "turns", "turns/s", "latency p50 ms", "overhead p50 ms", "overhead p95 ms", "server CPU ms/turn",
+              "errors"]  # fmt: skip
+    return f"""## HTTP routes compared (issue: Responses API)
+
+Command: `{data["command"]}` · {data["date"]} · revision {data["revision"]} · {data["machine"]}
+
+The same load (fake model, the clapnq index, {data["settings"]["conversations"]} concurrent clients,
+{data["settings"]["turns_per_conversation"]} turns per conversation) on each route in turn, against one server:
+`chat` sends the whole history to `/v1/chat/completions` (nothing stored), `responses` continues each turn from
+the previous `previous_response_id` on `/v1/responses` (each turn stored), `conversations` posts to
+`/v1/conversations/{{id}}/messages` (each turn stored). Overhead is the client's latency minus the pipeline stages the
+trace timed: HTTP, JSON, auth, the store's reads and the write of the turn, and the wait for the event loop.
+
+{table(header, rows)}
+"""
+
+
 def ingest_memory_section() -> str:
     breaks, no_breaks = load("ingest_memory"), load("ingest_memory_no_breaks")
     if not breaks:
@@ -944,6 +972,7 @@ machine, so ratios against a baseline measured in the same process are more mean
         prompt_cache_section(),
         peers_section(),
         load_section(),
+        load_routes_section(),
         stores_section(),
         passage_index_section(),
         ingest_memory_section(),
