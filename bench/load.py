@@ -36,7 +36,7 @@ from common import CACHE, ROOT, domain_paths, git_revision, machine, summary_ms,
 from load_routes import ARMS
 
 
-def serve(data_dir: str, port: int, conversations: int) -> None:
+def serve(data_dir: str, port: int, conversations: int, memory: str = "on") -> None:
     """The child process: the service on 127.0.0.1:port. With auth 'none' every client is user "local", so the
     per-user concurrency limit is raised to the number of clients (else most turns would get 429)."""
     import uvicorn
@@ -49,6 +49,7 @@ def serve(data_dir: str, port: int, conversations: int) -> None:
         chat_model="fake",
         auth="none",
         max_concurrent_turns_per_user=max(4, conversations),
+        memory=memory,
     )
     uvicorn.run(create_app(settings), host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
@@ -167,10 +168,11 @@ def main() -> None:
     parser.add_argument("--turns-per-conversation", type=int, default=5)
     parser.add_argument("--domain", default="clapnq")
     parser.add_argument("--routes", default="conversations", help=f"comma-separated, of: {', '.join(ARMS)}")
+    parser.add_argument("--memory", choices=["on", "off"], default="on", help="long-term memory on the server")
     parser.add_argument("--serve", nargs=2, metavar=("DATA_DIR", "PORT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        serve(args.serve[0], int(args.serve[1]), args.conversations)
+        serve(args.serve[0], int(args.serve[1]), args.conversations, args.memory)
         return
 
     routes = args.routes.split(",")
@@ -196,6 +198,8 @@ def main() -> None:
                 str(port),
                 "-m",
                 str(args.conversations),
+                "--memory",
+                args.memory,
             ],
             env=env,
         )
@@ -228,6 +232,7 @@ def main() -> None:
             "chat_model": "fake",
             "auth": "none",
             "max_concurrent_turns_per_user": max(4, args.conversations),
+            "memory": args.memory,
             "routes": routes,
         },
         **measured[routes[0]],

@@ -660,8 +660,9 @@ def load_routes_section() -> str:
 
 Command: `{data["command"]}` · {data["date"]} · revision {data["revision"]} · {data["machine"]}
 
-The same load (fake model, the clapnq index, {data["settings"]["conversations"]} concurrent clients,
-{data["settings"]["turns_per_conversation"]} turns per conversation) on each route in turn, against one server:
+The same load (fake model, the clapnq index, concurrent clients: {data["settings"]["conversations"]},
+{data["settings"]["turns_per_conversation"]} turns per conversation, long-term memory
+{data["settings"].get("memory", "on")}) on each route in turn, against one server:
 `chat` sends the whole history to `/v1/chat/completions` (nothing stored), `responses` continues each turn from
 the previous `previous_response_id` on `/v1/responses` (each turn stored), `conversations` posts to
 `/v1/conversations/{{id}}/messages` (each turn stored). Overhead is the client's latency minus the pipeline stages the
