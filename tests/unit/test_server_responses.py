@@ -217,6 +217,26 @@ def test_another_users_response_is_a_404_like_a_missing_one(running) -> None:
     assert theirs[0].json() == missing.json() == follow.json() == erase.json()
 
 
+def test_another_users_conversation_is_a_404_like_a_missing_one(running) -> None:
+    with running.client("alice") as alice:
+        conversation = alice.post("/v1/conversations", json={}).json()["id"]
+    item = {"role": "user", "content": DEMO[0]}
+    with running.client("bob") as bob:
+        asked = bob.post("/v1/responses", json={"input": DEMO[0], "conversation": conversation})
+        listed = bob.get(f"/v1/conversations/{conversation}/items")
+        added = bob.post(
+            f"/v1/conversations/{conversation}/items", json={"items": [item, {**item, "role": "assistant"}]}
+        )
+        missing = bob.post("/v1/responses", json={"input": DEMO[0], "conversation": "000000000000"})
+    assert [r.status_code for r in (asked, listed, added, missing)] == [404] * 4
+    assert asked.json()["error"]["message"] == f"no conversation {conversation!r}"
+    assert {k: v for k, v in missing.json()["error"].items() if k != "message"} == {
+        k: v for k, v in asked.json()["error"].items() if k != "message"
+    }
+    with running.client("alice") as alice:
+        assert alice.get(f"/v1/conversations/{conversation}").json()["turn_count"] == 0  # bob added nothing
+
+
 @pytest.mark.parametrize(
     ("extra", "named"),
     [
