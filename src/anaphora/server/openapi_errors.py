@@ -19,10 +19,6 @@ TURN_OPERATIONS = {
     ("post", "/v1/responses"),
 }
 BODY_REFERENCES = {("post", "/v1/responses")}  # name a resource in the body (previous_response_id, conversation)
-_STREAMS = {  # what each turn operation streams with stream: true
-    "/v1/responses": "Responses API events (`event: response.created` ... `response.completed`), each with its "
-    "`type` and `sequence_number`; an error after the start is `response.failed` then `error`",
-}
 _DESCRIPTIONS = {
     "400": "Bad request: a body that is not JSON (`invalid_json`), or input the service refuses",
     "401": "Missing, malformed, expired or wrongly signed token (auth `jwt`)",
@@ -51,6 +47,33 @@ _ERROR_BODY = {
     },
     "required": ["error"],
 }
+
+
+# the whole stream (sse.py): one `data:` line per event, a blank line after each, `data: [DONE]` last
+SSE_PATTERN = r"^(data: \{[^\n]*\}\n\n)*data: \[DONE\]\n\n$"
+SSE_SCHEMA = {
+    "type": "string",
+    "pattern": SSE_PATTERN,
+    "description": "Server-sent events, one `data:` line each: `chat.completion.chunk` objects (the first with "
+    "`delta.role`, then `delta.content` pieces, one with `finish_reason`, then one with `choices: []`, `usage` "
+    'and `anaphora`), or `{"error": {...}}` when the turn fails after the stream began; always `data: [DONE]` last.',
+    "example": 'data: {"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Use"}}]}\n\n'
+    "data: [DONE]\n\n",
+}
+
+# the Responses API's stream (responses.py): named events, each `event:` then `data:`, no [DONE]
+RESPONSES_SSE_SCHEMA = {
+    "type": "string",
+    "pattern": r"^(event: [a-z_.]+\ndata: \{[^\n]*\}\n\n)+$",
+    "description": "Responses API events, each an `event: TYPE` line and a `data:` line with `type` and "
+    "`sequence_number`: `response.created`, `response.in_progress`, `response.output_item.added`, "
+    "`response.content_part.added`, `response.output_text.delta` pieces, `response.output_text.done`, "
+    "`response.content_part.done`, `response.output_item.done`, `response.completed` (usage, annotations, "
+    "`anaphora`); when the turn fails after the stream began, `response.failed` then `error`. No `[DONE]`.",
+    "example": 'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","sequence_number":4,'
+    '"delta":"Use"}\n\n',
+}
+_STREAM_SCHEMAS = {"/v1/responses": RESPONSES_SSE_SCHEMA}
 
 
 def error_statuses(method: str, path: str, operation: dict[str, Any]) -> set[str]:
@@ -90,12 +113,8 @@ def complete(document: dict[str, Any]) -> dict[str, Any]:
                     response["headers"] = _RETRY_AFTER
                 responses[status] = response
             if (method, path) in TURN_OPERATIONS:
-                responses["200"].setdefault("content", {})["text/event-stream"] = {
-                    "schema": {
-                        "type": "string",
-                        "description": _STREAMS.get(path, "chat.completion.chunk events, then [DONE]"),
-                    }
-                }
+                stream = _STREAM_SCHEMAS.get(path, SSE_SCHEMA)
+                responses["200"].setdefault("content", {})["text/event-stream"] = {"schema": stream}
     metrics = document.get("paths", {}).get("/metrics", {}).get("get")
     if metrics is not None:
         metrics["responses"]["200"]["content"] = {"text/plain": {"schema": {"type": "string"}}}
