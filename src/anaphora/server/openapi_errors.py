@@ -61,17 +61,24 @@ SSE_SCHEMA = {
     "data: [DONE]\n\n",
 }
 
-# the Responses API's stream (responses.py): named events, each `event:` then `data:`, no [DONE]
+# the Responses API's stream (responses.py), described event by event as OpenAPI 3.2 does for text/event-stream:
+# each a named event whose data is one JSON object with its type and sequence number; no [DONE]
 RESPONSES_SSE_SCHEMA = {
-    "type": "string",
-    "pattern": r"^(event: [a-z_.]+\ndata: \{[^\n]*\}\n\n)+$",
+    "type": "object",
+    "properties": {
+        "event": {"type": "string", "pattern": "^(response\\.[a-z_.]+|error)$"},
+        "data": {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": {"type": "object", "required": ["type", "sequence_number"]},
+        },
+    },
+    "required": ["event", "data"],
     "description": "Responses API events, each an `event: TYPE` line and a `data:` line with `type` and "
     "`sequence_number`: `response.created`, `response.in_progress`, `response.output_item.added`, "
     "`response.content_part.added`, `response.output_text.delta` pieces, `response.output_text.done`, "
     "`response.content_part.done`, `response.output_item.done`, `response.completed` (usage, annotations, "
     "`anaphora`); when the turn fails after the stream began, `response.failed` then `error`. No `[DONE]`.",
-    "example": 'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","sequence_number":4,'
-    '"delta":"Use"}\n\n',
 }
 _STREAM_SCHEMAS = {"/v1/responses": RESPONSES_SSE_SCHEMA}
 

@@ -7,12 +7,12 @@ a client that asks for tools, reasoning or images must learn that it gets none. 
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictStr
 
 from anaphora.errors import InputError
-from anaphora.server.schemas import CreateConversation, Text, TurnOptions
+from anaphora.server.schemas import CreateConversation, Text, TurnOptions, whole_number
 from anaphora.types import Message, Role
 
 TEXT_PARTS = ("input_text", "output_text", "text")
@@ -60,14 +60,14 @@ class CreateResponse(BaseModel):
     model_config = ConfigDict(extra="allow")  # collected and refused by name: see unsupported()
 
     model: Text = Field(default="anaphora", max_length=256)
-    input: Text | list[InputItem] = Field(min_length=1)
+    input: Annotated[Text, Field(min_length=1)] | Annotated[list[InputItem], Field(min_length=1)]
     instructions: Text | None = None
     previous_response_id: Text | None = Field(default=None, max_length=256)
     conversation: Text | ConversationRef | None = None
     store: StrictBool = True
     stream: StrictBool = False
-    max_output_tokens: StrictInt | None = Field(default=None, ge=1)
-    temperature: StrictFloat | StrictInt | None = Field(default=None, ge=0, le=2)
+    max_output_tokens: whole_number(1) | None = None  # type: ignore[valid-type]
+    temperature: StrictFloat | None = Field(default=None, ge=0, le=2)  # a strict float takes an integer too
     metadata: dict[str, Text] | None = Field(default=None, max_length=16)
     user: Text | None = Field(default=None, max_length=256)
     anaphora: TurnOptions = Field(default_factory=TurnOptions)
