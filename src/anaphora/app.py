@@ -73,16 +73,17 @@ def build_query_stage(
 ) -> QueryStage:
     """``statistics``: what the history expansion reads to keep only words that disambiguate in this corpus (the
     passage index's document frequencies, read per turn so a re-ingested corpus counts at once)."""
-    if settings.rewriter == "off":
+    rewriter = settings.effective_rewriter
+    if rewriter == "off":
         return LastMessageQuery()
     expansion = HistoryExpansion(statistics=statistics)
-    if settings.rewriter == "expansion":
+    if rewriter == "expansion":
         return expansion
     return GuardedRewriter(
         chat_model,
         history_turns=settings.rewrite_history_turns,
         max_tokens=settings.rewrite_max_tokens,
-        style=JSON_ANALYSIS if settings.rewriter == "analysis" else TEXT_REWRITE,
+        style=JSON_ANALYSIS if rewriter == "analysis" else TEXT_REWRITE,
         fallback=expansion,
     )
 

@@ -67,6 +67,7 @@ def test_the_stage_list_reads_as_the_pipeline(rag: Anaphora) -> None:
         "select",
         "memory",
         "budget",
+        "converse",
         "generate",
         "check",
         "cite",

@@ -211,7 +211,7 @@ class Extract(Stage):
         self.extractive = extractive
 
     def applies(self, state: TurnState) -> bool:
-        return state.retrieves or bool(state.memory_passages)
+        return (state.retrieves or bool(state.memory_passages)) and not state.answer
 
     async def run(self, state: TurnState) -> StageResult:
         extract = await self.extractive.answer_turn(state) if not state.abstain else None

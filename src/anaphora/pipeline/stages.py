@@ -14,8 +14,10 @@ from anaphora.pipeline.answer_guard import ANSWER_STOP
 from anaphora.pipeline.budget import plan_prompt, verbatim_window
 from anaphora.pipeline.check import ABSTAIN, AnswerCheck
 from anaphora.pipeline.citations import extract_citations
+from anaphora.pipeline.conversation_answers import answer_about_conversation
 from anaphora.pipeline.extractive import ExtractiveAnswerer
 from anaphora.pipeline.generate import emit, generate
+from anaphora.pipeline.intents import recognise
 from anaphora.pipeline.prompt import (
     CONTEXT_FRAMING,
     MEMORY_FRAMING,
@@ -28,6 +30,7 @@ from anaphora.pipeline.prompt import (
 )
 from anaphora.pipeline.query import QueryPlan, QueryStage
 from anaphora.pipeline.route import (
+    TurnKind,
     history_covers,
     route_by_analysis,
     route_by_rules,
@@ -242,6 +245,30 @@ class Budget(Stage):
             folded = decision.turns_folded
             detail += f", {folded} older turn{'s' if folded > 1 else ''} left the window for the summary"
         return StageResult(state.update(prompt=plan), "ok", detail)
+
+
+class AnswerFromConversation(Stage):
+    """Chit-chat, and requests about the conversation (shorten, repeat, point back, recap) when ``meta`` is on,
+    answered from the history by :mod:`~anaphora.pipeline.conversation_answers`: no retrieval, no model call."""
+
+    name = "converse"
+
+    def __init__(self, *, meta: bool) -> None:
+        """``meta``: requests about the conversation too (the extractive mode); chit-chat always."""
+        self.meta = meta
+
+    def applies(self, state: TurnState) -> bool:
+        kinds = (TurnKind.CHIT_CHAT, TurnKind.META)
+        return not state.retrieves and state.route is not None and state.route.kind in kinds and not state.answer
+
+    async def run(self, state: TurnState) -> StageResult:
+        request = recognise(state.question)
+        if request is None or (request.is_meta and not self.meta):
+            return StageResult(state, "skipped", "left to the model")
+        answer = answer_about_conversation(request, state.history, (ABSTAIN, NO_ANSWER))
+        emit(state.deltas, answer)
+        after = state.update(answer=answer, released=answer, answer_source="conversation")
+        return StageResult(after, "ok", f"{request.intent.value}: answered from the conversation, no model call")
 
 
 class Generate(Stage):
