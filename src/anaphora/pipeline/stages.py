@@ -344,6 +344,7 @@ class Cite(Stage):
 
     async def run(self, state: TurnState) -> StageResult:
         shown = [*state.prompt.passages, *state.prompt.memories] if state.prompt else []
+        shown += [p for p in state.selected if p not in shown]  # quoted from the page beyond the prompt's passages
         if state.support and state.answer_source == "model":  # checked: each kept unit names its passage
             by_id = {p.id: p for p in shown}
             ids = dict.fromkeys(v.passage_id for v in state.support if v.kept and v.passage_id in by_id)
