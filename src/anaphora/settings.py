@@ -194,6 +194,14 @@ class Settings(BaseSettings):
         description="similarity to the turn's query a passage sentence needs to be quoted; when none has it, the "
         "extractive answer abstains",
     )
+    uncovered_similarity: float = Field(
+        default=0.6,
+        ge=0,
+        le=1,
+        description="a question that names a word no passage uses is refused ('the documents do not cover this') "
+        "unless a retrieved passage is at least this similar to the query (then the right page was found); 0 turns "
+        "the check off",
+    )
 
     # Embeddings and ingestion ---------------------------------------------------------------------------------
     embedder: str = Field(

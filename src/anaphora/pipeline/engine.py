@@ -31,6 +31,7 @@ from anaphora.pipeline.stages import (
     AnswerFromConversation,
     BoostEntities,
     Budget,
+    CheckCoverage,
     Cite,
     Generate,
     QueryPlanner,
@@ -178,6 +179,7 @@ class Engine:
             Retrieve(retriever),
             *self._boost_stages(settings, term_statistics),
             Select(self.selector, top_k=settings.top_k),
+            *self._coverage_stages(settings, term_statistics),
             *([memory_recall] if memory_recall is not None else []),
             Budget(settings, chat_model),
             *self._answer_stages(settings, chat_model, extractive),
@@ -189,6 +191,12 @@ class Engine:
     @staticmethod
     def _boost_stages(settings: Settings, statistics: Callable[[], TermStatistics | None] | None) -> list[Stage]:
         return [BoostEntities(statistics, settings.entity_boost)] if statistics and settings.entity_boost else []
+
+    @staticmethod
+    def _coverage_stages(settings: Settings, statistics: Callable[[], TermStatistics | None] | None) -> list[Stage]:
+        if statistics is None or settings.uncovered_similarity <= 0:
+            return []
+        return [CheckCoverage(statistics, settings.uncovered_similarity)]
 
     @staticmethod
     def _answer_stages(settings: Settings, model: ChatModel, extractive: ExtractiveAnswerer | None) -> list[Stage]:

@@ -15,6 +15,7 @@ from anaphora.pipeline.budget import plan_prompt, verbatim_window
 from anaphora.pipeline.check import ABSTAIN, AnswerCheck
 from anaphora.pipeline.citations import extract_citations
 from anaphora.pipeline.conversation_answers import answer_about_conversation
+from anaphora.pipeline.coverage import not_covered
 from anaphora.pipeline.extractive import ExtractiveAnswerer
 from anaphora.pipeline.generate import emit, generate
 from anaphora.pipeline.intents import recognise
@@ -188,6 +189,31 @@ class Select(Stage):
 
     def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
         return self._selected(state, self.selector.first_stage(state.candidates).passages), "first-stage order"
+
+
+class CheckCoverage(Stage):
+    """Refuses a question about something no passage mentions (:mod:`~anaphora.pipeline.coverage`): the turn
+    abstains instead of quoting passages about something else. Optional: a failure keeps the selection."""
+
+    name = "coverage"
+    retrieval = True
+
+    def __init__(self, statistics: Callable[[], TermStatistics | None], close: float) -> None:
+        self.statistics = statistics
+        self.close = close
+
+    def applies(self, state: TurnState) -> bool:
+        return state.retrieves and bool(state.selected)
+
+    async def run(self, state: TurnState) -> StageResult:
+        missing = not_covered(state.question, state.candidates, self.statistics(), close=self.close)
+        if not missing:
+            return StageResult(state, "ok", "every word the question names is in the corpus")
+        detail = f"no passage mentions {', '.join(missing[:5])}: abstained"
+        return StageResult(state.update(abstain=True), "ok", detail)
+
+    def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
+        return state, "selection kept"
 
 
 class Budget(Stage):
