@@ -173,10 +173,10 @@ class AnswerCheck(Stage):
         if not judged.supported:
             return await self._replace(state.update(support=report), counts)
         answer = "".join(before + text for before, text in judged.pieces())
-        if judged.dropped():
-            answer = f"{answer}\n\n{LEFT_OUT}"
         send_rest(state, answer)
-        detail = f"{counts}, {judged.dropped()} left out"
+        detail = f"{counts}, {judged.dropped()} left out"  # the notice is the trace's, not a footer on the answer
+        if judged.dropped():
+            detail += f" {LEFT_OUT}"
         return StageResult(state.update(answer=answer, support=report), "ok", detail)
 
     async def _replace(self, state: TurnState, counts: str) -> StageResult:

@@ -196,7 +196,6 @@ class CheckCoverage(Stage):
     abstains instead of quoting passages about something else. Optional: a failure keeps the selection."""
 
     name = "coverage"
-    retrieval = True
 
     def __init__(self, statistics: Callable[[], TermStatistics | None], close: float) -> None:
         self.statistics = statistics
