@@ -63,9 +63,14 @@ async def test_a_sentence_that_introduces_what_follows_is_quoted_with_it() -> No
     assert all(not point.text.endswith(":") for point in answer.points)
     lead = answer.points[0]
     assert lead.kind == "lead-in"
-    assert lead.text == "Upgrade the chart release with the following command:\n\n```bash\nhelm upgrade kestrel kestrel/kestrel\n```"
+    assert (
+        lead.text
+        == "Upgrade the chart release with the following command:\n\n```bash\nhelm upgrade kestrel kestrel/kestrel\n```"
+    )
     assert answer.text.startswith(lead.text + "\n[upgrading.md#6]")
-    assert [kind for *_, kind in quotable_units("Then run the following:\n\nThe agent pod restarts on each node.")] == ["sentence"]
+    assert [kind for *_, kind in quotable_units("Then run the following:\n\nThe agent pod restarts on each node.")] == [
+        "sentence"
+    ]
 
 
 async def test_a_table_row_is_quoted_under_its_tables_header() -> None:

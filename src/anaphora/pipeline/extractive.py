@@ -33,8 +33,8 @@ LEAD_MARGIN = 0.1  # a sentence leads unless a code block or table row is this m
 SUPPORT_MARGIN = 0.2  # a supporting point from elsewhere must be at least this close to the lead's relevance
 BLOCKS = ("code", "row", "lead-in")  # shown as blocks, the marker on a line of its own
 PROSE = ("sentence", "item", "lead-in")  # what can lead an answer
-MAX_BLOCK_ITEMS = 8
-SAME_PAGE = 3  # candidates of the best passage's page the selection left out, also quoted from  # list items or table rows quoted with the sentence that introduces them
+MAX_BLOCK_ITEMS = 8  # list items or table rows quoted with the sentence that introduces them
+SAME_PAGE = 3  # candidates of the best passage's page the selection left out, also quoted from
 _DELIMITER_ROW = re.compile(r"^\|(\s*:?-+:?\s*\|)+$")
 _INTRODUCES = re.compile(r"(:|\bas follows[.:]?|\bthe following\b.*)$", re.IGNORECASE)
 _QUOTE_MARK = re.compile(r"^(\s*>)+\s?", re.MULTILINE)
@@ -158,7 +158,6 @@ class ExtractiveAnswerer:
         used = {p.passage_id for p in points}
         quoted = tuple(p for p in (*passages, *memories) if p.id in used)
         return ExtractiveAnswer(format_points(points), points, quoted)
-
 
     def _select(
         self, found: list[Candidate], relevance: np.ndarray, similarity: np.ndarray, vectors: np.ndarray

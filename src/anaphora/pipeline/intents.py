@@ -79,7 +79,7 @@ def is_chit_chat(message: str) -> bool:
 def _social_kind(message: str) -> str | None:
     found = [m.lastgroup for m in _SOCIAL.finditer(message)]
     kinds = [k for k in found if k]
-    if not kinds or "?" in message and kinds[0] != "identity" and not _only_social(message):
+    if not kinds or ("?" in message and kinds[0] != "identity" and not _only_social(message)):
         return None
     if not _only_social(message):
         return None
@@ -133,10 +133,10 @@ _RECAP = re.compile(
 )
 # the assistant's words as the object of the request
 _YOU_SAID = re.compile(
-    r"\b(did|have) you( just)? (say|give|tell|mention|suggest|recommend|list|show|point|write|describe|quote|mean|name|use|"
-    r"call)\b|\byou('ve| have)?( just)? (said|gave|told|mentioned|suggested|recommended|listed|showed|shown|pointed|"
-    r"wrote|written|described|quoted|meant|named|used|called)\b|\byour( very)? ((first|last|previous|earlier|"
-    r"original|second|latest) )?(answer|reply|response|message|suggestion|example)s?\b|\bremind me\b",
+    r"\b(did|have) you( just)? (say|give|tell|mention|suggest|recommend|list|show|point|write|describe|quote|mean|"
+    r"name|use|call)\b|\byou('ve| have)?( just)? (said|gave|told|mentioned|suggested|recommended|listed|showed|"
+    r"shown|pointed|wrote|written|described|quoted|meant|named|used|called)\b|"
+    r"\byour( very)? ((first|last|previous|earlier|original|second|latest) )?(answer|reply|response|message|suggestion|example)s?\b|\bremind me\b",
     re.I,
 )
 # the user's own earlier messages: "what was my first question?", "what did I ask before?"
@@ -254,7 +254,7 @@ def recognise(message: str) -> ConversationRequest | None:
     # a topic of its own means the documents, unless the message points at what was said ("the backup part again")
     pointed = you_said or whole or again or bool(_PART.search(text))
     asks_docs = bool(_ASKS_DOCS.search(text)) and not whole
-    if asks_docs and (topic or not (shorten or repeat or recap)) or (topic and not pointed) or len(topic) > 3:
+    if (asks_docs and (topic or not (shorten or repeat or recap))) or (topic and not pointed) or len(topic) > 3:
         return None
     ordinal, wants = _ordinal(text), _wants(_LENGTH.sub(" ", text))
     asks_back = bool(_WH_WAS.search(text)) and (again or you_said or ordinal is not None)
@@ -287,4 +287,6 @@ def recognise(message: str) -> ConversationRequest | None:
 
 def _bare(text: str) -> bool:
     """A message that is only a pointer: "the second step?", "and the next one after that?"."""
-    return len(text.split()) <= 7 and bool(re.match(r"^\W*((and|so|ok|okay|then),? )?(the|that|what about the)\b", text, re.I))
+    return len(text.split()) <= 7 and bool(
+        re.match(r"^\W*((and|so|ok|okay|then),? )?(the|that|what about the)\b", text, re.I)
+    )

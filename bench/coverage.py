@@ -1,0 +1,121 @@
+"""Calibrating the coverage check (``uncovered_similarity``) on realdocs-dev, leave one corpus out.
+
+    python bench/coverage.py [--corpus loki,traefik]
+
+For every question and follow-up turn of every conversation, the retrieval half runs as in a turn (the query stage
+reads the user's earlier messages, so the assistant's answers are not needed) and records the words of the message
+that no passage uses and the best dense similarity of the candidates. A turn is refused when it has such a word and
+the best similarity is under the threshold. Both error kinds are counted per threshold: refusing an answerable
+turn (a wrong abstention) and answering an unanswerable one (a missed refusal). The threshold is chosen on one
+corpus (fewest errors, wrong abstentions weighed twice, the lowest such threshold) and scored on the other.
+Results: bench/results/coverage.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+
+from common import CACHE, git_revision, machine, write_result
+from realdocs import data_root, ingest, prepare_corpus
+
+from anaphora import Settings
+from anaphora.app import aclose_components, build_components, close_local
+from anaphora.pipeline.coverage import asks, unused_words
+from anaphora.types import Message
+
+THRESHOLDS = [round(0.3 + 0.05 * i, 2) for i in range(15)]  # 0.30 .. 1.00
+
+
+async def turns_of(name: str, conversations: list[dict], data) -> list[dict]:
+    base = Settings()
+    data_dir, tree = prepare_corpus(base, data / name, CACHE / "realdocs")
+    components = build_components(base.model_copy(update={"data_dir": data_dir}))
+    rows = []
+    try:
+        ingest(components, tree, data_dir)
+        statistics = components.passages.term_statistics()
+        for conversation in conversations:
+            history: list[Message] = []
+            for index, turn in enumerate(conversation["turns"]):
+                if turn["kind"] in ("question", "followup"):
+                    candidates, _ = await components.engine.retrieve(turn["user"], history)
+                    best = max((p.dense_score for p in candidates if p.dense_score is not None), default=0.0)
+                    unused = unused_words(turn["user"], statistics) if asks(turn["user"]) else []
+                    rows.append(
+                        {
+                            "corpus": name,
+                            "conversation": conversation["id"],
+                            "turn": index,
+                            "answerable": turn["answerable"],
+                            "unused": unused,
+                            "best": round(best, 4),
+                            "absent": turn.get("absent", []),
+                        }
+                    )
+                history += [Message(role="user", content=turn["user"]), Message(role="assistant", content="")]
+    finally:
+        await aclose_components(components)
+        close_local(components)
+    return rows
+
+
+def errors(rows: list[dict], threshold: float) -> dict:
+    refused = [bool(r["unused"]) and r["best"] < threshold for r in rows]
+    wrong = sum(1 for r, x in zip(rows, refused, strict=True) if x and r["answerable"])
+    missed = sum(1 for r, x in zip(rows, refused, strict=True) if not x and not r["answerable"])
+    return {
+        "threshold": threshold,
+        "wrong_abstentions": wrong,
+        "answerable": sum(r["answerable"] for r in rows),
+        "missed_refusals": missed,
+        "unanswerable": sum(not r["answerable"] for r in rows),
+    }
+
+
+def choose(rows: list[dict]) -> float:
+    """Fewest errors, a wrong abstention counted twice (it hides an answer the docs have); the lowest threshold."""
+    return min(
+        THRESHOLDS, key=lambda t: (2 * errors(rows, t)["wrong_abstentions"] + errors(rows, t)["missed_refusals"], t)
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", default="loki,traefik")
+    args = parser.parse_args()
+    data = data_root()
+    conversations = [json.loads(line) for line in (data / "conversations.jsonl").read_text().splitlines() if line]
+    rows: list[dict] = []
+    corpora = args.corpus.split(",")
+    for name in corpora:
+        rows += asyncio.run(turns_of(name, [c for c in conversations if c["corpus"] == name], data))
+    for row in rows:
+        if row["unused"] or not row["answerable"]:
+            print(json.dumps(row))
+    sweep = {name: [errors([r for r in rows if r["corpus"] == name], t) for t in THRESHOLDS] for name in corpora}
+    held_out = {}
+    for tuned in corpora:
+        for scored in corpora:
+            if scored != tuned:
+                t = choose([r for r in rows if r["corpus"] == tuned])
+                held_out[f"tuned on {tuned}, scored on {scored}"] = errors(
+                    [r for r in rows if r["corpus"] == scored], t
+                )
+    result = {
+        "revision": git_revision(),
+        "machine": machine(),
+        "both": errors(rows, choose(rows)),
+        "leave_one_corpus_out": held_out,
+        "sweep": sweep,
+        "turns": rows,
+    }
+    for label, value in held_out.items():
+        print(label, json.dumps(value))
+    print("chosen on both:", json.dumps(result["both"]))
+    print(f"wrote {write_result('coverage', result)}")
+
+
+if __name__ == "__main__":
+    main()
