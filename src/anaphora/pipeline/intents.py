@@ -136,7 +136,8 @@ _YOU_SAID = re.compile(
     r"\b(did|have) you( just)? (say|give|tell|mention|suggest|recommend|list|show|point|write|describe|quote|mean|"
     r"name|use|call)\b|\byou('ve| have)?( just)? (said|gave|told|mentioned|suggested|recommended|listed|showed|"
     r"shown|pointed|wrote|written|described|quoted|meant|named|used|called)\b|"
-    r"\byour( very)? ((first|last|previous|earlier|original|second|latest) )?(answer|reply|response|message|suggestion|example)s?\b|\bremind me\b",
+    r"\byour( very)? ((first|last|previous|earlier|original|second|latest) )?"
+    r"(answer|reply|response|message|suggestion|example)s?\b|\bremind me\b",
     re.I,
 )
 # the user's own earlier messages: "what was my first question?", "what did I ask before?"
