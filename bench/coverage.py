@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+from pathlib import Path
 
 from common import CACHE, git_revision, machine, write_result
 from realdocs import data_root, ingest, prepare_corpus
@@ -84,13 +85,15 @@ def choose(rows: list[dict]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", default="loki,traefik")
+    parser.add_argument("--reuse", type=Path, nargs="*", default=[], help="earlier results whose turns are kept")
     args = parser.parse_args()
     data = data_root()
     conversations = [json.loads(line) for line in (data / "conversations.jsonl").read_text().splitlines() if line]
-    rows: list[dict] = []
+    rows: list[dict] = [row for path in args.reuse for row in json.loads(path.read_text())["turns"]]
     corpora = args.corpus.split(",")
     for name in corpora:
-        rows += asyncio.run(turns_of(name, [c for c in conversations if c["corpus"] == name], data))
+        if not any(r["corpus"] == name for r in rows):
+            rows += asyncio.run(turns_of(name, [c for c in conversations if c["corpus"] == name], data))
     for row in rows:
         if row["unused"] or not row["answerable"]:
             print(json.dumps(row))
