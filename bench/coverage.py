@@ -20,6 +20,7 @@ from pathlib import Path
 
 from common import CACHE, git_revision, machine, write_result
 from realdocs import data_root, ingest, prepare_corpus
+from wordfreq import zipf_frequency
 
 from anaphora import Settings
 from anaphora.app import aclose_components, build_components, close_local
@@ -27,6 +28,7 @@ from anaphora.pipeline.coverage import asks, unused_words
 from anaphora.types import Message
 
 THRESHOLDS = [round(0.3 + 0.05 * i, 2) for i in range(15)]  # 0.30 .. 1.00
+ZIPF_CUTS = (2.0, 2.5, 3.0, 3.5, 4.0, 99.0)  # a word counts when its English Zipf frequency is under the cut (99: any)
 
 
 async def turns_of(name: str, conversations: list[dict], data) -> list[dict]:
@@ -51,6 +53,7 @@ async def turns_of(name: str, conversations: list[dict], data) -> list[dict]:
                             "turn": index,
                             "answerable": turn["answerable"],
                             "unused": unused,
+                            "zipf": [round(zipf_frequency(w, "en"), 2) for w in unused],
                             "best": round(best, 4),
                             "absent": turn.get("absent", []),
                         }
@@ -62,11 +65,13 @@ async def turns_of(name: str, conversations: list[dict], data) -> list[dict]:
     return rows
 
 
-def errors(rows: list[dict], threshold: float) -> dict:
-    refused = [bool(r["unused"]) and r["best"] < threshold for r in rows]
+def errors(rows: list[dict], setting: tuple[float, float]) -> dict:
+    cut, threshold = setting
+    refused = [any(z < cut for z in r["zipf"]) and r["best"] < threshold for r in rows]
     wrong = sum(1 for r, x in zip(rows, refused, strict=True) if x and r["answerable"])
     missed = sum(1 for r, x in zip(rows, refused, strict=True) if not x and not r["answerable"])
     return {
+        "zipf_cut": cut,
         "threshold": threshold,
         "wrong_abstentions": wrong,
         "answerable": sum(r["answerable"] for r in rows),
@@ -75,11 +80,18 @@ def errors(rows: list[dict], threshold: float) -> dict:
     }
 
 
-def choose(rows: list[dict]) -> float:
-    """Fewest errors, a wrong abstention counted twice (it hides an answer the docs have); the lowest threshold."""
-    return min(
-        THRESHOLDS, key=lambda t: (2 * errors(rows, t)["wrong_abstentions"] + errors(rows, t)["missed_refusals"], t)
-    )
+SETTINGS = [(cut, t) for cut in ZIPF_CUTS for t in THRESHOLDS]
+
+
+def choose(rows: list[dict]) -> tuple[float, float]:
+    """Fewest errors, a wrong abstention counted twice (it hides an answer the docs have); then the strictest
+    word rule and the lowest threshold (refuse as little as the errors allow)."""
+
+    def cost(setting: tuple[float, float]) -> tuple[int, float, float]:
+        e = errors(rows, setting)
+        return 2 * e["wrong_abstentions"] + e["missed_refusals"], setting[0], setting[1]
+
+    return min(SETTINGS, key=cost)
 
 
 def main() -> None:
@@ -90,6 +102,8 @@ def main() -> None:
     data = data_root()
     conversations = [json.loads(line) for line in (data / "conversations.jsonl").read_text().splitlines() if line]
     rows: list[dict] = [row for path in args.reuse for row in json.loads(path.read_text())["turns"]]
+    for row in rows:  # results written before the word frequencies were recorded
+        row.setdefault("zipf", [round(zipf_frequency(w, "en"), 2) for w in row["unused"]])
     corpora = args.corpus.split(",")
     for name in corpora:
         if not any(r["corpus"] == name for r in rows):
@@ -97,7 +111,7 @@ def main() -> None:
     for row in rows:
         if row["unused"] or not row["answerable"]:
             print(json.dumps(row))
-    sweep = {name: [errors([r for r in rows if r["corpus"] == name], t) for t in THRESHOLDS] for name in corpora}
+    sweep = {name: [errors([r for r in rows if r["corpus"] == name], st) for st in SETTINGS] for name in corpora}
     held_out = {}
     for tuned in corpora:
         for scored in corpora:

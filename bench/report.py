@@ -850,7 +850,7 @@ at least that similar to the query. Calibrated on the realdocs-dev question and 
 (the threshold with the fewest errors on one corpus, a wrong abstention counted twice, scored on the other), both
 error kinds:
 
-{table(["threshold chosen", "value", "wrong abstentions", "missed refusals"], rows)}
+{table(["chosen on", "refused when", "wrong abstentions", "missed refusals"], rows)}
 """
         )
     measured = [(label, data) for label, data in runs if data]

@@ -195,12 +195,12 @@ class Settings(BaseSettings):
         "extractive answer abstains",
     )
     uncovered_similarity: float = Field(
-        default=0.6,
+        default=0.65,
         ge=0,
         le=1,
-        description="a question that names a word no passage uses is refused ('the documents do not cover this') "
-        "unless a retrieved passage is at least this similar to the query (then the right page was found); 0 turns "
-        "the check off",
+        description="a question that names a word no passage uses and rare in English is refused ('the documents do "
+        "not cover this') unless a retrieved passage is at least this similar to the query (then the right page was "
+        "found); 0 turns the check off",
     )
 
     # Embeddings and ingestion ---------------------------------------------------------------------------------

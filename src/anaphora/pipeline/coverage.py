@@ -4,8 +4,9 @@ A question about a thing no passage mentions ("can it forward to Splunk?", "does
 answered from the documents however well the retriever ranks: the passages it finds are about something else
 (the metrics backends that do exist, the authentication that is documented), and quoting them reads as a yes. The
 lexical index's own statistics say which words no passage uses; a question that names one, while no passage found
-is close to it, is refused with the fixed abstention. Short words and words the conversation itself introduced as
-its topic are not enough on their own (a typo or a nickname of a page the retriever found is not a new subject).
+is close to it, is refused with the fixed abstention. Only a word that is also rare in English counts (its Zipf
+frequency in ``wordfreq`` under :data:`RARE_ZIPF`: "splunk", "kerberos", "mqtt"): everyday words the docs happen not
+to use ("tuesday", "cranking", "stuff") name no subject. Short words and statements are not enough either.
 """
 
 from __future__ import annotations
@@ -13,11 +14,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from wordfreq import zipf_frequency
+
 from anaphora.retrieval.terms import TermStatistics, token_frequencies
 from anaphora.text import STOPWORDS
 from anaphora.types import Passage
 
 MIN_LETTERS = 3  # shorter tokens ("ok", "k8") are abbreviations or noise, not names
+RARE_ZIPF = 2.5  # rarer than ~3 in 10 million words of English; chosen leave one corpus out (docs/benchmarks.md)
 _QUESTION = re.compile(
     r"^\W*(\w+[,:]\s+)?(how|what|which|where|why|when|who|can|could|does|do|is|are|will|would|should|may)\b", re.I
 )
@@ -41,6 +45,11 @@ def unused_words(question: str, statistics: TermStatistics | None) -> list[str]:
     ]
 
 
+def rare(word: str, below: float = RARE_ZIPF) -> bool:
+    """The word is rare in English (a product or protocol name, not an everyday word the docs do not use)."""
+    return zipf_frequency(word, "en") < below
+
+
 def asks(message: str) -> bool:
     """The message asks something (a statement about the user's setup is not refused)."""
     return "?" in message or bool(_QUESTION.match(message))
@@ -52,7 +61,7 @@ def not_covered(
     """The unused words that make the question one the documents do not cover, or ``[]``: only when no passage
     found is ``close`` to the query (dense similarity at least ``close``: then the right page was found, and the
     unknown word is the user's own name for something on it)."""
-    missing = unused_words(question, statistics) if asks(question) else []
+    missing = [w for w in unused_words(question, statistics) if rare(w)] if asks(question) else []
     if not missing:
         return []
     best = max((p.dense_score for p in passages if p.dense_score is not None), default=0.0)
