@@ -78,12 +78,25 @@ def test_streaming_an_abstention_yields_the_abstain_text(strict_rag: Anaphora, f
 def test_chit_chat_never_abstains(strict_rag: Anaphora, fake_model: FakeChatModel) -> None:
     result = strict_rag.ask("hello!")
     assert result.trace.retrieval_skipped and not result.trace.abstained
-    assert len(fake_model.calls) == 0 and result.trace.answer_source == "conversation"
+    assert len(fake_model.calls) == 1
     assert strict_rag.components.engine.metrics.value("anaphora_abstentions_total") == 0
 
 
-def test_same_question_is_answered_with_the_floor_off(tmp_path: Path, fake_model: FakeChatModel) -> None:
+def test_a_question_about_what_no_passage_mentions_abstains_even_with_the_floor_off(
+    tmp_path: Path, fake_model: FakeChatModel
+) -> None:
+    """The coverage check: "unladen" is in no passage and rare in English, and no candidate is close to the query."""
     rag = make_rag(tmp_path, fake_model, similarity_threshold=0.0)
+    try:
+        result = rag.ask(ABSENT)
+        assert result.trace.abstained and result.answer == ABSTAIN and not fake_model.calls
+        assert "no passage mentions" in result.trace.stage("coverage").detail
+    finally:
+        rag.close()
+
+
+def test_same_question_is_answered_with_the_floor_off(tmp_path: Path, fake_model: FakeChatModel) -> None:
+    rag = make_rag(tmp_path, fake_model, similarity_threshold=0.0, uncovered_similarity=0.0)  # no floor, no check
     try:
         result = rag.ask(ABSENT)
         assert not result.trace.abstained

@@ -200,14 +200,13 @@ class Engine:
 
     @staticmethod
     def _answer_stages(settings: Settings, model: ChatModel, extractive: ExtractiveAnswerer | None) -> list[Stage]:
-        """converse (chit-chat; requests about the conversation in ``extractive`` mode) -> extract (``extractive``
-        mode: turns that retrieved) -> generate (what is not answered yet) -> check."""
+        """``extractive`` mode: converse (turns about the conversation) and extract (turns that retrieved) ->
+        generate (what is not answered yet) -> check."""
         mode = settings.effective_answer_mode
-        conversation = AnswerFromConversation(meta=mode == "extractive")
         check = AnswerCheck(settings.answer_check, mode, settings.support_threshold, extractive)
         generate = Generate(settings, model, check if settings.answer_check == "drop" else None, extractive)
-        quoting = [Extract(extractive)] if mode == "extractive" and extractive is not None else []
-        return [conversation, *quoting, generate, check]
+        quoting = [AnswerFromConversation(), Extract(extractive)] if mode == "extractive" and extractive else []
+        return [*quoting, generate, check]
 
     def add_stage(self, stage: Stage, *, after: str) -> None:
         """Insert ``stage`` after the stage named ``after`` (e.g. ``"generate"``)."""

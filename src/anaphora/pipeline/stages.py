@@ -273,14 +273,11 @@ class Budget(Stage):
 
 
 class AnswerFromConversation(Stage):
-    """Chit-chat, and requests about the conversation (shorten, repeat, point back, recap) when ``meta`` is on,
-    answered from the history by :mod:`~anaphora.pipeline.conversation_answers`: no retrieval, no model call."""
+    """``answer_mode = "extractive"``: chit-chat and requests about the conversation (shorten, repeat, point back,
+    recap) answered from the history by :mod:`~anaphora.pipeline.conversation_answers`: no retrieval, no model
+    call. (With a capable model the generator answers them from the history it is shown.)"""
 
     name = "converse"
-
-    def __init__(self, *, meta: bool) -> None:
-        """``meta``: requests about the conversation too (the extractive mode); chit-chat always."""
-        self.meta = meta
 
     def applies(self, state: TurnState) -> bool:
         kinds = (TurnKind.CHIT_CHAT, TurnKind.META)
@@ -288,7 +285,7 @@ class AnswerFromConversation(Stage):
 
     async def run(self, state: TurnState) -> StageResult:
         request = recognise(state.question)
-        if request is None or (request.is_meta and not self.meta):
+        if request is None:
             return StageResult(state, "skipped", "left to the model")
         answer = answer_about_conversation(request, state.history, (ABSTAIN, NO_ANSWER))
         emit(state.deltas, answer)
