@@ -195,7 +195,7 @@ class Settings(BaseSettings):
         "extractive answer abstains",
     )
     uncovered_similarity: float = Field(
-        default=0.65,
+        default=0.8,
         ge=0,
         le=1,
         description="a question that names a word no passage uses and rare in English is refused ('the documents do "
