@@ -22,7 +22,7 @@ import numpy as np
 
 from anaphora.embeddings.base import Embedder
 from anaphora.pipeline.state import TurnState
-from anaphora.pipeline.support import Unit, split_units
+from anaphora.pipeline.support import FENCE, Unit, split_units
 from anaphora.text import content_set
 from anaphora.types import Passage
 
@@ -34,10 +34,11 @@ SUPPORT_MARGIN = 0.2  # a supporting point from elsewhere must be at least this 
 BLOCKS = ("code", "row", "lead-in")  # shown as blocks, the marker on a line of its own
 PROSE = ("sentence", "item", "lead-in")  # what can lead an answer
 MAX_BLOCK_ITEMS = 8  # list items or table rows quoted with the sentence that introduces them
-SAME_PAGE = 3  # candidates of the best passage's page the selection left out, also quoted from
+SAME_PAGE = 4  # candidates of the selected passages' pages the selection left out, also quoted from
 _DELIMITER_ROW = re.compile(r"^\|(\s*:?-+:?\s*\|)+$")
 _INTRODUCES = re.compile(r"(:|\bas follows[.:]?|\bthe following\b.*)$", re.IGNORECASE)
 _QUOTE_MARK = re.compile(r"^(\s*>)+\s?", re.MULTILINE)
+_BLOCK_LINE = re.compile(r"^\s*([-*+•]\s|\d{1,3}[.)]\s|\||#{1,6}\s|>|\{[{%]|<)")  # items, rows, headings, tags
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,14 +196,12 @@ class ExtractiveAnswerer:
 
 
 def same_page(candidates: Sequence[Passage], selected: Sequence[Passage], limit: int = SAME_PAGE) -> list[Passage]:
-    """Candidates from the best passage's page that the selection left out: the page the retriever found is where
-    the rest of the answer is (the command under "Installing with Helm" when the page's introduction ranked
-    first)."""
-    if not selected:
-        return []
+    """Candidates from the selected passages' pages that the selection left out, best first: the page the
+    retriever found is where the rest of the answer is (the command under "Installing with Helm" when the page's
+    introduction ranked first)."""
     shown = {p.id for p in selected}
-    page = selected[0].source
-    return [p for p in candidates if page and p.source == page and p.id not in shown][:limit]
+    pages = {p.source for p in selected if p.source}
+    return [p for p in candidates if p.source in pages and p.id not in shown][:limit]
 
 
 def repeats(candidate: Candidate, chosen: Candidate) -> bool:
@@ -228,7 +227,7 @@ def quotable_spans(text: str) -> list[tuple[int, int, str, str]]:
     header (a row alone is a line of values without names), and a sentence that introduces what follows ("Run:",
     "Use the following settings") together with the code block, list or table it introduces (``lead-in``; alone,
     it is never quoted). Blockquote marks are taken off, so a quote never nests."""
-    units = split_units(text)
+    units = split_units(reflow(text))
     lines = [_QUOTE_MARK.sub("", u.text).strip() for u in units]
     found = []
     header: list[str] = []  # the current table's header row and delimiter row, once both have been seen
@@ -265,6 +264,26 @@ def paragraph_start(units: Sequence[Unit], last: int) -> int | None:
     while first > 0 and units[first - 1].kind == "sentence" and units[first - 1].separator.count("\n") < 2:
         first -= 1
     return first
+
+
+def reflow(text: str) -> str:
+    """Soft line breaks joined, as Markdown reads them: the lines of a paragraph are one paragraph (a sentence
+    wrapped over two lines is one sentence); code blocks, list items, table rows, headings and blank lines stay."""
+    out: list[str] = []
+    in_code = False
+    for line in text.splitlines():
+        if FENCE.match(line):
+            in_code = not in_code
+            out.append(line)
+            continue
+        plain = line.strip() and not in_code and not _BLOCK_LINE.match(line)
+        previous = out[-1] if out else ""
+        joinable = previous.strip() and not FENCE.match(previous) and not _BLOCK_LINE.match(previous)
+        if plain and joinable:
+            out[-1] = f"{previous.rstrip()} {line.strip()}"
+        else:
+            out.append(line)
+    return "\n".join(out)
 
 
 def introduced(units: Sequence[Unit], lines: Sequence[str], start: int) -> tuple[int, str]:
