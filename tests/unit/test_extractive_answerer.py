@@ -95,3 +95,10 @@ async def test_a_table_row_is_quoted_under_its_tables_header() -> None:
     rows = [text for _, text, kind in quotable_units(passage.text) if kind == "row"]
     assert len(rows) == 2 and rows[0].endswith("Container image |")
     assert [kind for *_, kind in quotable_units("| a | b |\n| c | d |")] == []  # no delimiter row: no table
+
+
+def test_a_sentence_wrapped_over_two_lines_is_one_unit() -> None:
+    text = "The plugin reads logs from Docker\ncontainers and ships them on.\n\n```bash\ndocker plugin ls\n```"
+    units = quotable_units(text)
+    assert units[0] == (0, "The plugin reads logs from Docker containers and ships them on.", "sentence")
+    assert [kind for *_, kind in units] == ["sentence", "code", "lead-in"]  # the sentence also introduces the code
