@@ -24,6 +24,8 @@ NOTHING_YET = "We have not gone through anything from the documents yet, so ther
 # a citation marker the answerers write: "[path/to/file.md#3]", "[memory:12]", "[a.md#1, b.md#2]"
 _MARKER = re.compile(r"[ \t]?\[(?:[^\[\]\s]+#\d+|memory:[^\[\]\s]+)(?:,\s*(?:[^\[\]\s]+#\d+|memory:[^\[\]\s]+))*\]")
 _CODE_SPAN = re.compile(r"`[^`\n]+`")
+_LINK = re.compile(r"\[([^\[\]\n]+)\]\([^()\s]+\)")
+_SHELL = re.compile(r"^```(bash|sh|shell|console|zsh|powershell|cmd|terminal)?\s*$", re.M)
 SOCIAL_REPLIES = {
     "thanks": "You're welcome.",
     "greeting": "Hello! Ask me anything about the documents.",
@@ -48,9 +50,10 @@ class Said:
 
 
 def without_markers(text: str) -> str:
-    """The answer without its citation markers (outside code blocks, where ``[OUTPUT]`` is code)."""
+    """The answer without its citation markers, and its links as their text (outside code blocks, where
+    ``[OUTPUT]`` is code)."""
     parts = re.split(r"(```.*?(?:```|$))", text, flags=re.S)
-    return "".join(p if p.startswith("```") else _MARKER.sub("", p) for p in parts)
+    return "".join(p if p.startswith("```") else _LINK.sub(r"\1", _MARKER.sub("", p)) for p in parts)
 
 
 def earlier_answers(history: Sequence[Message], unanswered: Sequence[str] = ()) -> list[Said]:
@@ -120,9 +123,13 @@ def gist(said: Said, budget: int) -> str:
     units = [u for u in said.units if u.text.strip()]
     lead = units[0]
     if word_count(lead.text) > budget:
-        dense = [u for u in units if u.kind != "code" and risky_tokens(u.text) and word_count(u.text) <= budget]
-        if dense and not risky_tokens(lead.text):
-            return dense[0].text.strip()
+        fits = [u for u in units if u.kind != "code" and word_count(u.text) <= budget]
+        dense = [u for u in fits if risky_tokens(u.text)]
+        if dense or fits:
+            return (dense or fits)[0].text.strip()
+        spans = list(dict.fromkeys(s for u in units if u.kind != "code" for s in _CODE_SPAN.findall(u.text)))
+        if spans:  # the identifiers it named, as notes would keep them
+            return trim(", ".join(spans), budget)
         return cut(lead.text, budget)
     chosen = [0]
     used = word_count(lead.text)
@@ -154,7 +161,7 @@ def cut(text: str, budget: int) -> str:
     kept = " ".join(words[:budget]).rstrip(",;:")
     if kept.count("`") % 2:
         kept += "`"
-    return kept + "…"
+    return kept + " …"
 
 
 def recap(request: ConversationRequest, said: Sequence[Said]) -> str:
@@ -204,9 +211,17 @@ def point_back(request: ConversationRequest, said: Sequence[Said]) -> str:
     pieces = _pieces(chosen, request.wants)
     if not pieces:
         return gist(chosen, request.max_words or DEFAULT_RECAP_WORDS)
-    best = max(pieces, key=lambda p: (len(request.topic & content_set(p)), -pieces.index(p)))
+    if request.wants == "identifier" and not request.topic:  # "which settings were in your first answer?"
+        return trim("\n\n".join(pieces[:3]), request.max_words or DEFAULT_RECAP_WORDS)
+
+    def fit(piece: str) -> tuple[int, int, int]:
+        shell = request.wants == "command" and bool(_SHELL.match(piece) or not piece.startswith("```"))
+        return len(request.topic & content_set(piece)), shell, -pieces.index(piece)
+
+    best = max(pieces, key=fit)
     if request.max_words is not None and request.max_words <= 3:
-        spans = [s.strip("`") for s in _CODE_SPAN.findall(best)] or risky_tokens(best)
+        spans = [s.strip("`") for s in _CODE_SPAN.findall(best)]
+        spans += [t for t in risky_tokens(best) if "/" not in t and "<" not in t]
         return spans[0] if spans else cut(best, request.max_words)
     return best
 
