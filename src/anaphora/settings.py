@@ -163,6 +163,13 @@ class Settings(BaseSettings):
         description="the in-process llama.cpp model uses flash attention: prompt evaluation 23-35% faster on this "
         "project's 2-core CPU with SmolLM2, the more the longer the cached context (docs/benchmarks.md)",
     )
+    model_weight_repacking: Literal["auto", "on", "off"] = Field(
+        default="auto",
+        description="the in-process llama.cpp model repacks its weights for the CPU's matrix units (llama.cpp's "
+        "extra buffer types). 'auto': off when the CPU advertises Intel AMX, whose tile instructions die with "
+        "SIGILL under hypervisors that do not enable them (seen on this project's CI machines), on otherwise; "
+        "'on' for bare-metal AMX",
+    )
     model_timeout_s: float = Field(default=120.0, gt=0, description="timeout of one chat-model call")
     context_window: int = Field(default=8192, ge=512, description="the chat model's context length in tokens")
     model_threads: int | None = Field(default=None, ge=1, description="CPU threads for the in-process model")
