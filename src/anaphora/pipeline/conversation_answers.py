@@ -123,14 +123,8 @@ def gist(said: Said, budget: int) -> str:
     units = [u for u in said.units if u.text.strip()]
     lead = units[0]
     if word_count(lead.text) > budget:
-        fits = [u for u in units if u.kind != "code" and word_count(u.text) <= budget]
-        dense = [u for u in fits if risky_tokens(u.text)]
-        if dense or fits:
-            return (dense or fits)[0].text.strip()
-        spans = list(dict.fromkeys(s for u in units if u.kind != "code" for s in _CODE_SPAN.findall(u.text)))
-        if spans:  # the identifiers it named, as notes would keep them
-            return trim(", ".join(spans), budget)
-        return cut(lead.text, budget)
+        fits = [u for u in units[:3] if u.kind == "sentence" and word_count(u.text) <= budget]
+        return fits[0].text.strip() if fits else cut(lead.text, budget)
     chosen = [0]
     used = word_count(lead.text)
     ranked = sorted(range(1, len(units)), key=lambda i: (-len(risky_tokens(units[i].text)), i))
@@ -222,7 +216,7 @@ def point_back(request: ConversationRequest, said: Sequence[Said]) -> str:
     if request.max_words is not None and request.max_words <= 3:
         spans = [s.strip("`") for s in _CODE_SPAN.findall(best)]
         spans += [t for t in risky_tokens(best) if "/" not in t and "<" not in t]
-        return spans[0] if spans else cut(best, request.max_words)
+        return spans[0] if spans else best  # a whole sentence rather than a cut word
     return best
 
 

@@ -38,7 +38,8 @@ SAME_PAGE = 4  # candidates of the selected passages' pages the selection left o
 _DELIMITER_ROW = re.compile(r"^\|(\s*:?-+:?\s*\|)+$")
 _INTRODUCES = re.compile(r"(:|\bas follows[.:]?|\bthe following\b.*)$", re.IGNORECASE)
 _QUOTE_MARK = re.compile(r"^(\s*>)+\s?", re.MULTILINE)
-_BLOCK_LINE = re.compile(r"^\s*([-*+•]\s|\d{1,3}[.)]\s|\||#{1,6}\s|>|\{[{%]|<)")  # items, rows, headings, tags
+# items, rows, headings, quotes, tags, thematic breaks: lines a paragraph does not run into
+_BLOCK_LINE = re.compile(r"^\s*([-*+•]\s|\d{1,3}[.)]\s|\||#{1,6}\s|>|\{[{%]|<|(-{3,}|\*{3,}|_{3,})\s*$)")
 
 
 @dataclass(frozen=True, slots=True)
