@@ -152,7 +152,7 @@ def cut(text: str, budget: int) -> str:
     words = text.split()
     if len(words) <= budget:
         return text.strip()
-    kept = " ".join(words[:budget]).rstrip(",;:")
+    kept = " ".join(words[: max(1, budget - 1)]).rstrip(",;:")  # the ellipsis is a word too
     if kept.count("`") % 2:
         kept += "`"
     return kept + " …"
