@@ -492,6 +492,11 @@ class Settings(BaseSettings):
     shutdown_grace_s: float = Field(
         default=30.0, ge=0, description="on shutdown, how long open requests and in-flight turns get to finish"
     )
+    api_docs: bool = Field(
+        default=False,
+        description="serve Swagger UI at /docs and ReDoc at /redoc: FastAPI's pages, which load their scripts from "
+        "a CDN on the service's origin, so off by default (/openapi.json is always served)",
+    )
 
     @field_validator("data_dir", mode="after")
     @classmethod

@@ -24,7 +24,7 @@ from anaphora.types import Passage, UnitVerdict
 _SENTENCE_CLOSED = re.compile(r"[.!?][\"')\]]*$")
 
 ABSTAIN = "The documents do not cover this: none of the passages I found is relevant enough to answer from."
-LEFT_OUT = "(Unsupported text left out.)"
+LEFT_OUT = "(Part of this answer was left out: the documents did not support it.)"
 CheckMode = Literal["drop", "mark", "off"]
 AnswerMode = Literal["generate", "extractive", "auto"]
 
@@ -173,10 +173,10 @@ class AnswerCheck(Stage):
         if not judged.supported:
             return await self._replace(state.update(support=report), counts)
         answer = "".join(before + text for before, text in judged.pieces())
-        send_rest(state, answer)
-        detail = f"{counts}, {judged.dropped()} left out"  # the notice is the trace's, not a footer on the answer
         if judged.dropped():
-            detail += f" {LEFT_OUT}"
+            answer = f"{answer}\n\n{LEFT_OUT}"
+        send_rest(state, answer)
+        detail = f"{counts}, {judged.dropped()} left out"
         return StageResult(state.update(answer=answer, support=report), "ok", detail)
 
     async def _replace(self, state: TurnState, counts: str) -> StageResult:
