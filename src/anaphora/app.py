@@ -297,6 +297,18 @@ async def erase_user_data(components: Components, user_id: str) -> dict[str, int
     }
 
 
+def ingest_with_workers(components: Components, workers: int, paths: Sequence[str | Path], **options) -> IngestReport:
+    """Ingest with the embedding spread over ``workers`` processes (each its own embedder and threads), for
+    machines with more cores than one embedder keeps busy; parsing, the embedding cache and the writes stay here."""
+    from anaphora.embeddings.pool import ProcessPoolEmbedder
+
+    cached = components.embedder
+    with ProcessPoolEmbedder(components.settings, workers, cached.inner) as pool:
+        return Ingestor(components.corpus, CachedEmbedder(pool, cached.cache), components.settings).run(
+            paths, **options
+        )
+
+
 class Anaphora:
     """Synchronous facade over the async engine, for scripts and notebooks.
 
@@ -319,7 +331,11 @@ class Anaphora:
         prune: bool = True,
         force: bool = False,
         progress: Progress | None = None,
+        workers: int = 1,
     ) -> IngestReport:
+        """``workers``: embedding processes (see :func:`ingest_with_workers`); 1 embeds in this process."""
+        if workers > 1:
+            return ingest_with_workers(self.components, workers, paths, prune=prune, force=force, progress=progress)
         return self.components.ingestor.run(paths, prune=prune, force=force, progress=progress)
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:

@@ -62,7 +62,7 @@ def _open(ctx: typer.Context) -> Anaphora:
     return Anaphora(load_settings(**ctx.obj))
 
 
-def _ingest(rag: Anaphora, paths: list[Path], *, prune: bool = True, force: bool = False):
+def _ingest(rag: Anaphora, paths: list[Path], *, prune: bool = True, force: bool = False, workers: int = 1):
     with Progress(
         TextColumn("embedding"),
         BarColumn(),
@@ -77,6 +77,7 @@ def _ingest(rag: Anaphora, paths: list[Path], *, prune: bool = True, force: bool
             prune=prune,
             force=force,
             progress=lambda done, total: bar.update(task, completed=done, total=total),
+            workers=workers,
         )
     print_ingest_report(console, report)
     return report
@@ -88,10 +89,13 @@ def ingest(
     paths: Annotated[list[Path], typer.Argument(help="files or folders (.md .txt .html .pdf .jsonl)")],
     prune: Annotated[bool, typer.Option(help="remove documents whose files left an ingested folder")] = True,
     rebuild: Annotated[bool, typer.Option(help="re-chunk and re-embed unchanged files too")] = False,
+    workers: Annotated[
+        int, typer.Option(min=1, help="embedding processes, each with its own embedder threads (more cores)")
+    ] = 1,
 ) -> None:
     """Index documents. Unchanged files are skipped, changed ones replaced, deleted ones removed."""
     with _open(ctx) as rag:
-        _ingest(rag, paths, prune=prune, force=rebuild)
+        _ingest(rag, paths, prune=prune, force=rebuild, workers=workers)
 
 
 def _answer(rag: Anaphora, question: str, conversation: str | None, trace: bool, *, memory: bool = True) -> TurnResult:
@@ -224,13 +228,22 @@ def serve(
     force_insecure: Annotated[
         bool, typer.Option("--force-insecure", help="allow auth=none on a non-loopback address")
     ] = False,
+    workers: Annotated[
+        int,
+        typer.Option(min=1, help="processes behind the one port (needs a shared turn lock and session store)"),
+    ] = 1,
 ) -> None:
     """Run the HTTP service: OpenAI-compatible chat completions and a conversations API (docs/server.md)."""
     for module, package in (("fastapi", "fastapi"), ("uvicorn", "uvicorn"), ("jwt", "pyjwt[crypto]")):
         require(module, package=package, extra="server", purpose="anaphora serve")
-    from anaphora.server.serve import run
+    from anaphora.server.serve import run, run_workers
 
-    run(load_settings(**{**ctx.obj, "server_host": host, "server_port": port}), force_insecure=force_insecure)
+    overrides = {**ctx.obj, "server_host": host, "server_port": port}
+    settings = load_settings(**overrides)
+    if workers > 1:
+        run_workers(settings, overrides, workers, force_insecure=force_insecure)
+    else:
+        run(settings, force_insecure=force_insecure)
 
 
 CLI_HINTS = {

@@ -1,12 +1,18 @@
-"""``anaphora serve``: refuse unsafe or self-referential set-ups, then run uvicorn."""
+"""``anaphora serve``: refuse unsafe or self-referential set-ups, then run uvicorn (one process, or several
+workers behind one port)."""
 
 from __future__ import annotations
 
 import ipaddress
+import json
+import os
+from typing import Any
 from urllib.parse import urlsplit
 
 from anaphora.errors import ConfigurationError
-from anaphora.settings import Settings
+from anaphora.settings import Settings, load_settings
+
+OVERRIDES_ENV = "ANAPHORA_SERVE_OVERRIDES"  # the CLI's settings overrides, handed to each worker process
 
 
 def is_loopback(host: str) -> bool:
@@ -36,6 +42,60 @@ def check(settings: Settings, *, force_insecure: bool = False) -> None:
                 f"the chat model's endpoint {settings.openai_base_url} is this server's own address",
                 hint="point ANAPHORA_OPENAI_BASE_URL at the model server, or serve on another --port",
             )
+
+
+def check_workers(settings: Settings, workers: int) -> None:
+    """Several worker processes must share what orders a conversation's turns; sessions kept in one process's
+    memory would start over whenever a request lands on another worker."""
+    from anaphora.server.coordination import turn_lock_kind
+
+    if workers > 1 and turn_lock_kind(settings) == "process":
+        raise ConfigurationError(
+            f"{workers} workers cannot share the turn lock 'process': two workers could run one conversation's "
+            "turns at once",
+            hint="set ANAPHORA_TURN_LOCK=redis (with ANAPHORA_REDIS_URL) or postgres (with ANAPHORA_POSTGRES_URL), "
+            "or serve with --workers 1",
+        )
+    if workers > 1 and settings.session_store == "memory":
+        raise ConfigurationError(
+            f"{workers} workers cannot share sessions kept in memory (session_store 'memory')",
+            hint="set ANAPHORA_SESSION_STORE=redis (with ANAPHORA_REDIS_URL), or serve with --workers 1",
+        )
+
+
+def worker_app():
+    """The app of one worker process (``uvicorn --factory``): the settings the CLI was given, its own components."""
+    from anaphora.server.app import create_app
+    from anaphora.server.logs import configure_logging
+
+    configure_logging()
+    return create_app(load_settings(**json.loads(os.environ.get(OVERRIDES_ENV) or "{}")))
+
+
+def run_workers(settings: Settings, overrides: dict[str, Any], workers: int, *, force_insecure: bool = False) -> None:
+    """Serve with ``workers`` processes behind one port (uvicorn's workers). Each builds its own components from
+    the same settings (``overrides``: what the CLI was given on top of the environment and the TOML file)."""
+    check(settings, force_insecure=force_insecure)
+    check_workers(settings, workers)
+    import uvicorn
+
+    from anaphora.app import build_components
+    from anaphora.server.auth import build_authenticator
+
+    build_authenticator(settings)
+    build_components(settings).database.close()  # a broken store or settings fail here, as a CLI error
+    os.environ[OVERRIDES_ENV] = json.dumps({k: v for k, v in overrides.items() if v is not None}, default=str)
+    uvicorn.run(
+        "anaphora.server.serve:worker_app",
+        factory=True,
+        workers=workers,
+        host=settings.server_host,
+        port=settings.server_port,
+        timeout_graceful_shutdown=settings.shutdown_grace_s,
+        log_level="info",
+        log_config=None,
+        access_log=False,
+    )
 
 
 def run(settings: Settings, *, force_insecure: bool = False) -> None:

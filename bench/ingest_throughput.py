@@ -1,0 +1,177 @@
+"""Ingest throughput on the realdocs-dev docs trees: `anaphora ingest` chunks/s, variant after variant in one run.
+
+    python bench/ingest_throughput.py [--baseline-src DIR] [--variants baseline,fp32,int8,int8-workers2]
+                                      [--embedder-sample 2000] [--rounds 1]
+
+The two trees (loki, traefik) are copied without their SOURCE.md into a scratch folder; each variant runs the same
+command, `python -m anaphora.cli.main --data-dir FRESH ingest loki traefik`, in its own interpreter with a fresh
+data dir and one shared model cache (the ONNX exports are made before anything is timed). Variants:
+
+- ``baseline``: the CLI of another source tree (``--baseline-src``, e.g. an export of main: ``git archive main |
+  tar -x -C /tmp/base``), default settings;
+- ``fp32`` / ``int8``: this tree at ``embedder_precision`` fp32 / int8;
+- ``int8-workers2``: int8 with ``--workers 2``.
+
+``--rounds`` repeats the whole sequence (the machine may be shared: compare ratios within a round). Then the
+embedder alone: ``--embedder-sample`` chunk texts of the ingested index, embedded by the fp32 and the int8 embedder
+in this process, alternately. Writes bench/results/ingest_throughput.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+from common import ROOT, git_revision, machine, write_result
+
+REALDOCS = ROOT.parent / "shared" / "bench" / "realdocs-dev"
+TREES = ("loki", "traefik")
+VARIANTS = {
+    "baseline": {"precision": None, "workers": 1},
+    "fp32": {"precision": "fp32", "workers": 1},
+    "int8": {"precision": "int8", "workers": 1},
+    "int8-workers2": {"precision": "int8", "workers": 2},
+}
+
+
+def copy_trees(target: Path) -> list[Path]:
+    """The docs trees without SOURCE.md (the corpus README says it is not part of the corpus)."""
+    copies = []
+    for tree in TREES:
+        shutil.copytree(REALDOCS / tree, target / tree, ignore=shutil.ignore_patterns("SOURCE.md"))
+        copies.append(target / tree)
+    return copies
+
+
+def chunk_count(data_dir: Path) -> int:
+    with sqlite3.connect(data_dir / "anaphora.db") as db:
+        return db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+
+
+def ingest(src: Path, trees: list[Path], data_dir: Path, cache_dir: Path, precision: str | None, workers: int) -> dict:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(src),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "ANAPHORA_CACHE_DIR": str(cache_dir),
+    }
+    env.pop("ANAPHORA_EMBEDDER_PRECISION", None)
+    if precision:
+        env["ANAPHORA_EMBEDDER_PRECISION"] = precision
+    command = [sys.executable, "-m", "anaphora.cli.main", "--data-dir", str(data_dir), "ingest", *map(str, trees)]
+    if workers > 1:
+        command += ["--workers", str(workers)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
+    seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    chunks = chunk_count(data_dir)
+    return {
+        "chunks": chunks,
+        "seconds": round(seconds, 2),
+        "chunks_per_s": round(chunks / seconds, 1),
+        "cpu_s": round(cpu, 1),
+        "cpu_ms_per_chunk": round(cpu * 1000 / chunks, 2),
+    }
+
+
+def embedder_alone(texts: list[str], cache_dir: Path, rounds: int = 2) -> dict:
+    """chunks/s of the fp32 and the int8 embedder on the same texts (batch size and order as ingestion gives)."""
+    from anaphora import Settings
+    from anaphora.embeddings import load_embedder
+
+    embedders = {
+        precision: load_embedder(Settings(cache_dir=cache_dir, embedder_precision=precision))
+        for precision in ("fp32", "int8")
+    }
+    for embedder in embedders.values():
+        embedder.embed(texts[:32])
+    times: dict[str, list[float]] = {p: [] for p in embedders}
+    for _ in range(rounds):
+        for precision, embedder in embedders.items():
+            started = time.perf_counter()
+            embedder.embed(texts)
+            times[precision].append(time.perf_counter() - started)
+    result = {
+        p: {"chunks_per_s": round(len(texts) / min(t), 1), "runs_s": [round(x, 2) for x in t]} for p, t in times.items()
+    }
+    result["int8_over_fp32"] = round(result["int8"]["chunks_per_s"] / result["fp32"]["chunks_per_s"], 2)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--baseline-src", type=Path, default=Path("/tmp/26-base/src"))
+    parser.add_argument("--variants", default="baseline,fp32,int8,int8-workers2")
+    parser.add_argument("--embedder-sample", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--cache-dir", type=Path, default=ROOT / "bench" / ".cache" / "model-cache")
+    args = parser.parse_args()
+    variants = args.variants.split(",")
+    if "baseline" in variants and not (args.baseline_src / "anaphora").is_dir():
+        raise SystemExit(f"no anaphora package under {args.baseline_src}: export one (see --help) or drop 'baseline'")
+    results: dict[str, list[dict]] = {v: [] for v in variants}
+    with tempfile.TemporaryDirectory(prefix="anaphora-ingest-") as scratch:
+        trees = copy_trees(Path(scratch) / "docs")
+        # make the fp32 export and the int8 model before anything is timed
+        embedder_alone(["warm up"], args.cache_dir, rounds=1)
+        if "baseline" in variants:  # the baseline's own export (its cache name may differ)
+            tiny = Path(scratch) / "tiny"
+            tiny.mkdir()
+            (tiny / "a.md").write_text("# Warm up\n\nOne sentence to embed.\n")
+            ingest(args.baseline_src, [tiny], Path(scratch) / "data-warm", args.cache_dir, None, 1)
+        for round_number in range(args.rounds):
+            for variant in variants:
+                spec = VARIANTS[variant]
+                src = args.baseline_src if variant == "baseline" else ROOT / "src"
+                data_dir = Path(scratch) / f"data-{variant}-{round_number}"
+                row = ingest(src, trees, data_dir, args.cache_dir, spec["precision"], spec["workers"])
+                results[variant].append(row)
+                print(variant, json.dumps(row), flush=True)
+        sample_dir = Path(scratch) / f"data-{variants[0]}-0"
+        with sqlite3.connect(sample_dir / "anaphora.db") as db:
+            rows = db.execute(
+                "SELECT heading, text FROM chunks ORDER BY key LIMIT ?", (args.embedder_sample,)
+            ).fetchall()
+        texts = [f"{h}\n{t}" if h else t for h, t in rows]
+        alone = embedder_alone(texts, args.cache_dir)
+        print("embedder alone", json.dumps(alone), flush=True)
+    ratios = {}
+    if "baseline" in results:
+        for variant in variants:
+            if variant != "baseline":
+                ratios[f"{variant}_over_baseline"] = [
+                    round(row["chunks_per_s"] / base["chunks_per_s"], 2)
+                    for row, base in zip(results[variant], results["baseline"], strict=True)
+                ]
+    output = {
+        "benchmark": "ingest_throughput",
+        "date": date.today().isoformat(),
+        "revision": git_revision(),
+        "machine": machine() + " (shared with other work: compare ratios within a round)",
+        "command": "python bench/ingest_throughput.py " + " ".join(sys.argv[1:]),
+        "trees": list(TREES),
+        "variants": results,
+        "ratios": ratios,
+        "embedder_alone": {"texts": len(texts), **alone},
+    }
+    path = write_result("ingest_throughput", output)
+    print(json.dumps(ratios))
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
