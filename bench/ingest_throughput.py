@@ -32,9 +32,9 @@ import time
 from datetime import date
 from pathlib import Path
 
-from common import ROOT, git_revision, machine, write_result
+from common import ROOT, SHARED_BENCH, git_revision, machine, write_result
 
-REALDOCS = ROOT.parent / "shared" / "bench" / "realdocs-dev"
+REALDOCS = SHARED_BENCH.parent / "realdocs-dev"  # ANAPHORA_BENCH_DATA points at mtrag-dev beside it
 TREES = ("loki", "traefik")
 VARIANTS = {
     "baseline": {"precision": None, "workers": 1},
