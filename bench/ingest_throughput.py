@@ -4,7 +4,7 @@
                                       [--embedder-sample 2000] [--rounds 1]
 
 The two trees (loki, traefik) are copied without their SOURCE.md into a scratch folder; each variant runs the same
-command, `python -m anaphora.cli.main --data-dir FRESH ingest loki traefik`, in its own interpreter with a fresh
+command, `python -m anaphora --data-dir FRESH ingest loki traefik`, in its own interpreter with a fresh
 data dir and one shared model cache (the ONNX exports are made before anything is timed). Variants:
 
 - ``baseline``: the CLI of another source tree (``--baseline-src``, e.g. an export of main: ``git archive main |
@@ -69,7 +69,7 @@ def ingest(src: Path, trees: list[Path], data_dir: Path, cache_dir: Path, precis
     env.pop("ANAPHORA_EMBEDDER_PRECISION", None)
     if precision:
         env["ANAPHORA_EMBEDDER_PRECISION"] = precision
-    command = [sys.executable, "-m", "anaphora.cli.main", "--data-dir", str(data_dir), "ingest", *map(str, trees)]
+    command = [sys.executable, "-m", "anaphora", "--data-dir", str(data_dir), "ingest", *map(str, trees)]
     if workers > 1:
         command += ["--workers", str(workers)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
