@@ -1,7 +1,7 @@
 """Ingest throughput on the realdocs-dev docs trees: `anaphora ingest` chunks/s, variant after variant in one run.
 
     python bench/ingest_throughput.py [--baseline-src DIR] [--variants baseline,fp32,int8,int8-workers2]
-                                      [--embedder-sample 2000] [--rounds 1]
+                                      [--embedder-sample 2000] [--rounds 1] [--every N]
 
 The two trees (loki, traefik) are copied without their SOURCE.md into a scratch folder; each variant runs the same
 command, `python -m anaphora --data-dir FRESH ingest loki traefik`, in its own interpreter with a fresh
@@ -44,11 +44,16 @@ VARIANTS = {
 }
 
 
-def copy_trees(target: Path) -> list[Path]:
-    """The docs trees without SOURCE.md (the corpus README says it is not part of the corpus)."""
+def copy_trees(target: Path, every: int = 1) -> list[Path]:
+    """The docs trees without SOURCE.md (the corpus README says it is not part of the corpus); with ``every`` > 1
+    only every ``every``-th Markdown file of each tree, in path order (a sample, for a busy machine)."""
     copies = []
     for tree in TREES:
-        shutil.copytree(REALDOCS / tree, target / tree, ignore=shutil.ignore_patterns("SOURCE.md"))
+        files = sorted(p for p in (REALDOCS / tree).rglob("*.md") if p.name != "SOURCE.md")
+        for file in files[::every]:
+            destination = target / tree / file.relative_to(REALDOCS / tree)
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(file, destination)
         copies.append(target / tree)
     return copies
 
@@ -118,6 +123,7 @@ def main() -> None:
     parser.add_argument("--variants", default="baseline,fp32,int8,int8-workers2")
     parser.add_argument("--embedder-sample", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--every", type=int, default=1, help="ingest every N-th file of each tree (1: all)")
     parser.add_argument("--cache-dir", type=Path, default=ROOT / "bench" / ".cache" / "model-cache")
     args = parser.parse_args()
     variants = args.variants.split(",")
@@ -125,7 +131,7 @@ def main() -> None:
         raise SystemExit(f"no anaphora package under {args.baseline_src}: export one (see --help) or drop 'baseline'")
     results: dict[str, list[dict]] = {v: [] for v in variants}
     with tempfile.TemporaryDirectory(prefix="anaphora-ingest-") as scratch:
-        trees = copy_trees(Path(scratch) / "docs")
+        trees = copy_trees(Path(scratch) / "docs", args.every)
         # make the fp32 export and the int8 model before anything is timed
         embedder_alone(["warm up"], args.cache_dir, rounds=1)
         if "baseline" in variants:  # the baseline's own export (its cache name may differ)
@@ -164,6 +170,7 @@ def main() -> None:
         "machine": machine() + " (shared with other work: compare ratios within a round)",
         "command": "python bench/ingest_throughput.py " + " ".join(sys.argv[1:]),
         "trees": list(TREES),
+        "every_nth_file": args.every,
         "variants": results,
         "ratios": ratios,
         "embedder_alone": {"texts": len(texts), **alone},

@@ -26,6 +26,7 @@ from anaphora.pipeline.memory import RecallMemory, RememberTurn
 from anaphora.pipeline.query import LastMessageQuery, QueryStage
 from anaphora.pipeline.rewrite import JSON_ANALYSIS, TEXT_REWRITE, GuardedRewriter, HistoryExpansion
 from anaphora.pipeline.select import PassageSelector
+from anaphora.pipeline.sentence_vectors import SentenceVectors
 from anaphora.pipeline.summary import RollingSummarizer
 from anaphora.rerank import load_reranker
 from anaphora.retrieval import EmbeddedPassageIndex, HybridRetriever, IndexCache
@@ -239,7 +240,11 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
         summarizer=summarizer,
         metrics=metrics,
         tracer=build_tracer(settings),
-        extractive=ExtractiveAnswerer(embedder, min_relevance=settings.extractive_min_relevance),
+        extractive=ExtractiveAnswerer(
+            embedder,
+            min_relevance=settings.extractive_min_relevance,
+            vectors=SentenceVectors(embedder, personal=embedder.inner),
+        ),
         memory_recall=recall,
         memory_writer=writer,
     )
