@@ -11,7 +11,7 @@ anything else raises :class:`OnnxUnsupported` and the caller keeps PyTorch.
 
 ``precision="int8"`` quantizes that export with ONNX Runtime's own dynamic quantization (int8 weights, activations
 quantized per batch at run time), once, into the same cache under a name that includes the precision. Its vectors
-are close to the fp32 ones but not equal (a cosine gap of about 1e-2), so an index embedded at one precision is not
+are close to the fp32 ones but not equal (a mean cosine gap of about 7e-3), so an index embedded at one precision is not
 queried at the other: the embedder's name carries the precision (see :func:`precision_name`).
 """
 
@@ -40,6 +40,10 @@ PROBES = (
 )
 MAX_COSINE_GAP = 1e-4
 MAX_INT8_COSINE_GAP = 0.05  # a sanity bound: a broken quantization gives gaps of 0.3 and more
+# Only the MatMuls, weights per output channel: ONNX Runtime's defaults (every op it can quantize, one scale per
+# tensor) moved realdocs chunk vectors by a mean cosine of 0.069; these options by 0.007 and ran as fast (1.9x fp32
+# on the 2-core reference box; bench/NOTES.md)
+INT8_OPTIONS = {"per_channel": True, "op_types_to_quantize": ["MatMul"]}
 PRECISIONS = ("fp32", "int8")
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
@@ -161,8 +165,12 @@ def precision_name(name: str, precision: str) -> str:
 
 
 def export_path(cache_dir: Path, model_path: Path, name: str, precision: str) -> Path:
-    """Where the export of ``model_path`` at ``precision`` is cached: the key is the model files and the precision."""
-    return cache_dir / f"{name}-{fingerprint(model_path)}-{precision}.onnx"
+    """Where the export of ``model_path`` at ``precision`` is cached: the key is the model files and the precision
+    (for int8 also the quantization options, so a changed recipe is never read from an older file)."""
+    key = fingerprint(model_path)
+    if precision == "int8":
+        key += "-" + hashlib.sha256(json.dumps(INT8_OPTIONS, sort_keys=True).encode()).hexdigest()[:8]
+    return cache_dir / f"{name}-{key}-{precision}.onnx"
 
 
 def _staging(cache_dir: Path) -> tempfile.TemporaryDirectory:
@@ -211,7 +219,7 @@ def _quantize_int8(fp32: OnnxEncoder, fp32_path: Path, model_path: Path, target:
     with _staging(target.parent) as scratch:
         staged = Path(scratch) / target.name
         try:
-            quantize_dynamic(fp32_path, staged, weight_type=QuantType.QInt8)
+            quantize_dynamic(fp32_path, staged, weight_type=QuantType.QInt8, **INT8_OPTIONS)
         except Exception as exc:  # the quantizer's errors are as undocumented as the exporter's
             raise OnnxUnsupported(f"int8 quantization failed: {type(exc).__name__}: {exc}") from exc
         encoder = OnnxEncoder(staged, model_path, max_length, threads)

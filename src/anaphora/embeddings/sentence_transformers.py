@@ -49,8 +49,9 @@ class SentenceTransformerEmbedder:
     PyTorch. Both give the same vectors, so the choice does not change the embedder's name.
 
     ``precision``: "fp32", or "int8" (ONNX Runtime's dynamic quantization of the export, made once into
-    ``cache_dir``; about 2x less CPU per text, vectors within about 1e-2 cosine). int8 runs on ONNX Runtime only and
-    names the embedder ``<name>-int8``, so an index embedded at one precision is never queried at the other.
+    ``cache_dir``; about 2x less CPU per text, vectors within about 1e-2 cosine of fp32's). int8 runs on ONNX
+    Runtime only and names the embedder ``<name>-int8``, so an index embedded at one precision is never queried at
+    the other.
     """
 
     def __init__(
