@@ -249,6 +249,22 @@ async def profile_stages(overrides: dict, questions: list[str], turns: int, per_
     return passes
 
 
+def profile_only(args: argparse.Namespace) -> None:
+    """The embedded arm's CPU profile alone, with whatever ``anaphora`` is first on PYTHONPATH (so the same
+    command measures another source tree); prints it and writes bench/results/load-profile.json."""
+    _, tasks_path = domain_paths(args.domain)
+    questions = [json.loads(line)["question"] for line in tasks_path.open() if line.strip()]
+    with tempfile.TemporaryDirectory(prefix="anaphora-profile-") as scratch:
+        profiled = Path(scratch) / args.domain
+        shutil.copytree(CACHE / args.domain, profiled, ignore=shutil.ignore_patterns("*-shm", "*-wal"))
+        overrides = embedded_arm(str(profiled), 1)
+        profile = asyncio.run(profile_stages(overrides, questions, args.profile_turns, args.turns_per_conversation))
+    import anaphora
+
+    result = {"command": "python bench/load.py " + " ".join(sys.argv[1:]), "anaphora": anaphora.__file__, **profile}
+    print(f"wrote {write_result('load-profile', result)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--conversations", "-m", type=int, default=8)
@@ -259,10 +275,16 @@ def main() -> None:
     parser.add_argument("--arm", choices=sorted(ARMS), default="fake")
     parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes of the server")
     parser.add_argument("--profile-turns", type=int, default=40, help="turns of the in-process CPU profile (embedded)")
+    parser.add_argument(
+        "--profile-only", action="store_true", help="only the in-process CPU profile (e.g. of another source tree)"
+    )
     parser.add_argument("--serve", nargs=2, metavar=("OVERRIDES_JSON", "PORT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         serve(json.loads(args.serve[0]), int(args.serve[1]), args.workers)
+        return
+    if args.profile_only:
+        profile_only(args)
         return
 
     source = CACHE / args.domain
