@@ -256,7 +256,8 @@ def profile_only(args: argparse.Namespace) -> None:
     questions = [json.loads(line)["question"] for line in tasks_path.open() if line.strip()]
     with tempfile.TemporaryDirectory(prefix="anaphora-profile-") as scratch:
         profiled = Path(scratch) / args.domain
-        shutil.copytree(CACHE / args.domain, profiled, ignore=shutil.ignore_patterns("*-shm", "*-wal"))
+        source = args.index or CACHE / args.domain
+        shutil.copytree(source, profiled, ignore=shutil.ignore_patterns("*-shm", "*-wal"))
         overrides = embedded_arm(str(profiled), 1)
         profile = asyncio.run(profile_stages(overrides, questions, args.profile_turns, args.turns_per_conversation))
     import anaphora
@@ -272,6 +273,7 @@ def main() -> None:
     parser.add_argument("--max-seconds", type=float, default=30)
     parser.add_argument("--turns-per-conversation", type=int, default=5)
     parser.add_argument("--domain", default="clapnq")
+    parser.add_argument("--index", type=Path, default=None, help="the index to serve (default: bench/.cache/DOMAIN)")
     parser.add_argument("--arm", choices=sorted(ARMS), default="fake")
     parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes of the server")
     parser.add_argument("--profile-turns", type=int, default=40, help="turns of the in-process CPU profile (embedded)")
@@ -287,7 +289,7 @@ def main() -> None:
         profile_only(args)
         return
 
-    source = CACHE / args.domain
+    source = args.index or CACHE / args.domain
     if not (source / "anaphora.db").exists():
         raise SystemExit(f"no index at {source}: run python bench/retrieval_latency.py --domain {args.domain} first")
     _, tasks_path = domain_paths(args.domain)
