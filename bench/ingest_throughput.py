@@ -117,11 +117,50 @@ def embedder_alone(texts: list[str], cache_dir: Path, rounds: int = 2) -> dict:
     return result
 
 
+def sample_texts(trees: list[Path], count: int, cache_dir: Path) -> list[str]:
+    """The first ``count`` chunks of the trees as ingestion makes them (this tree's parser and chunker)."""
+    from anaphora import Settings
+    from anaphora.embeddings import load_embedder
+    from anaphora.ingest.chunker import chunk_sections
+    from anaphora.ingest.parsers import ParseLimits, parse_file
+    from anaphora.store.sqlite_corpus import search_text
+
+    settings = Settings(cache_dir=cache_dir)
+    counter = load_embedder(settings)
+    texts: list[str] = []
+    for tree in trees:
+        for file in sorted(tree.rglob("*.md")):
+            document = parse_file(file, ParseLimits(settings.max_pdf_chars, settings.max_pdf_seconds))
+            pieces = chunk_sections(
+                document.sections,
+                size=settings.chunk_tokens,
+                overlap=settings.chunk_overlap,
+                count=counter.count_tokens,
+            )
+            texts += [search_text(p.heading, p.text) for p in pieces]
+            if len(texts) >= count:
+                return texts[:count]
+    return texts
+
+
+def ratios(results: dict[str, list[dict]]) -> dict[str, list[float]]:
+    if not results.get("baseline"):
+        return {}
+    return {
+        f"{variant}_over_baseline": [
+            round(row["chunks_per_s"] / base["chunks_per_s"], 2)
+            for row, base in zip(runs, results["baseline"], strict=False)
+        ]
+        for variant, runs in results.items()
+        if variant != "baseline" and runs
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--baseline-src", type=Path, default=Path("/tmp/26-base/src"))
     parser.add_argument("--variants", default="baseline,fp32,int8,int8-workers2")
-    parser.add_argument("--embedder-sample", type=int, default=2000)
+    parser.add_argument("--embedder-sample", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--every", type=int, default=1, help="ingest every N-th file of each tree (1: all)")
     parser.add_argument("--cache-dir", type=Path, default=ROOT / "bench" / ".cache" / "model-cache")
@@ -130,10 +169,23 @@ def main() -> None:
     if "baseline" in variants and not (args.baseline_src / "anaphora").is_dir():
         raise SystemExit(f"no anaphora package under {args.baseline_src}: export one (see --help) or drop 'baseline'")
     results: dict[str, list[dict]] = {v: [] for v in variants}
+    output = {
+        "benchmark": "ingest_throughput",
+        "date": date.today().isoformat(),
+        "revision": git_revision(),
+        "machine": machine() + " (shared with other work: compare ratios within a round)",
+        "command": "python bench/ingest_throughput.py " + " ".join(sys.argv[1:]),
+        "trees": list(TREES),
+        "every_nth_file": args.every,
+        "variants": results,
+        "ratios": {},
+    }
     with tempfile.TemporaryDirectory(prefix="anaphora-ingest-") as scratch:
         trees = copy_trees(Path(scratch) / "docs", args.every)
-        # make the fp32 export and the int8 model before anything is timed
-        embedder_alone(["warm up"], args.cache_dir, rounds=1)
+        # the embedder alone first (it also makes the fp32 export and the int8 model before anything is timed)
+        texts = sample_texts(trees, args.embedder_sample, args.cache_dir)
+        output["embedder_alone"] = {"texts": len(texts), **embedder_alone(texts, args.cache_dir)}
+        print("embedder alone", json.dumps(output["embedder_alone"]), flush=True)
         if "baseline" in variants:  # the baseline's own export (its cache name may differ)
             tiny = Path(scratch) / "tiny"
             tiny.mkdir()
@@ -147,36 +199,10 @@ def main() -> None:
                 row = ingest(src, trees, data_dir, args.cache_dir, spec["precision"], spec["workers"])
                 results[variant].append(row)
                 print(variant, json.dumps(row), flush=True)
-        sample_dir = Path(scratch) / f"data-{variants[0]}-0"
-        with sqlite3.connect(sample_dir / "anaphora.db") as db:
-            rows = db.execute(
-                "SELECT heading, text FROM chunks ORDER BY key LIMIT ?", (args.embedder_sample,)
-            ).fetchall()
-        texts = [f"{h}\n{t}" if h else t for h, t in rows]
-        alone = embedder_alone(texts, args.cache_dir)
-        print("embedder alone", json.dumps(alone), flush=True)
-    ratios = {}
-    if "baseline" in results:
-        for variant in variants:
-            if variant != "baseline":
-                ratios[f"{variant}_over_baseline"] = [
-                    round(row["chunks_per_s"] / base["chunks_per_s"], 2)
-                    for row, base in zip(results[variant], results["baseline"], strict=True)
-                ]
-    output = {
-        "benchmark": "ingest_throughput",
-        "date": date.today().isoformat(),
-        "revision": git_revision(),
-        "machine": machine() + " (shared with other work: compare ratios within a round)",
-        "command": "python bench/ingest_throughput.py " + " ".join(sys.argv[1:]),
-        "trees": list(TREES),
-        "every_nth_file": args.every,
-        "variants": results,
-        "ratios": ratios,
-        "embedder_alone": {"texts": len(texts), **alone},
-    }
+                output["ratios"] = ratios(results)
+                write_result("ingest_throughput", output)  # what is done so far, in case the run is cut short
     path = write_result("ingest_throughput", output)
-    print(json.dumps(ratios))
+    print(json.dumps(output["ratios"]))
     print(f"wrote {path}")
 
 
