@@ -77,33 +77,19 @@ def run_workers(settings: Settings, overrides: dict[str, Any], workers: int, *, 
     the same settings (``overrides``: what the CLI was given on top of the environment and the TOML file)."""
     check(settings, force_insecure=force_insecure)
     check_workers(settings, workers)
-    import uvicorn
-
     from anaphora.app import build_components
     from anaphora.server.auth import build_authenticator
 
     build_authenticator(settings)
     build_components(settings).database.close()  # a broken store or settings fail here, as a CLI error
     os.environ[OVERRIDES_ENV] = json.dumps({k: v for k, v in overrides.items() if v is not None}, default=str)
-    uvicorn.run(
-        "anaphora.server.serve:worker_app",
-        factory=True,
-        workers=workers,
-        host=settings.server_host,
-        port=settings.server_port,
-        timeout_graceful_shutdown=settings.shutdown_grace_s,
-        log_level="info",
-        log_config=None,
-        access_log=False,
-    )
+    _uvicorn(settings, "anaphora.server.serve:worker_app", factory=True, workers=workers)
 
 
 def run(settings: Settings, *, force_insecure: bool = False) -> None:
     """Check the set-up and the auth settings, build the components (so that errors surface as CLI errors, not as
     a failed ASGI startup), then serve until interrupted; shutdown drains the turns and closes the components."""
     check(settings, force_insecure=force_insecure)
-    import uvicorn
-
     from anaphora.app import build_components
     from anaphora.server.app import create_app
     from anaphora.server.auth import build_authenticator
@@ -112,6 +98,12 @@ def run(settings: Settings, *, force_insecure: bool = False) -> None:
     build_authenticator(settings)  # fail on bad auth settings before opening anything
     app = create_app(settings, components=build_components(settings), owns_components=True)
     configure_logging()  # JSON lines with request ids; the app logs each request itself
+    _uvicorn(settings, app)
+
+
+def _uvicorn(settings: Settings, app: Any, **options: Any) -> None:
+    import uvicorn
+
     uvicorn.run(
         app,
         host=settings.server_host,
@@ -120,4 +112,5 @@ def run(settings: Settings, *, force_insecure: bool = False) -> None:
         log_level="info",
         log_config=None,
         access_log=False,
+        **options,
     )
