@@ -83,13 +83,14 @@ def serve(overrides: dict, port: int, workers: int) -> None:
     worker factory reads the settings from the environment, as `anaphora serve --workers` hands them over)."""
     import uvicorn
 
-    from anaphora.server.serve import OVERRIDES_ENV
+    from anaphora.server.serve import OVERRIDES_ENV, WORKER_HEALTHCHECK_S
 
     os.environ[OVERRIDES_ENV] = json.dumps(overrides)
     uvicorn.run(
         "anaphora.server.serve:worker_app",
         factory=True,
         workers=workers,
+        timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
         host="127.0.0.1",
         port=port,
         log_level="warning",

@@ -13,6 +13,9 @@ from anaphora.errors import ConfigurationError
 from anaphora.settings import Settings, load_settings
 
 OVERRIDES_ENV = "ANAPHORA_SERVE_OVERRIDES"  # the CLI's settings overrides, handed to each worker process
+# uvicorn kills a worker that does not answer its health check in time (5 s by default) and starts another; a worker
+# loading its models on a busy machine holds the GIL for longer than that, and was restarted in a loop
+WORKER_HEALTHCHECK_S = 60
 
 
 def is_loopback(host: str) -> bool:
@@ -83,7 +86,13 @@ def run_workers(settings: Settings, overrides: dict[str, Any], workers: int, *, 
     build_authenticator(settings)
     build_components(settings).database.close()  # a broken store or settings fail here, as a CLI error
     os.environ[OVERRIDES_ENV] = json.dumps({k: v for k, v in overrides.items() if v is not None}, default=str)
-    _uvicorn(settings, "anaphora.server.serve:worker_app", factory=True, workers=workers)
+    _uvicorn(
+        settings,
+        "anaphora.server.serve:worker_app",
+        factory=True,
+        workers=workers,
+        timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
+    )
 
 
 def run(settings: Settings, *, force_insecure: bool = False) -> None:
