@@ -243,7 +243,7 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
         extractive=ExtractiveAnswerer(
             embedder,
             min_relevance=settings.extractive_min_relevance,
-            vectors=SentenceVectors(embedder, personal=embedder.inner),
+            vectors=SentenceVectors(embedder),
         ),
         memory_recall=recall,
         memory_writer=writer,

@@ -4,10 +4,12 @@ The passages a turn quotes from are the corpus's: the same ones come back turn a
 the follow-ups about it), and their sentences with them. Their vectors are kept in a bounded in-process LRU keyed
 by the sentence, in front of the embedder the answerer is given (the persistent content-hash cache in the product),
 so a sentence is embedded once per process at most, and a repeated one costs a dictionary lookup instead of an
-embedding cache query and its LRU write. The user's own text is kept out of both: memories' sentences go to the
-``personal`` embedder (uncached, as the memory writer's), since vectors of them in a shared cache would be personal
-data that erasing the user could not name. The queries go to the embedder as retrieval's did (the same cache keys,
-which erase does name).
+embedding cache query and its LRU write. Memories' sentences (the user's own text) are not memoised here: they go to
+the ``personal`` embedder, by default the same cached one. Giving the uncached embedder there keeps them out of the
+shared cache (where erase cannot name the vectors of a message's single sentences), but then a turn embeds its
+recalled memories again every time: measured at 3x the CPU of a warm turn (bench/NOTES.md, issue 26), so the
+product does not do it yet; reusing the memory items' stored vectors is the fix. The queries go to the embedder as
+retrieval's did (the same cache keys, which erase does name).
 """
 
 from __future__ import annotations
