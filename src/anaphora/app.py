@@ -336,12 +336,15 @@ class Anaphora:
         prune: bool = True,
         force: bool = False,
         progress: Progress | None = None,
+        reading: Progress | None = None,
         workers: int = 1,
     ) -> IngestReport:
-        """``workers``: embedding processes (see :func:`ingest_with_workers`); 1 embeds in this process."""
+        """``progress`` gets (chunks embedded, chunks to embed), ``reading`` (files read, files found so far);
+        ``workers``: embedding processes (see :func:`ingest_with_workers`); 1 embeds in this process."""
+        options = {"prune": prune, "force": force, "progress": progress, "reading": reading}
         if workers > 1:
-            return ingest_with_workers(self.components, workers, paths, prune=prune, force=force, progress=progress)
-        return self.components.ingestor.run(paths, prune=prune, force=force, progress=progress)
+            return ingest_with_workers(self.components, workers, paths, **options)
+        return self.components.ingestor.run(paths, **options)
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine of the async core (e.g. ``evaluation.replay(rag.components.engine, ...)``) on this

@@ -30,7 +30,8 @@ from anaphora.store.protocols import DocumentRegistry, DocumentVersion
 from anaphora.store.sqlite_corpus import search_text
 from anaphora.types import Chunk
 
-Progress = Callable[[int, int], None]  # (chunks embedded so far, chunks to embed: those parsed so far)
+# (chunks embedded so far, chunks to embed: those parsed so far); (files read, files found)
+Progress = Callable[[int, int], None]
 READ_AHEAD_DOCUMENTS = 64  # parsed documents waiting for the embedder, at most
 WINDOW_BATCHES = 16  # embedder batches per window: chunks embedded (sorted by length) and written together
 WRITE_ATTEMPTS = 3  # a window whose passage ids another process took meanwhile is relabelled and written again
@@ -101,6 +102,20 @@ def _files_in(folder: Path, report: IngestReport, max_bytes: int) -> list[Path]:
     return files
 
 
+def _empty_reason(file: Path, data: bytes) -> str:
+    """Why a file that parsed gave no text, in words that say what to look at."""
+    suffix = file.suffix.lower()
+    if suffix == ".pdf":
+        return "no text layer (a scanned or image-only PDF; run OCR on it first)"
+    if not data.strip():
+        return "empty file"
+    if suffix == ".jsonl":
+        return "no passages (only blank lines)"
+    if suffix in (".md", ".markdown", ".html", ".htm"):
+        return "no body text (only headings or markup)"
+    return "no text found"
+
+
 class Ingestor:
     def __init__(self, corpus: DocumentRegistry, embedder: Embedder, settings: Settings) -> None:
         self.corpus = corpus
@@ -162,9 +177,7 @@ class Ingestor:
             return None
         report.warnings.extend((display_path(file), w) for w in document.warnings)
         if document.is_empty:
-            report.skipped.append(
-                (display_path(file), "no text found (empty file, or a scanned PDF without a text layer)")
-            )
+            report.skipped.append((display_path(file), _empty_reason(file, data)))
             return None
         chunks, taken = self._label(document, root, source, claimed)
         if taken:
@@ -202,9 +215,11 @@ class Ingestor:
         prune: bool = True,
         force: bool = False,
         progress: Progress | None = None,
+        reading: Progress | None = None,
     ) -> IngestReport:
         """Bring the index in line with ``paths``. ``prune`` removes documents whose files are gone from an
-        ingested folder; ``force`` re-chunks and re-embeds unchanged files too (after an embedder change)."""
+        ingested folder; ``force`` re-chunks and re-embeds unchanged files too (after an embedder change).
+        ``progress`` gets (chunks embedded, chunks to embed); ``reading`` (files read, files found so far)."""
         started = time.perf_counter()
         report = IngestReport()
         known = {(d.root, d.source): d.content_hash for d in self.corpus.documents()}
@@ -222,7 +237,7 @@ class Ingestor:
         seen = {(str(root), file.relative_to(root).as_posix()) for root, file in found}
 
         tally = _Tally()
-        prepared = read_ahead(self._prepare_all(found, known, report, force, tally), READ_AHEAD_DOCUMENTS)
+        prepared = read_ahead(self._prepare_all(found, known, report, force, tally, reading), READ_AHEAD_DOCUMENTS)
         for window in self._windows(prepared):
             self._write(window, report)
             if progress:
@@ -242,13 +257,17 @@ class Ingestor:
         report: IngestReport,
         force: bool,
         tally: _Tally,
+        reading: Progress | None,
     ) -> Iterator[_Pending]:
-        """Parse and chunk the files in order (this runs in the read-ahead thread)."""
+        """Parse and chunk the files in order (this runs in the read-ahead thread, and so does ``reading``)."""
         claimed: set[str] = set()
-        for root, file in found:
+        for read, (root, file) in enumerate(found, start=1):
             item = self._prepare(root, file, known, report, force, claimed)
             if item:
                 tally.chunks += len(item.chunks)
+            if reading:
+                reading(read, len(found))
+            if item:
                 yield item
 
     def _windows(self, prepared: Iterable[_Pending]) -> Iterator[list[_Pending]]:
