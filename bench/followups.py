@@ -62,7 +62,8 @@ def follow_up_row(report: dict) -> dict:
 
 async def run_domain(domain: str, sources: list[str], limit: int | None, sweep: bool, fresh_model: bool) -> dict:
     corpus, tasks_path = domain_paths(domain)
-    settings = Settings(data_dir=CACHE / domain)
+    precision = Settings().embedder_precision  # ANAPHORA_EMBEDDER_PRECISION: an index of its own per precision
+    settings = Settings(data_dir=CACHE / (domain if precision == "fp32" else f"{domain}-{precision}"))
     model = load_chat_model(settings)
     replaying = None if fresh_model else ReplayingModel(model, CACHE / "model-replies.jsonl")
     components = build_components(settings, model=replaying or model)
@@ -120,7 +121,9 @@ def main() -> None:
         output["domains"][domain] = asyncio.run(
             run_domain(domain, args.sources.split(","), args.limit, args.sweep, args.fresh_model)
         )
-    print(f"wrote {write_result('followups', output)}")
+    output["embedder_precision"] = Settings().embedder_precision
+    name = "followups" if output["embedder_precision"] == "fp32" else f"followups-{output['embedder_precision']}"
+    print(f"wrote {write_result(name, output)}")
 
 
 if __name__ == "__main__":

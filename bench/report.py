@@ -649,6 +649,90 @@ the two cores allow 10 ms per turn for server and client together, on more than 
 """
 
 
+def throughput_section() -> str:
+    """Issue 26: ingest chunks/s before and after, the int8 embedder's quality, the embedded default's service
+    throughput with 1 and 2 workers."""
+    ingest, memory = load("ingest_throughput"), load("precision_memory")
+    workers = {n: load(f"load-embedded-w{n}") for n in (1, 2)}
+    if not ingest and not any(workers.values()):
+        return "## Throughput of the embedded defaults\n\n_Not run yet: `python bench/ingest_throughput.py`._\n"
+    parts = ["## Throughput of the embedded defaults (issue 26)\n"]
+    if ingest:
+        rows = [
+            [variant, row["chunks"], row["seconds"], row["chunks_per_s"], row["cpu_ms_per_chunk"]]
+            for variant, runs in ingest["variants"].items()
+            for row in runs
+        ]
+        alone = ingest["embedder_alone"]
+        sample = "all files" if ingest.get("every_nth_file", 1) == 1 else f"every {ingest['every_nth_file']}th file"
+        parts.append(f"""### Ingestion
+
+Command: `{ingest["command"]}` · {ingest["date"]} · revision {ingest["revision"]} · {ingest["machine"]}
+
+`python -m anaphora --data-dir FRESH ingest loki traefik` on the realdocs-dev trees ({sample} of each, SOURCE.md
+left out), one variant after the other in one run: `baseline` is main's code before this change, the others this
+tree (read-ahead parsing, windows of chunks embedded and written together) at each embedder precision.
+
+{table(["variant", "chunks", "seconds", "chunks/s", "CPU ms/chunk"], rows)}
+
+Ratios to the baseline (chunks/s): {", ".join(f"{k}: {v}" for k, v in ingest["ratios"].items())}. The embedder
+alone on {alone["texts"]} of those chunks, in one process: fp32 {alone["fp32"]["chunks_per_s"]} chunks/s, int8
+{alone["int8"]["chunks_per_s"]} chunks/s ({alone["int8_over_fp32"]}x).
+""")
+    if memory:
+        parts.append(f"""### int8 quality
+
+Command: `{memory["command"]}` · {memory["date"]} · revision {memory["revision"]}
+
+LoCoMo dev, memory stage evidence recall@10 over {memory["questions"]} questions: fp32 {memory["recall@10"]["fp32"]},
+int8 {memory["recall@10"]["int8"]} (relative {memory["relative_change"]:+.2%}; int8 − fp32 paired bootstrap 95%
+interval {memory["int8_minus_fp32_95ci"]}): {"within" if memory["within_bounds"] else "outside"} the 1% / 95%
+interval bound.
+""")
+    before, after = load("load-profile-main"), load("load-profile")
+    if before and after:
+        stages = sorted({*before["second pass"]["stage_cpu_ms_mean"], *after["second pass"]["stage_cpu_ms_mean"]})
+        rows = [
+            [
+                f"{p.split()[0]}: {stage}",
+                before[p]["stage_cpu_ms_mean"].get(stage),
+                after[p]["stage_cpu_ms_mean"].get(stage),
+            ]
+            for p in ("first pass", "second pass")
+            for stage in stages
+        ]
+        turn = {p: (before[p]["turn_cpu_ms"]["mean"], after[p]["turn_cpu_ms"]["mean"]) for p in before if "pass" in p}
+        parts.append(f"""### CPU per turn by stage, embedded default, main against this change
+
+Command: `{after["command"]}` (run with main's `src` first on PYTHONPATH, then this tree's), one turn at a time in
+one process, each stage's process CPU; first pass: the questions' passages met for the first time; second pass: the
+same questions again. Turn CPU mean, main → this change: first pass {turn["first pass"][0]} → {turn["first pass"][1]}
+ms, second pass {turn["second pass"][0]} → {turn["second pass"][1]} ms; turn / retrieve CPU, second pass:
+{before["second pass"]["turn_over_retrieve"]} → {after["second pass"]["turn_over_retrieve"]} (target ≤ 2).
+
+{table(["pass: stage", "main CPU ms", "this change CPU ms"], rows)}
+""")
+    for n, data in workers.items():
+        if not data:
+            continue
+        stages = [[name, v["p50"], v["p95"]] for name, v in data["stages_ms"].items()]
+        parts.append(f"""### Service throughput of the embedded default, {n} worker{"s" if n > 1 else ""}
+
+Command: `{data["command"]}` · {data["date"]} · revision {data["revision"]} · {data["machine"]}
+
+{data["settings"]["conversations"]} concurrent conversations, embedded chat model (extractive answers, expansion
+query stage), `--index`: a 1,500-passage subset of clapnq (the gold passages of the first 120 tasks and random
+others; the full index could not be built in time), client and server on the same 2 cores: {data["turns_per_s"]}
+turns/s, latency p50
+{data["latency_ms"]["p50"]} ms / p95 {data["latency_ms"]["p95"]} ms, errors: {data["errors"] or 0}; server CPU
+{data["server_cpu_ms_per_turn"]} ms per turn (all its processes and threads), the load generator
+{data["client_cpu_ms_per_turn"]} ms; {data["cpu_cores_busy"]} cores busy.
+
+{table(["stage", "p50 ms", "p95 ms"], stages)}
+""")
+    return "\n".join(parts)
+
+
 def ingest_memory_section() -> str:
     breaks, no_breaks = load("ingest_memory"), load("ingest_memory_no_breaks")
     if not breaks:
@@ -1055,6 +1139,7 @@ machine, so ratios against a baseline measured in the same process are more mean
         prompt_cache_section(),
         peers_section(),
         load_section(),
+        throughput_section(),
         stores_section(),
         passage_index_section(),
         ingest_memory_section(),

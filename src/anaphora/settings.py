@@ -248,6 +248,13 @@ class Settings(BaseSettings):
     max_pdf_seconds: float = Field(
         default=60.0, gt=0, description="longest text extraction of one PDF; a slower PDF is skipped"
     )
+    embedder_precision: Literal["fp32", "int8"] = Field(
+        default="fp32",
+        description="numeric precision of a sentence-transformers embedder on ONNX Runtime: 'int8' (dynamic "
+        "quantization, made once into cache_dir; about 1.6x less CPU per chunk, quality measured in "
+        "docs/benchmarks.md) or 'fp32'. An index embedded at one precision must be re-embedded to be queried at the "
+        "other (anaphora ingest --rebuild)",
+    )
 
     # Retrieval ------------------------------------------------------------------------------------------------
     candidates: int = Field(default=25, ge=1, description="first-stage candidates")

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from anaphora.embeddings.base import Embedder
+from anaphora.pipeline.sentence_vectors import SentenceVectors
 from anaphora.pipeline.state import TurnState
 from anaphora.pipeline.support import FENCE, Unit, split_units
 from anaphora.text import content_set
@@ -92,12 +93,15 @@ class ExtractiveAnswerer:
         max_words: int = 120,
         min_relevance: float = 0.25,
         diversity: float = 0.3,
+        vectors: SentenceVectors | None = None,
     ) -> None:
         """``max_words``: the answer's length budget (about a reference answer's: 100-110 words on both dev
         domains), filled with the best points, at most ``max_points``; ``min_relevance``: the similarity to the
         query a sentence needs to be quoted at all (below it for every sentence, the answer abstains);
-        ``diversity``: MMR's weight on not repeating a chosen sentence."""
+        ``diversity``: MMR's weight on not repeating a chosen sentence; ``vectors``: where the sentences' vectors
+        come from (default: ``embedder`` behind an in-process memo, :class:`SentenceVectors`)."""
         self.embedder = embedder
+        self.vectors = vectors or SentenceVectors(embedder)
         self.max_points = max_points
         self.max_words = max_words
         self.min_relevance = min_relevance
@@ -134,9 +138,8 @@ class ExtractiveAnswerer:
             return None
         texts = [c.context or c.text for c in found]
         queries = list(dict.fromkeys([query, question]))
-        vectors = await asyncio.to_thread(self.embedder.embed, [*queries, *texts])
-        vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
-        asked, sentences = vectors[: len(queries)], vectors[len(queries) :]
+        documents = sum(1 for c in found if c.order < len(passages))  # the documents' units come first
+        asked, sentences = await asyncio.to_thread(self.vectors.turn, queries, texts[:documents], texts[documents:])
         similarity = (sentences @ asked.T).mean(axis=1)
         wanted = content_set(query) | content_set(question)
         overlap = np.array([len(content_set(t) & wanted) / (len(wanted) or 1) for t in texts])
