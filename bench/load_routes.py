@@ -64,4 +64,4 @@ class ResponsesArm:
         return reply["anaphora"]["trace"]
 
 
-ARMS = {"conversations": ConversationArm, "chat": ChatArm, "responses": ResponsesArm}
+ROUTES = {"conversations": ConversationArm, "chat": ChatArm, "responses": ResponsesArm}
