@@ -49,16 +49,15 @@ _ERROR_BODY = {
 }
 
 
-# the whole stream (sse.py): one `data:` line per event, a blank line after each, `data: [DONE]` last
-SSE_PATTERN = r"^(data: \{[^\n]*\}\n\n)*data: \[DONE\]\n\n$"
+# the chat stream (sse.py), described event by event as OpenAPI 3.2 does for text/event-stream (a whole-stream
+# pattern fails the per-event checks): one `data:` line each, a JSON object or the final `[DONE]`
 SSE_SCHEMA = {
-    "type": "string",
-    "pattern": SSE_PATTERN,
+    "type": "object",
+    "properties": {"data": {"type": "string", "pattern": "^(\\{.*\\}|\\[DONE\\])$"}},
+    "required": ["data"],
     "description": "Server-sent events, one `data:` line each: `chat.completion.chunk` objects (the first with "
     "`delta.role`, then `delta.content` pieces, one with `finish_reason`, then one with `choices: []`, `usage` "
     'and `anaphora`), or `{"error": {...}}` when the turn fails after the stream began; always `data: [DONE]` last.',
-    "example": 'data: {"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Use"}}]}\n\n'
-    "data: [DONE]\n\n",
 }
 
 # the Responses API's stream (responses.py), described event by event as OpenAPI 3.2 does for text/event-stream:
