@@ -104,7 +104,7 @@ async def feed(recorder: TurnRecorder, sample: dict) -> tuple[dict[tuple[str, in
         previous = ""
         for index, turn in enumerate(session["turns"]):
             dia[(conversation, index)] = turn["dia_id"]
-            remembered = TurnToRemember(user, conversation, index, utterance(turn), "", when, context=previous)
+            remembered = TurnToRemember(user, conversation, index, utterance(turn), when, context=previous)
             started = time.process_time()
             await recorder.record(remembered)
             cpu_ms.append((time.process_time() - started) * 1000)
@@ -167,7 +167,7 @@ async def write_cost(embedder, sample: dict, turns: int = 300) -> dict:
         for session in sample["sessions"]:
             when = parse_when(session["date_time"])
             for index, turn in enumerate(session["turns"]):
-                remembered = TurnToRemember("w", f"s{session['session']}", index, utterance(turn), "", when, previous)
+                remembered = TurnToRemember("w", f"s{session['session']}", index, utterance(turn), when, previous)
                 started = time.process_time()
                 await recorder.record(remembered)
                 timings.append((time.process_time() - started) * 1000)
@@ -190,7 +190,7 @@ async def synthetic_latency(embedder, turns: int, utterances: list[str], questio
         pool_vectors = embedder.embed(utterances)
         items = []
         for n in range(turns):
-            turn = TurnToRemember("synthetic", f"c{n // 30}", n % 30, utterances[n % len(utterances)], "", 1.7e9 + n)
+            turn = TurnToRemember("synthetic", f"c{n // 30}", n % 30, utterances[n % len(utterances)], 1.7e9 + n)
             items.append(recorder.items(turn)[0][0])
         await store.add("synthetic", items, np.stack([pool_vectors[n % len(utterances)] for n in range(turns)]))
         recall = MemoryRecall(store, embedder)

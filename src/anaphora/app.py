@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from anaphora.embeddings import CachedEmbedder, cache_key, load_embedder
+from anaphora.memory.forget import forget
 from anaphora.errors import ConfigurationError
 from anaphora.ingest import Ingestor, IngestReport
 from anaphora.ingest.ingestor import Progress
@@ -345,9 +346,10 @@ class Anaphora:
         """The user's long-term memory items, newest first, with provenance; ``page.next_offset`` pages on."""
         return self.run(self.components.memory.list(user_id, kind=kind, limit=limit, offset=offset))
 
-    def forget(self, memory_id: str, *, user_id: str = LOCAL_USER) -> None:
-        """Forget one memory item (:class:`~anaphora.errors.MemoryNotFoundError` if the user has none by that id)."""
-        self.run(self.components.memory.delete(user_id, memory_id))
+    def forget(self, memory_id: str, *, user_id: str = LOCAL_USER) -> list[str]:
+        """Forget one memory item; a fact with the episode that stated it, and the profile rebuilt without it
+        (:class:`~anaphora.errors.MemoryNotFoundError` if the user has none by that id). The ids forgotten."""
+        return self.run(forget(self.components.memory, user_id, memory_id))
 
     def export_memory(self, *, user_id: str = LOCAL_USER) -> MemoryExport:
         """Everything remembered of the user: items, entities, profile (``export_lines`` makes JSON lines of it)."""

@@ -1,9 +1,13 @@
 """Writing memory after a turn: the episode, the facts the user stated, the entities named, and the profile
 rolled up from the current facts. No model by default.
 
-An episode is the turn itself (the user's words and the answer), with relative dates resolved against the turn's
-time. Its vector is of the turn *in its context* (the previous turn's text before it), so that "yes, the second
+An episode is what the user said in the turn, with relative dates resolved against the turn's time. The
+assistant's answer is not kept: memory is evidence of what the user said, and documents stay the source of what
+documents say (so a document deleted later lives on in no episode, and no earlier answer is quoted back as
+memory). Its vector is of the turn *in its context* (the previous user turn before it), so that "yes, the second
 one" can still be found by what it was about; the item's text and provenance stay the turn's own.
+
+Every write carries the user's erase epoch from when the turn began: the store drops it if an erase came first.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from dataclasses import dataclass
 
 from anaphora.embeddings.base import Embedder
 from anaphora.memory.dates import resolve_relative_dates
+import re
+
 from anaphora.memory.extract import ExtractedFact, extract_entities, extract_facts
 from anaphora.memory.model_facts import ModelFactExtractor
 from anaphora.memory.protocols import MemoryStore
@@ -22,15 +28,16 @@ from anaphora.sanitize import sanitize
 
 @dataclass(frozen=True, slots=True)
 class TurnToRemember:
-    """A stored turn, as the writer needs it. ``context`` is the previous turn's text (for the vector only)."""
+    """A stored turn, as the writer needs it: the user's side only. ``context`` is the previous user turn's text
+    (for the vector only)."""
 
     user_id: str
     conversation_id: str
     index: int
-    question: str
-    answer: str
+    question: str  # the user's words (what is remembered; the answer is not)
     time: float
     context: str = ""
+    epoch: int | None = None  # the user's erase epoch when the turn began (None: unchecked)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,9 +46,12 @@ class Written:
     facts: int
     entities: int
     rejected: int = 0  # model facts the user's words did not support
+    dropped: bool = False  # the user's memory was erased after the turn began: nothing written
 
     @property
     def detail(self) -> str:
+        if self.dropped:
+            return "dropped: the user's memory was erased after this turn began"
         rejected = f", {self.rejected} model facts rejected as unsupported" if self.rejected else ""
         return f"{self.episodes} episode, {self.facts} facts, {self.entities} entities{rejected}"
 
@@ -56,8 +66,20 @@ def profile_of(facts: list[MemoryItem]) -> tuple[str, list[str]]:
     return "; ".join(f.text for f in current), sorted({f.conversation_id for f in current})
 
 
-def episode_text(question: str, answer: str) -> str:
-    return f"{question}\n{answer}".strip()
+_VERSION_IN = re.compile(r"(?<![\w.])v?\d+(?:\.\d+)+[a-z0-9-]*(?![\w.])|(?<![\w.])v\d+(?![\w.])", re.I)
+
+
+def with_version(fact: ExtractedFact, current: list[MemoryItem]) -> ExtractedFact:
+    """A bare version ("I upgraded to 3.2") given to the newest current fact with a version in its value: the same
+    key, that value with the new version; unchanged when no current fact has a version."""
+    version = fact.value.split()[0]
+    for item in current:  # newest first
+        old = _VERSION_IN.search(item.value)
+        if item.kind == "fact" and item.current and old is not None:
+            value = item.value[: old.start()] + version + item.value[old.end() :]
+            text = item.text.replace(old.group(0), version) if old.group(0) in item.text else f"the user uses {value}"
+            return ExtractedFact(item.subject, item.attribute, value, text)
+    return fact
 
 
 def fact_item(turn: TurnToRemember, fact: ExtractedFact, source: str) -> MemoryItem:
@@ -75,6 +97,16 @@ def fact_item(turn: TurnToRemember, fact: ExtractedFact, source: str) -> MemoryI
         valid_from=turn.time,
         source=source,
     )
+
+
+def _bare(item: MemoryItem) -> bool:
+    return ExtractedFact(item.subject, item.attribute, item.value, item.text).bare_version
+
+
+async def rebuild_profile(store: MemoryStore, user_id: str, *, epoch: int | None = None) -> None:
+    """Roll the profile up again from the user's current facts (after a fact is written or forgotten)."""
+    page = await store.list(user_id, kind="fact", limit=4 * PROFILE_FACTS)
+    await store.set_profile(user_id, *profile_of(list(page.items)), epoch=epoch)
 
 
 class TurnRecorder:
@@ -98,12 +130,11 @@ class TurnRecorder:
     def items(self, turn: TurnToRemember) -> tuple[list[MemoryItem], list[EntityMention]]:
         """What the turn teaches (pure CPU work, no I/O): the episode first, then the facts, and the entities."""
         question = resolve_relative_dates(sanitize(turn.question).strip(), turn.time)
-        answer = resolve_relative_dates(sanitize(turn.answer).strip(), turn.time)
         episode = MemoryItem(
             id=new_memory_id(),
             user_id=turn.user_id,
             kind="episode",
-            text=episode_text(question, answer),
+            text=question,
             conversation_id=turn.conversation_id,
             turns=(turn.index,),
             time=turn.time,
@@ -118,6 +149,18 @@ class TurnRecorder:
         context = sanitize(turn.context).strip() if self.contextual else ""
         return [f"{context}\n{item.text}" if item.kind == "episode" and context else item.text for item in items]
 
+    async def _versions_placed(self, turn: TurnToRemember, items: list[MemoryItem]) -> list[MemoryItem]:
+        """Bare versions given to the current fact they update (the store's current facts, newest first)."""
+        bare = [i for i in items if i.kind == "fact" and _bare(i)]
+        if not bare:
+            return items
+        current = [f for f in (await self.store.list(turn.user_id, kind="fact", limit=50)).items if f.current]
+        placed = {
+            i.id: fact_item(turn, with_version(ExtractedFact(i.subject, i.attribute, i.value, i.text), current), i.source)
+            for i in bare
+        }
+        return [placed.get(i.id, i) for i in items]
+
     async def record(self, turn: TurnToRemember) -> Written:
         items, mentions = self.items(turn)
         rejected = 0
@@ -125,15 +168,17 @@ class TurnRecorder:
             found, rejected = await self.model_facts.extract(turn.question)
             known = {item.attribute for item in items if item.kind == "fact"}
             items += [fact_item(turn, fact, "model") for fact in found if fact.attribute not in known]
+        items = await self._versions_placed(turn, items)
         vectors = None
         if self.embedder is not None:
             vectors = await asyncio.to_thread(self.embedder.embed, self.vector_texts(turn, items))
-        stored = await self.store.add(turn.user_id, items, vectors)
+        stored = await self.store.add(turn.user_id, items, vectors, epoch=turn.epoch)
+        if not stored and turn.epoch is not None and await self.store.epoch(turn.user_id) != turn.epoch:
+            return Written(0, 0, 0, rejected, dropped=True)
         if mentions:
-            await self.store.upsert_entities(turn.user_id, mentions)
+            await self.store.upsert_entities(turn.user_id, mentions, epoch=turn.epoch)
         if any(item.kind == "fact" for item in stored):
-            page = await self.store.list(turn.user_id, kind="fact", limit=4 * PROFILE_FACTS)
-            await self.store.set_profile(turn.user_id, *profile_of(list(page.items)))
+            await rebuild_profile(self.store, turn.user_id, epoch=turn.epoch)
         return Written(
             episodes=sum(i.kind == "episode" for i in stored),
             facts=sum(i.kind == "fact" for i in stored),

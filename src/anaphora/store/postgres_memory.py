@@ -44,6 +44,7 @@ from anaphora.memory.types import (
     MemoryKind,
     MemoryPage,
     Profile,
+    epoch_key,
 )
 from anaphora.store.migrations import Migrations
 from anaphora.store.postgres_conversations import _text
@@ -121,6 +122,16 @@ async def m001_memory(conn: Any, text_search_config: str) -> None:
         CREATE INDEX memory_vectors_user ON memory_vectors (user_id)
         """,
     )
+
+
+@migration
+async def m002_memory_epochs(conn: Any, text_search_config: str) -> None:
+    """Each user's erase epoch under a hash of the user id: writes check it under the user's lock (erase wins)."""
+    await conn.execute("CREATE TABLE memory_epochs (user_key TEXT PRIMARY KEY, epoch BIGINT NOT NULL)")
+
+
+_USER_LOCK = "SELECT pg_advisory_xact_lock(hashtext('anaphora memory'), hashtext(%s))"
+_EPOCH = "SELECT epoch FROM memory_epochs WHERE user_key = %s"
 
 
 # Each CTE is MATERIALIZED so it is computed once (inlined, the user's statistics were recomputed per posting).
@@ -267,8 +278,22 @@ class PostgresMemoryStore(AsyncPostgresStore):
 
     # -- MemoryWriter ------------------------------------------------------------------------------------------
 
+    async def epoch(self, user_id: str) -> int:
+        async with await self._conn() as conn:
+            row = await (await conn.execute(_EPOCH, (epoch_key(user_id),))).fetchone()
+        return 0 if row is None else int(row["epoch"])
+
+    async def _locked_and_current(self, conn: Any, user_id: str, epoch: int | None) -> bool:
+        """Take the user's write lock for this transaction (erase takes it too, so a write and an erase of one user
+        are serialised across replicas); whether the epoch the write began under is still the user's."""
+        await conn.execute(_USER_LOCK, (user_id,))
+        if epoch is None:
+            return True
+        row = await (await conn.execute(_EPOCH, (epoch_key(user_id),))).fetchone()
+        return (0 if row is None else int(row["epoch"])) == epoch
+
     async def add(
-        self, user_id: str, items: Sequence[MemoryItem], vectors: np.ndarray | None = None
+        self, user_id: str, items: Sequence[MemoryItem], vectors: np.ndarray | None = None, *, epoch: int | None = None
     ) -> list[MemoryItem]:
         strangers = sorted({item.user_id for item in items if item.user_id != user_id})
         if strangers:
@@ -280,7 +305,8 @@ class PostgresMemoryStore(AsyncPostgresStore):
         stored: list[MemoryItem] = []
         async with await self._conn() as conn, conn.transaction():
             # one writer per user at a time, so two adds of the same fact cannot both find it new
-            await conn.execute("SELECT pg_advisory_xact_lock(hashtext('anaphora memory'), hashtext(%s))", (user_id,))
+            if not await self._locked_and_current(conn, user_id, epoch):
+                return []
             if vectors is not None and len(vectors):
                 await self._check_dimension(conn, vectors.shape[1])
             for number, item in enumerate(items):
@@ -367,8 +393,12 @@ class PostgresMemoryStore(AsyncPostgresStore):
         if stored != dim:
             raise _dimension_error(stored, dim)
 
-    async def upsert_entities(self, user_id: str, mentions: Sequence[EntityMention]) -> None:
+    async def upsert_entities(
+        self, user_id: str, mentions: Sequence[EntityMention], *, epoch: int | None = None
+    ) -> None:
         async with await self._conn() as conn, conn.transaction():
+            if not await self._locked_and_current(conn, user_id, epoch):
+                return
             for mention in mentions:
                 await conn.execute(
                     "INSERT INTO memory_entities (user_id, key, name, kind, mentions, first_seen, last_seen) "
@@ -386,8 +416,12 @@ class PostgresMemoryStore(AsyncPostgresStore):
                     ),
                 )
 
-    async def set_profile(self, user_id: str, text: str, covers: Sequence[str] = ()) -> None:
-        async with await self._conn() as conn:
+    async def set_profile(
+        self, user_id: str, text: str, covers: Sequence[str] = (), *, epoch: int | None = None
+    ) -> None:
+        async with await self._conn() as conn, conn.transaction():
+            if not await self._locked_and_current(conn, user_id, epoch):
+                return
             await conn.execute(
                 "INSERT INTO memory_profiles (user_id, text, covers, updated_at) VALUES (%s, %s, %s::jsonb, %s) "
                 "ON CONFLICT (user_id) DO UPDATE SET text = EXCLUDED.text, covers = EXCLUDED.covers, "
@@ -453,9 +487,15 @@ class PostgresMemoryStore(AsyncPostgresStore):
 
     async def erase_user(self, user_id: str) -> dict[str, int]:
         async with await self._conn() as conn, conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock(hashtext('anaphora memory'), hashtext(%s))", (user_id,))
+            await conn.execute(_USER_LOCK, (user_id,))
             where = "user_id = %(user)s"
-            return await self._delete(conn, where, where, where, {"user": user_id})
+            counts = await self._delete(conn, where, where, where, {"user": user_id})
+            await conn.execute(
+                "INSERT INTO memory_epochs (user_key, epoch) VALUES (%s, 1) "
+                "ON CONFLICT (user_key) DO UPDATE SET epoch = memory_epochs.epoch + 1",
+                (epoch_key(user_id),),
+            )
+            return counts
 
     async def export(self, user_id: str) -> MemoryExport:
         async with await self._conn() as conn, conn.transaction():  # one snapshot of items, entities and profile
