@@ -41,7 +41,7 @@ from anaphora.store import (
     StoredTurn,
 )
 from anaphora.store.postgres_conversations import PostgresConversationStore
-from anaphora.store.postgres_memory import PostgresMemoryStore
+from anaphora.memory.postgres_store import PostgresMemoryStore
 from anaphora.store.postgres_passages import PostgresPassageStore
 from anaphora.store.protocols import DocumentRegistry, EmbeddingCache, HistoryStore, PassageIndex, all_conversations
 from anaphora.store.redis_store import RedisConversationStore, RedisEmbeddingCache

@@ -54,10 +54,11 @@ _BOUNDARY = re.compile(
 )
 FENCE_NAMES = ("CONTEXT", "MEMORY")  # the prompt's own blocks (pipeline/prompt.py): <<<CONTEXT>>>, <<<END MEMORY>>>
 _FENCE = re.compile(rf"<<<{_WS}(?:END\s{{1,8}})?(?:{'|'.join(FENCE_NAMES)}){_WS}>>>", re.IGNORECASE)
-# the prompt's own labels (pipeline/prompt.py) at a line start: "Question:" says where the user's question begins,
-# so a passage or a memory must not be able to start a second one (nor a fake summary or profile)
+# the prompt's own labels (pipeline/prompt.py), like its fences wherever they are: "Question:" says where the
+# user's question begins, so a passage or a memory must not be able to start a second one (nor a fake summary or
+# profile). Prose loses the word before a colon ("the FAQ's Question: field"), a small price.
 LABELS = ("Question", "Summary of the earlier conversation", "What you know about the user from earlier conversations")
-_LABEL = re.compile(rf"^[ \t>*#_-]{{0,8}}(?:{'|'.join(LABELS)}){_WS}:", re.IGNORECASE | re.MULTILINE)
+_LABEL = re.compile(rf"\b(?:{'|'.join(LABELS)}){_WS}:", re.IGNORECASE)
 
 
 MAX_PASSES = 8  # real text needs one or two; each further pass means tokens were nested inside tokens
@@ -85,8 +86,8 @@ def _strip_once(text: str) -> str:
 
 
 def sanitize(text: str) -> str:
-    """Strip role-boundary tokens, our own prompt fences (context and memory) and the prompt's labels at a line
-    start ("Question:") from untrusted text; repeat until stable.
+    """Strip role-boundary tokens, our own prompt fences (context and memory) and the prompt's labels
+    ("Question:") from untrusted text; repeat until stable.
 
     Everything else is left as written (no Unicode normalisation of the content), except zero-width characters.
     """
