@@ -87,11 +87,6 @@ class ExtractedFact:
     value: str
     text: str  # the fact as a short statement
 
-    @property
-    def bare_version(self) -> bool:
-        """The value is a version alone ("I upgraded to 3.2"): which thing it is of, the user's facts tell."""
-        return bool(_VERSION.match(self.value.split()[0])) if self.value else False
-
 
 def _clause(text: str) -> str:
     """The value: from ``text``'s start to the end of its clause, at most a few words, without a leading article

@@ -19,7 +19,7 @@ from anaphora.embeddings.base import Embedder
 from anaphora.memory.dates import resolve_relative_dates
 import re
 
-from anaphora.memory.extract import ExtractedFact, extract_entities, extract_facts
+from anaphora.memory.extract import NO_LONGER, ExtractedFact, extract_entities, extract_facts
 from anaphora.memory.model_facts import ModelFactExtractor
 from anaphora.memory.protocols import MemoryStore
 from anaphora.memory.types import EntityMention, MemoryItem, new_memory_id
@@ -70,15 +70,23 @@ _VERSION_IN = re.compile(r"(?<![\w.])v?\d+(?:\.\d+)+[a-z0-9-]*(?![\w.])|(?<![\w.
 
 
 def with_version(fact: ExtractedFact, current: list[MemoryItem]) -> ExtractedFact:
-    """A bare version ("I upgraded to 3.2") given to the newest current fact with a version in its value: the same
-    key, that value with the new version; unchanged when no current fact has a version."""
-    version = fact.value.split()[0]
+    """A new version of a thing the user has a current fact about, given that fact's key and the rest of its value:
+    "I upgraded to 3.2" (a bare version) goes to the newest current fact with a version in it; "we upgraded Fluent
+    Bit to 3.2" to the current fact of that key that names Fluent Bit. "on ARM64 nodes" in the old value stays.
+    A value that goes on after its version ("Fluent Bit 3.2 on x86") is a restatement and stays as it is."""
+    new = _VERSION_IN.search(fact.value)
+    if new is None or fact.value[new.end() :].strip() or fact.value.startswith(NO_LONGER):
+        return fact
+    named = fact.value[: new.start()].split()
     for item in current:  # newest first
         old = _VERSION_IN.search(item.value)
-        if item.kind == "fact" and item.current and old is not None:
-            value = item.value[: old.start()] + version + item.value[old.end() :]
-            text = item.text.replace(old.group(0), version) if old.group(0) in item.text else f"the user uses {value}"
-            return ExtractedFact(item.subject, item.attribute, value, text)
+        if item.kind != "fact" or not item.current or old is None or old.group(0) == new.group(0):
+            continue
+        if named and (item.attribute != fact.attribute or not all(w.lower() in item.value.lower() for w in named)):
+            continue
+        value = item.value[: old.start()] + new.group(0) + item.value[old.end() :]
+        text = item.text.replace(old.group(0), new.group(0)) if old.group(0) in item.text else f"the user uses {value}"
+        return ExtractedFact(item.subject, item.attribute, value, text)
     return fact
 
 
@@ -97,10 +105,6 @@ def fact_item(turn: TurnToRemember, fact: ExtractedFact, source: str) -> MemoryI
         valid_from=turn.time,
         source=source,
     )
-
-
-def _bare(item: MemoryItem) -> bool:
-    return ExtractedFact(item.subject, item.attribute, item.value, item.text).bare_version
 
 
 async def rebuild_profile(store: MemoryStore, user_id: str, *, epoch: int | None = None) -> None:
@@ -150,8 +154,8 @@ class TurnRecorder:
         return [f"{context}\n{item.text}" if item.kind == "episode" and context else item.text for item in items]
 
     async def _versions_placed(self, turn: TurnToRemember, items: list[MemoryItem]) -> list[MemoryItem]:
-        """Bare versions given to the current fact they update (the store's current facts, newest first)."""
-        bare = [i for i in items if i.kind == "fact" and _bare(i)]
+        """New versions given to the current fact they update (the store's current facts, newest first)."""
+        bare = [i for i in items if i.kind == "fact" and _VERSION_IN.search(i.value)]
         if not bare:
             return items
         current = [f for f in (await self.store.list(turn.user_id, kind="fact", limit=50)).items if f.current]
