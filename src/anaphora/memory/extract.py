@@ -24,7 +24,7 @@ from anaphora.memory.types import EntityKind
 from anaphora.text import STOPWORDS
 
 _CLAUSE_END = re.compile(r"[.;!?](?:\s|$)|\n|,\s|\s(?:and|but|because|so|which|though|although|since|when|if)\s", re.I)
-_MAX_VALUE_WORDS = 8
+_MAX_VALUE_WORDS = 10
 _WE = r"\b(?:i|we)(?:'ve| have| had)? (?:just |recently |finally |now |already )?"
 _OBJECT = r"(?: (?:my|our|the|all (?:my|our|the)) (?:[\w-]+ ){0,2}?[\w-]+)?"  # "upgraded [my nodes] to ..."
 _CHANGED = r"(?:switched|moved|migrated|upgraded|updated|changed)"
@@ -95,6 +95,8 @@ def _clause(text: str) -> str:
     value = text[: end.start()] if end else text
     value = _TRAILING_TIME.sub("", _ANYMORE.sub("", value.split(" [")[0]))  # "[7 May 2023]": a resolved date
     words = value.split()[:_MAX_VALUE_WORDS]
+    while len(words) > 1 and words[-1].lower() in STOPWORDS:  # cut mid-phrase: "a plain binary on a"
+        words.pop()
     return _LEADING_ARTICLE.sub("", " ".join(words)).strip(" \"'()`")
 
 
