@@ -169,6 +169,7 @@ def build_memory_stages(
         k=settings.memory_recall_k,
         min_score=settings.memory_min_score,
         timeout_s=settings.memory_recall_timeout_s,
+        fact_min_score=settings.memory_fact_min_score,
     )
     facts = ModelFactExtractor(chat_model, threshold=settings.support_threshold) if settings.uses_model_facts else None
     writer = RememberTurn(TurnRecorder(memory, embedder.inner, facts), timeout_s=settings.memory_write_timeout_s)
