@@ -199,6 +199,8 @@ def test_erase_wins_over_the_background_write_on_postgres(new_database, tmp_path
 
     def rows(user: str) -> int:
         with psycopg.connect(url) as conn:
-            return sum(conn.execute(f"SELECT count(*) FROM {t} WHERE user_id = %s", (user,)).fetchone()[0] for t in TABLES)
+            return sum(
+                conn.execute(f"SELECT count(*) FROM {t} WHERE user_id = %s", (user,)).fetchone()[0] for t in TABLES
+            )
 
     race(settings, slowed(components_for(settings, ingest=False)), erase, rows)

@@ -18,7 +18,10 @@ MEMORY_ID = re.compile(r"\[memory:[0-9a-f]+\]")
 @pytest.fixture
 def rag(tmp_path):
     settings = Settings(
-        data_dir=tmp_path / "data", chat_model="fake", embedder="hashing", similarity_threshold=0.0,
+        data_dir=tmp_path / "data",
+        chat_model="fake",
+        embedder="hashing",
+        similarity_threshold=0.0,
         answer_mode="extractive",
     )
     with Anaphora(settings, model=FakeChatModel()) as instance:

@@ -61,8 +61,12 @@ async def test_a_new_version_supersedes_the_old_one(store, update: str, value: s
 
 @pytest.mark.parametrize(
     "update",
-    ["we don't use Promtail anymore", "we're not on Promtail any more", "I no longer run Promtail",
-     "we stopped using Promtail"],
+    [
+        "we don't use Promtail anymore",
+        "we're not on Promtail any more",
+        "I no longer run Promtail",
+        "we stopped using Promtail",
+    ],
 )
 async def test_not_any_more_closes_the_fact(store, update: str) -> None:
     facts = await said(store, "we use Promtail to ship logs", update)
@@ -70,7 +74,9 @@ async def test_not_any_more_closes_the_fact(store, update: str) -> None:
     assert [f.value for f in facts if not f.current] == ["Promtail to ship logs"]
 
 
-@pytest.mark.parametrize("update", ["we switched from Promtail to Alloy", "we migrated from Promtail to Alloy last month"])
+@pytest.mark.parametrize(
+    "update", ["we switched from Promtail to Alloy", "we migrated from Promtail to Alloy last month"]
+)
 async def test_switching_from_one_thing_to_another_closes_the_old_and_adds_the_new(store, update: str) -> None:
     facts = await said(store, "we use Promtail to ship logs", update)
     assert current(facts) == {"uses promtail": "no longer Promtail", "uses alloy": "Alloy"}

@@ -64,7 +64,9 @@ def memory_forget(ctx: typer.Context, memory_id: Annotated[str, typer.Argument(h
     """Forget one remembered item (a fact with the message that stated it)."""
     with _open(ctx) as rag:
         forgotten = rag.forget(memory_id.strip())
-    also = f" and {len(forgotten) - 1} message{'s' if len(forgotten) > 2 else ''} that stated it" if forgotten[1:] else ""
+    also = (
+        f" and {len(forgotten) - 1} message{'s' if len(forgotten) > 2 else ''} that stated it" if forgotten[1:] else ""
+    )
     console.print(f"forgot {shown(memory_id.strip())}{also}")
 
 

@@ -160,7 +160,9 @@ class TurnRecorder:
             return items
         current = [f for f in (await self.store.list(turn.user_id, kind="fact", limit=50)).items if f.current]
         placed = {
-            i.id: fact_item(turn, with_version(ExtractedFact(i.subject, i.attribute, i.value, i.text), current), i.source)
+            i.id: fact_item(
+                turn, with_version(ExtractedFact(i.subject, i.attribute, i.value, i.text), current), i.source
+            )
             for i in bare
         }
         return [placed.get(i.id, i) for i in items]
