@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from anaphora.embeddings import CachedEmbedder, cache_key, load_embedder
-from anaphora.memory.forget import forget
 from anaphora.errors import ConfigurationError
 from anaphora.ingest import Ingestor, IngestReport
 from anaphora.ingest.ingestor import Progress
 from anaphora.memory import MemoryExport, MemoryKind, MemoryPage, MemoryStore
+from anaphora.memory.forget import forget
 from anaphora.memory.model_facts import ModelFactExtractor
+from anaphora.memory.postgres_store import PostgresMemoryStore
 from anaphora.memory.recall import MemoryRecall
 from anaphora.memory.sqlite_store import SQLiteMemoryStore
 from anaphora.memory.ttl import within_ttl
@@ -41,7 +42,6 @@ from anaphora.store import (
     StoredTurn,
 )
 from anaphora.store.postgres_conversations import PostgresConversationStore
-from anaphora.memory.postgres_store import PostgresMemoryStore
 from anaphora.store.postgres_passages import PostgresPassageStore
 from anaphora.store.protocols import DocumentRegistry, EmbeddingCache, HistoryStore, PassageIndex, all_conversations
 from anaphora.store.redis_store import RedisConversationStore, RedisEmbeddingCache

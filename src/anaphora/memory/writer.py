@@ -13,12 +13,11 @@ Every write carries the user's erase epoch from when the turn began: the store d
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass
 
 from anaphora.embeddings.base import Embedder
 from anaphora.memory.dates import resolve_relative_dates
-import re
-
 from anaphora.memory.extract import NO_LONGER, ExtractedFact, extract_entities, extract_facts
 from anaphora.memory.model_facts import ModelFactExtractor
 from anaphora.memory.protocols import MemoryStore
