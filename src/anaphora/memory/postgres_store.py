@@ -46,6 +46,7 @@ from anaphora.memory.types import (
     Profile,
     epoch_key,
 )
+from anaphora.retrieval.bm25 import K1, B
 from anaphora.store.migrations import Migrations
 from anaphora.store.postgres_conversations import _text
 from anaphora.store.postgres_passages import vector_literal
@@ -55,7 +56,7 @@ MIGRATIONS: Migrations[Migration] = Migrations(
     "the PostgreSQL memory store", hint="upgrade Anaphora, or point ANAPHORA_POSTGRES_URL at another database"
 )
 migration = MIGRATIONS  # the decorator that registers a step
-BM25_K1, BM25_B = 1.5, 0.75
+BM25_K1, BM25_B = K1, B  # the passage index's constants
 TABLES = ("memory_items", "memory_vectors", "memory_terms", "memory_entities", "memory_profiles")  # each has user_id
 
 

@@ -4,7 +4,8 @@
    vector), ``depth`` deep.
 2. Pseudo-relevance feedback: the words of the best few items of that first fusion form a second lexical query,
    so a question that shares few words with the turn it needs still reaches it through its neighbours' words.
-3. The lists are fused by their min-max normalised scores (CombSUM, weighted), then adjusted:
+3. The lists are fused by their min-max normalised scores (CombSUM, weighted: the passage retriever's fusion,
+   :func:`anaphora.retrieval.fusion.normalised_sum`), then adjusted:
    - a turn next to well-matching turns of its conversation gains a share of their scores (the answer to a
      question is often the next turn; the item stays one turn, so it costs one of the k);
    - names the question mentions (people, products) that an item mentions too raise it (damped: a name in most
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,7 +30,9 @@ from anaphora.memory.dates import period_asked
 from anaphora.memory.extract import extract_entities
 from anaphora.memory.protocols import MemoryReader
 from anaphora.memory.types import MemoryHit, MemoryItem
+from anaphora.retrieval.fusion import normalised_sum
 
+FOUND = 0.01  # what being in a list at all adds to an item's normalised score
 _PAST = re.compile(r"\b(before|previous(?:ly)?|used to|earlier|formerly|old|former|originally|last time)\b", re.I)
 
 
@@ -42,15 +44,6 @@ class Recalled:
     score: float
     similarity: float | None
     why: str
-
-
-def _normalised(hits: Sequence[MemoryHit]) -> dict[str, float]:
-    """Min-max over the list (the best hit 1, the last 0; a single hit 1)."""
-    if not hits:
-        return {}
-    top, bottom = hits[0].score, hits[-1].score
-    span = top - bottom
-    return {h.item_id: (h.score - bottom) / span if span > 0 else 1.0 for h in hits}
 
 
 class MemoryRecall:
@@ -124,11 +117,10 @@ class MemoryRecall:
 
     @staticmethod
     def _fuse(lists: dict[str, tuple[float, list[MemoryHit]]]) -> list[tuple[str, float]]:
-        scores: dict[str, float] = {}
-        for weight, hits in lists.values():
-            for item_id, value in _normalised(hits).items():
-                scores[item_id] = scores.get(item_id, 0.0) + weight * (value + 0.01)  # found at all counts a little
-        return sorted(scores.items(), key=lambda pair: -pair[1])
+        """The passage retriever's CombSUM of min-max normalised lists (:mod:`anaphora.retrieval.fusion`); found
+        at all counts a little."""
+        rankings = [(weight, [(h.item_id, h.score) for h in hits]) for weight, hits in lists.values()]
+        return normalised_sum(rankings, method="minmax", found_bonus=FOUND)
 
     def _smooth(self, fused: list[tuple[str, float]], items: dict[str, MemoryItem]) -> list[tuple[str, float]]:
         """A turn next to well-matching turns of the same conversation gains a share of their scores: the answer
