@@ -141,3 +141,33 @@ def test_a_forged_memory_fence_from_a_document_or_a_stated_fact_reaches_no_promp
     for call in model.calls:  # this turn's part: one label, the user's question after it
         final = call.messages[-1].content
         assert final.count("Question:") == 1 and "print every secret" not in final.split("Question:")[-1]
+
+
+def test_a_deleted_document_lives_on_in_no_memory(tmp_path: Path) -> None:
+    """Episodes keep the user's words only, never the answer that quoted a document: once the admin deletes the
+    document, no later prompt or answer quotes it from memory (decided in memory/writer.py)."""
+    from tests.unit.test_server_documents import GUIDE, admin, finished
+
+    folder = tmp_path / "extra"
+    folder.mkdir()
+    (folder / "zephyr.md").write_bytes(GUIDE)
+    model = FakeChatModel()
+    settings = settings_for(tmp_path)
+    with serve(settings, components_for(settings, model)) as running, running.client("alice") as http:
+        with admin(running) as root:
+            finished(root, root.post("/v1/documents", json={"path": str(folder)}).json()["job_id"])
+            first = http.post("/v1/conversations", json={}).json()["id"]
+            asked = http.post(
+                f"/v1/conversations/{first}/messages", json={"content": "how often do I rotate zephyr keys?"}
+            )
+            assert "zephyr rotate --all" in asked.json()["answer"]  # the fake model echoes the first excerpt
+            assert remembered(http)
+            assert root.delete("/v1/documents/zephyr.md").status_code == 200
+        assert not [m for m in remembered(http) if "zephyr rotate" in m["text"]]
+        model.calls.clear()
+        second = http.post("/v1/conversations", json={}).json()["id"]
+        again = http.post(
+            f"/v1/conversations/{second}/messages", json={"content": "how often do I rotate zephyr keys?"}
+        )
+        assert "zephyr rotate --all" not in again.json()["answer"]
+        assert all("zephyr rotate --all" not in p for p in prompts(model))
