@@ -67,7 +67,7 @@ _ANYMORE = re.compile(r"\s*\b(?:any ?more|any longer)\b.*$", re.I)
 _TRAILING_TIME = re.compile(
     r"\s+(?:(?:last|this|next) (?:week|weekend|month|year|night)|yesterday|today|recently|now|\d+ \w+ ago)\b.*$", re.I
 )
-_MY_FACT = re.compile(r"\b(?:my|our) ((?:[\w.+-]+ ){0,3}[\w.+-]+) (?:is|are|was set to|is set to) ", re.I)
+_MY_FACT = re.compile(r"\b(?:my|our) ((?:[\w.+-]+ ){0,3}[\w.+-]+) (is|are|was set to|is set to) ", re.I)
 _LEADING_ARTICLE = re.compile(r"^(?:the|a|an|my|our|some)\s+", re.I)
 
 _VERSION = re.compile(r"^v?\d+(?:\.\d+)+[a-z0-9-]*$|^v\d+$", re.I)
@@ -95,9 +95,14 @@ def _clause(text: str) -> str:
     value = text[: end.start()] if end else text
     value = _TRAILING_TIME.sub("", _ANYMORE.sub("", value.split(" [")[0]))  # "[7 May 2023]": a resolved date
     words = value.split()[:_MAX_VALUE_WORDS]
-    while len(words) > 1 and words[-1].lower() in STOPWORDS:  # cut mid-phrase: "a plain binary on a"
-        words.pop()
-    return _LEADING_ARTICLE.sub("", " ".join(words)).strip(" \"'()`")
+    while len(words) > 1 and (words[-1].lower() in STOPWORDS or words[-1].lower() in _DISCOURSE):
+        words.pop()  # cut mid-phrase ("a plain binary on a"), or a closing "btw"
+    value = _LEADING_ARTICLE.sub("", " ".join(words)).strip(" \"'`")
+    if value.endswith(")") and value.count(")") > value.count("("):
+        value = value[:-1]
+    if value.startswith("(") and value.count("(") > value.count(")"):
+        value = value[1:]
+    return value.strip()
 
 
 def thing_key(value: str) -> str:
@@ -153,7 +158,8 @@ def extract_facts(user_words: str) -> list[ExtractedFact]:
         value = _clause(user_words[match.end() :])
         if value and attribute.split()[0] not in STOPWORDS:
             found.setdefault(
-                ("user", attribute), ExtractedFact("user", attribute, value, f"the user's {attribute} is {value}")
+                ("user", attribute),
+                ExtractedFact("user", attribute, value, f"the user's {attribute} {match.group(2).lower()} {value}"),
             )
     return list(found.values())
 
