@@ -287,6 +287,7 @@ async def main() -> None:
     parser.add_argument("--synthetic-turns", type=int, default=6000)
     parser.add_argument("--no-synthetic", action="store_true", help="skip the 6,000-turn latency run")
     parser.add_argument("--answer-limit", type=int, default=0, help="questions answered through the engine (0: all)")
+    parser.add_argument("--no-ablations", action="store_true", help="skip the runs with one part left out")
     args = parser.parse_args()
 
     settings = Settings(embedder="minilm")
@@ -338,7 +339,7 @@ async def main() -> None:
         "write_cpu_ms_per_turn_without_embedder": summary_ms(rules_ms),
         "recall_ms_query_embedding_cached": summary_ms(recall_ms),
         "answers": answers,
-        "ablations": await ablations(embedder, conversations, asked),
+        "ablations": {} if args.no_ablations else await ablations(embedder, conversations, asked),
         "synthetic_user": None
         if args.no_synthetic
         else await synthetic_latency(
