@@ -104,3 +104,29 @@ def test_a_statement_in_a_temporary_chat_says_it_is_not_kept(rag: Anaphora) -> N
 def test_questions_requests_and_trouble_are_answered_not_acknowledged(rag: Anaphora, message: str) -> None:
     result = rag.ask(message, rag.new_conversation())
     assert result.trace.answer_source != "acknowledged" and not result.trace.retrieval_skipped
+
+
+@pytest.mark.parametrize(
+    ("question", "answers"),
+    [
+        ("which version did I say I run?", True),
+        ("what architecture are my nodes?", True),
+        ("is the setting you described available for my version?", True),
+        ("what do I run?", True),
+        ("how do I configure Fluent Bit outputs for my cluster?", False),  # a shared product name alone
+        ("what is my favourite colour?", False),
+    ],
+)
+def test_a_fact_answers_a_question_about_the_user_by_more_than_a_shared_name(question: str, answers: bool) -> None:
+    from anaphora.memory.personal import asks_about_user, fact_answers
+
+    assert asks_about_user(question)
+    fact = "the user runs Fluent Bit 2.1 on ARM64 nodes"
+    assert fact_answers(question, fact, "Fluent Bit 2.1 on ARM64 nodes") is answers
+
+
+@pytest.mark.parametrize("question", ["how do I install Kestrel?", "can I use TLS?", "what is Loki?"])
+def test_questions_about_the_documents_are_not_about_the_user(question: str) -> None:
+    from anaphora.memory.personal import asks_about_user
+
+    assert not asks_about_user(question)

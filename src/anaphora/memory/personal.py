@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from anaphora.memory.extract import ExtractedFact
+from anaphora.memory.extract import ExtractedFact, extract_entities
 from anaphora.text import content_set
 
 # "did I say", "I told you", "my version", "our cluster", "what do I run", "am I on": the question is about the user
@@ -61,8 +61,8 @@ def fact_answers(question: str, fact_text: str, fact_value: str) -> bool:
     mention (a shared product name alone is not relevance), or the question asks for a version and the fact has
     one."""
     asked, stated = content_set(question), content_set(fact_text)
-    names = {w for w in re.findall(r"[\w.+-]+", question) if any(c.isupper() or c.isdigit() for c in w[1:])}
-    shared = (asked & stated) - _NOT_EVIDENCE - content_set(" ".join(names))
+    names = content_set(" ".join(name for name, _ in extract_entities(question)))
+    shared = (asked & stated) - _NOT_EVIDENCE - names
     return bool(shared) or (bool(asked & _VERSION_WORDS) and bool(_VERSION.search(fact_value)))
 
 
