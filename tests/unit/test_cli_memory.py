@@ -60,7 +60,12 @@ def test_export_writes_json_lines_of_everything(tmp_path: Path) -> None:
     records = [json.loads(line) for line in exported.stdout.splitlines()]
     assert [r["object"] for r in records] == ["memory"] * 4 + ["entity", "profile"]
     assert [r["id"] for r in records[:4]] == ids[::-1]
-    assert records[1]["provenance"] == {"conversation_id": "conv-b", "turns": [1, 2], "time": 1_700_000_200.0}
+    assert records[1]["provenance"] == {
+        "conversation_id": "conv-b",
+        "turns": [1, 2],
+        "time": 1_700_000_200.0,
+        "said_by": "user",
+    }
     assert records[1]["current"] is True and records[2]["valid_to"] == 1_700_000_200.0
     assert {r["user_id"] for r in records} == {LOCAL_USER}
     target = tmp_path / "memory.jsonl"
