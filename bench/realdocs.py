@@ -308,7 +308,7 @@ def main() -> None:
     parser.add_argument("--model", default="embedded")
     parser.add_argument("--answer-mode", default=None, choices=("generate", "extractive", "auto"))
     parser.add_argument("--corpus", default="loki,traefik")
-    parser.add_argument("--conversation", default=None, help="run only this conversation id")
+    parser.add_argument("--conversation", default=None, help="run only this conversation id (or these, comma-separated)")
     parser.add_argument("--limit", type=int, default=None, help="conversations per corpus")
     parser.add_argument("--set", action="append", default=[], help="a settings override, key=value (repeatable)")
     parser.add_argument("--dump", type=Path, default=None, help="write every turn as JSON lines")
@@ -317,8 +317,9 @@ def main() -> None:
     args = parser.parse_args()
     data = args.data or data_root()
     conversations = [json.loads(line) for line in (data / "conversations.jsonl").read_text().splitlines() if line]
-    if args.conversation:
-        conversations = [c for c in conversations if c["id"] == args.conversation]
+    if args.conversation:  # one id, or several separated by commas (issue 24)
+        wanted = args.conversation.split(",")
+        conversations = [c for c in conversations if c["id"] in wanted]
         if not conversations:
             raise SystemExit(f"no conversation {args.conversation!r}")
     started = time.time()
