@@ -308,7 +308,7 @@ def main() -> None:
     parser.add_argument("--model", default="embedded")
     parser.add_argument("--answer-mode", default=None, choices=("generate", "extractive", "auto"))
     parser.add_argument("--corpus", default="loki,traefik")
-    parser.add_argument("--conversation", default=None, help="run only this conversation id (or these, comma-separated)")
+    parser.add_argument("--conversation", default=None, help="only this conversation id (or these, comma-separated)")
     parser.add_argument("--limit", type=int, default=None, help="conversations per corpus")
     parser.add_argument("--set", action="append", default=[], help="a settings override, key=value (repeatable)")
     parser.add_argument("--dump", type=Path, default=None, help="write every turn as JSON lines")
