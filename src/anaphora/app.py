@@ -321,8 +321,10 @@ class Anaphora:
         prune: bool = True,
         force: bool = False,
         progress: Progress | None = None,
+        reading: Progress | None = None,
     ) -> IngestReport:
-        return self.components.ingestor.run(paths, prune=prune, force=force, progress=progress)
+        """``progress`` gets (chunks embedded, chunks to embed), ``reading`` (files read, files found so far)."""
+        return self.components.ingestor.run(paths, prune=prune, force=force, progress=progress, reading=reading)
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine of the async core (e.g. ``evaluation.replay(rag.components.engine, ...)``) on this

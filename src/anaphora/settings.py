@@ -163,6 +163,13 @@ class Settings(BaseSettings):
         description="the in-process llama.cpp model uses flash attention: prompt evaluation 23-35% faster on this "
         "project's 2-core CPU with SmolLM2, the more the longer the cached context (docs/benchmarks.md)",
     )
+    model_weight_repacking: Literal["auto", "on", "off"] = Field(
+        default="auto",
+        description="the in-process llama.cpp model repacks its weights for the CPU's matrix units (llama.cpp's "
+        "extra buffer types). 'auto': off when the CPU advertises Intel AMX, whose tile instructions die with "
+        "SIGILL under hypervisors that do not enable them (seen on this project's CI machines), on otherwise; "
+        "'on' for bare-metal AMX",
+    )
     model_timeout_s: float = Field(default=120.0, gt=0, description="timeout of one chat-model call")
     context_window: int = Field(default=8192, ge=512, description="the chat model's context length in tokens")
     model_threads: int | None = Field(default=None, ge=1, description="CPU threads for the in-process model")
@@ -481,6 +488,11 @@ class Settings(BaseSettings):
     )
     shutdown_grace_s: float = Field(
         default=30.0, ge=0, description="on shutdown, how long open requests and in-flight turns get to finish"
+    )
+    api_docs: bool = Field(
+        default=False,
+        description="serve Swagger UI at /docs and ReDoc at /redoc: FastAPI's pages, which load their scripts from "
+        "a CDN on the service's origin, so off by default (/openapi.json is always served)",
     )
 
     @field_validator("data_dir", mode="after")

@@ -25,7 +25,7 @@ from anaphora.store.protocols import DocumentRegistry
 from anaphora.store.sqlite_corpus import search_text
 from anaphora.types import Chunk
 
-Progress = Callable[[int, int], None]  # (chunks embedded so far, chunks to embed)
+Progress = Callable[[int, int], None]  # (chunks embedded so far, chunks to embed); (files read, files found)
 
 
 @dataclass
@@ -83,6 +83,20 @@ def _files_in(folder: Path, report: IngestReport, max_bytes: int) -> list[Path]:
         else:
             files.append(candidate)
     return files
+
+
+def _empty_reason(file: Path, data: bytes) -> str:
+    """Why a file that parsed gave no text, in words that say what to look at."""
+    suffix = file.suffix.lower()
+    if suffix == ".pdf":
+        return "no text layer (a scanned or image-only PDF; run OCR on it first)"
+    if not data.strip():
+        return "empty file"
+    if suffix == ".jsonl":
+        return "no passages (only blank lines)"
+    if suffix in (".md", ".markdown", ".html", ".htm"):
+        return "no body text (only headings or markup)"
+    return "no text found"
 
 
 class Ingestor:
@@ -146,9 +160,7 @@ class Ingestor:
             return None
         report.warnings.extend((display_path(file), w) for w in document.warnings)
         if document.is_empty:
-            report.skipped.append(
-                (display_path(file), "no text found (empty file, or a scanned PDF without a text layer)")
-            )
+            report.skipped.append((display_path(file), _empty_reason(file, data)))
             return None
         # a file named like one in another ingested folder gets ids prefixed with its folder's name
         for label in (source, f"{root.name}/{source}"):
@@ -174,9 +186,11 @@ class Ingestor:
         prune: bool = True,
         force: bool = False,
         progress: Progress | None = None,
+        reading: Progress | None = None,
     ) -> IngestReport:
         """Bring the index in line with ``paths``. ``prune`` removes documents whose files are gone from an
-        ingested folder; ``force`` re-chunks and re-embeds unchanged files too (after an embedder change)."""
+        ingested folder; ``force`` re-chunks and re-embeds unchanged files too (after an embedder change).
+        ``progress`` gets (chunks embedded, chunks to embed); ``reading`` (files read, files found so far)."""
         started = time.perf_counter()
         report = IngestReport()
         known = {(d.root, d.source): d.content_hash for d in self.corpus.documents()}
@@ -184,6 +198,7 @@ class Ingestor:
         seen: set[tuple[str, str]] = set()
         pruned_roots: list[str] = []
         claimed: set[str] = set()
+        read = found = 0
         for raw in paths:
             root, files, is_directory = _discover(
                 Path(raw).expanduser().absolute(), report, self.settings.max_file_bytes
@@ -192,11 +207,15 @@ class Ingestor:
                 pruned_roots.append(str(root))
                 if not files:
                     report.warnings.append((str(root), "no supported files found"))
+            found += len(files)
             for file in files:
                 seen.add((str(root), file.relative_to(root).as_posix()))
                 item = self._prepare(root, file, known, report, force, claimed)
                 if item:
                     pending.append(item)
+                read += 1
+                if reading:
+                    reading(read, found)
 
         total = sum(len(p.chunks) for p in pending)
         done = 0
