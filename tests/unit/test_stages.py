@@ -67,6 +67,7 @@ def test_the_stage_list_reads_as_the_pipeline(rag: Anaphora) -> None:
         "skip_gate",
         "retrieve",
         "select",
+        "coverage",
         "memory",
         "budget",
         "generate",
@@ -92,7 +93,7 @@ def _break(stage: Stage, failure: str) -> None:
         stage.timeout_s = 0.05
 
 
-OPTIONAL = ["memory_epoch", "acknowledge", "query", "skip_gate", "select", "memory"]
+OPTIONAL = ["memory_epoch", "acknowledge", "query", "skip_gate", "select", "coverage", "memory"]
 
 
 @pytest.mark.parametrize("failure", ["error", "model", "timeout"])
