@@ -104,7 +104,7 @@ async def feed(recorder: TurnRecorder, sample: dict) -> tuple[dict[tuple[str, in
         previous = ""
         for index, turn in enumerate(session["turns"]):
             dia[(conversation, index)] = turn["dia_id"]
-            remembered = TurnToRemember(user, conversation, index, utterance(turn), "", when, context=previous)
+            remembered = TurnToRemember(user, conversation, index, utterance(turn), when, context=previous)
             started = time.process_time()
             await recorder.record(remembered)
             cpu_ms.append((time.process_time() - started) * 1000)
@@ -167,7 +167,7 @@ async def write_cost(embedder, sample: dict, turns: int = 300) -> dict:
         for session in sample["sessions"]:
             when = parse_when(session["date_time"])
             for index, turn in enumerate(session["turns"]):
-                remembered = TurnToRemember("w", f"s{session['session']}", index, utterance(turn), "", when, previous)
+                remembered = TurnToRemember("w", f"s{session['session']}", index, utterance(turn), when, previous)
                 started = time.process_time()
                 await recorder.record(remembered)
                 timings.append((time.process_time() - started) * 1000)
@@ -190,7 +190,7 @@ async def synthetic_latency(embedder, turns: int, utterances: list[str], questio
         pool_vectors = embedder.embed(utterances)
         items = []
         for n in range(turns):
-            turn = TurnToRemember("synthetic", f"c{n // 30}", n % 30, utterances[n % len(utterances)], "", 1.7e9 + n)
+            turn = TurnToRemember("synthetic", f"c{n // 30}", n % 30, utterances[n % len(utterances)], 1.7e9 + n)
             items.append(recorder.items(turn)[0][0])
         await store.add("synthetic", items, np.stack([pool_vectors[n % len(utterances)] for n in range(turns)]))
         recall = MemoryRecall(store, embedder)
@@ -287,6 +287,7 @@ async def main() -> None:
     parser.add_argument("--synthetic-turns", type=int, default=6000)
     parser.add_argument("--no-synthetic", action="store_true", help="skip the 6,000-turn latency run")
     parser.add_argument("--answer-limit", type=int, default=0, help="questions answered through the engine (0: all)")
+    parser.add_argument("--no-ablations", action="store_true", help="skip the runs with one part left out")
     args = parser.parse_args()
 
     settings = Settings(embedder="minilm")
@@ -338,7 +339,7 @@ async def main() -> None:
         "write_cpu_ms_per_turn_without_embedder": summary_ms(rules_ms),
         "recall_ms_query_embedding_cached": summary_ms(recall_ms),
         "answers": answers,
-        "ablations": await ablations(embedder, conversations, asked),
+        "ablations": {} if args.no_ablations else await ablations(embedder, conversations, asked),
         "synthetic_user": None
         if args.no_synthetic
         else await synthetic_latency(

@@ -185,6 +185,8 @@ def score_turn(turn: dict, index: int, turns: list[dict], answer: str, result, e
     personal = {i for i, t in enumerate(turns) if t["kind"] == "personal"}
     if answerable and kind in SCORED_KINDS and must and personal & set(turn.get("refers_to", [])):
         row["personal_answered"] = row["answered"]
+    if kind == "personal":  # issue 24: a statement is acknowledged, with no document quoted
+        row["personal_acknowledged"] = not [c for c in result.citations if c.source != "memory"]
     conversation = [t["user"] for t in turns[: index + 1]] + earlier_answers
     shown = [f"{p.heading}\n{p.text}" for p in trace.retrieved] + [m.text for m in trace.memory]
     invented = unsupported_risky_tokens(visible, shown + conversation)
@@ -193,7 +195,9 @@ def score_turn(turn: dict, index: int, turns: list[dict], answer: str, result, e
     return row
 
 
-async def run_conversation(components, conversation: dict) -> list[dict]:
+async def run_conversation(components, conversation: dict, run: str = "first") -> list[dict]:
+    """``run`` "again" (``--rerun``): the same user asks the conversation a second time, in a new conversation,
+    with the first run remembered."""
     engine = components.engine
     user = f"realdocs-{conversation['id']}"
     created = await components.conversations.create(user, conversation["id"])
@@ -216,6 +220,7 @@ async def run_conversation(components, conversation: dict) -> list[dict]:
             answer_source=result.trace.answer_source,
             gold_files=turn["gold_files"],
             must=turn["must"],
+            run=run,
         )
         rows.append(row)
         answers.append(result.answer)
@@ -245,6 +250,7 @@ def aggregate(rows: list[dict]) -> dict:
         "meta_faithful",
         "chitchat_clean",
         "personal_answered",
+        "personal_acknowledged",
     )
     summary = {key: share(rows, key) for key in keys}
     summary["turns"] = len(rows)
@@ -287,6 +293,9 @@ async def run_corpus(name: str, conversations: list[dict], args, data: Path) -> 
         rows = []
         for conversation in conversations:
             rows.extend(await run_conversation(components, conversation))
+        if args.rerun:  # issue 24: each conversation once more, by the same user, with memory of the first run
+            for conversation in conversations:
+                rows.extend(await run_conversation(components, conversation, "again"))
     finally:
         await aclose_components(components)
         close_local(components)
@@ -299,16 +308,18 @@ def main() -> None:
     parser.add_argument("--model", default="embedded")
     parser.add_argument("--answer-mode", default=None, choices=("generate", "extractive", "auto"))
     parser.add_argument("--corpus", default="loki,traefik")
-    parser.add_argument("--conversation", default=None, help="run only this conversation id")
+    parser.add_argument("--conversation", default=None, help="only this conversation id (or these, comma-separated)")
     parser.add_argument("--limit", type=int, default=None, help="conversations per corpus")
     parser.add_argument("--set", action="append", default=[], help="a settings override, key=value (repeatable)")
     parser.add_argument("--dump", type=Path, default=None, help="write every turn as JSON lines")
     parser.add_argument("--name", default="realdocs", help="results file name (bench/results/NAME.json)")
+    parser.add_argument("--rerun", action="store_true", help="run each conversation a second time (memory on)")
     args = parser.parse_args()
     data = args.data or data_root()
     conversations = [json.loads(line) for line in (data / "conversations.jsonl").read_text().splitlines() if line]
-    if args.conversation:
-        conversations = [c for c in conversations if c["id"] == args.conversation]
+    if args.conversation:  # one id, or several separated by commas (issue 24)
+        wanted = args.conversation.split(",")
+        conversations = [c for c in conversations if c["id"] in wanted]
         if not conversations:
             raise SystemExit(f"no conversation {args.conversation!r}")
     started = time.time()
@@ -326,7 +337,10 @@ def main() -> None:
         + ([f"--conversation {args.conversation}"] if args.conversation else [])
         + ([f"--limit {args.limit}"] if args.limit else [])
         + [f"--set {s}" for s in args.set]
+        + (["--rerun"] if args.rerun else [])
     )
+    again = [r for r in rows if r["run"] == "again"]
+    rows = [r for r in rows if r["run"] == "first"]
     payload = {
         "date": date.today().isoformat(),
         "machine": machine(),
@@ -338,18 +352,22 @@ def main() -> None:
         "abstention_patterns": list(ABSTENTION_PATTERNS),
         "ingest": ingest_stats,
         "scores": breakdown(rows),
+        **({"rerun": {"first": aggregate(rows), "again": aggregate(again)}} if again else {}),
     }
     path = write_result(args.name, payload)
     if args.dump:
         with args.dump.open("w") as out:
-            for row in rows:
+            for row in rows + again:
                 out.write(json.dumps(row) + "\n")
     overall = payload["scores"]["overall"]
     print(f"\n{len(rows)} turns in {payload['conversations']} conversations, {payload['seconds']} s")
     for key in ("recall", "answered", "gold_hit", "wrong_abstention", "correct_refusal", "meta_pass"):
         print(f"  {key:18} {overall[key]['value']}  ({overall[key]['hits']}/{overall[key]['n']})")
-    for key in ("chitchat_clean", "personal_answered", "meta_short", "meta_faithful"):
+    for key in ("chitchat_clean", "personal_answered", "personal_acknowledged", "meta_short", "meta_faithful"):
         print(f"  {key:18} {overall[key]['hits']}/{overall[key]['n']}")
+    if again:
+        first, second = payload["rerun"]["first"]["answered"], payload["rerun"]["again"]["answered"]
+        print(f"  re-run answered    {second['value']} (first run {first['value']})")
     print(f"  invented identifiers: {overall['invented_turns']} turns {overall['invented_tokens'][:10]}")
     print(f"  turn ms p50 {overall['turn_ms']['p50']} p95 {overall['turn_ms']['p95']}")
     print(f"  model calls per turn {overall['model_calls_per_turn']}")

@@ -13,7 +13,9 @@ from anaphora.errors import ConfigurationError
 from anaphora.ingest import Ingestor, IngestReport
 from anaphora.ingest.ingestor import Progress
 from anaphora.memory import MemoryExport, MemoryKind, MemoryPage, MemoryStore
+from anaphora.memory.forget import forget
 from anaphora.memory.model_facts import ModelFactExtractor
+from anaphora.memory.postgres_store import PostgresMemoryStore
 from anaphora.memory.recall import MemoryRecall
 from anaphora.memory.sqlite_store import SQLiteMemoryStore
 from anaphora.memory.ttl import within_ttl
@@ -41,7 +43,6 @@ from anaphora.store import (
     StoredTurn,
 )
 from anaphora.store.postgres_conversations import PostgresConversationStore
-from anaphora.store.postgres_memory import PostgresMemoryStore
 from anaphora.store.postgres_passages import PostgresPassageStore
 from anaphora.store.protocols import DocumentRegistry, EmbeddingCache, HistoryStore, PassageIndex, all_conversations
 from anaphora.store.redis_store import RedisConversationStore, RedisEmbeddingCache
@@ -170,6 +171,7 @@ def build_memory_stages(
         k=settings.memory_recall_k,
         min_score=settings.memory_min_score,
         timeout_s=settings.memory_recall_timeout_s,
+        fact_min_score=settings.memory_fact_min_score,
     )
     facts = ModelFactExtractor(chat_model, threshold=settings.support_threshold) if settings.uses_model_facts else None
     writer = RememberTurn(TurnRecorder(memory, embedder.inner, facts), timeout_s=settings.memory_write_timeout_s)
@@ -370,9 +372,10 @@ class Anaphora:
         """The user's long-term memory items, newest first, with provenance; ``page.next_offset`` pages on."""
         return self.run(self.components.memory.list(user_id, kind=kind, limit=limit, offset=offset))
 
-    def forget(self, memory_id: str, *, user_id: str = LOCAL_USER) -> None:
-        """Forget one memory item (:class:`~anaphora.errors.MemoryNotFoundError` if the user has none by that id)."""
-        self.run(self.components.memory.delete(user_id, memory_id))
+    def forget(self, memory_id: str, *, user_id: str = LOCAL_USER) -> list[str]:
+        """Forget one memory item; a fact with the episode that stated it, and the profile rebuilt without it
+        (:class:`~anaphora.errors.MemoryNotFoundError` if the user has none by that id). The ids forgotten."""
+        return self.run(forget(self.components.memory, user_id, memory_id))
 
     def export_memory(self, *, user_id: str = LOCAL_USER) -> MemoryExport:
         """Everything remembered of the user: items, entities, profile (``export_lines`` makes JSON lines of it)."""

@@ -416,6 +416,13 @@ class Settings(BaseSettings):
     memory_write_timeout_s: float = Field(
         default=30.0, gt=0, description="time budget of remembering one turn (in the background, after the answer)"
     )
+    memory_fact_min_score: float = Field(
+        default=0.25,
+        ge=-1,
+        le=1,
+        description="for a question about the user ('which version do I run?'): the cosine similarity a current "
+        "fact needs to be shown first when it shares no word with the question (one that does is shown anyway)",
+    )
 
     # Service ----------------------------------------------------------------------------------------------------
     server_host: str = Field(default="127.0.0.1", description="address `anaphora serve` listens on")

@@ -139,6 +139,9 @@ class RecalledMemory(BaseModel):
     similarity: float | None = None
     why: str = ""
     injected: bool = False
+    leads: bool = Field(
+        default=False, description="a current fact the question about the user asks for: the answer leads with it"
+    )
 
     @property
     def passage_id(self) -> str:

@@ -140,10 +140,27 @@ def ask(
     conversation: ConversationOption = None,
     trace: TraceOption = False,
     temporary: TemporaryOption = False,
+    remember: Annotated[
+        bool, typer.Option("--remember", help="store this turn in a new conversation, so it is remembered")
+    ] = False,
 ) -> None:
-    """Answer one question (continuing a conversation with --conversation)."""
+    """Answer one question (continuing a conversation with --conversation). Without a conversation the turn is
+    not stored, so nothing of it is remembered: --remember starts one."""
     with _open(ctx) as rag:
+        if remember and conversation is None and not temporary:
+            conversation = rag.new_conversation(question[:60])
         _answer(rag, question, conversation, trace, memory=not temporary)
+        remembers = rag.components.settings.memory == "on" and not temporary
+    if conversation is None and remembers:
+        console.print(
+            "[dim]Not remembered: a question without a conversation is not stored. To keep it: "
+            "anaphora ask --remember QUESTION (or anaphora chat).[/dim]"
+        )
+    elif conversation is not None and remembers:
+        console.print(
+            f"[dim]Remembered (conversation {shown(conversation)}; continue with -c {shown(conversation)}, "
+            "see what was kept with anaphora memory list).[/dim]"
+        )
 
 
 @app.command()

@@ -4,9 +4,12 @@
    vector), ``depth`` deep.
 2. Pseudo-relevance feedback: the words of the best few items of that first fusion form a second lexical query,
    so a question that shares few words with the turn it needs still reaches it through its neighbours' words.
-3. The lists are fused by their min-max normalised scores (CombSUM, weighted), then adjusted:
-   - a turn next to well-matching turns of its conversation gains a share of their scores (the answer to a
-     question is often the next turn; the item stays one turn, so it costs one of the k);
+3. The lists are fused by their min-max normalised scores (CombSUM, weighted: the passage retriever's fusion,
+   :func:`anaphora.retrieval.fusion.normalised_sum`), then adjusted:
+   - a turn next to well-matching turns of its conversation gains a share of their scores, halved at two turns'
+     distance (the answer to a question is often the next turn; the item stays one turn, so it costs one of the k);
+   - every item gains a share of its conversation's strength (the mean of its best three fused scores): a session
+     that matches in several turns is likelier to hold the answer than a turn that matches by luck;
    - names the question mentions (people, products) that an item mentions too raise it (damped: a name in most
      of the user's items raises little);
    - a fact that was superseded ranks below the current one, unless the question asks about the past;
@@ -20,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,7 +32,9 @@ from anaphora.memory.dates import period_asked
 from anaphora.memory.extract import extract_entities
 from anaphora.memory.protocols import MemoryReader
 from anaphora.memory.types import MemoryHit, MemoryItem
+from anaphora.retrieval.fusion import normalised_sum
 
+FOUND = 0.01  # what being in a list at all adds to an item's normalised score
 _PAST = re.compile(r"\b(before|previous(?:ly)?|used to|earlier|formerly|old|former|originally|last time)\b", re.I)
 
 
@@ -42,15 +46,6 @@ class Recalled:
     score: float
     similarity: float | None
     why: str
-
-
-def _normalised(hits: Sequence[MemoryHit]) -> dict[str, float]:
-    """Min-max over the list (the best hit 1, the last 0; a single hit 1)."""
-    if not hits:
-        return {}
-    top, bottom = hits[0].score, hits[-1].score
-    span = top - bottom
-    return {h.item_id: (h.score - bottom) / span if span > 0 else 1.0 for h in hits}
 
 
 class MemoryRecall:
@@ -71,9 +66,13 @@ class MemoryRecall:
         superseded_penalty: float = 0.5,
         recency_weight: float = 0.02,
         period_boost: float = 0.5,
+        window: int = 2,
+        session_weight: float = 0.3,
+        session_top: int = 3,
     ) -> None:
         """The weights were chosen on the LoCoMo dev conversations (bench/memory.py; docs/benchmarks.md), from a
-        plateau rather than a peak: evidence recall@10 moves by about 0.01 around them."""
+        plateau rather than a peak: evidence recall@10 moves by about 0.01 around them (``window`` 2 to 3 and
+        ``session_weight`` 0.3 to 0.5 all gave 0.761-0.766 against 0.757 for neither; bench/NOTES.md)."""
         self.store = store
         self.embedder = embedder
         self.depth = depth
@@ -86,6 +85,9 @@ class MemoryRecall:
         self.recency_weight = recency_weight
         self.period_boost = period_boost
         self.neighbour_weight = neighbour_weight
+        self.window = window
+        self.session_weight = session_weight
+        self.session_top = session_top
 
     async def _embed(self, text: str) -> np.ndarray | None:
         if self.embedder is None:
@@ -124,11 +126,10 @@ class MemoryRecall:
 
     @staticmethod
     def _fuse(lists: dict[str, tuple[float, list[MemoryHit]]]) -> list[tuple[str, float]]:
-        scores: dict[str, float] = {}
-        for weight, hits in lists.values():
-            for item_id, value in _normalised(hits).items():
-                scores[item_id] = scores.get(item_id, 0.0) + weight * (value + 0.01)  # found at all counts a little
-        return sorted(scores.items(), key=lambda pair: -pair[1])
+        """The passage retriever's CombSUM of min-max normalised lists (:mod:`anaphora.retrieval.fusion`); found
+        at all counts a little."""
+        rankings = [(weight, [(h.item_id, h.score) for h in hits]) for weight, hits in lists.values()]
+        return normalised_sum(rankings, method="minmax", found_bonus=FOUND)
 
     def _smooth(self, fused: list[tuple[str, float]], items: dict[str, MemoryItem]) -> list[tuple[str, float]]:
         """A turn next to well-matching turns of the same conversation gains a share of their scores: the answer
@@ -143,10 +144,31 @@ class MemoryRecall:
         for item_id, score in fused:
             item = items.get(item_id)
             if item is not None and item.kind == "episode":
-                near = [at.get((item.conversation_id, t + d), 0.0) for t in item.turns for d in (-1, 1)]
+                near = [at.get((item.conversation_id, t + d), 0.0) / abs(d) for t in item.turns for d in self._offsets]
                 score += self.neighbour_weight * sum(near) / 2
             smoothed.append((item_id, score))
+        if self.session_weight:
+            smoothed = self._by_session(smoothed, fused, items)
         return sorted(smoothed, key=lambda pair: -pair[1])
+
+    @property
+    def _offsets(self) -> list[int]:
+        return [d for d in range(-self.window, self.window + 1) if d]
+
+    def _by_session(
+        self, smoothed: list[tuple[str, float]], fused: list[tuple[str, float]], items: dict[str, MemoryItem]
+    ) -> list[tuple[str, float]]:
+        """Each item gains a share of its conversation's strength (the mean of its best ``session_top`` fused
+        scores): a session that matches in several turns is likelier to hold the answer than one lucky turn."""
+        scores: dict[str, list[float]] = {}
+        for item_id, score in fused:
+            if item_id in items:
+                scores.setdefault(items[item_id].conversation_id, []).append(score)
+        strength = {c: sum(sorted(v, reverse=True)[: self.session_top]) / self.session_top for c, v in scores.items()}
+        return [
+            (i, s + self.session_weight * strength[items[i].conversation_id]) if i in items else (i, s)
+            for i, s in smoothed
+        ]
 
     def _adjust(
         self,

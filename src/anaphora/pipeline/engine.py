@@ -20,7 +20,7 @@ from anaphora.pipeline.budget import window_start
 from anaphora.pipeline.check import AnswerCheck, Extract
 from anaphora.pipeline.extractive import ExtractiveAnswerer
 from anaphora.pipeline.generate import emit
-from anaphora.pipeline.memory import RecallMemory, RememberTurn
+from anaphora.pipeline.memory import AcknowledgeStatement, ReadEraseEpoch, RecallMemory, RememberTurn
 from anaphora.pipeline.observer import StageObserver
 from anaphora.pipeline.query import QueryStage
 from anaphora.pipeline.select import PassageSelector
@@ -173,7 +173,9 @@ class Engine:
         self.summarizer = summarizer
         self.observer = StageObserver(self.metrics, tracer)
         self.stages: list[Stage] = [
+            *([ReadEraseEpoch(memory_writer)] if memory_writer is not None else []),
             Router(skip_gate=settings.skip_gate),
+            AcknowledgeStatement(remembers=memory_writer is not None),
             QueryPlanner(query_stage, timeout_s=settings.rewrite_timeout_s),
             *([SkipGate()] if settings.skip_gate else []),
             Retrieve(retriever),

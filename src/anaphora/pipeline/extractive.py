@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from anaphora.embeddings.base import Embedder
+from anaphora.memory.personal import second_person
 from anaphora.pipeline.sentence_vectors import SentenceVectors
 from anaphora.pipeline.state import TurnState
 from anaphora.pipeline.support import FENCE, Unit, split_units
@@ -122,11 +123,15 @@ class ExtractiveAnswerer:
 
     async def answer_turn(self, state: TurnState) -> ExtractiveAnswer | None:
         """This turn's extract: from the passages selected and the memories recalled (what the prompt would show,
-        not cut by its budget), for the retrieval query and the question."""
+        not cut by its budget), for the retrieval query and the question. The user's facts that a question about
+        the user asks for lead, said back to the user; the documents' best sentences follow."""
         documents = state.selected if state.retrieves else ()
         documents = (*documents, *same_page(state.candidates, documents))
         query = state.plan.query if state.plan and state.retrieves else state.question
-        return await self.answer(query, state.question, documents, state.memory_passages)
+        leading = state.leading_facts
+        others = tuple(p for p in state.memory_passages if p not in leading)
+        quoted = await self.answer(query, state.question, documents, others)
+        return facts_first(leading, quoted)
 
     async def answer(
         self, query: str, question: str, passages: Sequence[Passage], memories: Sequence[Passage] = ()
@@ -218,6 +223,20 @@ def closeness(candidate: Candidate, lead: Candidate) -> float:
     if candidate.order == lead.order:
         return SAME_PASSAGE
     return SAME_PASSAGE / 2 if candidate.source and candidate.source == lead.source else 0.0
+
+
+def facts_first(facts: Sequence[Passage], quoted: ExtractiveAnswer | None) -> ExtractiveAnswer | None:
+    """The user's facts, one line each with its id ("You run Fluent Bit 2.1 on ARM64 nodes. [memory:..]"), before
+    the quoted answer."""
+    if not facts:
+        return quoted
+    lead = tuple(
+        Extract(f.id, second_person(f.text).rstrip(".") + ".", "sentence", order, 0, 1.0)
+        for order, f in enumerate(facts)
+    )
+    points = lead + (quoted.points if quoted is not None else ())
+    text = "\n\n".join([*(f"{p.text} [{p.passage_id}]" for p in lead), *([quoted.text] if quoted else [])])
+    return ExtractiveAnswer(text, points, (*facts, *(quoted.quoted if quoted is not None else ())))
 
 
 def quotable_units(text: str) -> list[tuple[int, str, str]]:

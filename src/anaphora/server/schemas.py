@@ -217,12 +217,14 @@ class Erased(BaseModel):
 
 
 class Provenance(BaseModel):
-    """Where a memory came from: the conversation, the turn(s) (for a fact: the turns it was extracted from) and
-    when the (last) one happened."""
+    """Where a memory came from: the conversation, the turn(s) (0-based indexes, as the conversation API's; for a
+    fact: the turns it was extracted from), when the (last) one happened, and who said it (always the user:
+    memory never keeps the assistant's answers)."""
 
     conversation_id: str
     turns: list[int]
     time: float
+    said_by: Literal["user"] = "user"
 
 
 class MemoryOut(BaseModel):
