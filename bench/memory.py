@@ -35,9 +35,11 @@ from common import CACHE, git_revision, machine, summary_ms
 
 from anaphora.app import build_components, limit_blas_threads
 from anaphora.embeddings import CachedEmbedder, load_embedder
-from anaphora.memory.recall import MemoryRecall
+from anaphora.memory.recall import MemoryRecall, RecallWeights
 from anaphora.memory.sqlite_store import SQLiteMemoryStore
 from anaphora.memory.writer import TurnRecorder, TurnToRemember
+from anaphora.model_defaults import answer_mode
+from anaphora.models.base import ModelCapabilities
 from anaphora.models.fake import FakeChatModel
 from anaphora.pipeline.check import ABSTAIN
 from anaphora.pipeline.state import TurnRequest
@@ -104,7 +106,7 @@ async def feed(recorder: TurnRecorder, sample: dict) -> tuple[dict[tuple[str, in
         previous = ""
         for index, turn in enumerate(session["turns"]):
             dia[(conversation, index)] = turn["dia_id"]
-            remembered = TurnToRemember(user, conversation, index, utterance(turn), "", when, context=previous)
+            remembered = TurnToRemember(user, conversation, index, utterance(turn), when, context=previous)
             started = time.process_time()
             await recorder.record(remembered)
             cpu_ms.append((time.process_time() - started) * 1000)
@@ -167,7 +169,7 @@ async def write_cost(embedder, sample: dict, turns: int = 300) -> dict:
         for session in sample["sessions"]:
             when = parse_when(session["date_time"])
             for index, turn in enumerate(session["turns"]):
-                remembered = TurnToRemember("w", f"s{session['session']}", index, utterance(turn), "", when, previous)
+                remembered = TurnToRemember("w", f"s{session['session']}", index, utterance(turn), when, previous)
                 started = time.process_time()
                 await recorder.record(remembered)
                 timings.append((time.process_time() - started) * 1000)
@@ -190,7 +192,7 @@ async def synthetic_latency(embedder, turns: int, utterances: list[str], questio
         pool_vectors = embedder.embed(utterances)
         items = []
         for n in range(turns):
-            turn = TurnToRemember("synthetic", f"c{n // 30}", n % 30, utterances[n % len(utterances)], "", 1.7e9 + n)
+            turn = TurnToRemember("synthetic", f"c{n // 30}", n % 30, utterances[n % len(utterances)], 1.7e9 + n)
             items.append(recorder.items(turn)[0][0])
         await store.add("synthetic", items, np.stack([pool_vectors[n % len(utterances)] for n in range(turns)]))
         recall = MemoryRecall(store, embedder)
@@ -224,7 +226,7 @@ async def ablations(embedder, conversations: list[dict], asked: list[dict]) -> d
             dias = {s["sample_id"]: (await feed(recorder, s))[0] for s in conversations}
             variants = ABLATIONS if contextual else {"episode vectors without the previous turn": {}}
             for name, change in variants.items():
-                recall = MemoryRecall(store, embedder, **change)
+                recall = MemoryRecall(store, embedder, RecallWeights(**change))
                 rankings = []
                 for q in asked:
                     recalled = await recall.rank(q["sample_id"], q["question"])
@@ -241,7 +243,10 @@ async def answer_questions(directory: str, args, conversations: list[dict], aske
     from memory. Questions are asked statelessly (a new empty conversation that is not stored), so no question is
     remembered into the next one's memory."""
     settings = Settings(data_dir=Path(directory) / "engine", chat_model="embedded", embedder="minilm")
-    model = FakeChatModel(default="(the model was called)")
+    embedded = ModelCapabilities(
+        in_process=True, reliable_answers=False, extracts_facts=False
+    )  # what embedded declares
+    model = FakeChatModel(default="(the model was called)", capabilities=embedded)
     components = build_components(settings, model=model)
     engine, recorder = components.engine, TurnRecorder(components.memory, recorder_embedder)
     for sample in conversations:
@@ -268,7 +273,7 @@ async def answer_questions(directory: str, args, conversations: list[dict], aske
     await engine.drain()
     components.database.close()
     return {
-        "answer_mode": settings.effective_answer_mode,
+        "answer_mode": answer_mode(settings, model.capabilities),
         "questions": sum(sources.values()),
         "token_f1": {group: round(statistics.fmean(v), 4) for group, v in f1.items()},
         "adversarial_abstention_rate": round(statistics.fmean(adversarial), 4) if adversarial else None,
@@ -287,6 +292,7 @@ async def main() -> None:
     parser.add_argument("--synthetic-turns", type=int, default=6000)
     parser.add_argument("--no-synthetic", action="store_true", help="skip the 6,000-turn latency run")
     parser.add_argument("--answer-limit", type=int, default=0, help="questions answered through the engine (0: all)")
+    parser.add_argument("--no-ablations", action="store_true", help="skip the runs with one part left out")
     args = parser.parse_args()
 
     settings = Settings(embedder="minilm")
@@ -338,7 +344,7 @@ async def main() -> None:
         "write_cpu_ms_per_turn_without_embedder": summary_ms(rules_ms),
         "recall_ms_query_embedding_cached": summary_ms(recall_ms),
         "answers": answers,
-        "ablations": await ablations(embedder, conversations, asked),
+        "ablations": {} if args.no_ablations else await ablations(embedder, conversations, asked),
         "synthetic_user": None
         if args.no_synthetic
         else await synthetic_latency(

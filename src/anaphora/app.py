@@ -14,26 +14,40 @@ from anaphora.errors import ConfigurationError
 from anaphora.ingest import Ingestor, IngestReport
 from anaphora.ingest.ingestor import Progress
 from anaphora.memory import MemoryExport, MemoryKind, MemoryPage, MemoryStore
+from anaphora.memory.forget import forget
 from anaphora.memory.model_facts import ModelFactExtractor
+from anaphora.memory.postgres_store import PostgresMemoryStore
 from anaphora.memory.recall import MemoryRecall
 from anaphora.memory.sqlite_store import SQLiteMemoryStore
 from anaphora.memory.ttl import within_ttl
 from anaphora.memory.writer import TurnRecorder
 from anaphora.metrics import Metrics
-from anaphora.model_defaults import answer_mode, uses_model_facts, window_policy
+from anaphora.model_defaults import answer_mode, query_rewriter, uses_model_facts, window_policy
 from anaphora.models import ChatModel, load_chat_model
 from anaphora.pipeline.answer import Answer
 from anaphora.pipeline.budget import PromptBudget, PromptLimits
 from anaphora.pipeline.check import AnswerCheck
 from anaphora.pipeline.engine import LOCAL_USER, Engine, TurnRequest
 from anaphora.pipeline.extractive import ExtractiveAnswerer
-from anaphora.pipeline.memory import RecallMemory, RememberTurn
+from anaphora.pipeline.memory import AcknowledgeStatement, ReadEraseEpoch, RecallMemory, RememberTurn
 from anaphora.pipeline.prompt import format_passage, history_context
 from anaphora.pipeline.query import LastMessageQuery, QueryStage
 from anaphora.pipeline.rewrite import JSON_ANALYSIS, TEXT_REWRITE, GuardedRewriter, HistoryExpansion
 from anaphora.pipeline.select import PassageSelector
+from anaphora.pipeline.sentence_vectors import SentenceVectors
 from anaphora.pipeline.stage import Stage
-from anaphora.pipeline.stages import BoostEntities, Budget, Cite, QueryPlanner, Retrieve, Router, Select, SkipGate
+from anaphora.pipeline.stages import (
+    AnswerFromConversation,
+    BoostEntities,
+    Budget,
+    CheckCoverage,
+    Cite,
+    QueryPlanner,
+    Retrieve,
+    Router,
+    Select,
+    SkipGate,
+)
 from anaphora.pipeline.summary import RollingSummarizer
 from anaphora.rerank import load_reranker
 from anaphora.retrieval import EmbeddedPassageIndex, HybridRetriever, IndexCache
@@ -49,7 +63,6 @@ from anaphora.store import (
     StoredTurn,
 )
 from anaphora.store.postgres_conversations import PostgresConversationStore
-from anaphora.store.postgres_memory import PostgresMemoryStore
 from anaphora.store.postgres_passages import PostgresPassageStore
 from anaphora.store.protocols import DocumentRegistry, EmbeddingCache, HistoryStore, PassageIndex, all_conversations
 from anaphora.store.redis_store import RedisConversationStore, RedisEmbeddingCache
@@ -97,16 +110,17 @@ def build_query_stage(
 ) -> QueryStage:
     """``statistics``: what the history expansion reads to keep only words that disambiguate in this corpus (the
     passage index's document frequencies, read per turn so a re-ingested corpus counts at once)."""
-    if settings.rewriter == "off":
+    rewriter = query_rewriter(settings, chat_model.capabilities)
+    if rewriter == "off":
         return LastMessageQuery()
     expansion = HistoryExpansion(statistics=statistics)
-    if settings.rewriter == "expansion":
+    if rewriter == "expansion":
         return expansion
     return GuardedRewriter(
         chat_model,
         history_turns=settings.rewrite_history_turns,
         max_tokens=settings.rewrite_max_tokens,
-        style=JSON_ANALYSIS if settings.rewriter == "analysis" else TEXT_REWRITE,
+        style=JSON_ANALYSIS if rewriter == "analysis" else TEXT_REWRITE,
         fallback=expansion,
     )
 
@@ -192,6 +206,7 @@ def build_memory_stages(
         k=settings.memory_recall_k,
         min_score=settings.memory_min_score,
         timeout_s=settings.memory_recall_timeout_s,
+        fact_min_score=settings.memory_fact_min_score,
     )
     capable = uses_model_facts(settings, chat_model.capabilities)
     facts = ModelFactExtractor(chat_model, threshold=settings.support_threshold) if capable else None
@@ -219,17 +234,23 @@ class StageParts:
     query_stage: QueryStage
     selector: PassageSelector
     extractive: ExtractiveAnswerer | None = None
-    term_statistics: Callable[[], TermStatistics | None] | None = None  # what the entity boost reads
+    term_statistics: Callable[[], TermStatistics | None] | None = None  # what the entity boost and coverage read
     memory_recall: RecallMemory | None = None
+    memory_writer: RememberTurn | None = None  # its erase epoch is read first; statements are acknowledged as kept
 
 
 def build_stages(settings: Settings, parts: StageParts) -> list[Stage]:
-    """The turn's stages in their three phases: retrieval (route, query, skip gate, retrieve, entity boost, select,
-    memory), prompt (budget), answer (answer, cite). The one place the pipeline is composed; what depends on the
-    chat model is read from its declared capabilities (:mod:`anaphora.model_defaults`)."""
+    """The turn's stages in their three phases: retrieval (memory epoch, route, acknowledge, query, skip gate,
+    retrieve, entity boost, select, coverage, memory), prompt (budget), answer (converse, answer, cite). The one
+    place the pipeline is composed; what depends on the chat model is read from its declared capabilities
+    (:mod:`anaphora.model_defaults`). Acknowledge and converse decide some answers before the answer stage, which
+    then leaves them as they are."""
     capabilities = parts.chat_model.capabilities
     mode = answer_mode(settings, capabilities)
-    boost = bool(parts.term_statistics and settings.entity_boost)
+    statistics, writer = parts.term_statistics, parts.memory_writer
+    boost = bool(statistics and settings.entity_boost)
+    covers = statistics is not None and settings.uncovered_similarity > 0
+    converse = mode == "extractive" and parts.extractive is not None  # turns about the conversation, no model call
     answer = Answer(
         parts.chat_model,
         mode=mode,
@@ -241,12 +262,15 @@ def build_stages(settings: Settings, parts: StageParts) -> list[Stage]:
         temperature=settings.answer_temperature,
     )
     return [
+        *([ReadEraseEpoch(writer)] if writer is not None else []),
         Router(skip_gate=settings.skip_gate),
+        AcknowledgeStatement(remembers=writer is not None),
         QueryPlanner(parts.query_stage, timeout_s=settings.rewrite_timeout_s),
         *([SkipGate()] if settings.skip_gate else []),
         Retrieve(parts.retriever),
-        *([BoostEntities(parts.term_statistics, settings.entity_boost)] if boost else []),  # type: ignore[arg-type]
+        *([BoostEntities(statistics, settings.entity_boost)] if boost else []),  # type: ignore[arg-type]
         Select(parts.selector, top_k=settings.top_k),
+        *([CheckCoverage(statistics, settings.uncovered_similarity)] if covers else []),  # type: ignore[arg-type]
         *([parts.memory_recall] if parts.memory_recall is not None else []),
         Budget(
             PromptBudget(parts.chat_model.count_tokens, format_passage, history_context),
@@ -259,6 +283,7 @@ def build_stages(settings: Settings, parts: StageParts) -> list[Stage]:
             window_policy(settings, capabilities),
             settings.system_prompt,
         ),
+        *([AnswerFromConversation()] if converse else []),
         answer,
         Cite(),
     ]
@@ -322,9 +347,14 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None, l
         retriever,
         build_query_stage(settings, chat_model, passages.term_statistics),
         selector,
-        extractive=ExtractiveAnswerer(embedder, min_relevance=settings.extractive_min_relevance),
+        extractive=ExtractiveAnswerer(
+            embedder,
+            min_relevance=settings.extractive_min_relevance,
+            vectors=SentenceVectors(embedder),
+        ),
         term_statistics=passages.term_statistics,
         memory_recall=recall,
+        memory_writer=writer,
     )
     engine = Engine(
         build_stages(settings, parts),
@@ -390,6 +420,18 @@ async def erase_user_data(components: Components, user_id: str) -> dict[str, int
     }
 
 
+def ingest_with_workers(components: Components, workers: int, paths: Sequence[str | Path], **options) -> IngestReport:
+    """Ingest with the embedding spread over ``workers`` processes (each its own embedder and threads), for
+    machines with more cores than one embedder keeps busy; parsing, the embedding cache and the writes stay here."""
+    from anaphora.embeddings.pool import ProcessPoolEmbedder
+
+    cached = components.embedder
+    with ProcessPoolEmbedder(components.settings, workers, cached.inner) as pool:
+        return Ingestor(components.corpus, CachedEmbedder(pool, cached.cache), components.settings).run(
+            paths, **options
+        )
+
+
 class Anaphora:
     """Synchronous facade over the async engine, for scripts and notebooks.
 
@@ -413,9 +455,14 @@ class Anaphora:
         force: bool = False,
         progress: Progress | None = None,
         reading: Progress | None = None,
+        workers: int = 1,
     ) -> IngestReport:
-        """``progress`` gets (chunks embedded, chunks to embed), ``reading`` (files read, files found so far)."""
-        return self.components.ingestor.run(paths, prune=prune, force=force, progress=progress, reading=reading)
+        """``progress`` gets (chunks embedded, chunks to embed), ``reading`` (files read, files found so far);
+        ``workers``: embedding processes (see :func:`ingest_with_workers`); 1 embeds in this process."""
+        options = {"prune": prune, "force": force, "progress": progress, "reading": reading}
+        if workers > 1:
+            return ingest_with_workers(self.components, workers, paths, **options)
+        return self.components.ingestor.run(paths, **options)
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine of the async core (e.g. ``evaluation.replay(rag.components.engine, ...)``) on this
@@ -440,9 +487,10 @@ class Anaphora:
         """The user's long-term memory items, newest first, with provenance; ``page.next_offset`` pages on."""
         return self.run(self.components.memory.list(user_id, kind=kind, limit=limit, offset=offset))
 
-    def forget(self, memory_id: str, *, user_id: str = LOCAL_USER) -> None:
-        """Forget one memory item (:class:`~anaphora.errors.MemoryNotFoundError` if the user has none by that id)."""
-        self.run(self.components.memory.delete(user_id, memory_id))
+    def forget(self, memory_id: str, *, user_id: str = LOCAL_USER) -> list[str]:
+        """Forget one memory item; a fact with the episode that stated it, and the profile rebuilt without it
+        (:class:`~anaphora.errors.MemoryNotFoundError` if the user has none by that id). The ids forgotten."""
+        return self.run(forget(self.components.memory, user_id, memory_id))
 
     def export_memory(self, *, user_id: str = LOCAL_USER) -> MemoryExport:
         """Everything remembered of the user: items, entities, profile (``export_lines`` makes JSON lines of it)."""

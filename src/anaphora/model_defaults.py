@@ -1,8 +1,11 @@
 """Settings left unset (or 'auto') resolved from what the chat model declares (:class:`~anaphora.models.base.
-ModelCapabilities`), never from its name: the answer mode, history excerpts, the verbatim window and model-written
-memory facts. The one place these defaults are decided; :func:`anaphora.app.build_stages` reads them."""
+ModelCapabilities`), never from its name: the answer mode, the query rewriter, history excerpts, the verbatim
+window and model-written memory facts. The one place these defaults are decided; :func:`anaphora.app.build_stages`
+reads them."""
 
 from __future__ import annotations
+
+from typing import Literal
 
 from anaphora.errors import ConfigurationError
 from anaphora.models.base import ModelCapabilities
@@ -10,6 +13,7 @@ from anaphora.pipeline.check import AnswerMode
 from anaphora.pipeline.window import WindowPolicy
 from anaphora.settings import Settings
 
+RewriterChoice = Literal["analysis", "model", "expansion", "off"]
 CACHED_WINDOW = (16, 8)  # a model whose provider caches prefixes: a longer window folds less often (prefix 0.89)
 LOCAL_WINDOW = (8, 4)  # the brief's window (at most 8 verbatim turns, folding to 4)
 
@@ -20,6 +24,15 @@ def answer_mode(settings: Settings, capabilities: ModelCapabilities) -> AnswerMo
     if settings.answer_mode is not None:
         return settings.answer_mode
     return "auto" if capabilities.reliable_answers else "extractive"
+
+
+def query_rewriter(settings: Settings, capabilities: ModelCapabilities) -> RewriterChoice:
+    """``rewriter``, or the model-free expansion for a model whose answers are not reliable (the embedded
+    SmolLM2-135M: its rewrites retrieve no better and cost a call per follow-up, docs/benchmarks.md, issue 23),
+    else a model rewrite."""
+    if settings.rewriter is not None:
+        return settings.rewriter
+    return "model" if capabilities.reliable_answers else "expansion"
 
 
 def uses_model_facts(settings: Settings, capabilities: ModelCapabilities) -> bool:

@@ -52,7 +52,13 @@ _SHAPES = [
 _BOUNDARY = re.compile(
     "|".join(f"(?:{p})" for p in [*(tolerant(t) for t in all_tokens()), *_SHAPES]), re.IGNORECASE | re.MULTILINE
 )
-_CONTEXT_FENCE = re.compile(rf"<<<{_WS}(?:END\s{{1,8}})?CONTEXT{_WS}>>>", re.IGNORECASE)
+FENCE_NAMES = ("CONTEXT", "MEMORY")  # the prompt's own blocks (pipeline/prompt.py): <<<CONTEXT>>>, <<<END MEMORY>>>
+_FENCE = re.compile(rf"<<<{_WS}(?:END\s{{1,8}})?(?:{'|'.join(FENCE_NAMES)}){_WS}>>>", re.IGNORECASE)
+# the prompt's own labels (pipeline/prompt.py), like its fences wherever they are: "Question:" says where the
+# user's question begins, so a passage or a memory must not be able to start a second one (nor a fake summary or
+# profile). Prose loses the word before a colon ("the FAQ's Question: field"), a small price.
+LABELS = ("Question", "Summary of the earlier conversation", "What you know about the user from earlier conversations")
+_LABEL = re.compile(rf"\b(?:{'|'.join(LABELS)}){_WS}:", re.IGNORECASE)
 
 
 MAX_PASSES = 8  # real text needs one or two; each further pass means tokens were nested inside tokens
@@ -61,9 +67,10 @@ _OPENERS = dict.fromkeys(map(ord, "<[＜［﹤"), " ")
 
 def _strip_once(text: str) -> str:
     folded = text.translate(_FOLD)  # same length as text, so match spans index both
-    if "<" not in folded and "[" not in folded and "#" not in folded:
-        return text  # every pattern needs one of these: most passages and questions stop here, cheaply
-    spans = [m.span() for pattern in (_BOUNDARY, _CONTEXT_FENCE) for m in pattern.finditer(folded)]
+    # every token and fence needs one of "<[#", every label a ":": most passages and questions stop here, cheaply
+    patterns = (_BOUNDARY, _FENCE) if "<" in folded or "[" in folded or "#" in folded else ()
+    patterns += (_LABEL,) if ":" in folded else ()
+    spans = [m.span() for pattern in patterns for m in pattern.finditer(folded)]
     if not spans:
         return text
     pieces, position = [], 0
@@ -79,7 +86,8 @@ def _strip_once(text: str) -> str:
 
 
 def sanitize(text: str) -> str:
-    """Strip role-boundary tokens and our own context fences from untrusted text; repeat until stable.
+    """Strip role-boundary tokens, our own prompt fences (context and memory) and the prompt's labels
+    ("Question:") from untrusted text; repeat until stable.
 
     Everything else is left as written (no Unicode normalisation of the content), except zero-width characters.
     """

@@ -202,6 +202,14 @@ class Settings(BaseSettings):
         description="similarity to the turn's query a passage sentence needs to be quoted; when none has it, the "
         "extractive answer abstains",
     )
+    uncovered_similarity: float = Field(
+        default=0.8,
+        ge=0,
+        le=1,
+        description="a question that names a word no passage uses and rare in English is refused ('the documents do "
+        "not cover this') unless a retrieved passage is at least this similar to the query (then the right page was "
+        "found); 0 turns the check off",
+    )
 
     # Embeddings and ingestion ---------------------------------------------------------------------------------
     embedder: str = Field(
@@ -240,6 +248,13 @@ class Settings(BaseSettings):
     )
     max_pdf_seconds: float = Field(
         default=60.0, gt=0, description="longest text extraction of one PDF; a slower PDF is skipped"
+    )
+    embedder_precision: Literal["fp32", "int8"] = Field(
+        default="fp32",
+        description="numeric precision of a sentence-transformers embedder on ONNX Runtime: 'int8' (dynamic "
+        "quantization, made once into cache_dir; about 1.6x less CPU per chunk, quality measured in "
+        "docs/benchmarks.md) or 'fp32'. An index embedded at one precision must be re-embedded to be queried at the "
+        "other (anaphora ingest --rebuild)",
     )
 
     # Retrieval ------------------------------------------------------------------------------------------------
@@ -352,11 +367,13 @@ class Settings(BaseSettings):
     history_budget_tokens: int = Field(
         default=6000, ge=256, description="tokens for summary + verbatim turns; oldest turns are evicted first"
     )
-    rewriter: Literal["analysis", "model", "expansion", "off"] = Field(
-        default="model",
+    rewriter: Literal["analysis", "model", "expansion", "off"] | None = Field(
+        default=None,
         description="query for retrieval on later turns: 'analysis' (one JSON model call: turn kind, whether the "
         "conversation already answers it, standalone query), 'model' (a guarded one-line model rewrite), both "
-        "falling back to 'expansion' (model-free: adds salient words of recent turns), or 'off' (the message alone)",
+        "falling back to 'expansion' (model-free: adds salient words of recent turns), or 'off' (the message alone); "
+        "unset: 'expansion' with the embedded SmolLM2-135M (as good at 0 model calls: docs/benchmarks.md), else "
+        "'model'",
     )
     rewrite_history_turns: int = Field(default=6, ge=1, le=8, description="turns the rewriter sees")
     rewrite_timeout_s: float = Field(default=10.0, gt=0, description="time budget of the rewrite call")
@@ -406,6 +423,13 @@ class Settings(BaseSettings):
     )
     memory_write_timeout_s: float = Field(
         default=30.0, gt=0, description="time budget of remembering one turn (in the background, after the answer)"
+    )
+    memory_fact_min_score: float = Field(
+        default=0.25,
+        ge=-1,
+        le=1,
+        description="for a question about the user ('which version do I run?'): the cosine similarity a current "
+        "fact needs to be shown first when it shares no word with the question (one that does is shown anyway)",
     )
 
     # Service ----------------------------------------------------------------------------------------------------

@@ -139,6 +139,9 @@ class RecalledMemory(BaseModel):
     similarity: float | None = None
     why: str = ""
     injected: bool = False
+    leads: bool = Field(
+        default=False, description="a current fact the question about the user asks for: the answer leads with it"
+    )
 
     @property
     def passage_id(self) -> str:
@@ -164,7 +167,9 @@ class TurnTrace(BaseModel):
     prompt_tokens: int = 0
     budget: BudgetDecision | None = None
     answer_source: str = Field(
-        default="model", description="'model', 'extractive' (quoted from the passages), 'abstain' or 'none'"
+        default="model",
+        description="'model', 'extractive' (quoted from the passages), 'conversation' (chit-chat or a request "
+        "about the conversation, answered from the history), 'abstain' or 'none'",
     )
     support: list[UnitVerdict] = Field(default_factory=list, description="the support check, unit by unit")
     memory: list[RecalledMemory] = Field(

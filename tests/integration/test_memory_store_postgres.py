@@ -20,7 +20,7 @@ pytestmark = pytest.mark.integration
 psycopg = pytest.importorskip("psycopg", reason="the postgres extra is not installed")
 pytest.importorskip("psycopg_pool", reason="the postgres extra is not installed")
 
-from anaphora.store.postgres_memory import MIGRATIONS, TABLES, PostgresMemoryStore  # noqa: E402
+from anaphora.memory.postgres_store import MIGRATIONS, TABLES, PostgresMemoryStore  # noqa: E402
 
 
 async def count_rows(store: PostgresMemoryStore, user_id: str) -> dict[str, int]:
@@ -40,7 +40,7 @@ class TestPostgresMemoryStoreContract(MemoryStoreContract):
         store = PostgresMemoryStore(postgres_url, max_size=4)
         await store.open()
         async with store.pool.connection() as conn:
-            await conn.execute(f"TRUNCATE {', '.join(TABLES)}")
+            await conn.execute(f"TRUNCATE {', '.join(TABLES)}, memory_epochs")
         yield store
         await store.aclose()
 
@@ -115,7 +115,7 @@ async def test_concurrent_adds_of_one_fact_store_it_once(fresh) -> None:
 async def test_every_query_names_the_user(fresh) -> None:
     """Each statement that reads or changes a user's rows filters by user_id in its SQL; only the TTL sweep, which
     covers every user, does not."""
-    import anaphora.store.postgres_memory as module
+    import anaphora.memory.postgres_store as module
 
     statements = []
     real_execute = psycopg.AsyncConnection.execute
@@ -185,3 +185,22 @@ def test_the_service_remembers_in_postgres_and_erase_leaves_no_row(new_database,
         assert erased["entities"] == before["memory_entities"] and erased["conversations"] == 1
         assert all(n == 0 for n in rows("alice").values())
         assert rows("bob")["memory_items"] >= 2
+
+
+@pytest.mark.parametrize("erase", ["/v1/users/alice/data", "/v1/memories"])
+def test_erase_wins_over_the_background_write_on_postgres(new_database, tmp_path: Path, erase: str) -> None:
+    """The back-to-back race of tests/unit/test_memory_erase_wins.py with the memory in PostgreSQL: the epoch is
+    checked under the user's advisory lock inside the write's transaction, so it holds across replicas."""
+    from tests.unit.test_memory_erase_wins import race, slowed
+    from tests.unit.test_server_harness import components_for, settings_for
+
+    url = new_database()
+    settings = settings_for(tmp_path, conversation_store="postgres", postgres_url=url)
+
+    def rows(user: str) -> int:
+        with psycopg.connect(url) as conn:
+            return sum(
+                conn.execute(f"SELECT count(*) FROM {t} WHERE user_id = %s", (user,)).fetchone()[0] for t in TABLES
+            )
+
+    race(settings, slowed(components_for(settings, ingest=False)), erase, rows)

@@ -54,6 +54,20 @@ def test_ask_prints_answer_sources_and_trace(tmp_path: Path) -> None:
         assert column in result.stdout
 
 
+def test_ask_says_whether_the_turn_is_remembered_and_remember_keeps_it(tmp_path: Path) -> None:
+    alone = run(tmp_path, "ask", "I run Fluent Bit 2.1 on ARM64 nodes")
+    assert alone.returncode == 0, alone.stderr
+    assert "Not remembered" in alone.stdout and "--remember" in alone.stdout
+    assert "This chat is not remembered" in alone.stdout  # the acknowledgement does not promise to remember
+    assert run(tmp_path, "memory", "list").stdout.count("Fluent Bit") == 0
+    kept = run(tmp_path, "ask", "--remember", "I run Fluent Bit 2.1 on ARM64 nodes")
+    assert "I'll remember that" in kept.stdout and "Remembered (conversation" in kept.stdout
+    listed = run(tmp_path, "memory", "list").stdout
+    assert "the user runs Fluent Bit 2.1 on ARM64 nodes" in listed and ", turn 1," in listed
+    temporary = run(tmp_path, "ask", "--temporary", "hello")
+    assert "remembered" not in temporary.stdout.lower()
+
+
 def test_chat_repl_persists_and_resumes(tmp_path: Path) -> None:
     run(tmp_path, "ingest", str(SAMPLE_DOCS))
     session = run(tmp_path, "chat", stdin="How do I install Kestrel on Kubernetes?\nAnd on ARM?\n/quit\n")
@@ -90,7 +104,7 @@ def test_the_demo_answers_from_memory_in_a_new_conversation_with_provenance(tmp_
     later = result.stdout.split(f"conversation {second}: a week later", 1)[1]
     answer, shown = later.split("From memory", 1)
     assert "2.7.1" in answer and "[memory:" in answer
-    assert f"you said it in conversation {first}, turn {stated}," in shown
+    assert f"you said it in conversation {first}, turn {stated + 1}," in shown  # turns counted from 1
 
 
 @pytest.mark.parametrize(

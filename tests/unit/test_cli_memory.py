@@ -46,8 +46,8 @@ def test_list_shows_provenance_and_validity_newest_first(tmp_path: Path) -> None
     assert listed.returncode == 0, listed.stderr
     out = listed.stdout
     assert [out.index(i) for i in reversed(ids)] == sorted(out.index(i) for i in ids)  # newest first
-    assert "conversation conv-b, turns 1, 2, 2023-11-14 22:16 UTC · current" in out
-    assert "conversation conv-a, turn 0, 2023-11-14 22:15 UTC · until 2023-11-14 22:16 UTC" in out
+    assert "conversation conv-b, turns 2, 3, 2023-11-14 22:16 UTC · current" in out  # counted from 1
+    assert "conversation conv-a, turn 1, 2023-11-14 22:15 UTC · until 2023-11-14 22:16 UTC" in out
     assert "mallory" not in out
     facts = run(tmp_path, "memory", "list", "--kind", "fact", "--limit", "1").stdout
     assert ids[2] in facts and ids[1] not in facts and "--offset 1 --limit 1" in facts
@@ -60,7 +60,12 @@ def test_export_writes_json_lines_of_everything(tmp_path: Path) -> None:
     records = [json.loads(line) for line in exported.stdout.splitlines()]
     assert [r["object"] for r in records] == ["memory"] * 4 + ["entity", "profile"]
     assert [r["id"] for r in records[:4]] == ids[::-1]
-    assert records[1]["provenance"] == {"conversation_id": "conv-b", "turns": [1, 2], "time": 1_700_000_200.0}
+    assert records[1]["provenance"] == {
+        "conversation_id": "conv-b",
+        "turns": [1, 2],
+        "time": 1_700_000_200.0,
+        "said_by": "user",
+    }
     assert records[1]["current"] is True and records[2]["valid_to"] == 1_700_000_200.0
     assert {r["user_id"] for r in records} == {LOCAL_USER}
     target = tmp_path / "memory.jsonl"

@@ -16,7 +16,7 @@ from anaphora.embeddings.hashing import HashingEmbedder
 from anaphora.memory.dates import period_asked, resolve_relative_dates
 from anaphora.memory.extract import extract_entities, extract_facts
 from anaphora.memory.model_facts import ModelFactExtractor
-from anaphora.memory.recall import MemoryRecall
+from anaphora.memory.recall import MemoryRecall, RecallWeights
 from anaphora.memory.sqlite_store import SQLiteMemoryStore
 from anaphora.memory.writer import TurnRecorder, TurnToRemember
 from anaphora.metrics import Metrics
@@ -37,8 +37,8 @@ def store(tmp_path: Path) -> Iterator[SQLiteMemoryStore]:
     database.close()
 
 
-def turn(question: str, *, index: int = 0, user: str = "alice", conversation: str = "c1", at: float = 1e9, answer=""):
-    return TurnToRemember(user, conversation, index, question, answer, at)
+def turn(question: str, *, index: int = 0, user: str = "alice", conversation: str = "c1", at: float = 1e9):
+    return TurnToRemember(user, conversation, index, question, at)
 
 
 # --- extraction, without a model ---------------------------------------------------------------------------------
@@ -46,7 +46,7 @@ def turn(question: str, *, index: int = 0, user: str = "alice", conversation: st
 
 def test_facts_come_from_the_users_own_statements() -> None:
     facts = {(f.attribute, f.value) for f in extract_facts("I run k3s on a Raspberry Pi 4, and I prefer Helm.")}
-    assert facts == {("runs k3s", "k3s on a Raspberry Pi 4"), ("prefers helm", "Helm")}
+    assert facts == {("uses k3s", "k3s on a Raspberry Pi 4"), ("prefers helm", "Helm")}
     assert [(f.attribute, f.value) for f in extract_facts("My chart version is 2.3.1.")] == [("chart version", "2.3.1")]
     assert extract_facts("How do I install the chart?") == []
 
@@ -84,15 +84,15 @@ def test_the_span_a_question_asks_about_is_resolved_against_now() -> None:
 
 async def test_a_turn_is_remembered_as_an_episode_with_its_facts_and_entities(store) -> None:
     written = await TurnRecorder(store, EMBEDDER).record(
-        turn("I run k3s 1.29 on a Raspberry Pi 4 yesterday", index=3, at=MAY_8_2023, answer="Use the arm64 chart.")
+        turn("I run k3s 1.29 on a Raspberry Pi 4 yesterday", index=3, at=MAY_8_2023)
     )
     assert (written.episodes, written.facts) == (1, 1) and written.entities >= 2
     items = (await store.list("alice")).items
     episode = next(i for i in items if i.kind == "episode")
     assert episode.conversation_id == "c1" and episode.turns == (3,) and episode.time == MAY_8_2023
-    assert episode.text == "I run k3s 1.29 on a Raspberry Pi 4 yesterday [7 May 2023]\nUse the arm64 chart."
+    assert episode.text == "I run k3s 1.29 on a Raspberry Pi 4 yesterday [7 May 2023]"  # the user's words only
     fact = next(i for i in items if i.kind == "fact")
-    assert fact.attribute == "runs k3s" and fact.turns == (3,) and fact.current
+    assert fact.attribute == "uses k3s" and fact.turns == (3,) and fact.current
     assert {e.key for e in await store.entities("alice")} >= {"k3s", "1.29"}
 
 
@@ -131,7 +131,7 @@ async def test_recall_ranks_the_matching_turn_first_and_says_why(store) -> None:
 
 async def test_a_current_fact_ranks_above_the_one_it_superseded_unless_the_past_is_asked(store) -> None:
     await _remember(store, "My chart version is 2.3.1", "My chart version is 2.4.0")
-    recall = MemoryRecall(store, EMBEDDER, neighbour_weight=0.0)
+    recall = MemoryRecall(store, EMBEDDER, RecallWeights(neighbour_weight=0.0))
     facts = [r for r in await recall.rank("alice", "the user's chart version") if r.item.kind == "fact"]
     assert [f.item.value for f in facts] == ["2.4.0", "2.3.1"] and "superseded fact" in facts[1].why
     past = [r for r in await recall.rank("alice", "my chart version before") if r.item.kind == "fact"]
@@ -279,12 +279,14 @@ async def test_the_profile_lists_the_current_facts_newest_first(store) -> None:
 
 
 def test_recall_leaves_out_what_the_prompt_already_has_verbatim(rag: Anaphora) -> None:
-    """The same conversation's recent turns are in the prompt already; other conversations are recalled."""
+    """The same conversation's recent turns are in the prompt already (their episodes are left out; the facts they
+    stated stay, since the answer leads with them); other conversations are recalled."""
     first = rag.new_conversation()
     rag.ask("I run k3s on a Raspberry Pi 4 and my chart version is 2.3.1", first)
     _drain(rag)
     same = rag.ask("Which chart version did I say I run?", first)
-    assert not [m for m in same.trace.memory if m.conversation_id == first]
+    assert not [m for m in same.trace.memory if m.conversation_id == first and m.kind == "episode"]
+    assert [m for m in same.trace.memory if m.kind == "fact" and m.leads and "2.3.1" in m.text]
     other = rag.ask("Which chart version did I say I run?", rag.new_conversation())
     assert [m for m in other.trace.memory if m.conversation_id == first and m.injected]
 

@@ -56,7 +56,7 @@ def test_list_pages_newest_first_with_provenance(running) -> None:
         assert page["object"] == "list" and page["limit"] == 2 and page["has_more"] is True
         chart, newest = page["data"]
         assert chart["id"] == ids[-1] and chart["kind"] == "fact" and chart["object"] == "memory"
-        assert chart["provenance"] == {"conversation_id": "c-alice", "turns": [1, 2], "time": 1004.0}
+        assert chart["provenance"] == {"conversation_id": "c-alice", "turns": [1, 2], "time": 1004.0, "said_by": "user"}
         assert (chart["attribute"], chart["value"], chart["current"]) == ("chart version", "2.8.0", True)
         assert chart["valid_from"] == 1004.0 and chart["valid_to"] is None
         assert newest["kind"] == "episode" and newest["provenance"]["turns"] == [3] and newest["value"] is None

@@ -55,18 +55,21 @@ def test_a_custom_stage_shows_in_trace_metrics_and_spans(settings: Settings) -> 
 
 
 def test_adding_after_an_unknown_stage_says_which_exist(rag: Anaphora) -> None:
-    with pytest.raises(ValueError, match="route, query"):
+    with pytest.raises(ValueError, match="memory_epoch, route, acknowledge, query"):
         rag.components.engine.add_stage(Shout(), after="nope")
 
 
 def test_the_stage_list_reads_as_the_pipeline(rag: Anaphora) -> None:
     names = [s.name for s in rag.components.engine.stages]
     assert names == [
+        "memory_epoch",
         "route",
+        "acknowledge",
         "query",
         "skip_gate",
         "retrieve",
         "select",
+        "coverage",
         "memory",
         "budget",
         "answer",
@@ -91,7 +94,7 @@ def _break(stage: Stage, failure: str) -> None:
         stage.timeout_s = 0.05
 
 
-OPTIONAL = ["query", "skip_gate", "select", "memory"]
+OPTIONAL = ["memory_epoch", "acknowledge", "query", "skip_gate", "select", "coverage", "memory"]
 
 
 @pytest.mark.parametrize("failure", ["error", "model", "timeout"])

@@ -85,9 +85,12 @@ def _ingest(
     force: bool = False,
     verbose: bool = False,
     every_s: float = DEFAULT_EVERY_S,
+    workers: int = 1,
 ):
     with IngestProgress(errors, every_s=every_s) as progress:
-        report = rag.ingest(paths, prune=prune, force=force, progress=progress.chunks, reading=progress.files)
+        report = rag.ingest(
+            paths, prune=prune, force=force, progress=progress.chunks, reading=progress.files, workers=workers
+        )
     print_ingest_report(console, report, verbose=verbose)
     return report
 
@@ -105,10 +108,13 @@ def ingest(
         float,
         typer.Option(help="seconds between progress lines when stderr is not a terminal (a terminal gets a bar)"),
     ] = DEFAULT_EVERY_S,
+    workers: Annotated[
+        int, typer.Option(min=1, help="embedding processes, each with its own embedder threads (more cores)")
+    ] = 1,
 ) -> None:
     """Index documents. Unchanged files are skipped, changed ones replaced, deleted ones removed."""
     with _open(ctx) as rag:
-        _ingest(rag, paths, prune=prune, force=rebuild, verbose=verbose, every_s=progress_every)
+        _ingest(rag, paths, prune=prune, force=rebuild, verbose=verbose, every_s=progress_every, workers=workers)
 
 
 def _answer(rag: Anaphora, question: str, conversation: str | None, trace: bool, *, memory: bool = True) -> TurnResult:
@@ -134,10 +140,27 @@ def ask(
     conversation: ConversationOption = None,
     trace: TraceOption = False,
     temporary: TemporaryOption = False,
+    remember: Annotated[
+        bool, typer.Option("--remember", help="store this turn in a new conversation, so it is remembered")
+    ] = False,
 ) -> None:
-    """Answer one question (continuing a conversation with --conversation)."""
+    """Answer one question (continuing a conversation with --conversation). Without a conversation the turn is
+    not stored, so nothing of it is remembered: --remember starts one."""
     with _open(ctx) as rag:
+        if remember and conversation is None and not temporary:
+            conversation = rag.new_conversation(question[:60])
         _answer(rag, question, conversation, trace, memory=not temporary)
+        remembers = rag.components.settings.memory == "on" and not temporary
+    if conversation is None and remembers:
+        console.print(
+            "[dim]Not remembered: a question without a conversation is not stored. To keep it: "
+            "anaphora ask --remember QUESTION (or anaphora chat).[/dim]"
+        )
+    elif conversation is not None and remembers:
+        console.print(
+            f"[dim]Remembered (conversation {shown(conversation)}; continue with -c {shown(conversation)}, "
+            "see what was kept with anaphora memory list).[/dim]"
+        )
 
 
 @app.command()
@@ -241,13 +264,22 @@ def serve(
     force_insecure: Annotated[
         bool, typer.Option("--force-insecure", help="allow auth=none on a non-loopback address")
     ] = False,
+    workers: Annotated[
+        int,
+        typer.Option(min=1, help="processes behind the one port (needs a shared turn lock and session store)"),
+    ] = 1,
 ) -> None:
     """Run the HTTP service: OpenAI-compatible chat completions and a conversations API (docs/server.md)."""
     for module, package in (("fastapi", "fastapi"), ("uvicorn", "uvicorn"), ("jwt", "pyjwt[crypto]")):
         require(module, package=package, extra="server", purpose="anaphora serve")
-    from anaphora.server.serve import run
+    from anaphora.server.serve import run, run_workers
 
-    run(load_settings(**{**ctx.obj, "server_host": host, "server_port": port}), force_insecure=force_insecure)
+    overrides = {**ctx.obj, "server_host": host, "server_port": port}
+    settings = load_settings(**overrides)
+    if workers > 1:
+        run_workers(settings, overrides, workers, force_insecure=force_insecure)
+    else:
+        run(settings, force_insecure=force_insecure)
 
 
 CLI_HINTS = {

@@ -60,10 +60,13 @@ def memory_list(
 
 @memory_app.command("forget")
 def memory_forget(ctx: typer.Context, memory_id: Annotated[str, typer.Argument(help="the id `list` shows")]) -> None:
-    """Forget one remembered item."""
+    """Forget one remembered item (a fact with the message that stated it)."""
     with _open(ctx) as rag:
-        rag.forget(memory_id.strip())
-    console.print(f"forgot {shown(memory_id.strip())}")
+        forgotten = rag.forget(memory_id.strip())
+    also = (
+        f" and {len(forgotten) - 1} message{'s' if len(forgotten) > 2 else ''} that stated it" if forgotten[1:] else ""
+    )
+    console.print(f"forgot {shown(memory_id.strip())}{also}")
 
 
 @memory_app.command("export")

@@ -74,9 +74,10 @@ def when(timestamp: float) -> str:
 
 
 def provenance(conversation_id: str, turns: Sequence[int], timestamp: float) -> str:
-    """Where a memory came from: ``conversation ID, turn 3, 2026-12-01 10:40 UTC``."""
+    """Where a memory came from: ``conversation ID, turn 3, 2026-12-01 10:40 UTC`` (turns counted from 1, as a
+    person counts them; the API's are 0-based indexes)."""
     label = "turn" if len(turns) == 1 else "turns"
-    return f"conversation {conversation_id}, {label} {', '.join(map(str, turns))}, {when(timestamp)}"
+    return f"conversation {conversation_id}, {label} {', '.join(str(t + 1) for t in turns)}, {when(timestamp)}"
 
 
 def print_sources(console: Console, result: TurnResult) -> None:
@@ -115,6 +116,9 @@ def print_memories(console: Console, result: TurnResult) -> None:
         console.print(f"  [cyan]{shown(f'[{memory.passage_id}]')}[/cyan] {shown(gist(memory.text))}{mark}")
         where = provenance(memory.conversation_id, memory.turns, memory.time)
         console.print(f"    [dim]you said it in {shown(where)} ({memory.kind}{state})[/dim]")
+
+
+TRACE_TEXT = 80  # characters of a recalled item's text and reasons in the trace table (the API has them whole)
 
 
 def print_trace(console: Console, result: TurnResult) -> None:
@@ -171,7 +175,12 @@ def print_trace(console: Console, result: TurnResult) -> None:
         for m in trace.memory:
             similarity = "" if m.similarity is None else f"{m.similarity:.3f}"
             recalled.add_row(
-                cell(m.id), "yes" if m.injected else "no", f"{m.score:.3f}", similarity, cell(m.text), cell(m.why)
+                cell(m.id),
+                "yes" if m.injected else "no",
+                f"{m.score:.3f}",
+                similarity,
+                cell(gist(m.text, TRACE_TEXT)),
+                cell(gist(m.why, TRACE_TEXT)),
             )
         console.print(recalled)
 

@@ -4,8 +4,10 @@ named things (entities) of the turn.
 Facts come only from the user's side of the turn ("I run k3s on a Pi 4", "my chart version is 2.3.1"), never
 from the assistant's, which may be wrong. Each fact has a subject ("user"), an attribute and a value; a
 single-valued attribute ("my X is ...", "I live in ...") is keyed by itself, so a newer value supersedes the old;
-a many-valued one ("I use ...", "I run ...") is keyed by the verb and the thing's head word, so "I run k3s 1.30"
-supersedes "I run k3s 1.29" but not "I run Postgres".
+using a thing ("I use ...", "I run ...", "we're on ...", "we upgraded to ...") is keyed by the thing's head word, so
+"I run k3s 1.30" supersedes "I run k3s 1.29" but not "I run Postgres". Changes are facts too: "we switched from X
+to Y" and "we don't use X any more" close X's fact with one whose value says "no longer X"; "I upgraded to 3.2",
+with no name, is a bare version that the writer gives to the user's current fact with a version in it.
 
 Entities are products, versions, platforms and people: words with digits (``k3s``, ``2.3.1``), inner or all
 capitals (``ArgoCD``, ``AWS``), and capitalised words that are not at the start of a sentence, not function words
@@ -22,15 +24,22 @@ from anaphora.memory.types import EntityKind
 from anaphora.text import STOPWORDS
 
 _CLAUSE_END = re.compile(r"[.;!?](?:\s|$)|\n|,\s|\s(?:and|but|because|so|which|though|although|since|when|if)\s", re.I)
-_MAX_VALUE_WORDS = 8
+_MAX_VALUE_WORDS = 10
+_WE = r"\b(?:i|we)(?:'ve| have| had)? (?:just |recently |finally |now |already )?"
+_OBJECT = r"(?: (?:my|our|the|all (?:my|our|the)) (?:[\w-]+ ){0,2}?[\w-]+)?"  # "upgraded [my nodes] to ..."
+_CHANGED = r"(?:switched|moved|migrated|upgraded|updated|changed)"
+_USING = r"(?:use|using|uses|run|running|runs|on)"
 
-# (pattern on the user's words, attribute, many-valued): the value is what follows, to the end of the clause
+# (pattern on the user's words, verb of the fact's text, many-valued): the value is what follows, to the end of
+# the clause. Using, running, being on and having moved to a thing are one family ("uses"), keyed by the thing's
+# head word, so "I run Fluent Bit 2.1" is superseded by "we upgraded to Fluent Bit 3.2" but not by "I run Postgres".
 _VERB_FACTS: tuple[tuple[re.Pattern[str], str, bool], ...] = tuple(
-    (re.compile(pattern, re.I), attribute, many)
-    for pattern, attribute, many in (
+    (re.compile(pattern, re.I), verb, many)
+    for pattern, verb, many in (
         (r"\b(?:i|we)(?:'m| am| are)? (?:currently |now |still )?(?:use|using|uses)\s+", "uses", True),
         (r"\b(?:i|we)(?:'m| am| are)? (?:currently |now |still )?(?:run|running|runs)\s+", "runs", True),
-        (r"\b(?:i|we)(?:'ve| have)? (?:switched|moved|migrated|upgraded) to\s+", "uses", True),
+        (r"\b(?:i|we)(?:'m| am|'re| are) (?:currently |now |still )?on\s+(?=\S*[A-Za-z0-9])", "is on", True),
+        (_WE + _CHANGED + _OBJECT + r" to\s+", "uses", True),
         (r"\b(?:i|we) (?:have|own|'ve got|have got)\s+(?:a |an |two |three )?", "has", True),
         (r"\b(?:i|we) (?:prefer|like to use|'d rather use)\s+", "prefers", True),
         (r"\bi(?:'m| am) (?:a |an )(?!bit\b|little\b|lot\b)", "is", False),
@@ -38,7 +47,27 @@ _VERB_FACTS: tuple[tuple[re.Pattern[str], str, bool], ...] = tuple(
         (r"\b(?:i|we) work (?:at|for)\s+", "works at", False),
     )
 )
-_MY_FACT = re.compile(r"\b(?:my|our) ((?:[\w.+-]+ ){0,3}[\w.+-]+) (?:is|are|was set to|is set to) ", re.I)
+_FAMILY = {"uses": "uses", "runs": "uses", "is on": "uses"}  # verbs whose facts share one key per thing
+# "upgraded Fluent Bit to 3.2": the thing before "to", the version after it
+_CHANGED_THING = re.compile(
+    _WE + _CHANGED + r" (?!(?:my|our|the|all|from|to|away)\b)(?P<thing>(?:[\w.+-]+ ){0,2}?[\w.+-]+) to "
+    r"(?P<version>v?\d+(?:\.\w+)*)\b",
+    re.I,
+)
+# "we switched from Promtail to Alloy": the old thing is no longer used, the new one is
+_SWITCHED = re.compile(_WE + _CHANGED + r" (?:away )?from (?P<old>.+?) to\s+(?P<new>.+)", re.I)
+# "we don't use Promtail anymore", "I'm not on 2.9 any more", "we no longer run k3s"
+_STOPPED = re.compile(
+    r"\b(?:i|we)(?:'re| are|'m| am)? (?:no longer|not|don't|do not|didn't|stopped)(?: \w+)?? "
+    + _USING
+    + r"\s+(?P<old>.+)",
+    re.I,
+)
+_ANYMORE = re.compile(r"\s*\b(?:any ?more|any longer)\b.*$", re.I)
+_TRAILING_TIME = re.compile(
+    r"\s+(?:(?:last|this|next) (?:week|weekend|month|year|night)|yesterday|today|recently|now|\d+ \w+ ago)\b.*$", re.I
+)
+_MY_FACT = re.compile(r"\b(?:my|our) ((?:[\w.+-]+ ){0,3}[\w.+-]+) (is|are|was set to|is set to) ", re.I)
 _LEADING_ARTICLE = re.compile(r"^(?:the|a|an|my|our|some)\s+", re.I)
 
 _VERSION = re.compile(r"^v?\d+(?:\.\d+)+[a-z0-9-]*$|^v\d+$", re.I)
@@ -48,6 +77,7 @@ _DISCOURSE = frozenset(
     """hey hi hello thanks thank yes yeah no ok okay sure great good nice cool wow oh well so please sorry
     awesome amazing right really maybe also anyway btw lol haha""".split()
 )
+NO_LONGER = "no longer "  # how a fact's value says the thing is not used any more
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,29 +89,77 @@ class ExtractedFact:
 
 
 def _clause(text: str) -> str:
-    """The value: from ``text``'s start to the end of its clause, at most a few words, without a leading article."""
+    """The value: from ``text``'s start to the end of its clause, at most a few words, without a leading article
+    or a trailing time ("... last week")."""
     end = _CLAUSE_END.search(text)
     value = text[: end.start()] if end else text
+    value = _TRAILING_TIME.sub("", _ANYMORE.sub("", value.split(" [")[0]))  # "[7 May 2023]": a resolved date
     words = value.split()[:_MAX_VALUE_WORDS]
-    return _LEADING_ARTICLE.sub("", " ".join(words)).strip(" \"'()")
+    while len(words) > 1 and (words[-1].lower() in STOPWORDS or words[-1].lower() in _DISCOURSE):
+        words.pop()  # cut mid-phrase ("a plain binary on a"), or a closing "btw"
+    value = _LEADING_ARTICLE.sub("", " ".join(words)).strip(" \"'`")
+    if value.endswith(")") and value.count(")") > value.count("("):
+        value = value[:-1]
+    if value.startswith("(") and value.count("(") > value.count(")"):
+        value = value[1:]
+    return value.strip()
+
+
+def thing_key(value: str) -> str:
+    """The key of a many-valued fact: its family and the thing's head word ("uses fluent")."""
+    return f"uses {value.split()[0].lower()}" if value else "uses"
+
+
+def used(value: str, verb: str = "uses") -> ExtractedFact:
+    return ExtractedFact("user", thing_key(value), value, f"the user {verb} {value}")
+
+
+def stopped(old: str, text: str = "") -> ExtractedFact:
+    """The thing is no longer used: a fact under the thing's key that supersedes the one saying it is."""
+    return ExtractedFact("user", thing_key(old), f"{NO_LONGER}{old}", text or f"the user no longer uses {old}")
+
+
+def _changes(user_words: str) -> list[ExtractedFact]:
+    """Facts of the changes the user states: switched from one thing to another, stopped using one, upgraded a
+    named thing to a version."""
+    found = []
+    for match in _SWITCHED.finditer(user_words):
+        old, new = _clause(match.group("old")), _clause(match.group("new"))
+        if old and new and old.lower().split()[0] not in STOPWORDS:
+            found += [stopped(old, f"the user switched from {old} to {new}"), used(new)]
+    for match in _STOPPED.finditer(user_words):
+        old = _clause(match.group("old"))
+        if old and old.lower().split()[0] not in STOPWORDS:
+            found.append(stopped(old))
+    for match in _CHANGED_THING.finditer(user_words):
+        thing = _LEADING_ARTICLE.sub("", match.group("thing"))
+        if thing and thing.lower().split()[0] not in STOPWORDS:
+            found.append(used(f"{thing} {match.group('version')}"))
+    return found
 
 
 def extract_facts(user_words: str) -> list[ExtractedFact]:
-    """The facts stated in the user's own words, in order (one per attribute key)."""
+    """The facts stated in the user's own words, in order (one per attribute key; a stated change first)."""
     found: dict[tuple[str, str], ExtractedFact] = {}
-    for pattern, attribute, many in _VERB_FACTS:
+    for fact in _changes(user_words):
+        found.setdefault((fact.subject, fact.attribute), fact)
+    stated_stop = {a for (_, a), f in found.items() if f.value.startswith(NO_LONGER)}
+    for pattern, verb, many in _VERB_FACTS:
         for match in pattern.finditer(user_words):
             value = _clause(user_words[match.end() :])
             if not value or value.lower().split()[0] in STOPWORDS:
                 continue
-            key = f"{attribute} {value.split()[0].lower()}" if many else attribute
-            found.setdefault(("user", key), ExtractedFact("user", key, value, f"the user {attribute} {value}"))
+            key = (thing_key(value) if verb in _FAMILY else f"{verb} {value.split()[0].lower()}") if many else verb
+            if key in stated_stop:
+                continue
+            found.setdefault(("user", key), ExtractedFact("user", key, value, f"the user {verb} {value}"))
     for match in _MY_FACT.finditer(user_words):
         attribute = match.group(1).lower()
         value = _clause(user_words[match.end() :])
         if value and attribute.split()[0] not in STOPWORDS:
             found.setdefault(
-                ("user", attribute), ExtractedFact("user", attribute, value, f"the user's {attribute} is {value}")
+                ("user", attribute),
+                ExtractedFact("user", attribute, value, f"the user's {attribute} {match.group(2).lower()} {value}"),
             )
     return list(found.values())
 

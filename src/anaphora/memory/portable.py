@@ -18,7 +18,12 @@ def item_record(item: MemoryItem) -> dict[str, Any]:
         "id": item.id,
         "kind": item.kind,
         "text": item.text,
-        "provenance": {"conversation_id": item.conversation_id, "turns": list(item.turns), "time": item.time},
+        "provenance": {
+            "conversation_id": item.conversation_id,
+            "turns": list(item.turns),
+            "time": item.time,
+            "said_by": "user",  # memory keeps what the user said, never the assistant's answers
+        },
         "source": item.source,
     }
     if item.kind == "fact":

@@ -10,6 +10,10 @@ Rules every backend keeps (``anaphora.testing.memory_contract`` checks them):
   with another value (``valid_to`` = the new fact's ``valid_from``); a fact equal to a current one (same subject,
   attribute and value) is not stored twice. Only ``delete``, ``delete_expired`` and ``erase_user`` remove rows.
 - **Atomic writes**: one ``add`` (items with their vectors, and the facts it closes) is one transaction.
+- **Erase wins**: ``erase_user`` moves the user's *epoch* forward in its own transaction. A write given the epoch
+  it started under (``epoch=``) checks it inside its transaction and is dropped when an erase came in between, so
+  a background write still in flight (on this replica or another) cannot bring erased memories back. The epoch
+  is kept under a hash of the user id (no id, nothing said), the only row an erase leaves.
 - Searches return at most ``k`` hits per query, best first, in query order; an empty query, a query with no known
   word, or a user with no items gets an empty list, never an error. Dense scores are cosine similarities.
 """
@@ -53,21 +57,30 @@ class MemoryReader(Protocol):
 
 
 class MemoryWriter(Protocol):
-    """What the background writer needs."""
+    """What the background writer needs. ``epoch``: the user's epoch when the turn began (:meth:`epoch`); a write
+    under an older one is dropped (``None``: not checked, for scripts that write directly)."""
+
+    async def epoch(self, user_id: str) -> int:
+        """How many times the user's memory was erased (0 at first): what a write started now passes back."""
+        ...
 
     async def add(
-        self, user_id: str, items: Sequence[MemoryItem], vectors: np.ndarray | None = None
+        self, user_id: str, items: Sequence[MemoryItem], vectors: np.ndarray | None = None, *, epoch: int | None = None
     ) -> list[MemoryItem]:
         """Store ``items`` (all of ``user_id``; ``vectors[i]`` is item i's, L2-normalised, or ``None`` for no
         vectors), superseding older facts as the module's rules say. Returns the items actually stored (duplicate
-        current facts left out). An item of another user is a ``ValueError``."""
+        current facts left out; nothing when ``epoch`` is stale). An item of another user is a ``ValueError``."""
         ...
 
-    async def upsert_entities(self, user_id: str, mentions: Sequence[EntityMention]) -> None:
+    async def upsert_entities(
+        self, user_id: str, mentions: Sequence[EntityMention], *, epoch: int | None = None
+    ) -> None:
         """Count each mention of an entity (by case-folded name) and move its ``last_seen`` forward."""
         ...
 
-    async def set_profile(self, user_id: str, text: str, covers: Sequence[str] = ()) -> None: ...
+    async def set_profile(
+        self, user_id: str, text: str, covers: Sequence[str] = (), *, epoch: int | None = None
+    ) -> None: ...
 
 
 class MemoryStore(MemoryReader, MemoryWriter, Protocol):
@@ -104,7 +117,8 @@ class MemoryStore(MemoryReader, MemoryWriter, Protocol):
         ...
 
     async def erase_user(self, user_id: str) -> dict[str, int]:
-        """Right to erase: delete all of the user's rows in every memory table, atomically. Returns
+        """Right to erase: delete all of the user's rows in every memory table and move the user's epoch forward,
+        atomically. Returns
         ``{"memories": n, "vectors": n, "entities": n, "profiles": n}``."""
         ...
 

@@ -30,10 +30,12 @@ from anaphora.memory.types import (
     MemoryKind,
     MemoryPage,
     Profile,
+    epoch_key,
 )
 from anaphora.store.sqlite_database import Database
 
 REMOVALS = "memory_removals"  # the meta key counting removals of memory rows, by any user
+_EPOCH = "SELECT epoch FROM memory_epochs WHERE user_key = ?"
 COUNTED = (("memories", "memory_items"), ("vectors", "memory_vectors"), ("entities", "memory_entities"))
 
 
@@ -81,8 +83,12 @@ class SQLiteMemoryStore:
 
     # --- writes ----------------------------------------------------------------------------------------------
 
+    async def epoch(self, user_id: str) -> int:
+        rows = self.db.query(_EPOCH, (epoch_key(user_id),))
+        return rows[0]["epoch"] if rows else 0
+
     async def add(
-        self, user_id: str, items: Sequence[MemoryItem], vectors: np.ndarray | None = None
+        self, user_id: str, items: Sequence[MemoryItem], vectors: np.ndarray | None = None, *, epoch: int | None = None
     ) -> list[MemoryItem]:
         if any(item.user_id != user_id for item in items):
             raise ValueError(f"every item written for {user_id!r} must belong to it")
@@ -90,6 +96,8 @@ class SQLiteMemoryStore:
             raise ValueError(f"{len(vectors)} vectors for {len(items)} items")
         stored: list[MemoryItem] = []
         with self.db.transaction() as db:
+            if _stale(db, user_id, epoch):
+                return []
             for position, item in enumerate(items):
                 if item.kind == "fact":
                     item = self._supersede(db, item)
@@ -147,8 +155,12 @@ class SQLiteMemoryStore:
             return replace(fact, valid_from=since, valid_to=min(later))
         return fact
 
-    async def upsert_entities(self, user_id: str, mentions: Sequence[EntityMention]) -> None:
+    async def upsert_entities(
+        self, user_id: str, mentions: Sequence[EntityMention], *, epoch: int | None = None
+    ) -> None:
         with self.db.transaction() as db:
+            if _stale(db, user_id, epoch):
+                return
             db.executemany(
                 "INSERT INTO memory_entities(user_id, key, name, kind, mentions, first_seen, last_seen) "
                 "VALUES (?, ?, ?, ?, 1, ?, ?) ON CONFLICT(user_id, key) DO UPDATE SET mentions = mentions + 1, "
@@ -156,8 +168,12 @@ class SQLiteMemoryStore:
                 [(user_id, m.name.casefold(), m.name, m.kind, m.seen_at, m.seen_at) for m in mentions],
             )
 
-    async def set_profile(self, user_id: str, text: str, covers: Sequence[str] = ()) -> None:
+    async def set_profile(
+        self, user_id: str, text: str, covers: Sequence[str] = (), *, epoch: int | None = None
+    ) -> None:
         with self.db.transaction() as db:
+            if _stale(db, user_id, epoch):
+                return
             db.execute(
                 "INSERT INTO memory_profiles(user_id, text, covers, updated_at) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT(user_id) DO UPDATE SET text = excluded.text, covers = excluded.covers, "
@@ -257,6 +273,11 @@ class SQLiteMemoryStore:
                 db.execute(f"DELETE FROM {table} WHERE user_id = ?", (user_id,))
             _count_removal(db)
             counts["profiles"] = db.execute("DELETE FROM memory_profiles WHERE user_id = ?", (user_id,)).rowcount
+            db.execute(
+                "INSERT INTO memory_epochs(user_key, epoch) VALUES (?, 1) "
+                "ON CONFLICT(user_key) DO UPDATE SET epoch = epoch + 1",
+                (epoch_key(user_id),),
+            )
         self._forget_index(user_id)
         return counts
 
@@ -297,6 +318,15 @@ class SQLiteMemoryStore:
         while len(self._indexes) > self.cached_users:
             self._indexes.popitem(last=False)
         return index
+
+
+def _stale(db: sqlite3.Connection, user_id: str, epoch: int | None) -> bool:
+    """Whether a write begun under ``epoch`` comes after an erase (checked inside the write's transaction, which
+    BEGIN IMMEDIATE serialises with the erase's, in any process on the file)."""
+    if epoch is None:
+        return False
+    row = db.execute(_EPOCH, (epoch_key(user_id),)).fetchone()
+    return (row[0] if row else 0) != epoch
 
 
 def _count_removal(db: sqlite3.Connection) -> None:

@@ -6,6 +6,7 @@ turns), so recall can say where a memory came from and erase can find everything
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from dataclasses import dataclass
 from typing import Literal
@@ -17,6 +18,11 @@ EntityKind = Literal["product", "version", "platform", "person", "name"]
 def new_memory_id() -> str:
     """A fresh item id; ids are global, but every store read still checks the owner."""
     return uuid.uuid4().hex[:16]
+
+
+def epoch_key(user_id: str) -> str:
+    """How a store keys a user's erase epoch: a hash, so the row an erase leaves names nobody."""
+    return hashlib.sha256(user_id.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,19 +1,24 @@
 """Writing memory after a turn: the episode, the facts the user stated, the entities named, and the profile
 rolled up from the current facts. No model by default.
 
-An episode is the turn itself (the user's words and the answer), with relative dates resolved against the turn's
-time. Its vector is of the turn *in its context* (the previous turn's text before it), so that "yes, the second
+An episode is what the user said in the turn, with relative dates resolved against the turn's time. The
+assistant's answer is not kept: memory is evidence of what the user said, and documents stay the source of what
+documents say (so a document deleted later lives on in no episode, and no earlier answer is quoted back as
+memory). Its vector is of the turn *in its context* (the previous user turn before it), so that "yes, the second
 one" can still be found by what it was about; the item's text and provenance stay the turn's own.
+
+Every write carries the user's erase epoch from when the turn began: the store drops it if an erase came first.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass
 
 from anaphora.embeddings.base import Embedder
 from anaphora.memory.dates import resolve_relative_dates
-from anaphora.memory.extract import ExtractedFact, extract_entities, extract_facts
+from anaphora.memory.extract import NO_LONGER, ExtractedFact, extract_entities, extract_facts
 from anaphora.memory.model_facts import ModelFactExtractor
 from anaphora.memory.protocols import MemoryStore
 from anaphora.memory.types import EntityMention, MemoryItem, new_memory_id
@@ -22,15 +27,16 @@ from anaphora.sanitize import sanitize
 
 @dataclass(frozen=True, slots=True)
 class TurnToRemember:
-    """A stored turn, as the writer needs it. ``context`` is the previous turn's text (for the vector only)."""
+    """A stored turn, as the writer needs it: the user's side only. ``context`` is the previous user turn's text
+    (for the vector only)."""
 
     user_id: str
     conversation_id: str
     index: int
-    question: str
-    answer: str
+    question: str  # the user's words (what is remembered; the answer is not)
     time: float
     context: str = ""
+    epoch: int | None = None  # the user's erase epoch when the turn began (None: unchecked)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,9 +45,12 @@ class Written:
     facts: int
     entities: int
     rejected: int = 0  # model facts the user's words did not support
+    dropped: bool = False  # the user's memory was erased after the turn began: nothing written
 
     @property
     def detail(self) -> str:
+        if self.dropped:
+            return "dropped: the user's memory was erased after this turn began"
         rejected = f", {self.rejected} model facts rejected as unsupported" if self.rejected else ""
         return f"{self.episodes} episode, {self.facts} facts, {self.entities} entities{rejected}"
 
@@ -56,8 +65,28 @@ def profile_of(facts: list[MemoryItem]) -> tuple[str, list[str]]:
     return "; ".join(f.text for f in current), sorted({f.conversation_id for f in current})
 
 
-def episode_text(question: str, answer: str) -> str:
-    return f"{question}\n{answer}".strip()
+_VERSION_IN = re.compile(r"(?<![\w.])v?\d+(?:\.\d+)+[a-z0-9-]*(?![\w.])|(?<![\w.])v\d+(?![\w.])", re.I)
+
+
+def with_version(fact: ExtractedFact, current: list[MemoryItem]) -> ExtractedFact:
+    """A new version of a thing the user has a current fact about, given that fact's key and the rest of its value:
+    "I upgraded to 3.2" (a bare version) goes to the newest current fact with a version in it; "we upgraded Fluent
+    Bit to 3.2" to the current fact of that key that names Fluent Bit. "on ARM64 nodes" in the old value stays.
+    A value that goes on after its version ("Fluent Bit 3.2 on x86") is a restatement and stays as it is."""
+    new = _VERSION_IN.search(fact.value)
+    if new is None or fact.value[new.end() :].strip() or fact.value.startswith(NO_LONGER):
+        return fact
+    named = fact.value[: new.start()].split()
+    for item in current:  # newest first
+        old = _VERSION_IN.search(item.value)
+        if item.kind != "fact" or not item.current or old is None or old.group(0) == new.group(0):
+            continue
+        if named and (item.attribute != fact.attribute or not all(w.lower() in item.value.lower() for w in named)):
+            continue
+        value = item.value[: old.start()] + new.group(0) + item.value[old.end() :]
+        text = item.text.replace(old.group(0), new.group(0)) if old.group(0) in item.text else f"the user uses {value}"
+        return ExtractedFact(item.subject, item.attribute, value, text)
+    return fact
 
 
 def fact_item(turn: TurnToRemember, fact: ExtractedFact, source: str) -> MemoryItem:
@@ -75,6 +104,12 @@ def fact_item(turn: TurnToRemember, fact: ExtractedFact, source: str) -> MemoryI
         valid_from=turn.time,
         source=source,
     )
+
+
+async def rebuild_profile(store: MemoryStore, user_id: str, *, epoch: int | None = None) -> None:
+    """Roll the profile up again from the user's current facts (after a fact is written or forgotten)."""
+    page = await store.list(user_id, kind="fact", limit=4 * PROFILE_FACTS)
+    await store.set_profile(user_id, *profile_of(list(page.items)), epoch=epoch)
 
 
 class TurnRecorder:
@@ -98,12 +133,11 @@ class TurnRecorder:
     def items(self, turn: TurnToRemember) -> tuple[list[MemoryItem], list[EntityMention]]:
         """What the turn teaches (pure CPU work, no I/O): the episode first, then the facts, and the entities."""
         question = resolve_relative_dates(sanitize(turn.question).strip(), turn.time)
-        answer = resolve_relative_dates(sanitize(turn.answer).strip(), turn.time)
         episode = MemoryItem(
             id=new_memory_id(),
             user_id=turn.user_id,
             kind="episode",
-            text=episode_text(question, answer),
+            text=question,
             conversation_id=turn.conversation_id,
             turns=(turn.index,),
             time=turn.time,
@@ -118,6 +152,20 @@ class TurnRecorder:
         context = sanitize(turn.context).strip() if self.contextual else ""
         return [f"{context}\n{item.text}" if item.kind == "episode" and context else item.text for item in items]
 
+    async def _versions_placed(self, turn: TurnToRemember, items: list[MemoryItem]) -> list[MemoryItem]:
+        """New versions given to the current fact they update (the store's current facts, newest first)."""
+        bare = [i for i in items if i.kind == "fact" and _VERSION_IN.search(i.value)]
+        if not bare:
+            return items
+        current = [f for f in (await self.store.list(turn.user_id, kind="fact", limit=50)).items if f.current]
+        placed = {
+            i.id: fact_item(
+                turn, with_version(ExtractedFact(i.subject, i.attribute, i.value, i.text), current), i.source
+            )
+            for i in bare
+        }
+        return [placed.get(i.id, i) for i in items]
+
     async def record(self, turn: TurnToRemember) -> Written:
         items, mentions = self.items(turn)
         rejected = 0
@@ -125,15 +173,17 @@ class TurnRecorder:
             found, rejected = await self.model_facts.extract(turn.question)
             known = {item.attribute for item in items if item.kind == "fact"}
             items += [fact_item(turn, fact, "model") for fact in found if fact.attribute not in known]
+        items = await self._versions_placed(turn, items)
         vectors = None
         if self.embedder is not None:
             vectors = await asyncio.to_thread(self.embedder.embed, self.vector_texts(turn, items))
-        stored = await self.store.add(turn.user_id, items, vectors)
+        stored = await self.store.add(turn.user_id, items, vectors, epoch=turn.epoch)
+        if not stored and turn.epoch is not None and await self.store.epoch(turn.user_id) != turn.epoch:
+            return Written(0, 0, 0, rejected, dropped=True)
         if mentions:
-            await self.store.upsert_entities(turn.user_id, mentions)
+            await self.store.upsert_entities(turn.user_id, mentions, epoch=turn.epoch)
         if any(item.kind == "fact" for item in stored):
-            page = await self.store.list(turn.user_id, kind="fact", limit=4 * PROFILE_FACTS)
-            await self.store.set_profile(turn.user_id, *profile_of(list(page.items)))
+            await rebuild_profile(self.store, turn.user_id, epoch=turn.epoch)
         return Written(
             episodes=sum(i.kind == "episode" for i in stored),
             facts=sum(i.kind == "fact" for i in stored),

@@ -9,6 +9,10 @@
 - **fall back**: an unchecked model that gave no usable answer is replaced by a quote; a checked answer with nothing
   supported by a quote (``auto``) or the abstention.
 
+A stage before it may have decided the answer already (a statement acknowledged, a turn about the conversation
+answered from it): the answer stage then does not apply, and the answer stays as it is (the rule is declared: it
+reads ``answer``).
+
 The stage decides the answer; it does not send it. While generating it drafts what it has decided so far (in
 ``drop`` mode only the units the check kept) to the turn's :class:`~anaphora.pipeline.sink.AnswerSink`, which the
 engine owns and which passes drafts on only when no later stage may change the answer.
@@ -36,19 +40,21 @@ class Answer(Stage):
     name = "answer"
     releases = True
     reads = (
+        "answer",
         "question",
         "request",
         "history",
         "summary",
         "skip",
         "plan",
+        "candidates",
         "selected",
         "memory",
         "profile",
         "prompt",
         "calls",
     )
-    writes = ("answer", "answer_source", "support", "calls")
+    writes = ("answer", "answer_source", "support", "calls", "selected")  # selected: a quote's other passages
 
     def __init__(
         self,
@@ -74,6 +80,9 @@ class Answer(Stage):
         self.max_tokens = max_tokens
         self.temperature = temperature
 
+    def applies(self, state: TurnState) -> bool:
+        return not state.answer  # an earlier stage decided it (acknowledge, converse): never overwritten
+
     async def run(self, state: TurnState) -> StageResult:
         if state.nothing_found:
             return StageResult(state.update(answer=ABSTAIN, answer_source="abstain"), "skipped", NOTHING_FOUND)
@@ -96,7 +105,9 @@ class Answer(Stage):
         if extract is None:
             after = state.update(answer=ABSTAIN, answer_source="abstain")
             return StageResult(after, "skipped", "abstained: no passage sentence is relevant enough")
-        after = state.update(answer=extract.text, answer_source="extractive")
+        shown = {p.id for p in state.sources}
+        selected = (*state.selected, *(p for p in extract.quoted if p.id not in shown))  # its page's other passages
+        after = state.update(answer=extract.text, answer_source="extractive", selected=selected)
         return StageResult(after, "ok", f"{len(extract.points)} sentences quoted, no model call")
 
     def _options(self, state: TurnState) -> ChatOptions:

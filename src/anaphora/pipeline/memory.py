@@ -1,27 +1,93 @@
-"""The two memory stages: recall before the answer, writing after it (in the background).
+"""The memory stages: acknowledging a statement, recall before the answer, writing after it (in the background).
 
-``RecallMemory`` ranks the user's long-term memory for the turn (:mod:`anaphora.memory.recall`) and injects the
-few items that pass the threshold; the trace lists the best ones with why each was recalled and whether it was
-shown. ``RememberTurn`` writes what the stored turn teaches (:mod:`anaphora.memory.writer`). Both are optional:
-on an error or past their time budget the observer counts the failure and the turn goes on without memory.
+``AcknowledgeStatement`` answers a turn that only states something about the user ("fyi: we run Traefik v3 on a
+VM") with a short acknowledgement instead of document quotes. ``RecallMemory`` ranks the user's long-term memory
+for the turn (:mod:`anaphora.memory.recall`) and injects the few items that pass the threshold; for a question
+about the user ("which version did I say I run?") the relevant current facts first, even below it, and the answer
+leads with them. The trace lists the best items with why each was recalled and whether it was shown.
+``RememberTurn`` writes what the stored turn teaches (:mod:`anaphora.memory.writer`), under the user's erase epoch
+read when the turn began. All are optional: on an error or past their time budget the observer counts the failure
+and the turn goes on without memory.
 """
 
 from __future__ import annotations
 
 import time
 
+from anaphora.memory.extract import extract_facts
+from anaphora.memory.personal import acknowledgement, asks_about_user, fact_answers, states_about_user
 from anaphora.memory.protocols import MemoryReader
 from anaphora.memory.recall import MemoryRecall, Recalled
 from anaphora.memory.writer import TurnRecorder, TurnToRemember
 from anaphora.pipeline.stage import Stage, StageResult
-from anaphora.pipeline.state import TurnState
+from anaphora.pipeline.state import Skip, TurnRequest, TurnState
 from anaphora.sanitize import sanitize
 from anaphora.types import RecalledMemory
 
 TRACED = 10  # recalled items the trace lists (shown or not)
+ACKNOWLEDGED = "acknowledged"  # the answer source of a statement's acknowledgement
 
 
-def record_of(recalled: Recalled, injected: bool) -> RecalledMemory:
+class ReadEraseEpoch(Stage):
+    """Reads the user's erase epoch as the turn begins; the turn's background memory write checks it inside its
+    transaction, so an erase or forget-all that comes before the write wins, on any replica. When it cannot be
+    read, the write is dropped rather than risk bringing erased memories back."""
+
+    name = "memory_epoch"
+    reads = ("request",)
+    writes = ("memory_epoch",)
+
+    def __init__(self, writer: RememberTurn, *, timeout_s: float = 2.0) -> None:
+        self.writer = writer
+        self.timeout_s = timeout_s
+
+    def applies(self, state: TurnState) -> bool:
+        return self.writer.applies_to(state.request)
+
+    async def run(self, state: TurnState) -> StageResult:
+        epoch = await self.writer.epoch(state.request.user_id)
+        return StageResult(state.update(memory_epoch=epoch), "ok", f"epoch {epoch}")
+
+    def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
+        return state.update(memory_epoch=UNREADABLE), "this turn will not be remembered"
+
+
+UNREADABLE = -1  # an epoch no store has: the write is dropped
+
+
+class AcknowledgeStatement(Stage):
+    """A turn that states something about the user and asks nothing is acknowledged in one short reply (what was
+    understood; whether it is remembered), with no retrieval and no model call. ``remembers``: long-term memory is
+    on (a temporary chat says it is not kept)."""
+
+    name = "acknowledge"
+    reads = ("question", "request", "skip", "answer")
+    writes = ("skip", "answer", "answer_source")
+
+    def __init__(self, *, remembers: bool) -> None:
+        self.remembers = remembers
+
+    def applies(self, state: TurnState) -> bool:
+        return state.retrieves and not state.answer
+
+    async def run(self, state: TurnState) -> StageResult:
+        facts = extract_facts(sanitize(state.question))
+        if not states_about_user(state.question, facts):
+            return StageResult(state, "skipped", "not a statement about the user")
+        remembered = self.remembers and state.request.memory and state.request.conversation_id is not None
+        reply = acknowledgement(facts, remembered=remembered)
+        after = state.update(
+            skip=Skip("statement", "a statement about the user: acknowledged, nothing to look up"),
+            answer=reply,
+            answer_source=ACKNOWLEDGED,
+        )
+        return StageResult(after, "ok", f"acknowledged, {len(facts)} facts understood")
+
+    def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
+        return state, "answered as a question"
+
+
+def record_of(recalled: Recalled, injected: bool, leads: bool = False) -> RecalledMemory:
     item = recalled.item
     return RecalledMemory(
         id=item.id,
@@ -33,17 +99,19 @@ def record_of(recalled: Recalled, injected: bool) -> RecalledMemory:
         current=item.current,
         score=round(recalled.score, 4),
         similarity=None if recalled.similarity is None else round(recalled.similarity, 4),
-        why=recalled.why,
+        why=recalled.why + ("; a current fact the question about you asks for" if leads else ""),
         injected=injected,
+        leads=leads,
     )
 
 
 def in_history(recalled: Recalled, state: TurnState) -> bool:
-    """Whether the item only repeats turns this turn's prompt already has verbatim (the conversation's recent
+    """Whether the episode only repeats turns this turn's prompt already has verbatim (the conversation's recent
     turns): recalling them spends the memory budget on nothing new. Older turns of the same conversation stay
-    recallable (long-range callbacks), and so does every other conversation."""
+    recallable (long-range callbacks), and so does every other conversation; so do facts, which the answer may
+    lead with."""
     item = recalled.item
-    if item.conversation_id != state.request.conversation_id or not item.turns:
+    if item.kind == "fact" or item.conversation_id != state.request.conversation_id or not item.turns:
         return False
     first_verbatim = state.turns_before - sum(1 for m in state.history if m.role == "user")
     return min(item.turns) >= first_verbatim
@@ -51,9 +119,11 @@ def in_history(recalled: Recalled, state: TurnState) -> bool:
 
 class RecallMemory(Stage):
     """Recalls the user's memories for this turn's query; injects at most ``k`` whose cosine similarity to it is
-    at least ``min_score``. A turn whose documents gave nothing but whose memory did is answered from memory. A turn
-    that skips retrieval (chit-chat, answered by the conversation) recalls nothing, but still gets the profile.
-    Items that only repeat the turns already verbatim in the prompt are left out."""
+    at least ``min_score``. For a question about the user, the current facts that answer it come first and are
+    shown if their similarity is at least ``fact_min_score`` or they share a word with the question that is not
+    only a name. A turn whose documents gave nothing but whose memory did is answered from memory. A turn that
+    skips retrieval (chit-chat, answered by the conversation) recalls nothing, but still gets the profile. Episodes
+    that only repeat the turns already verbatim in the prompt are left out."""
 
     name = "memory"
     reads = ("request", "question", "history", "turns_before", "skip", "plan")
@@ -61,13 +131,36 @@ class RecallMemory(Stage):
     counter = "memory_recall"
 
     def __init__(
-        self, recall: MemoryRecall, profiles: MemoryReader, *, k: int, min_score: float, timeout_s: float
+        self,
+        recall: MemoryRecall,
+        profiles: MemoryReader,
+        *,
+        k: int,
+        min_score: float,
+        timeout_s: float,
+        fact_min_score: float | None = None,
     ) -> None:
         self.recall = recall
         self.profiles = profiles
         self.k = k
         self.min_score = min_score
+        self.fact_min_score = min_score if fact_min_score is None else fact_min_score
         self.timeout_s = timeout_s
+
+    def _leading(self, question: str, ranked: list[Recalled]) -> list[Recalled]:
+        """The current facts a question about the user asks for, best first (none for other questions)."""
+        if not asks_about_user(question):
+            return []
+        return [
+            r
+            for r in ranked
+            if r.item.kind == "fact"
+            and r.item.current
+            and (
+                fact_answers(question, r.item.text, r.item.value)
+                or (r.similarity is not None and r.similarity >= self.fact_min_score)
+            )
+        ]
 
     def applies(self, state: TurnState) -> bool:
         return state.request.memory  # a temporary chat recalls nothing
@@ -80,12 +173,18 @@ class RecallMemory(Stage):
             return StageResult(state, "skipped", "retrieval skipped: profile only")
         query = state.plan.query if state.plan is not None else state.question
         ranked = [r for r in await self.recall.rank(user, query, now=time.time()) if not in_history(r, state)]
+        leading = self._leading(state.question, ranked)[: self.k]
+        first = {r.item.id for r in leading}
+        ranked = leading + [r for r in ranked if r.item.id not in first]
         shown = 0
         records = []
         for recalled in ranked[:TRACED]:
-            inject = shown < self.k and recalled.similarity is not None and recalled.similarity >= self.min_score
+            leads = recalled.item.id in first
+            inject = shown < self.k and (
+                leads or (recalled.similarity is not None and recalled.similarity >= self.min_score)
+            )
             shown += inject
-            records.append(record_of(recalled, inject))
+            records.append(record_of(recalled, inject, leads))
         after = state.update(memory=tuple(records))  # injected ones are sources: the turn may answer from them
         return StageResult(after, "ok", f"{shown} of {len(ranked)} recalled items shown")
 
@@ -97,15 +196,24 @@ class RememberTurn(Stage):
     """Writes the stored turn into the user's memory; the engine runs it after the answer, in the background."""
 
     name = "memory_write"
-    reads = ("request", "history", "answer", "answer_source", "turn_index", "turn_time")
+    reads = ("request", "history", "answer", "answer_source", "turn_index", "turn_time", "memory_epoch")
     counter = "memory_writer"
 
     def __init__(self, recorder: TurnRecorder, *, timeout_s: float) -> None:
         self.recorder = recorder
         self.timeout_s = timeout_s
 
-    def applies(self, state: TurnState) -> bool:  # a temporary chat leaves nothing
-        return state.request.memory and state.turn_index is not None and state.request.conversation_id is not None
+    async def epoch(self, user_id: str) -> int:
+        """The user's erase epoch, read when a turn begins: its write is dropped if an erase comes first."""
+        return await self.recorder.store.epoch(user_id)
+
+    @staticmethod
+    def applies_to(request: TurnRequest) -> bool:
+        """A temporary chat, or a turn that is not stored, leaves nothing."""
+        return request.memory and request.conversation_id is not None
+
+    def applies(self, state: TurnState) -> bool:
+        return self.applies_to(state.request) and state.turn_index is not None
 
     async def run(self, state: TurnState) -> StageResult:
         assert state.turn_index is not None and state.request.conversation_id is not None
@@ -115,9 +223,9 @@ class RememberTurn(Stage):
             conversation_id=state.request.conversation_id,
             index=state.turn_index,
             question=state.request.question,
-            answer=state.answer if state.answer_source != "abstain" else "",
             time=state.turn_time if state.turn_time is not None else 0.0,
             context=previous,
+            epoch=state.memory_epoch,
         )
         written = await self.recorder.record(turn)
         return StageResult(state, "ok", written.detail)

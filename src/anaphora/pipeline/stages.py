@@ -1,9 +1,10 @@
-"""The turn's stages, in order: route, query, skip gate, retrieve, select | budget | answer, cite.
+"""The turn's stages, in order: route, query, skip gate, retrieve, select, coverage | budget | converse, answer,
+cite (the memory stages are in :mod:`anaphora.pipeline.memory`).
 
-Each is a small :class:`~anaphora.pipeline.stage.Stage` that declares the fields it reads and writes. The first
-five are the retrieval phase (what evaluation replays); the budget is the prompt phase; the answer stage
-(:mod:`anaphora.pipeline.answer`) and cite are the answer phase. Optional stages (query, skip gate, select) declare
-the fallback they degrade to.
+Each is a small :class:`~anaphora.pipeline.stage.Stage` that declares the fields it reads and writes. Route to
+select are the retrieval phase (what evaluation replays); the budget is the prompt phase; converse (extractive mode),
+the answer stage (:mod:`anaphora.pipeline.answer`) and cite are the answer phase. Optional stages (query, skip
+gate, select, coverage) declare the fallback they degrade to.
 """
 
 from __future__ import annotations
@@ -11,8 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from anaphora.pipeline.answer import NO_ANSWER
 from anaphora.pipeline.budget import PromptBudget, PromptLimits, PromptParts
+from anaphora.pipeline.check import ABSTAIN
 from anaphora.pipeline.citations import extract_citations
+from anaphora.pipeline.conversation_answers import answer_about_conversation
+from anaphora.pipeline.coverage import not_covered
+from anaphora.pipeline.intents import recognise
 from anaphora.pipeline.prompt import (
     CONTEXT_FRAMING,
     MEMORY_FRAMING,
@@ -22,6 +28,7 @@ from anaphora.pipeline.prompt import (
 )
 from anaphora.pipeline.query import QueryPlan, QueryStage
 from anaphora.pipeline.route import (
+    TurnKind,
     history_covers,
     route_by_analysis,
     route_by_rules,
@@ -192,6 +199,33 @@ class Select(Stage):
         return self._selected(state, self.selector.first_stage(state.candidates).passages), "first-stage order"
 
 
+class CheckCoverage(Stage):
+    """Refuses a question about something no passage mentions (:mod:`~anaphora.pipeline.coverage`): the selection
+    is emptied, so the turn abstains (``nothing_found``) instead of quoting passages about something else, unless
+    the user's memory answers it. Optional: a failure keeps the selection."""
+
+    name = "coverage"
+    reads = ("question", "skip", "candidates", "selected")
+    writes = ("selected",)
+
+    def __init__(self, statistics: Callable[[], TermStatistics | None], close: float) -> None:
+        self.statistics = statistics
+        self.close = close
+
+    def applies(self, state: TurnState) -> bool:
+        return state.retrieves and bool(state.selected)
+
+    async def run(self, state: TurnState) -> StageResult:
+        missing = not_covered(state.question, state.candidates, self.statistics(), close=self.close)
+        if not missing:
+            return StageResult(state, "ok", "every word the question names is in the corpus")
+        detail = f"no passage mentions {', '.join(missing[:5])}: nothing selected"
+        return StageResult(state.update(selected=()), "ok", detail)  # nothing found: the answer stage abstains
+
+    def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
+        return state, "selection kept"
+
+
 class Budget(Stage):
     """The prompt phase: one token budget for the whole prompt (see :mod:`anaphora.pipeline.budget`), over the
     turn's :class:`~anaphora.pipeline.window.ConversationWindow` under the window policy."""
@@ -228,16 +262,39 @@ class Budget(Stage):
         return StageResult(state.update(prompt=plan), "ok", detail)
 
 
+class AnswerFromConversation(Stage):
+    """``answer_mode = "extractive"``: chit-chat and requests about the conversation (shorten, repeat, point back,
+    recap) answered from the history by :mod:`~anaphora.pipeline.conversation_answers`: no retrieval, no model
+    call. (With a capable model the generator answers them from the history it is shown.)"""
+
+    name = "converse"
+    reads = ("question", "history", "route", "skip", "answer")
+    writes = ("answer", "answer_source")
+
+    def applies(self, state: TurnState) -> bool:
+        kinds = (TurnKind.CHIT_CHAT, TurnKind.META)
+        return not state.retrieves and state.route is not None and state.route.kind in kinds and not state.answer
+
+    async def run(self, state: TurnState) -> StageResult:
+        request = recognise(state.question)
+        if request is None:
+            return StageResult(state, "skipped", "left to the model")
+        answer = answer_about_conversation(request, state.history, (ABSTAIN, NO_ANSWER))
+        after = state.update(answer=answer, answer_source="conversation")
+        return StageResult(after, "ok", f"{request.intent.value}: answered from the conversation, no model call")
+
+
 class Cite(Stage):
     """The passages the answer used: those that support its kept units (the answer check), else the ids the model
     cited, else attribution by wording."""
 
     name = "cite"
-    reads = ("prompt", "support", "answer", "answer_source")
+    reads = ("prompt", "selected", "support", "answer", "answer_source")
     writes = ("citations",)
 
     async def run(self, state: TurnState) -> StageResult:
         shown = [*state.prompt.passages, *state.prompt.memories] if state.prompt else []
+        shown += [p for p in state.selected if p not in shown]  # quoted from the page beyond the prompt's passages
         if state.support and state.answer_source == "model":  # checked: each kept unit names its passage
             by_id = {p.id: p for p in shown}
             ids = dict.fromkeys(v.passage_id for v in state.support if v.kept and v.passage_id in by_id)

@@ -34,6 +34,13 @@ class TurnRequest:
     memory: bool = True  # False: a temporary chat; nothing is remembered from this turn or recalled into it
 
 
+def said_by_user(memory: RecalledMemory) -> str:
+    """A memory's provenance as a person reads it: who said it, when, and where (1-based turns)."""
+    turns = ", ".join(str(t + 1) for t in memory.turns)
+    what = "the user said" if memory.kind == "episode" else "stated by the user"
+    return f"{what}, {date_label(memory.time)}" + (f", turn {turns}" if turns else "")
+
+
 @dataclass(frozen=True, slots=True)
 class Skip:
     """Retrieval is not needed: ``reason`` is the counted label, ``why`` the sentence the trace shows."""
@@ -59,7 +66,8 @@ class TurnState:
     selected: tuple[Passage, ...] = ()  # what the prompt may show (the top k)
     prompt: PromptPlan | None = None
     answer: str = ""
-    answer_source: str = "none"  # "model", "extractive" (quoted from the passages), "abstain"; "none" before
+    answer_source: str = "none"  # "model", "extractive" (quoted), "conversation" (from the history),
+    # "acknowledged" (a statement about the user), "abstain"; "none" before an answer is decided
     support: tuple[UnitVerdict, ...] = ()  # the answer check's verdicts, unit by unit
     citations: tuple[Citation, ...] = ()
     calls: tuple[ModelCall, ...] = ()  # chat-model calls made: purpose ("rewrite", "answer", ...) and usage
@@ -68,6 +76,7 @@ class TurnState:
     profile: str = ""  # the user's long-term profile summary (sanitised)
     turn_index: int | None = None  # set once the turn is stored (what memory writing cites)
     turn_time: float | None = None
+    memory_epoch: int | None = None  # the user's erase epoch when the turn began (what the memory write checks)
 
     @property
     def retrieves(self) -> bool:
@@ -88,12 +97,19 @@ class TurnState:
     @property
     def memory_passages(self) -> tuple[Passage, ...]:
         """The injected memory items as the prompt, the answer check and the citations see them: sources beside
-        the document passages, named ``memory:<id>`` and labelled with the day they were said."""
+        the document passages, named ``memory:<id>`` and labelled with who said it and when (the user, always:
+        memory holds what the user said, never an earlier answer)."""
         return tuple(
-            Passage(id=m.passage_id, text=m.text, source="memory", heading=date_label(m.time), score=m.score)
+            Passage(id=m.passage_id, text=m.text, source="memory", heading=said_by_user(m), score=m.score)
             for m in self.memory
             if m.injected
         )
+
+    @property
+    def leading_facts(self) -> tuple[Passage, ...]:
+        """The injected facts a question about the user asks for (the answer leads with them)."""
+        leading = {m.passage_id for m in self.memory if m.injected and m.leads}
+        return tuple(p for p in self.memory_passages if p.id in leading)
 
     @property
     def sources(self) -> tuple[Passage, ...]:
@@ -120,9 +136,12 @@ class TurnState:
         return self.calls + tuple(made)
 
 
-# written when the turn starts (the engine's ``_start``; memory, profile and calls start empty)
+# written when the turn starts (the engine's ``_start``; memory, profile, calls and the answer start empty: a stage
+# before the answer stage may decide the answer, which the answer stage then leaves as it is)
 INITIAL = frozenset(
     {
+        "answer",
+        "answer_source",
         "question",
         "request",
         "history",

@@ -9,6 +9,8 @@ import bm25s
 import numpy as np
 import Stemmer
 
+K1, B = 1.5, 0.75  # Lucene's BM25 defaults (and bm25s's): the passage index and the memory indexes use them
+
 
 @lru_cache(maxsize=1)
 def _stemmer() -> Stemmer.Stemmer:
@@ -30,7 +32,7 @@ class BM25Index:
     def build(cls, keys: np.ndarray, texts: list[str]) -> BM25Index:
         if not texts:
             return cls(None, keys)
-        retriever = bm25s.BM25()
+        retriever = bm25s.BM25(k1=K1, b=B)
         tokens = bm25s.tokenize(texts, stopwords="en", stemmer=_stemmer(), show_progress=False)
         retriever.index(tokens, show_progress=False)
         return cls(retriever, keys)

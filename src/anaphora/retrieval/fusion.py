@@ -10,11 +10,12 @@ lowest z-score seen in the list after z-score normalisation (it scored below eve
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Hashable, Sequence
+from typing import Literal, TypeVar
 
 Ranking = Sequence[tuple[int, float]]
 Normalisation = Literal["minmax", "zscore"]
+Key = TypeVar("Key", bound=Hashable)  # chunk keys here; memory item ids in long-term memory recall
 
 
 def weighted_rrf(rankings: Sequence[tuple[float, Ranking]], *, k: int = 60) -> list[tuple[int, float]]:
@@ -28,7 +29,7 @@ def weighted_rrf(rankings: Sequence[tuple[float, Ranking]], *, k: int = 60) -> l
     return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
 
 
-def normalise(ranking: Ranking, method: Normalisation) -> tuple[dict[int, float], float]:
+def normalise(ranking: Sequence[tuple[Key, float]], method: Normalisation) -> tuple[dict[Key, float], float]:
     """Each key's normalised score and the floor a missing key gets. A list whose scores are all equal gives every
     member 1 (min-max) or 0 (z-score): it carries no preference among its own members."""
     if not ranking:
@@ -47,14 +48,20 @@ def normalise(ranking: Ranking, method: Normalisation) -> tuple[dict[int, float]
 
 
 def normalised_sum(
-    rankings: Sequence[tuple[float, Ranking]], *, method: Normalisation = "zscore", mnz: bool = False
-) -> list[tuple[int, float]]:
-    """CombSUM (or CombMNZ with ``mnz``) of per-query normalised scores, weighted, best first; ties by key."""
+    rankings: Sequence[tuple[float, Sequence[tuple[Key, float]]]],
+    *,
+    method: Normalisation = "zscore",
+    mnz: bool = False,
+    found_bonus: float = 0.0,
+) -> list[tuple[Key, float]]:
+    """CombSUM (or CombMNZ with ``mnz``) of per-query normalised scores, weighted, best first; ties by key.
+    ``found_bonus``: what being in a list at all adds (times the list's weight), so the last of a list still
+    outranks what the list did not find (long-term memory recall uses 0.01)."""
     lists = [(weight, *normalise(ranking, method)) for weight, ranking in rankings if weight > 0 and ranking]
     keys = {key for _, scores, _ in lists for key in scores}
-    fused: dict[int, float] = {}
+    fused: dict[Key, float] = {}
     for key in keys:
-        total = sum(weight * scores.get(key, floor) for weight, scores, floor in lists)
+        total = sum(weight * (scores[key] + found_bonus if key in scores else floor) for weight, scores, floor in lists)
         if mnz:
             total *= sum(1 for _, scores, _ in lists if key in scores)
         fused[key] = total

@@ -18,7 +18,17 @@ from anaphora.server.dev_guard import DevModeGuard
 from anaphora.server.limits import BodyLimitMiddleware
 from anaphora.server.logs import RequestIdMiddleware
 from anaphora.server.metrics import MetricsMiddleware
-from anaphora.server.routes import chat, conversations, documents, memories, ops, session, users
+from anaphora.server.routes import (
+    chat,
+    conversation_items,
+    conversations,
+    documents,
+    memories,
+    ops,
+    responses,
+    session,
+    users,
+)
 from anaphora.server.sessions import SessionHeaderMiddleware
 from anaphora.server.state import Service
 from anaphora.server.web import NoSniffMiddleware
@@ -57,7 +67,7 @@ def create_app(
     app.state.service = service
     errors.install(app)
     openapi_errors.install(app)  # the error responses and media types the server really answers with
-    for module in (chat, conversations, documents, memories, session, users, ops):
+    for module in (chat, responses, conversations, conversation_items, documents, memories, session, users, ops):
         app.include_router(module.router)
     web.install(app, settings)  # the chat page at / (web_ui)
     return app

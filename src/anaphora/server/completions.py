@@ -1,4 +1,6 @@
-"""OpenAI chat-completion shapes, and a started turn as an SSE stream of ``chat.completion.chunk`` events.
+"""OpenAI chat-completion shapes, and a started turn as an SSE stream: the streaming machinery (errors before the
+first piece keep their HTTP status, the turn outlives the client) with the ``chat.completion.chunk`` framing; the
+Responses API (:mod:`anaphora.server.responses`) brings its own framing to the same machinery.
 
 The answer text travels in ``choices[0].message.content`` (or the chunks' ``delta.content``) and nothing else does:
 citations, the trace (which holds the retrieval query) and turn details travel in the ``anaphora`` extension field.
@@ -13,7 +15,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from fastapi.responses import StreamingResponse
 
@@ -91,26 +93,65 @@ async def first_delta(turn: Turn) -> str | None:
         return None
 
 
-async def _events(turn: Turn, first: str | None, completion: Completion, extension: Extension) -> AsyncIterator[str]:
-    yield sse.event(completion.chunk({"role": "assistant", "content": ""}))
+class Framing(Protocol):
+    """How one API frames a streamed turn as SSE events: what goes before the text, each piece of it, what follows
+    the stored result, and what an error after the 200 becomes."""
+
+    def opening(self) -> list[str]: ...
+
+    def delta(self, text: str) -> str: ...
+
+    def closing(self, result: TurnResult) -> list[str]: ...
+
+    def failure(self, exc: BaseException) -> list[str]: ...
+
+
+class ChatFraming:
+    """``chat.completion.chunk`` events, then ``[DONE]``."""
+
+    def __init__(self, completion: Completion, extension: Extension) -> None:
+        self.completion = completion
+        self.extension = extension
+
+    def opening(self) -> list[str]:
+        return [sse.event(self.completion.chunk({"role": "assistant", "content": ""}))]
+
+    def delta(self, text: str) -> str:
+        return sse.event(self.completion.chunk({"content": text}))
+
+    def closing(self, result: TurnResult) -> list[str]:
+        closing = self.completion.closing(result, self.extension(result))
+        return [sse.event(self.completion.chunk({}, finish_reason="stop")), sse.event(closing), sse.DONE]
+
+    def failure(self, exc: BaseException) -> list[str]:
+        _, content, _ = errors.describe(exc)
+        return [sse.event(content), sse.DONE]
+
+
+async def _events(turn: Turn, first: str | None, framing: Framing) -> AsyncIterator[str]:
+    for event in framing.opening():
+        yield event
     try:
         if first is not None:
-            yield sse.event(completion.chunk({"content": first}))
+            yield framing.delta(first)
             async for delta in turn.deltas:
-                yield sse.event(completion.chunk({"content": delta}))
+                yield framing.delta(delta)
         result = await turn.result()
     except Exception as exc:  # after the 200 went out, an error can only travel as an event
-        _, content, _ = errors.describe(exc)
-        yield sse.event(content)
-        yield sse.DONE
+        for event in framing.failure(exc):
+            yield event
         return
-    yield sse.event(completion.chunk({}, finish_reason="stop"))
-    yield sse.event(completion.closing(result, extension(result)))
-    yield sse.DONE
+    for event in framing.closing(result):
+        yield event
+
+
+async def stream_turn(turn: Turn, framing: Framing) -> StreamingResponse:
+    """The turn as an SSE stream framed by ``framing``. The turn is stored even if the client goes away: it runs in
+    its own task, which a disconnect (cancelling this response) does not cancel."""
+    first = await first_delta(turn)
+    return sse.response(_events(turn, first, framing))
 
 
 async def streaming(turn: Turn, completion: Completion, extension: Extension) -> StreamingResponse:
-    """The turn as an SSE stream. The turn is stored even if the client goes away: it runs in its own task, which
-    a disconnect (cancelling this response) does not cancel."""
-    first = await first_delta(turn)
-    return sse.response(_events(turn, first, completion, extension))
+    """The turn as a stream of chat-completion chunks."""
+    return await stream_turn(turn, ChatFraming(completion, extension))

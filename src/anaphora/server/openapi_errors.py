@@ -13,7 +13,12 @@ from typing import Any
 from fastapi import FastAPI
 
 ERROR_SCHEMA = "ErrorBody"
-TURN_OPERATIONS = {("post", "/v1/chat/completions"), ("post", "/v1/conversations/{conversation_id}/messages")}
+TURN_OPERATIONS = {
+    ("post", "/v1/chat/completions"),
+    ("post", "/v1/conversations/{conversation_id}/messages"),
+    ("post", "/v1/responses"),
+}
+BODY_REFERENCES = {("post", "/v1/responses")}  # name a resource in the body (previous_response_id, conversation)
 _DESCRIPTIONS = {
     "400": "Bad request: a body that is not JSON (`invalid_json`), or input the service refuses",
     "401": "Missing, malformed, expired or wrongly signed token (auth `jwt`)",
@@ -44,17 +49,37 @@ _ERROR_BODY = {
 }
 
 
-# the whole stream (sse.py): one `data:` line per event, a blank line after each, `data: [DONE]` last
-SSE_PATTERN = r"^(data: \{[^\n]*\}\n\n)*data: \[DONE\]\n\n$"
+# the chat stream (sse.py), described event by event as OpenAPI 3.2 does for text/event-stream (a whole-stream
+# pattern fails the per-event checks): one `data:` line each, a JSON object or the final `[DONE]`
 SSE_SCHEMA = {
-    "type": "string",
-    "pattern": SSE_PATTERN,
+    "type": "object",
+    "properties": {"data": {"type": "string", "pattern": "^(\\{.*\\}|\\[DONE\\])$"}},
+    "required": ["data"],
     "description": "Server-sent events, one `data:` line each: `chat.completion.chunk` objects (the first with "
     "`delta.role`, then `delta.content` pieces, one with `finish_reason`, then one with `choices: []`, `usage` "
     'and `anaphora`), or `{"error": {...}}` when the turn fails after the stream began; always `data: [DONE]` last.',
-    "example": 'data: {"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Use"}}]}\n\n'
-    "data: [DONE]\n\n",
 }
+
+# the Responses API's stream (responses.py), described event by event as OpenAPI 3.2 does for text/event-stream:
+# each a named event whose data is one JSON object with its type and sequence number; no [DONE]
+RESPONSES_SSE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "event": {"type": "string", "pattern": "^(response\\.[a-z_.]+|error)$"},
+        "data": {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": {"type": "object", "required": ["type", "sequence_number"]},
+        },
+    },
+    "required": ["event", "data"],
+    "description": "Responses API events, each an `event: TYPE` line and a `data:` line with `type` and "
+    "`sequence_number`: `response.created`, `response.in_progress`, `response.output_item.added`, "
+    "`response.content_part.added`, `response.output_text.delta` pieces, `response.output_text.done`, "
+    "`response.content_part.done`, `response.output_item.done`, `response.completed` (usage, annotations, "
+    "`anaphora`); when the turn fails after the stream began, `response.failed` then `error`. No `[DONE]`.",
+}
+_STREAM_SCHEMAS = {"/v1/responses": RESPONSES_SSE_SCHEMA}
 
 
 def error_statuses(method: str, path: str, operation: dict[str, Any]) -> set[str]:
@@ -67,7 +92,7 @@ def error_statuses(method: str, path: str, operation: dict[str, Any]) -> set[str
         statuses |= {"400", "413", "422"}
     if parameters:
         statuses.add("422")
-    if any(p.get("in") == "path" for p in parameters):
+    if any(p.get("in") == "path" for p in parameters) or (method, path) in BODY_REFERENCES:
         statuses.add("404")
     if (method, path) in TURN_OPERATIONS:
         statuses.add("429")
@@ -94,7 +119,8 @@ def complete(document: dict[str, Any]) -> dict[str, Any]:
                     response["headers"] = _RETRY_AFTER
                 responses[status] = response
             if (method, path) in TURN_OPERATIONS:
-                responses["200"].setdefault("content", {})["text/event-stream"] = {"schema": SSE_SCHEMA}
+                stream = _STREAM_SCHEMAS.get(path, SSE_SCHEMA)
+                responses["200"].setdefault("content", {})["text/event-stream"] = {"schema": stream}
     metrics = document.get("paths", {}).get("/metrics", {}).get("get")
     if metrics is not None:
         metrics["responses"]["200"]["content"] = {"text/plain": {"schema": {"type": "string"}}}

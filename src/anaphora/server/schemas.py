@@ -146,6 +146,9 @@ class ConversationOut(BaseModel):
     created_at: float
     updated_at: float
     turn_count: int
+    metadata: dict[str, str] = Field(
+        default_factory=dict, description="OpenAI's field: echoed by the create call, not stored (always {} after)"
+    )
 
     @classmethod
     def of(cls, conversation: Conversation) -> ConversationOut:
@@ -214,12 +217,14 @@ class Erased(BaseModel):
 
 
 class Provenance(BaseModel):
-    """Where a memory came from: the conversation, the turn(s) (for a fact: the turns it was extracted from) and
-    when the (last) one happened."""
+    """Where a memory came from: the conversation, the turn(s) (0-based indexes, as the conversation API's; for a
+    fact: the turns it was extracted from), when the (last) one happened, and who said it (always the user:
+    memory never keeps the assistant's answers)."""
 
     conversation_id: str
     turns: list[int]
     time: float
+    said_by: Literal["user"] = "user"
 
 
 class MemoryOut(BaseModel):

@@ -11,9 +11,11 @@ from fastapi.responses import StreamingResponse
 DONE = "data: [DONE]\n\n"
 
 
-def event(data: dict[str, Any]) -> str:
-    """One ``data:`` event; JSON has no raw newlines, so one line carries it."""
-    return f"data: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n"
+def event(data: dict[str, Any], name: str | None = None) -> str:
+    """One ``data:`` event (preceded by ``event: name`` when named); JSON has no raw newlines, so one line carries
+    it."""
+    line = f"data: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n"
+    return line if name is None else f"event: {name}\n{line}"
 
 
 def response(events: AsyncIterator[str]) -> StreamingResponse:

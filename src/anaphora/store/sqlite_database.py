@@ -160,6 +160,13 @@ def m004_memory(db: sqlite3.Connection) -> None:
     )
 
 
+@migration
+def m005_memory_epochs(db: sqlite3.Connection) -> None:
+    """Each user's erase epoch, keyed by a hash of the user id: a background memory write checks it inside its
+    transaction, so an erase that came first wins (``anaphora.memory.protocols``)."""
+    run_script(db, "CREATE TABLE memory_epochs (user_key TEXT PRIMARY KEY, epoch INTEGER NOT NULL)")
+
+
 class Database:
     """One SQLite connection guarded by a lock; statements are short, so callers run them inline."""
 

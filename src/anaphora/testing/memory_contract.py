@@ -315,6 +315,23 @@ class MemoryStoreContract:
         assert (await store.dense(ALICE, EMBEDDER.embed(["helm chart"]), 5)) == [[]]
         assert await store.erase_user(ALICE) == {"memories": 0, "vectors": 0, "entities": 0, "profiles": 0}
 
+    async def test_a_write_begun_before_an_erase_is_dropped_and_others_are_not(self, store):
+        began, bob_began = await store.epoch(ALICE), await store.epoch(BOB)
+        first = episode(ALICE, ALICE_TEXTS[0])
+        assert await store.add(ALICE, [first], EMBEDDER.embed([first.text]), epoch=began) == [first]
+        await store.erase_user(ALICE)
+        assert await store.epoch(ALICE) == began + 1 and await store.epoch(BOB) == bob_began
+        late = [episode(ALICE, ALICE_TEXTS[1]), fact(ALICE, "uses", "k3s")]
+        assert await store.add(ALICE, late, EMBEDDER.embed([i.text for i in late]), epoch=began) == []
+        await store.upsert_entities(ALICE, [EntityMention("Helm", "product", 1000.0)], epoch=began)
+        await store.set_profile(ALICE, "alice runs k3s", epoch=began)
+        assert all(n == 0 for n in (await self.rows_of(store, ALICE)).values())
+        assert await store.profile(ALICE) is None and await store.entities(ALICE) == []
+        bobs = episode(BOB, BOB_TEXTS[0])
+        assert await store.add(BOB, [bobs], EMBEDDER.embed([bobs.text]), epoch=bob_began) == [bobs]
+        now = episode(ALICE, ALICE_TEXTS[2])  # a turn begun after the erase is remembered
+        assert await store.add(ALICE, [now], EMBEDDER.embed([now.text]), epoch=await store.epoch(ALICE)) == [now]
+
     async def test_delete_expired_removes_old_items_of_every_user(self, store):
         old = await add_texts(store, ALICE, ["Alice: old note about zeppelins"], start=100.0)
         young = await add_texts(store, ALICE, ["Alice: new note about zeppelins"], start=5000.0)

@@ -8,13 +8,14 @@ from fastapi import APIRouter, Query
 
 from anaphora.pipeline.engine import TurnRequest
 from anaphora.server import completions
+from anaphora.server.response_schemas import NewConversation
+from anaphora.server.routes.conversation_items import add_conversation_items
 from anaphora.server.routes.deps import Svc, User, check_length
 from anaphora.server.schemas import (
     Answer,
     ConversationDetail,
     ConversationList,
     ConversationOut,
-    CreateConversation,
     Deleted,
     PostMessage,
     RenameConversation,
@@ -26,9 +27,18 @@ BASE = "/v1/conversations"
 
 
 @router.post(BASE, status_code=201, response_model=ConversationOut, summary="Start a conversation")
-async def create(user: User, svc: Svc, body: CreateConversation | None = None) -> ConversationOut:
-    conversation = await svc.components.conversations.create(user.user_id, (body or CreateConversation()).title)
-    return ConversationOut.of(conversation)
+async def create(user: User, svc: Svc, body: NewConversation | None = None) -> ConversationOut:
+    body = body or NewConversation()
+    store = svc.components.conversations
+    conversation = await store.create(user.user_id, body.title)
+    if body.items:  # earlier turns, OpenAI's way of starting a conversation
+        try:
+            await add_conversation_items(svc, user.user_id, conversation.id, body)
+        except Exception:
+            await store.delete(user.user_id, conversation.id)
+            raise
+        conversation = await store.get(user.user_id, conversation.id)
+    return ConversationOut.of(conversation).model_copy(update={"metadata": body.metadata or {}})
 
 
 @router.get(BASE, response_model=ConversationList, summary="Your conversations, most recently active first")

@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 
+from anaphora.memory.forget import forget
 from anaphora.server.routes.deps import Svc, User
 from anaphora.server.schemas import MemoriesErased, MemoryDeleted, MemoryList, MemoryOut
 
@@ -34,9 +35,13 @@ async def list_memories(
     )
 
 
-@router.delete(f"{BASE}/{{memory_id}}", response_model=MemoryDeleted, summary="Forget one memory")
-async def forget(memory_id: str, user: User, svc: Svc) -> MemoryDeleted:
-    await svc.components.memory.delete(user.user_id, memory_id)
+@router.delete(
+    f"{BASE}/{{memory_id}}",
+    response_model=MemoryDeleted,
+    summary="Forget one memory (a fact with the message that stated it; the profile is rebuilt without it)",
+)
+async def forget_one(memory_id: str, user: User, svc: Svc) -> MemoryDeleted:
+    await forget(svc.components.memory, user.user_id, memory_id)
     return MemoryDeleted(id=memory_id)
 
 

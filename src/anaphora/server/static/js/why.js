@@ -176,8 +176,8 @@ function callsSection(calls) {
 function memorySection(memories) {
   if (!memories || !memories.length) return null;
   const rows = memories.map((m) => {
-    const turns = (m.turns || []).join(", ");
-    const kind = m.kind === "fact" ? (m.current === false ? "fact (since replaced)" : "fact (current)") : "earlier exchange";
+    const turns = (m.turns || []).map((t) => t + 1).join(", "); // counted from 1, as a person counts them
+    const kind = m.kind === "fact" ? (m.current === false ? "fact (since replaced)" : "fact (current)") : "your message";
     return [
       gist(m.text),
       kind,

@@ -1,0 +1,101 @@
+"""Turns about the user themselves, read without a model: questions about what the user said or runs ("which
+version did I say I run?", "what architecture are my nodes?"), statements of the user's setup ("fyi: we run
+Traefik v3 on a VM"), and a fact said back to the user in the second person.
+
+A question about the user is answered from the user's current facts first (the recall stage shows the relevant
+ones even below the generic threshold, and the answer leads with them); a statement is acknowledged, not answered
+from the documents. Both are read by patterns on the user's words, like the facts themselves
+(:mod:`anaphora.memory.extract`); "how do I ..." asks about the documents, not about the user.
+"""
+
+from __future__ import annotations
+
+import re
+
+from anaphora.memory.extract import ExtractedFact, extract_entities
+from anaphora.text import content_set
+
+# "did I say", "I told you", "my version", "our cluster", "what do I run", "am I on": the question is about the user
+_ABOUT_USER = re.compile(
+    r"\b(?:my|our|mine|ours)\b|\b(?:did|have|had) (?:i|we) (?:say|said|tell|told|mention|state|write)\b|"
+    r"\b(?:i|we) (?:said|told you|mentioned|stated)\b|"
+    r"\b(?:what|which)\b[^?]{0,40}\b(?:do|did|am|are|was|were) (?:i|we) (?:run|use|have|own|prefer|on)\b|"
+    r"\b(?:am i|are we) (?:running|using|on)\b",
+    re.I,
+)
+# statements: the user says something about themselves or their setup and asks nothing
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|we|we're|we've|our|my|us)\b", re.I)
+_MARKER = re.compile(r"^\s*(?:fyi|context|heads up|btw|by the way|setup|for context|note|for the record)\b", re.I)
+_ASKS = re.compile(
+    r"\?|^\s*(?:how|what|which|why|where|when|who|can|could|would|should|is|are|does|do|did|will|please|show|tell|"
+    r"explain|give|help|list|write|make|set|configure|fix)\b|"
+    r"\b(?:i|we) (?:need|want|would like|'d like|am trying|'m trying|are trying|'re trying|am looking|'m looking|"
+    r"have to|must|wonder)\b",
+    re.I,
+)
+_TROUBLE = re.compile(
+    r"\b(?:error|errors|fail(?:s|ed|ing)?|broken|not working|doesn't work|won't|can't|cannot|crash(?:es|ed)?|"
+    r"issue|problem|stuck|oom|timeout|keeps)\b",
+    re.I,
+)
+_VERSION_WORDS = frozenset(content_set("version versions release releases"))
+_VERSION = re.compile(r"(?<![\w.])v?\d+(?:\.\d+)+|(?<![\w.])v\d+\b", re.I)
+_NOT_EVIDENCE = frozenset(content_set("user said say tell told mention"))
+
+
+def asks_about_user(question: str) -> bool:
+    """Whether the question is about the user ("my version", "did I say"), not only about the documents."""
+    return bool(_ABOUT_USER.search(question))
+
+
+def states_about_user(message: str, facts: list[ExtractedFact]) -> bool:
+    """A statement of the user's setup or situation that asks nothing (and reports no trouble, which wants help):
+    facts the rules found, or first-person words under a marker like "fyi" or "context"."""
+    if _ASKS.search(message) or _TROUBLE.search(message):
+        return False
+    return bool(facts) or (bool(_MARKER.match(message)) and bool(_FIRST_PERSON.search(message)))
+
+
+def fact_answers(question: str, fact_text: str, fact_value: str) -> bool:
+    """Whether a fact is relevant to a question about the user: they share a word that is not only a name both
+    mention (a shared product name alone is not relevance), or the question asks for a version and the fact has
+    one."""
+    asked, stated = content_set(question), content_set(fact_text)
+    names = content_set(" ".join(name for name, _ in extract_entities(question)))
+    shared = (asked & stated) - _NOT_EVIDENCE - names
+    return bool(shared) or (bool(asked & _VERSION_WORDS) and bool(_VERSION.search(fact_value)))
+
+
+_SECOND_PERSON = (
+    (r"^the user's ", "your "),
+    (r"^the user (?:is on|are on)\b", "you are on"),
+    (r"^the user is\b", "you are"),
+    (r"^the user has\b", "you have"),
+    (r"^the user no longer uses\b", "you no longer use"),
+    (r"^the user (\w+?)e?s\b", None),  # runs -> run, uses -> use, prefers -> prefer, lives in -> live in
+    (r"^the user\b", "you"),
+)
+
+
+def second_person(fact_text: str) -> str:
+    """A fact's text as said to the user: "the user runs X" -> "You run X"."""
+    text = fact_text.strip()
+    for pattern, replacement in _SECOND_PERSON:
+        match = re.match(pattern, text, re.I)
+        if match is None:
+            continue
+        if replacement is None:
+            verb = text[len("the user ") : match.end()]
+            replacement = "you " + (verb[:-1] if verb.endswith("s") else verb)
+        text = replacement + text[match.end() :]
+        break
+    return text[:1].upper() + text[1:]
+
+
+def acknowledgement(facts: list[ExtractedFact], *, remembered: bool) -> str:
+    """The short reply to a statement: what was understood, and whether it is kept."""
+    kept = " I'll remember that." if remembered else " (This chat is not remembered.)"
+    if not facts:
+        return "Noted." + kept
+    said = "; ".join(second_person(f.text) for f in facts[:3])
+    return f"Noted: {said[:1].lower() + said[1:]}.{kept}"

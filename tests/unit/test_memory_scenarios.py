@@ -1,0 +1,132 @@
+"""A scripted scenario of what a user of a personal assistant expects from "remember this": state, update, ask,
+forget, erase, across conversations and users. Through the library with the shipped fakes (the fake chat model
+records every prompt; the hashing embedder needs no model); answers in the extractive mode quote, no model call."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from anaphora import Anaphora, FakeChatModel, Settings
+from tests.conftest import SAMPLE_DOCS
+
+pytestmark = pytest.mark.unit
+MEMORY_ID = re.compile(r"\[memory:[0-9a-f]+\]")
+
+
+@pytest.fixture
+def rag(tmp_path):
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        chat_model="fake",
+        embedder="hashing",
+        similarity_threshold=0.0,
+        answer_mode="extractive",
+    )
+    with Anaphora(settings, model=FakeChatModel()) as instance:
+        instance.ingest([SAMPLE_DOCS])
+        yield instance
+
+
+def ask(rag: Anaphora, question: str, conversation: str, user: str = "alice"):
+    result = rag.ask(question, conversation, user_id=user)
+    rag.settle()  # the memory write runs after the answer, in the background
+    return result
+
+
+def test_state_update_ask_forget_erase_across_conversations_and_users(rag: Anaphora) -> None:
+    model = rag.components.chat_model
+    first = rag.new_conversation(user_id="alice")
+    stated = ask(rag, "I run Fluent Bit 2.1 on ARM64 nodes", first)
+    assert stated.answer == "Noted: you run Fluent Bit 2.1 on ARM64 nodes. I'll remember that."
+    assert stated.citations == [] and stated.trace.retrieval_skipped and not model.calls  # acknowledged, no quotes
+
+    second = rag.new_conversation(user_id="alice")
+    asked = ask(rag, "which version did I say I run?", second)
+    assert asked.answer.startswith("You run Fluent Bit 2.1 on ARM64 nodes. [memory:")  # the fact leads, cited
+    assert any(c.id.startswith("memory:") for c in asked.citations)
+    (lead,) = [m for m in asked.trace.memory if m.leads]
+    assert lead.kind == "fact" and lead.injected and lead.current
+
+    ask(rag, "I upgraded my nodes to Fluent Bit 3.2 last week", second)
+    third = rag.new_conversation(user_id="alice")
+    again = ask(rag, "what architecture are my nodes?", third)
+    assert again.answer.startswith("You run Fluent Bit 3.2 on ARM64 nodes. [memory:")
+    assert "2.1" not in again.answer and [m.text for m in again.trace.memory if m.leads] == [
+        "the user runs Fluent Bit 3.2 on ARM64 nodes"
+    ]
+    facts = rag.memories(user_id="alice", kind="fact").items
+    assert [f.value for f in facts if f.current] == ["Fluent Bit 3.2 on ARM64 nodes"]
+
+    other = ask(rag, "how do I install Kestrel on Kubernetes?", third)  # about the documents, not the user
+    assert not [m for m in other.trace.memory if m.leads] and not MEMORY_ID.search(other.answer)
+    unrelated = ask(rag, "what is my favourite colour?", third)  # about the user, but no fact answers it
+    assert not [m for m in unrelated.trace.memory if m.leads]
+
+    bob = rag.new_conversation(user_id="bob")
+    bobs = ask(rag, "which version did I say I run?", bob, user="bob")
+    assert bobs.trace.memory == [] and "Fluent Bit" not in bobs.answer  # no cross-user recall
+
+    (current,) = [f for f in facts if f.current]
+    rag.forget(current.id, user_id="alice")
+    model.calls.clear()
+    fourth = rag.new_conversation(user_id="alice")
+    after = ask(rag, "which version did I say I run?", fourth)
+    assert "3.2" not in after.answer and not [m for m in after.trace.memory if "3.2" in m.text]
+    ask(rag, "hello", fourth)  # chit-chat: the model sees the profile in its system message
+    assert all("3.2" not in m.content for call in model.calls for m in call.messages)
+
+    rag.erase_user("alice")
+    assert rag.memories(user_id="alice").items == ()
+    assert [m.text for m in rag.memories(user_id="bob").items] == ["which version did I say I run?"]
+    fifth = rag.new_conversation(user_id="alice")
+    assert ask(rag, "which version did I say I run?", fifth).trace.memory == []
+
+
+def test_a_statement_in_a_temporary_chat_says_it_is_not_kept(rag: Anaphora) -> None:
+    conversation = rag.new_conversation()
+    result = rag.ask("fyi: we run Traefik v3 as a plain binary on a VM", conversation, memory=False)
+    assert result.answer == "Noted: you run Traefik v3 as a plain binary on a VM. (This chat is not remembered.)"
+    rag.settle()
+    assert rag.memories().items == ()
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "I run Fluent Bit 2.1, how do I enable the http output?",
+        "I need /api stripped off before requests hit my backend",
+        "our ingesters keep crashing after the upgrade",
+        "the dashboard shows nothing",
+    ],
+)
+def test_questions_requests_and_trouble_are_answered_not_acknowledged(rag: Anaphora, message: str) -> None:
+    result = rag.ask(message, rag.new_conversation())
+    assert result.trace.answer_source != "acknowledged" and not result.trace.retrieval_skipped
+
+
+@pytest.mark.parametrize(
+    ("question", "answers"),
+    [
+        ("which version did I say I run?", True),
+        ("what architecture are my nodes?", True),
+        ("is the setting you described available for my version?", True),
+        ("what do I run?", True),
+        ("how do I configure Fluent Bit outputs for my cluster?", False),  # a shared product name alone
+        ("what is my favourite colour?", False),
+    ],
+)
+def test_a_fact_answers_a_question_about_the_user_by_more_than_a_shared_name(question: str, answers: bool) -> None:
+    from anaphora.memory.personal import asks_about_user, fact_answers
+
+    assert asks_about_user(question)
+    fact = "the user runs Fluent Bit 2.1 on ARM64 nodes"
+    assert fact_answers(question, fact, "Fluent Bit 2.1 on ARM64 nodes") is answers
+
+
+@pytest.mark.parametrize("question", ["how do I install Kestrel?", "can I use TLS?", "what is Loki?"])
+def test_questions_about_the_documents_are_not_about_the_user(question: str) -> None:
+    from anaphora.memory.personal import asks_about_user
+
+    assert not asks_about_user(question)
