@@ -1,0 +1,360 @@
+"""Whole conversations over real documentation trees (../shared/bench/realdocs-dev), scored by its README's rules.
+
+    python bench/realdocs.py [--model embedded|fake|gguf:PATH] [--answer-mode generate|extractive|auto]
+                             [--corpus loki,traefik] [--conversation ID] [--limit N] [--dump FILE]
+                             [--set key=value ...] [--name realdocs]
+
+Each corpus folder (without its SOURCE.md) is copied into a data dir under bench/.cache/realdocs/ keyed by the
+corpus and a fingerprint of the ingest code and chunking settings, and ingested once there: a change to the parsers
+or the chunker re-ingests, anything else reuses the index. Every conversation then runs turn by turn through the
+product's engine with the embedded defaults (unless options say otherwise), in a fresh conversation of its own user;
+the background work of a turn (memory, summary) is awaited before the next one, outside the turn's time.
+
+Scoring follows the README's rules 1-5 (rule 6 needs a judge and is not computed): key-fact recall and the share of
+turns answered, gold citation hit, wrong abstentions, correct refusals, meta length and faithfulness, plus chit-chat
+turns that used neither retrieval nor a model call (from the trace), the answered share of turns that depend on a
+personal fact, invented identifiers (risky tokens of the answer found in no passage the turn selected nor in the
+conversation: :func:`anaphora.evaluation.metrics.unsupported_risky_tokens`), turn p50/p95 and model calls per turn.
+Abstentions are detected with :data:`ABSTENTION_PATTERNS` (the product's fixed phrases come from its code).
+Results: bench/results/<name>.json; ``--dump`` writes every turn (question, answer, cited sources, retrieval query,
+scores) as JSON lines to read the conversations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import re
+import shutil
+import statistics
+import time
+from collections import defaultdict
+from datetime import date
+from pathlib import Path
+
+from common import CACHE, ROOT, git_revision, machine, percentile, summary_ms, write_result
+
+import anaphora.ingest
+from anaphora import Settings
+from anaphora.app import aclose_components, build_components, close_local
+from anaphora.evaluation.metrics import unsupported_risky_tokens
+from anaphora.pipeline.engine import ABSTAIN, NO_ANSWER, TurnRequest
+from anaphora.pipeline.support import strip_markers
+from anaphora.text import STOPWORDS
+
+DATA = "realdocs-dev"
+EXCLUDED = {"SOURCE.md"}
+ANSWERABLE_KINDS = ("question", "followup")
+SCORED_KINDS = ("question", "followup", "meta")
+# the product's fixed abstention sentences, then what any other wording of "the documents do not say" looks like
+ABSTENTION_PHRASES = (ABSTAIN, NO_ANSWER)
+_DOCS = r"(?:documents?|docs|documentation|passages?|sources?|pages?)"
+ABSTENTION_PATTERNS = (
+    rf"\b{_DOCS}\b[^.!?\n]{{0,60}}\b(?:do|does|did)(?:n't| not)\s+(?:cover|mention|say|describe|document|include|"
+    r"contain|explain|address)",
+    r"\b(?:could|can)(?:n't| not)\s+find\b|\bcannot find\b|\bunable to find\b|\bfound no(?:thing)?\b",
+    rf"\bnot\s+(?:covered|documented|mentioned|described|addressed)\s+(?:in|by)\s+(?:the\s+|these\s+|your\s+)?{_DOCS}",
+    rf"\bno\s+(?:information|mention|passage|documentation|answer)\b[^.!?\n]{{0,40}}\b(?:in|from)\s+(?:the\s+)?{_DOCS}",
+    r"\bi\s+(?:don't|do not)\s+know\b",
+)
+_ABSTENTION = [re.compile(p, re.IGNORECASE) for p in ABSTENTION_PATTERNS]
+_ALNUM = re.compile(r"[a-z0-9]+")
+
+
+def data_root() -> Path:
+    """The realdocs-dev folder: ``../shared/bench/`` of the repository or of the folder holding its worktree."""
+    for base in (ROOT.parent, ROOT.parent.parent):
+        candidate = base / "shared" / "bench" / DATA
+        if candidate.is_dir():
+            return candidate
+    raise SystemExit(f"{DATA} not found in ../shared/bench or ../../shared/bench; pass --data")
+
+
+def abstains(answer: str) -> bool:
+    if any(phrase in answer for phrase in ABSTENTION_PHRASES):
+        return True
+    return any(p.search(answer) for p in _ABSTENTION)
+
+
+def ingest_fingerprint(settings: Settings, tree: Path) -> str:
+    """What decides the chunks: the ingest package's code, the chunking and embedder settings and the corpus."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(anaphora.ingest.__file__).parent.glob("*.py")):
+        digest.update(path.name.encode() + path.read_bytes())
+    digest.update(f"{settings.embedder}|{settings.chunk_tokens}|{settings.chunk_overlap}".encode())
+    for path in corpus_files(tree):
+        digest.update(path.relative_to(tree).as_posix().encode() + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def corpus_files(tree: Path) -> list[Path]:
+    return sorted(p for p in tree.rglob("*") if p.is_file() and p.name not in EXCLUDED)
+
+
+def prepare_corpus(settings: Settings, source: Path, cache: Path) -> tuple[Path, Path]:
+    """(data dir, document tree): the corpus copied without SOURCE.md into a dir keyed by the ingest fingerprint."""
+    data_dir = cache / f"{source.name}-{ingest_fingerprint(settings, source)}"
+    tree = data_dir / "docs" / source.name
+    if not tree.is_dir():
+        staging = data_dir / "docs" / ".staging"
+        shutil.rmtree(staging, ignore_errors=True)
+        for path in corpus_files(source):
+            target = staging / path.relative_to(source)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+        staging.rename(tree)
+    return data_dir, tree
+
+
+def chunk_statistics(components) -> dict:
+    keys, _ = components.corpus.keys_and_texts()
+    chunks = components.corpus.chunks([int(k) for k in keys]).values()
+    sizes = [len(c.text) for c in chunks]
+    return {
+        "chunks": len(sizes),
+        "chars_p10": percentile(sizes, 10),
+        "chars_p50": percentile(sizes, 50),
+        "chars_p90": percentile(sizes, 90),
+        "chars_max": max(sizes, default=0),
+        "under_150_chars": sum(1 for s in sizes if s < 150),
+        "files": len({c.source for c in chunks}),
+    }
+
+
+def ingest(components, tree: Path, data_dir: Path) -> dict:
+    """Ingest once per fingerprint; the first run's report is kept beside the index (its time is the cold one)."""
+    marker = data_dir / "ingest.json"
+    if marker.exists():
+        return json.loads(marker.read_text())
+    report = components.ingestor.run([tree])
+    stats = {
+        "seconds": round(report.seconds, 1),
+        "files": len(report.added) + len(report.updated),
+        "skipped": report.skipped,
+        **chunk_statistics(components),
+    }
+    marker.write_text(json.dumps(stats, indent=2))
+    return stats
+
+
+def hits(answer: str, must: list[list[str]]) -> list[bool]:
+    lowered = answer.lower()
+    return [any(alt.lower() in lowered for alt in group) for group in must]
+
+
+def content_tokens(text: str) -> list[str]:
+    return [t for t in _ALNUM.findall(text.lower()) if t not in STOPWORDS]
+
+
+def score_turn(turn: dict, index: int, turns: list[dict], answer: str, result, earlier_answers: list[str]) -> dict:
+    """The README's rules 1-5 for one turn (None: the rule does not apply to it)."""
+    trace = result.trace
+    ids = {p.id for p in trace.retrieved} | {c.id for c in result.citations} | {m.passage_id for m in trace.memory}
+    visible = strip_markers(answer, ids)
+    kind, answerable, must = turn["kind"], turn["answerable"], turn["must"]
+    cited = sorted({c.source for c in result.citations if c.source})
+    abstained = abstains(visible)
+    row: dict = {"kind": kind, "answerable": answerable, "abstained": abstained}
+    if answerable and kind in SCORED_KINDS and must:
+        groups = hits(visible, must)
+        row["recall"] = sum(groups) / len(groups)
+        row["answered"] = all(groups)
+    if answerable and kind in ANSWERABLE_KINDS:
+        row["gold_hit"] = bool(set(cited) & set(turn["gold_files"]))
+    if answerable and kind in SCORED_KINDS:
+        row["wrong_abstention"] = abstained
+    if not answerable:
+        row["correct_refusal"] = abstained
+    if "max_words" in turn:
+        words = len(visible.split())
+        content = content_tokens(visible)
+        said = {t for text in earlier_answers for t in content_tokens(text)}
+        faithful_share = sum(1 for t in content if t in said) / len(content) if content else 0.0
+        row["meta_short"] = words <= turn["max_words"]
+        row["meta_faithful"] = faithful_share >= 0.5
+        row["meta_words"], row["meta_faithful_share"] = words, round(faithful_share, 3)
+    if kind == "meta":
+        row["meta_pass"] = (
+            row.get("answered", True) and row.get("meta_short", True) and row.get("meta_faithful", True)
+        ) and not (must and abstained)
+    retrieved = any(s.name == "retrieve" for s in trace.stages)
+    if kind == "chitchat":
+        row["chitchat_clean"] = not retrieved and trace.model_calls == 0
+    personal = {i for i, t in enumerate(turns) if t["kind"] == "personal"}
+    if answerable and kind in SCORED_KINDS and must and personal & set(turn.get("refers_to", [])):
+        row["personal_answered"] = row["answered"]
+    conversation = [t["user"] for t in turns[: index + 1]] + earlier_answers
+    shown = [f"{p.heading}\n{p.text}" for p in trace.retrieved] + [m.text for m in trace.memory]
+    invented = unsupported_risky_tokens(visible, shown + conversation)
+    row["invented"] = invented
+    row["retrieved"], row["model_calls"], row["cited"] = retrieved, trace.model_calls, cited
+    return row
+
+
+async def run_conversation(components, conversation: dict) -> list[dict]:
+    engine = components.engine
+    user = f"realdocs-{conversation['id']}"
+    created = await components.conversations.create(user, conversation["id"])
+    rows, answers = [], []
+    for index, turn in enumerate(conversation["turns"]):
+        started = time.perf_counter()
+        result = await engine.ask(TurnRequest(turn["user"], user_id=user, conversation_id=created.id))
+        ms = (time.perf_counter() - started) * 1000
+        await engine.drain()  # the turn's memory and summary work, before the next turn (outside its time)
+        row = score_turn(turn, index, conversation["turns"], result.answer, result, answers)
+        row.update(
+            conversation=conversation["id"],
+            corpus=conversation["corpus"],
+            turn=index,
+            ms=round(ms, 1),
+            user=turn["user"],
+            answer=result.answer,
+            query=result.trace.query,
+            route=result.trace.route,
+            answer_source=result.trace.answer_source,
+            gold_files=turn["gold_files"],
+            must=turn["must"],
+        )
+        rows.append(row)
+        answers.append(result.answer)
+        print(
+            f"  {conversation['id']} turn {index} {turn['kind']:9} {ms / 1000:5.1f}s "
+            f"recall {row.get('recall', '-')} gold {row.get('gold_hit', '-')} abstained {row['abstained']}",
+            flush=True,
+        )
+    return rows
+
+
+def share(rows: list[dict], key: str) -> dict:
+    values = [r[key] for r in rows if r.get(key) is not None]
+    mean = round(statistics.fmean(float(v) for v in values), 4) if values else None
+    return {"value": mean, "hits": sum(1 for v in values if v is True), "n": len(values)}
+
+
+def aggregate(rows: list[dict]) -> dict:
+    keys = (
+        "recall",
+        "answered",
+        "gold_hit",
+        "wrong_abstention",
+        "correct_refusal",
+        "meta_pass",
+        "meta_short",
+        "meta_faithful",
+        "chitchat_clean",
+        "personal_answered",
+    )
+    summary = {key: share(rows, key) for key in keys}
+    summary["turns"] = len(rows)
+    summary["invented_turns"] = sum(1 for r in rows if r["invented"])
+    summary["invented_tokens"] = sorted({t for r in rows for t in r["invented"]})
+    summary["turn_ms"] = summary_ms([r["ms"] for r in rows])
+    summary["model_calls_per_turn"] = round(statistics.fmean(r["model_calls"] for r in rows), 3) if rows else None
+    return summary
+
+
+def breakdown(rows: list[dict]) -> dict:
+    by: dict[str, dict] = {"overall": aggregate(rows)}
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for row in rows:
+        groups[f"corpus:{row['corpus']}"].append(row)
+        groups[f"kind:{row['kind']}"].append(row)
+    by.update({name: aggregate(group) for name, group in sorted(groups.items())})
+    return by
+
+
+def parse_overrides(pairs: list[str]) -> dict[str, str]:
+    overrides = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise SystemExit(f"--set wants key=value, got {pair!r}")
+        overrides[key.strip()] = value.strip()
+    return overrides
+
+
+async def run_corpus(name: str, conversations: list[dict], args, data: Path) -> tuple[list[dict], dict]:
+    overrides = parse_overrides(args.set)
+    base = Settings(chat_model=args.model, answer_mode=args.answer_mode, **overrides)
+    data_dir, tree = prepare_corpus(base, data / name, CACHE / "realdocs")
+    settings = base.model_copy(update={"data_dir": data_dir})
+    components = build_components(settings)
+    try:
+        stats = ingest(components, tree, data_dir)
+        print(f"{name}: {stats['chunks']} chunks from {stats['files']} files (ingest {stats['seconds']} s)", flush=True)
+        rows = []
+        for conversation in conversations:
+            rows.extend(await run_conversation(components, conversation))
+    finally:
+        await aclose_components(components)
+        close_local(components)
+    return rows, stats
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=None, help=f"the {DATA} folder (default: ../shared/bench/)")
+    parser.add_argument("--model", default="embedded")
+    parser.add_argument("--answer-mode", default=None, choices=("generate", "extractive", "auto"))
+    parser.add_argument("--corpus", default="loki,traefik")
+    parser.add_argument("--conversation", default=None, help="run only this conversation id")
+    parser.add_argument("--limit", type=int, default=None, help="conversations per corpus")
+    parser.add_argument("--set", action="append", default=[], help="a settings override, key=value (repeatable)")
+    parser.add_argument("--dump", type=Path, default=None, help="write every turn as JSON lines")
+    parser.add_argument("--name", default="realdocs", help="results file name (bench/results/NAME.json)")
+    args = parser.parse_args()
+    data = args.data or data_root()
+    conversations = [json.loads(line) for line in (data / "conversations.jsonl").read_text().splitlines() if line]
+    if args.conversation:
+        conversations = [c for c in conversations if c["id"] == args.conversation]
+        if not conversations:
+            raise SystemExit(f"no conversation {args.conversation!r}")
+    started = time.time()
+    rows: list[dict] = []
+    ingest_stats = {}
+    for corpus in args.corpus.split(","):
+        chosen = [c for c in conversations if c["corpus"] == corpus][: args.limit]
+        if chosen:
+            corpus_rows, ingest_stats[corpus] = asyncio.run(run_corpus(corpus, chosen, args, data))
+            rows.extend(corpus_rows)
+    options = " ".join(
+        [f"--model {args.model}"]
+        + ([f"--answer-mode {args.answer_mode}"] if args.answer_mode else [])
+        + ([f"--corpus {args.corpus}"] if args.corpus != "loki,traefik" else [])
+        + ([f"--conversation {args.conversation}"] if args.conversation else [])
+        + ([f"--limit {args.limit}"] if args.limit else [])
+        + [f"--set {s}" for s in args.set]
+    )
+    payload = {
+        "date": date.today().isoformat(),
+        "machine": machine(),
+        "revision": git_revision(),
+        "command": f"python bench/realdocs.py {options}",
+        "seconds": round(time.time() - started),
+        "conversations": len({r["conversation"] for r in rows}),
+        "abstention_phrases": list(ABSTENTION_PHRASES),
+        "abstention_patterns": list(ABSTENTION_PATTERNS),
+        "ingest": ingest_stats,
+        "scores": breakdown(rows),
+    }
+    path = write_result(args.name, payload)
+    if args.dump:
+        with args.dump.open("w") as out:
+            for row in rows:
+                out.write(json.dumps(row) + "\n")
+    overall = payload["scores"]["overall"]
+    print(f"\n{len(rows)} turns in {payload['conversations']} conversations, {payload['seconds']} s")
+    for key in ("recall", "answered", "gold_hit", "wrong_abstention", "correct_refusal", "meta_pass"):
+        print(f"  {key:18} {overall[key]['value']}  ({overall[key]['hits']}/{overall[key]['n']})")
+    for key in ("chitchat_clean", "personal_answered", "meta_short", "meta_faithful"):
+        print(f"  {key:18} {overall[key]['hits']}/{overall[key]['n']}")
+    print(f"  invented identifiers: {overall['invented_turns']} turns {overall['invented_tokens'][:10]}")
+    print(f"  turn ms p50 {overall['turn_ms']['p50']} p95 {overall['turn_ms']['p95']}")
+    print(f"  model calls per turn {overall['model_calls_per_turn']}")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
