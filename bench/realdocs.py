@@ -338,11 +338,6 @@ def main() -> None:
     started = time.time()
     rows: list[dict] = []
     ingest_stats = {}
-    for corpus in args.corpus.split(","):
-        chosen = [c for c in conversations if c["corpus"] == corpus][: args.limit]
-        if chosen:
-            corpus_rows, ingest_stats[corpus] = asyncio.run(run_corpus(corpus, chosen, args, data))
-            rows.extend(corpus_rows)
     options = " ".join(
         [f"--model {args.model}"]
         + ([f"--answer-mode {args.answer_mode}"] if args.answer_mode else [])
@@ -351,23 +346,34 @@ def main() -> None:
         + ([f"--limit {args.limit}"] if args.limit else [])
         + [f"--set {s}" for s in args.set]
     )
-    payload = {
-        "date": date.today().isoformat(),
-        "machine": machine(),
-        "revision": git_revision(),
-        "command": f"python bench/realdocs.py {options}",
-        "seconds": round(time.time() - started),
-        "conversations": len({r["conversation"] for r in rows}),
-        "abstention_phrases": list(ABSTENTION_PHRASES),
-        "abstention_patterns": list(ABSTENTION_PATTERNS),
-        "ingest": ingest_stats,
-        "scores": breakdown(rows),
-    }
-    path = write_result(args.name, payload)
-    if args.dump:
-        with args.dump.open("w") as out:
-            for row in rows:
-                out.write(json.dumps(row) + "\n")
+
+    def save() -> tuple[dict, Path]:
+        """Results so far: written after each corpus, so a long run that is stopped keeps what it measured."""
+        payload = {
+            "date": date.today().isoformat(),
+            "machine": machine(),
+            "revision": git_revision(),
+            "command": f"python bench/realdocs.py {options}",
+            "seconds": round(time.time() - started),
+            "conversations": len({r["conversation"] for r in rows}),
+            "corpora_done": list(ingest_stats),
+            "abstention_phrases": list(ABSTENTION_PHRASES),
+            "abstention_patterns": list(ABSTENTION_PATTERNS),
+            "ingest": ingest_stats,
+            "scores": breakdown(rows),
+        }
+        if args.dump:
+            with args.dump.open("w") as out:
+                for row in rows:
+                    out.write(json.dumps(row) + "\n")
+        return payload, write_result(args.name, payload)
+
+    for corpus in args.corpus.split(","):
+        chosen = [c for c in conversations if c["corpus"] == corpus][: args.limit]
+        if chosen:
+            corpus_rows, ingest_stats[corpus] = asyncio.run(run_corpus(corpus, chosen, args, data))
+            rows.extend(corpus_rows)
+            payload, path = save()
     overall = payload["scores"]["overall"]
     print(f"\n{len(rows)} turns in {payload['conversations']} conversations, {payload['seconds']} s")
     for key in ("recall", "answered", "gold_hit", "wrong_abstention", "correct_refusal", "meta_pass"):
