@@ -296,7 +296,9 @@ def parse_overrides(pairs: list[str]) -> dict[str, str]:
     return overrides
 
 
-async def run_corpus(name: str, conversations: list[dict], args, data: Path) -> tuple[list[dict], dict]:
+async def run_corpus(name: str, conversations: list[dict], args, data: Path, rows: list[dict], done) -> dict:
+    """Ingest (once) and run the corpus's conversations, appending each turn's row to ``rows`` and calling
+    ``done(stats)`` after each conversation (the results so far are saved: a run that dies keeps them)."""
     overrides = parse_overrides(args.set)
     base = Settings(chat_model=args.model, answer_mode=args.answer_mode, **overrides)
     data_dir, tree = prepare_corpus(base, data / name, CACHE / "realdocs")
@@ -305,13 +307,13 @@ async def run_corpus(name: str, conversations: list[dict], args, data: Path) -> 
     try:
         stats = ingest(components, tree, data_dir)
         print(f"{name}: {stats['chunks']} chunks from {stats['files']} files (ingest {stats['seconds']} s)", flush=True)
-        rows = []
         for conversation in conversations:
             rows.extend(await run_conversation(components, conversation))
+            done(stats)
     finally:
         await aclose_components(components)
         close_local(components)
-    return rows, stats
+    return stats
 
 
 def main() -> None:
@@ -348,7 +350,7 @@ def main() -> None:
     )
 
     def save() -> tuple[dict, Path]:
-        """Results so far: written after each corpus, so a long run that is stopped keeps what it measured."""
+        """Results so far: written after each conversation, so a run that is stopped keeps what it measured."""
         payload = {
             "date": date.today().isoformat(),
             "machine": machine(),
@@ -371,9 +373,13 @@ def main() -> None:
     for corpus in args.corpus.split(","):
         chosen = [c for c in conversations if c["corpus"] == corpus][: args.limit]
         if chosen:
-            corpus_rows, ingest_stats[corpus] = asyncio.run(run_corpus(corpus, chosen, args, data))
-            rows.extend(corpus_rows)
-            payload, path = save()
+
+            def done(stats: dict, corpus: str = corpus) -> None:
+                ingest_stats[corpus] = stats
+                save()
+
+            asyncio.run(run_corpus(corpus, chosen, args, data, rows, done))
+    payload, path = save()
     overall = payload["scores"]["overall"]
     print(f"\n{len(rows)} turns in {payload['conversations']} conversations, {payload['seconds']} s")
     for key in ("recall", "answered", "gold_hit", "wrong_abstention", "correct_refusal", "meta_pass"):
