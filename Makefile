@@ -3,6 +3,12 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 DEMO_DIR ?= .anaphora-demo
+# The browser tests' Chromium: install-test installs Debian's package when it is missing and this user can
+# (INSTALL_CHROMIUM=0 leaves the machine as it is; without a browser the browser tests are skipped, with the reason).
+ANAPHORA_TEST_CHROMIUM ?= /usr/bin/chromium
+export ANAPHORA_TEST_CHROMIUM
+INSTALL_CHROMIUM ?= 1
+PYTEST_ARGS ?=  # e.g. make test PYTEST_ARGS=tests/browser
 
 .PHONY: install install-test demo test lint bench clean
 
@@ -17,12 +23,15 @@ install: $(BIN)/python
 
 install-test: install
 	$(BIN)/pip install --quiet -e '.[embedded,test]'
+ifeq ($(INSTALL_CHROMIUM),1)
+	sh scripts/install_chromium.sh $(ANAPHORA_TEST_CHROMIUM)
+endif
 
 demo: install
 	HF_HUB_OFFLINE=1 $(BIN)/anaphora --data-dir $(DEMO_DIR) demo --docs examples/docs --script examples/demo_conversation.json
 
 test: install-test
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint:
 	$(BIN)/ruff check src tests bench

@@ -4,7 +4,8 @@
                               [--limit N] [--sweep] [--fresh-model]
 
 Sources: last-turn and reference-rewrite bypass the query stage (baselines); ``expansion`` is the model-free
-history-aware query alone; ``pipeline`` is the default query stage (SmolLM2 rewrite + guard + fallback).
+history-aware query alone; ``model-rewrite`` the SmolLM2 rewrite + guard + expansion fallback; ``pipeline`` is the
+default query stage (for the embedded model, the expansion since issue 23).
 ``--sweep`` also compares retriever configurations (BM25, dense, RRF weights) on last-turn queries.
 Indexes are cached in bench/.cache/<domain>; results go to bench/results/followups.json.
 
@@ -34,6 +35,7 @@ from anaphora.evaluation.robustness import compare
 from anaphora.models import load_chat_model
 
 KS = (1, 3, 5, 10)
+REWRITERS = {"expansion": "expansion", "model-rewrite": "model"}  # sources that pin the query stage
 SWEEP = {
     "bm25": {"fusion": "bm25"},
     "dense": {"fusion": "dense"},
@@ -60,7 +62,8 @@ def follow_up_row(report: dict) -> dict:
 
 async def run_domain(domain: str, sources: list[str], limit: int | None, sweep: bool, fresh_model: bool) -> dict:
     corpus, tasks_path = domain_paths(domain)
-    settings = Settings(data_dir=CACHE / domain)
+    precision = Settings().embedder_precision  # ANAPHORA_EMBEDDER_PRECISION: an index of its own per precision
+    settings = Settings(data_dir=CACHE / (domain if precision == "fp32" else f"{domain}-{precision}"))
     model = load_chat_model(settings)
     replaying = None if fresh_model else ReplayingModel(model, CACHE / "model-replies.jsonl")
     components = build_components(settings, model=replaying or model)
@@ -71,10 +74,10 @@ async def run_domain(domain: str, sources: list[str], limit: int | None, sweep: 
     records_of: dict[str, list[dict]] = {}
     for source in sources:
         started = time.perf_counter()
-        if source == "expansion":  # the default expansion stage, corpus statistics included
+        if source in REWRITERS:  # that query stage as the app builds it, corpus statistics included
             original = engine.query_stage
             engine.query_stage = build_query_stage(
-                settings.model_copy(update={"rewriter": "expansion"}),
+                settings.model_copy(update={"rewriter": REWRITERS[source]}),
                 components.chat_model,
                 components.passages.term_statistics,
             )
@@ -108,7 +111,7 @@ async def run_domain(domain: str, sources: list[str], limit: int | None, sweep: 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--domains", default="clapnq,fiqa")
-    parser.add_argument("--sources", default="last-turn,reference-rewrite,expansion,pipeline")
+    parser.add_argument("--sources", default="last-turn,reference-rewrite,expansion,model-rewrite,pipeline")
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--sweep", action="store_true")
     parser.add_argument("--fresh-model", action="store_true", help="call the model instead of replaying its replies")
@@ -118,7 +121,9 @@ def main() -> None:
         output["domains"][domain] = asyncio.run(
             run_domain(domain, args.sources.split(","), args.limit, args.sweep, args.fresh_model)
         )
-    print(f"wrote {write_result('followups', output)}")
+    output["embedder_precision"] = Settings().embedder_precision
+    name = "followups" if output["embedder_precision"] == "fp32" else f"followups-{output['embedder_precision']}"
+    print(f"wrote {write_result(name, output)}")
 
 
 if __name__ == "__main__":

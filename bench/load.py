@@ -1,6 +1,8 @@
-"""HTTP load: M concurrent conversations against `anaphora serve`'s app, with the fake chat model.
+"""HTTP load: M concurrent conversations against `anaphora serve`'s app, with the fake chat model or the embedded
+default.
 
     python bench/load.py [--conversations 8] [--turns 400] [--max-seconds 30] [--domain clapnq]
+                         [--arm fake|embedded] [--workers N] [--profile-turns 40]
 
 Copies the dev corpus index (bench/.cache/<domain>, built by bench/retrieval_latency.py) to a temporary data dir,
 so the cache is neither migrated nor filled with conversations; serves create_app(Settings(data_dir=..., auth=none,
@@ -11,6 +13,14 @@ done or --max-seconds pass. Reports turns/s, latency p50/p95, the service overhe
 the pipeline stages the turn's trace timed: HTTP, JSON, auth, locks, storing the turn, and, with several clients,
 the time a turn waits for the server's one event loop while other turns run), the stages' own times, and errors,
 and writes bench/results/load.json.
+
+``--arm embedded`` serves what a fresh install runs instead: the embedded chat model's defaults (extractive answers,
+the model-free expansion query stage, so no model call on a turn), and adds ``cpu_ms_by_stage``: the same kind of
+turns run one at a time in this process (--profile-turns of them, a fresh copy of the index), each stage's process
+CPU time measured around it (every thread of the process counts, and nothing else runs meanwhile).
+``--workers N`` serves with N uvicorn worker processes behind the one port (turn lock and sessions in the Redis at
+$ANAPHORA_REDIS_URL, default redis://127.0.0.1:6379/0, as several workers need); server CPU counts all of them.
+Results go to bench/results/load-<arm>-w<N>.json (the fake arm with one worker keeps load.json).
 """
 
 from __future__ import annotations
@@ -22,6 +32,7 @@ import json
 import os
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,28 +43,70 @@ from pathlib import Path
 import httpx
 from common import CACHE, ROOT, domain_paths, git_revision, machine, summary_ms, write_result
 
+from anaphora.pipeline.observer import StageObserver
 
-def serve(data_dir: str, port: int, conversations: int) -> None:
-    """The child process: the service on 127.0.0.1:port. With auth 'none' every client is user "local", so the
-    per-user concurrency limit is raised to the number of clients (else most turns would get 429)."""
+
+def fake_arm(data_dir: str, conversations: int) -> dict:
+    """The service overhead arm: the fake chat model (generate mode). With auth 'none' every client is user
+    "local", so the per-user concurrency limit is raised to the number of clients (else most turns would get 429)."""
+    return {
+        "data_dir": data_dir,
+        "chat_model": "fake",
+        "auth": "none",
+        "max_concurrent_turns_per_user": max(4, conversations),
+    }
+
+
+def embedded_arm(data_dir: str, conversations: int) -> dict:
+    """What a fresh install serves: the embedded chat model, whose defaults are extractive answers (no model call
+    on a turn that retrieved) and the model-free history expansion as the query stage."""
+    return {**fake_arm(data_dir, conversations), "chat_model": "embedded", "rewriter": "expansion"}
+
+
+ARMS = {"fake": fake_arm, "embedded": embedded_arm}
+
+
+def shared_coordination(workers: int) -> dict:
+    """Several workers share the turn lock and the sessions (Redis); one needs neither."""
+    if workers == 1:
+        return {}
+    return {
+        "turn_lock": "redis",
+        "session_store": "redis",
+        "redis_url": os.environ.get("ANAPHORA_REDIS_URL", "redis://127.0.0.1:6379/0"),
+        "redis_key_prefix": f"anaphora-load-{os.getpid()}:",
+    }
+
+
+def serve(overrides: dict, port: int, workers: int) -> None:
+    """The child process: the service on 127.0.0.1:port, with ``workers`` uvicorn workers (the product's own
+    worker factory reads the settings from the environment, as `anaphora serve --workers` hands them over)."""
     import uvicorn
 
-    from anaphora import Settings
-    from anaphora.server import create_app
+    from anaphora.server.serve import OVERRIDES_ENV, WORKER_HEALTHCHECK_S
 
-    settings = Settings(
-        data_dir=Path(data_dir),
-        chat_model="fake",
-        auth="none",
-        max_concurrent_turns_per_user=max(4, conversations),
+    os.environ[OVERRIDES_ENV] = json.dumps(overrides)
+    uvicorn.run(
+        "anaphora.server.serve:worker_app",
+        factory=True,
+        workers=workers,
+        timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        access_log=False,
     )
-    uvicorn.run(create_app(settings), host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (Linux /proc), to tell how busy the server was."""
+    """User + system CPU time of a process and its live descendants so far (Linux /proc): the server's, workers
+    included."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    children = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        children += (task / "children").read_text().split()
+    return own + sum(cpu_seconds(int(child)) for child in children)
 
 
 def free_port() -> int:
@@ -138,6 +191,82 @@ async def warm_up(base: str, questions: list[str]) -> None:
             ).raise_for_status()
 
 
+class StageCpu(StageObserver):
+    """The engine's observer that also measures each stage's process CPU time. Only meaningful with one turn at a
+    time in the process (then all its threads' CPU during a stage is that stage's)."""
+
+    def __init__(self, observer: StageObserver) -> None:
+        super().__init__(observer.metrics, observer.tracer)
+        self.cpu: dict[str, list[float]] = {}
+
+    async def run(self, stage, state, records):
+        applies, before = stage.applies(state), time.process_time()
+        state = await super().run(stage, state, records)
+        if applies:
+            self.cpu.setdefault(stage.name, []).append((time.process_time() - before) * 1000)
+        return state
+
+
+async def profile_stages(overrides: dict, questions: list[str], turns: int, per_conversation: int) -> dict:
+    """CPU per turn by stage, turns run one at a time in this process: a first pass over ``turns`` questions (the
+    passages' sentences met for the first time, unless the copied index's cache already holds them) and a second
+    over the same ones (every sentence seen before)."""
+    from anaphora.app import aclose_components, build_components, close_local
+    from anaphora.pipeline.engine import LOCAL_USER, TurnRequest
+    from anaphora.settings import load_settings
+
+    components = build_components(load_settings(**overrides))
+    engine = components.engine
+    observer = StageCpu(engine.observer)
+    engine.observer = observer
+    passes = {}
+    try:
+        for name in ("first pass", "second pass"):
+            observer.cpu.clear()
+            totals = []
+            conversation = None
+            for n, question in enumerate(itertools.islice(itertools.cycle(questions), turns)):
+                if n % per_conversation == 0:
+                    conversation = (await components.conversations.create(LOCAL_USER, "")).id
+                before = time.process_time()
+                await engine.ask(TurnRequest(question, conversation_id=conversation))
+                await engine.drain()
+                totals.append((time.process_time() - before) * 1000)
+            stages = {stage: round(statistics.fmean(ms), 2) for stage, ms in observer.cpu.items()}
+            in_stages = sum(sum(ms) for ms in observer.cpu.values()) / len(totals)
+            passes[name] = {
+                "turns": len(totals),
+                "turn_cpu_ms": summary_ms(totals),
+                "stage_cpu_ms_mean": stages,  # mean over the turns the stage ran on
+                "outside_stages_cpu_ms_mean": round(statistics.fmean(totals) - in_stages, 2),
+                "turn_over_retrieve": round(statistics.fmean(totals) / stages["retrieve"], 2)
+                if stages.get("retrieve")
+                else None,
+            }
+            print(name, json.dumps(passes[name]), flush=True)
+    finally:
+        await aclose_components(components)
+        close_local(components)
+    return passes
+
+
+def profile_only(args: argparse.Namespace) -> None:
+    """The embedded arm's CPU profile alone, with whatever ``anaphora`` is first on PYTHONPATH (so the same
+    command measures another source tree); prints it and writes bench/results/load-profile.json."""
+    _, tasks_path = domain_paths(args.domain)
+    questions = [json.loads(line)["question"] for line in tasks_path.open() if line.strip()]
+    with tempfile.TemporaryDirectory(prefix="anaphora-profile-") as scratch:
+        profiled = Path(scratch) / args.domain
+        source = args.index or CACHE / args.domain
+        shutil.copytree(source, profiled, ignore=shutil.ignore_patterns("*-shm", "*-wal"))
+        overrides = embedded_arm(str(profiled), 1)
+        profile = asyncio.run(profile_stages(overrides, questions, args.profile_turns, args.turns_per_conversation))
+    import anaphora
+
+    result = {"command": "python bench/load.py " + " ".join(sys.argv[1:]), "anaphora": anaphora.__file__, **profile}
+    print(f"wrote {write_result('load-profile', result)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--conversations", "-m", type=int, default=8)
@@ -145,13 +274,23 @@ def main() -> None:
     parser.add_argument("--max-seconds", type=float, default=30)
     parser.add_argument("--turns-per-conversation", type=int, default=5)
     parser.add_argument("--domain", default="clapnq")
-    parser.add_argument("--serve", nargs=2, metavar=("DATA_DIR", "PORT"), help=argparse.SUPPRESS)
+    parser.add_argument("--index", type=Path, default=None, help="the index to serve (default: bench/.cache/DOMAIN)")
+    parser.add_argument("--arm", choices=sorted(ARMS), default="fake")
+    parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes of the server")
+    parser.add_argument("--profile-turns", type=int, default=40, help="turns of the in-process CPU profile (embedded)")
+    parser.add_argument(
+        "--profile-only", action="store_true", help="only the in-process CPU profile (e.g. of another source tree)"
+    )
+    parser.add_argument("--serve", nargs=2, metavar=("OVERRIDES_JSON", "PORT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        serve(args.serve[0], int(args.serve[1]), args.conversations)
+        serve(json.loads(args.serve[0]), int(args.serve[1]), args.workers)
+        return
+    if args.profile_only:
+        profile_only(args)
         return
 
-    source = CACHE / args.domain
+    source = args.index or CACHE / args.domain
     if not (source / "anaphora.db").exists():
         raise SystemExit(f"no index at {source}: run python bench/retrieval_latency.py --domain {args.domain} first")
     _, tasks_path = domain_paths(args.domain)
@@ -159,24 +298,28 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="anaphora-load-") as scratch:
         data_dir = Path(scratch) / args.domain
         shutil.copytree(source, data_dir, ignore=shutil.ignore_patterns("*-shm", "*-wal"))
+        overrides = {**ARMS[args.arm](str(data_dir), args.conversations), **shared_coordination(args.workers)}
         port = free_port()
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": str(ROOT / "bench")}
+        if os.environ.get("PYTHONPATH"):  # a worktree's src put first by the caller stays first
+            env["PYTHONPATH"] = os.environ["PYTHONPATH"] + os.pathsep + env["PYTHONPATH"]
         server = subprocess.Popen(
             [
                 sys.executable,
                 str(Path(__file__).resolve()),
                 "--serve",
-                str(data_dir),
+                json.dumps(overrides),
                 str(port),
-                "-m",
-                str(args.conversations),
+                "--workers",
+                str(args.workers),
             ],
             env=env,
         )
         base = f"http://127.0.0.1:{port}"
         try:
             asyncio.run(wait_ready(base, server))
-            asyncio.run(warm_up(base, questions))
+            for _ in range(args.workers):  # each worker loads its own embedder and indexes on its first turns
+                asyncio.run(warm_up(base, questions))
             load = Load(questions, args.turns, args.max_seconds, args.turns_per_conversation)
             server_cpu, client_cpu = cpu_seconds(server.pid), time.process_time()
             seconds = asyncio.run(load.run(base, args.conversations))
@@ -184,6 +327,15 @@ def main() -> None:
         finally:
             server.terminate()
             server.wait(timeout=60)
+        profile = None
+        if args.arm == "embedded" and args.profile_turns:
+            profiled = Path(scratch) / "profiled"
+            shutil.copytree(source, profiled, ignore=shutil.ignore_patterns("*-shm", "*-wal"))
+            profile = asyncio.run(
+                profile_stages(
+                    {**ARMS[args.arm](str(profiled), 1)}, questions, args.profile_turns, args.turns_per_conversation
+                )
+            )
     done = len(load.latencies)
     result = {
         "benchmark": "load",
@@ -193,13 +345,13 @@ def main() -> None:
         "command": "python bench/load.py " + " ".join(sys.argv[1:]),
         "settings": {
             "domain": args.domain,
+            "arm": args.arm,
+            "workers": args.workers,
             "conversations": args.conversations,
             "turns_requested": args.turns,
             "max_seconds": args.max_seconds,
             "turns_per_conversation": args.turns_per_conversation,
-            "chat_model": "fake",
-            "auth": "none",
-            "max_concurrent_turns_per_user": max(4, args.conversations),
+            **{k: v for k, v in overrides.items() if k not in ("data_dir", "redis_url", "redis_key_prefix")},
         },
         "turns": done,
         "seconds": round(seconds, 3),
@@ -208,12 +360,14 @@ def main() -> None:
         "service_overhead_ms": summary_ms(load.overheads),
         "stages_ms": {name: summary_ms(values) for name, values in load.stages.items()},
         "errors": load.errors,
-        # CPU per turn: the server's (all its threads) and the load generator's, which shares the 2 cores
+        # CPU per turn: the server's (all its threads and workers) and the load generator's, which shares the cores
         "server_cpu_ms_per_turn": round(server_cpu * 1000 / done, 2) if done else None,
         "client_cpu_ms_per_turn": round(client_cpu * 1000 / done, 2) if done else None,
         "cpu_cores_busy": round((server_cpu + client_cpu) / seconds, 2) if seconds else None,
+        "cpu_ms_by_stage": profile,
     }
-    path = write_result("load", result)
+    name = "load" if (args.arm, args.workers) == ("fake", 1) else f"load-{args.arm}-w{args.workers}"
+    path = write_result(name, result)
     print(json.dumps(result, indent=2))
     print(f"wrote {path}")
 

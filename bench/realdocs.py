@@ -265,27 +265,6 @@ def breakdown(rows: list[dict]) -> dict:
     return by
 
 
-def llama_without_repacking() -> None:
-    """Load llama.cpp models without its extra buffer types (weight repacking). On this project's 2-core VM the CPU
-    advertises AMX, llama.cpp repacks the weights for it, and the first AMX tile instruction dies with SIGILL
-    (``tileloadd`` in libggml-cpu.so: the hypervisor does not enable tile data; cf. ggml-org/llama.cpp#26954);
-    without repacking the same model runs on AVX-512. ``--llama-repack`` keeps llama.cpp's default."""
-    try:
-        import llama_cpp
-        import llama_cpp.llama
-    except ImportError:
-        return
-    default = llama_cpp.llama_model_default_params
-
-    def without_extra_buffers():
-        params = default()
-        params.use_extra_bufts = False
-        return params
-
-    llama_cpp.llama_model_default_params = without_extra_buffers
-    llama_cpp.llama.llama_cpp.llama_model_default_params = without_extra_buffers
-
-
 def parse_overrides(pairs: list[str]) -> dict[str, str]:
     overrides = {}
     for pair in pairs:
@@ -327,10 +306,7 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], help="a settings override, key=value (repeatable)")
     parser.add_argument("--dump", type=Path, default=None, help="write every turn as JSON lines")
     parser.add_argument("--name", default="realdocs", help="results file name (bench/results/NAME.json)")
-    parser.add_argument("--llama-repack", action="store_true", help="keep llama.cpp's weight repacking (AMX)")
     args = parser.parse_args()
-    if not args.llama_repack:
-        llama_without_repacking()
     data = args.data or data_root()
     conversations = [json.loads(line) for line in (data / "conversations.jsonl").read_text().splitlines() if line]
     if args.conversation:

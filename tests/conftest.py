@@ -12,6 +12,15 @@ from anaphora import Anaphora, FakeChatModel, Settings
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE_DOCS = ROOT / "examples" / "docs"
 DEMO_SCRIPT = ROOT / "examples" / "demo_conversation.json"
+# Under `.ci/run` a missing server or browser fails the run: CI must never pass by skipping a backend.
+REQUIRED = os.environ.get("ANAPHORA_TEST_REQUIRE_SERVERS") == "1"
+
+
+def unavailable(reason: str) -> None:
+    """Skip, or fail when the run requires every server (CI)."""
+    if REQUIRED:
+        pytest.fail(f"{reason} (ANAPHORA_TEST_REQUIRE_SERVERS=1: CI needs it)", pytrace=False)
+    pytest.skip(reason)
 
 
 @pytest.fixture

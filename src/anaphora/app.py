@@ -26,6 +26,7 @@ from anaphora.pipeline.memory import RecallMemory, RememberTurn
 from anaphora.pipeline.query import LastMessageQuery, QueryStage
 from anaphora.pipeline.rewrite import JSON_ANALYSIS, TEXT_REWRITE, GuardedRewriter, HistoryExpansion
 from anaphora.pipeline.select import PassageSelector
+from anaphora.pipeline.sentence_vectors import SentenceVectors
 from anaphora.pipeline.summary import RollingSummarizer
 from anaphora.rerank import load_reranker
 from anaphora.retrieval import EmbeddedPassageIndex, HybridRetriever, IndexCache
@@ -73,16 +74,17 @@ def build_query_stage(
 ) -> QueryStage:
     """``statistics``: what the history expansion reads to keep only words that disambiguate in this corpus (the
     passage index's document frequencies, read per turn so a re-ingested corpus counts at once)."""
-    if settings.rewriter == "off":
+    rewriter = settings.effective_rewriter
+    if rewriter == "off":
         return LastMessageQuery()
     expansion = HistoryExpansion(statistics=statistics)
-    if settings.rewriter == "expansion":
+    if rewriter == "expansion":
         return expansion
     return GuardedRewriter(
         chat_model,
         history_turns=settings.rewrite_history_turns,
         max_tokens=settings.rewrite_max_tokens,
-        style=JSON_ANALYSIS if settings.rewriter == "analysis" else TEXT_REWRITE,
+        style=JSON_ANALYSIS if rewriter == "analysis" else TEXT_REWRITE,
         fallback=expansion,
     )
 
@@ -239,7 +241,11 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None) -
         summarizer=summarizer,
         metrics=metrics,
         tracer=build_tracer(settings),
-        extractive=ExtractiveAnswerer(embedder, min_relevance=settings.extractive_min_relevance),
+        extractive=ExtractiveAnswerer(
+            embedder,
+            min_relevance=settings.extractive_min_relevance,
+            vectors=SentenceVectors(embedder),
+        ),
         memory_recall=recall,
         memory_writer=writer,
     )
@@ -297,6 +303,18 @@ async def erase_user_data(components: Components, user_id: str) -> dict[str, int
     }
 
 
+def ingest_with_workers(components: Components, workers: int, paths: Sequence[str | Path], **options) -> IngestReport:
+    """Ingest with the embedding spread over ``workers`` processes (each its own embedder and threads), for
+    machines with more cores than one embedder keeps busy; parsing, the embedding cache and the writes stay here."""
+    from anaphora.embeddings.pool import ProcessPoolEmbedder
+
+    cached = components.embedder
+    with ProcessPoolEmbedder(components.settings, workers, cached.inner) as pool:
+        return Ingestor(components.corpus, CachedEmbedder(pool, cached.cache), components.settings).run(
+            paths, **options
+        )
+
+
 class Anaphora:
     """Synchronous facade over the async engine, for scripts and notebooks.
 
@@ -319,8 +337,15 @@ class Anaphora:
         prune: bool = True,
         force: bool = False,
         progress: Progress | None = None,
+        reading: Progress | None = None,
+        workers: int = 1,
     ) -> IngestReport:
-        return self.components.ingestor.run(paths, prune=prune, force=force, progress=progress)
+        """``progress`` gets (chunks embedded, chunks to embed), ``reading`` (files read, files found so far);
+        ``workers``: embedding processes (see :func:`ingest_with_workers`); 1 embeds in this process."""
+        options = {"prune": prune, "force": force, "progress": progress, "reading": reading}
+        if workers > 1:
+            return ingest_with_workers(self.components, workers, paths, **options)
+        return self.components.ingestor.run(paths, **options)
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine of the async core (e.g. ``evaluation.replay(rag.components.engine, ...)``) on this

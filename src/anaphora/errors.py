@@ -11,6 +11,7 @@ edges formats errors for people.
     │   ├── ModelNotFoundError       no weights where the settings point
     │   └── ModelUnavailableError    an endpoint that does not answer, or answers with an error
     ├── StoreError              the store cannot be opened or written
+    │   └── PassageIdTakenError      a passage id another document took meanwhile (concurrent ingestion)
     ├── NotFoundError           an id (conversation, document) that does not exist for this user
     │   ├── ConversationNotFoundError   a conversation id (the same whether missing or another user's)
     │   └── MemoryNotFoundError         a memory item id (the same whether missing or another user's)
@@ -66,6 +67,11 @@ class ModelUnavailableError(ModelError):
 
 class StoreError(AnaphoraError):
     pass
+
+
+class PassageIdTakenError(StoreError):
+    """A write refused because another document (written by another process since the ids were chosen) uses one of
+    its passage ids; nothing of the write was stored. The ingestor chooses the ids again."""
 
 
 class NotFoundError(AnaphoraError):

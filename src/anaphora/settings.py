@@ -163,6 +163,13 @@ class Settings(BaseSettings):
         description="the in-process llama.cpp model uses flash attention: prompt evaluation 23-35% faster on this "
         "project's 2-core CPU with SmolLM2, the more the longer the cached context (docs/benchmarks.md)",
     )
+    model_weight_repacking: Literal["auto", "on", "off"] = Field(
+        default="auto",
+        description="the in-process llama.cpp model repacks its weights for the CPU's matrix units (llama.cpp's "
+        "extra buffer types). 'auto': off when the CPU advertises Intel AMX, whose tile instructions die with "
+        "SIGILL under hypervisors that do not enable them (seen on this project's CI machines), on otherwise; "
+        "'on' for bare-metal AMX",
+    )
     model_timeout_s: float = Field(default=120.0, gt=0, description="timeout of one chat-model call")
     context_window: int = Field(default=8192, ge=512, description="the chat model's context length in tokens")
     model_threads: int | None = Field(default=None, ge=1, description="CPU threads for the in-process model")
@@ -193,6 +200,14 @@ class Settings(BaseSettings):
         le=1,
         description="similarity to the turn's query a passage sentence needs to be quoted; when none has it, the "
         "extractive answer abstains",
+    )
+    uncovered_similarity: float = Field(
+        default=0.8,
+        ge=0,
+        le=1,
+        description="a question that names a word no passage uses and rare in English is refused ('the documents do "
+        "not cover this') unless a retrieved passage is at least this similar to the query (then the right page was "
+        "found); 0 turns the check off",
     )
 
     # Embeddings and ingestion ---------------------------------------------------------------------------------
@@ -232,6 +247,13 @@ class Settings(BaseSettings):
     )
     max_pdf_seconds: float = Field(
         default=60.0, gt=0, description="longest text extraction of one PDF; a slower PDF is skipped"
+    )
+    embedder_precision: Literal["fp32", "int8"] = Field(
+        default="fp32",
+        description="numeric precision of a sentence-transformers embedder on ONNX Runtime: 'int8' (dynamic "
+        "quantization, made once into cache_dir; about 1.6x less CPU per chunk, quality measured in "
+        "docs/benchmarks.md) or 'fp32'. An index embedded at one precision must be re-embedded to be queried at the "
+        "other (anaphora ingest --rebuild)",
     )
 
     # Retrieval ------------------------------------------------------------------------------------------------
@@ -337,11 +359,13 @@ class Settings(BaseSettings):
     history_budget_tokens: int = Field(
         default=6000, ge=256, description="tokens for summary + verbatim turns; oldest turns are evicted first"
     )
-    rewriter: Literal["analysis", "model", "expansion", "off"] = Field(
-        default="model",
+    rewriter: Literal["analysis", "model", "expansion", "off"] | None = Field(
+        default=None,
         description="query for retrieval on later turns: 'analysis' (one JSON model call: turn kind, whether the "
         "conversation already answers it, standalone query), 'model' (a guarded one-line model rewrite), both "
-        "falling back to 'expansion' (model-free: adds salient words of recent turns), or 'off' (the message alone)",
+        "falling back to 'expansion' (model-free: adds salient words of recent turns), or 'off' (the message alone); "
+        "unset: 'expansion' with the embedded SmolLM2-135M (as good at 0 model calls: docs/benchmarks.md), else "
+        "'model'",
     )
     rewrite_history_turns: int = Field(default=6, ge=1, le=8, description="turns the rewriter sees")
     rewrite_timeout_s: float = Field(default=10.0, gt=0, description="time budget of the rewrite call")
@@ -475,6 +499,11 @@ class Settings(BaseSettings):
     shutdown_grace_s: float = Field(
         default=30.0, ge=0, description="on shutdown, how long open requests and in-flight turns get to finish"
     )
+    api_docs: bool = Field(
+        default=False,
+        description="serve Swagger UI at /docs and ReDoc at /redoc: FastAPI's pages, which load their scripts from "
+        "a CDN on the service's origin, so off by default (/openapi.json is always served)",
+    )
 
     @field_validator("data_dir", mode="after")
     @classmethod
@@ -523,6 +552,15 @@ class Settings(BaseSettings):
         if self.answer_mode is not None:
             return self.answer_mode
         return "extractive" if self.chat_model.strip() == "embedded" else "auto"
+
+    @property
+    def effective_rewriter(self) -> Literal["analysis", "model", "expansion", "off"]:
+        """``rewriter``, or the default for the chat model: the embedded SmolLM2's rewrites retrieve no better than
+        the model-free expansion and cost a call per follow-up (docs/benchmarks.md, issue 23), so it gets the
+        expansion; every other model rewrites. The one place to re-point when models declare their capability."""
+        if self.rewriter is not None:
+            return self.rewriter
+        return "expansion" if self.chat_model.strip() == "embedded" else "model"
 
     @property
     def uses_model_facts(self) -> bool:

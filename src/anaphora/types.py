@@ -164,7 +164,9 @@ class TurnTrace(BaseModel):
     prompt_tokens: int = 0
     budget: BudgetDecision | None = None
     answer_source: str = Field(
-        default="model", description="'model', 'extractive' (quoted from the passages), 'abstain' or 'none'"
+        default="model",
+        description="'model', 'extractive' (quoted from the passages), 'conversation' (chit-chat or a request "
+        "about the conversation, answered from the history), 'abstain' or 'none'",
     )
     support: list[UnitVerdict] = Field(default_factory=list, description="the support check, unit by unit")
     memory: list[RecalledMemory] = Field(

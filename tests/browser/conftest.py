@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, SAMPLE_DOCS
+from tests.conftest import ROOT, SAMPLE_DOCS, unavailable
 from tests.integration.services import ServiceProcess, base_settings
 
 try:
@@ -44,17 +44,23 @@ CHROMIUM_ARGS = [
 TOKEN_DELAY_S = 0.02  # the fake model paces its words like a model generating them (deltas go out per sentence)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def browser_stack() -> None:
+    """Checked before any server starts: without a browser the tests skip at once, with the reason (under
+    .ci/run, ANAPHORA_TEST_REQUIRE_SERVERS=1, they fail instead)."""
+    if playwright_sync is None:
+        unavailable("playwright is not installed (it comes with the `test` extra)")
+    if not Path(CHROMIUM).exists():
+        unavailable(
+            f"no Chromium at {CHROMIUM}: `make install-test` installs Debian's package as root "
+            "(else: sudo apt-get install -y chromium, or set ANAPHORA_TEST_CHROMIUM)"
+        )
+
+
 @pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
+def browser(browser_stack: None) -> Iterator[object]:
     """Module-scoped: Playwright's sync API runs an event loop in this thread while it is open, which the rest of
     the suite (pytest-asyncio, the synchronous library) must not find still running."""
-    if playwright_sync is None:  # under .ci/run a missing browser stack fails the run instead of skipping it
-        missing = "playwright is not installed (it comes with the `test` extra)"
-        if os.environ.get("ANAPHORA_TEST_REQUIRE_SERVERS") == "1":
-            pytest.fail(missing)
-        pytest.skip(missing)
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"no Chromium at {CHROMIUM}: apt-get install -y chromium (.ci/run does)")
     with playwright_sync.sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         yield chromium

@@ -207,7 +207,9 @@ def test_upload_shows_progress_then_the_new_document_is_searchable_and_streams(
     done, total = statuses[-1].split()[1].split("/")
     assert int(done) == int(total) >= 1, statuses
     assert "quokka.md" in page.locator("#upload-status").inner_text()
-    assert "quokka.md" in page.locator("#document-list").inner_text()
+    page.locator("#document-count").click()  # the sample documents and others: a collapsed list
+    page.locator("#document-filter").fill("quokka")
+    assert page.locator("#document-list li:not([hidden])").all_inner_texts() == ["quokka.md 1 chunks"]
     page.screenshot(path=artifacts / "upload.png")
 
     page.evaluate(WATCH_FIRST_PAINT)
@@ -420,8 +422,7 @@ def test_phone_width_in_the_dark_scheme_with_visible_focus(dev_server: ServicePr
 
 
 def test_trace_fields_the_page_does_not_know_yet_are_shown_generically(dev_server: ServiceProcess, open_page) -> None:
-    """Support verdicts and recalled memories (other issues) will arrive as new trace fields: the panel shows them
-    without a change to the page, as inert text."""
+    """Trace fields the page does not know yet: the panel shows them without a change to the page, as inert text."""
     page, _ = open_page(dev_server, viewport=DESKTOP)
     page.goto("/")
     page.locator("#question").wait_for()
@@ -429,8 +430,8 @@ def test_trace_fields_the_page_does_not_know_yet_are_shown_generically(dev_serve
       const { whyPanel } = await import("./ui/js/why.js");
       const trace = {
         question: "q", query: "q", stages: [], retrieved: [],
-        support: [{ sentence: "Use the Helm chart.", verdict: "supported", passages: ["a.md#1"] },
-                  { sentence: "<img src=x onerror=alert(1)>", verdict: "unsupported", passages: [] }],
+        future_checks: [{ sentence: "Use the Helm chart.", verdict: "supported", passages: ["a.md#1"] },
+                        { sentence: "<img src=x onerror=alert(1)>", verdict: "unsupported", passages: [] }],
         memories: ["prefers ARM", { id: "m1", text: "runs k3s" }],
       };
       const panel = whyPanel(trace, [], () => {});
@@ -438,7 +439,8 @@ def test_trace_fields_the_page_does_not_know_yet_are_shown_generically(dev_serve
       document.getElementById("turns").append(panel);
       return panel.innerText;
     }""")
-    assert "support" in text.lower() and "unsupported" in text and "Use the Helm chart.\tsupported\ta.md#1" in text
+    assert "future checks" in text.lower() and "unsupported" in text
+    assert "Use the Helm chart.\tsupported\ta.md#1" in text
     assert "memories" in text.lower() and "prefers ARM" in text and "runs k3s" in text
     assert "<img src=x onerror=alert(1)>" in text
     assert page.locator("#turns img").count() == 0
@@ -479,3 +481,154 @@ def test_markdown_renders_structure_and_keeps_only_safe_links(dev_server: Servic
         "<tr><td>a | b</td><td><strong>c</strong></td></tr></tbody></table></div>" in html
     )
     assert "<p>| not | a table |<br>| no | delimiter |</p>" in html  # rows without a delimiter row stay text
+
+
+# A page that fits the screen (issue 25): the "why" panel used to widen the conversation to 1,359 px in a 1,078 px
+# column on a desktop and to 1,245 px on a 390 px phone. A document whose passages hold a 300-character code line
+# and a wide table, a long question, then a follow-up: with every panel open nothing may be wider than the screen;
+# wide code and tables scroll inside their own boxes.
+CODE_LINE = "zorblax-agent run " + " ".join(f"--zorblax-option-{n:02d}=value-{n:02d}" for n in range(10))
+WIDE_TABLE = "\n".join(
+    [
+        "| " + " | ".join(f"zorblax column {n}" for n in range(6)) + " |",
+        "|" + "---|" * 6,
+        "| " + " | ".join(f"zorblax_default_value_{n}" for n in range(6)) + " |",
+    ]
+)
+ZORBLAX = (
+    "# Zorblax agent\n\nThe zorblax agent is started with one long command line:\n\n"
+    f"```bash\n{CODE_LINE}\n```\n\n"
+    f"{WIDE_TABLE}\n"
+)
+LONG_QUESTION = (  # a long question with a 200-character word in it
+    f"How do I start the zorblax agent with its long command line, as in {CODE_LINE}, from "
+    "https://zorblax.example.org/" + "z" * 172 + " ?"
+)
+ZORBLAX_FOLLOW_UP = "And its defaults, and the command line again?"
+MEASURE = """() => {
+  const turns = document.getElementById("turns");
+  const boxes = [...turns.querySelectorAll(".turn, .question, .reply, .why, .why-section, .answer")];
+  return {
+    documentWidth: document.documentElement.scrollWidth, viewport: window.innerWidth,
+    documentHeight: document.documentElement.scrollHeight, viewportHeight: window.innerHeight,
+    turnsScroll: turns.scrollWidth, turnsClient: turns.clientWidth,
+    rightmost: Math.max(...boxes.map((box) => box.getBoundingClientRect().right)),
+  };
+}"""
+
+
+def zorblax_conversation(server: ServiceProcess) -> str:
+    with httpx.Client(base_url=server.url, timeout=120) as http:
+        job = http.post("/v1/documents", files={"files": ("zorblax.md", ZORBLAX.encode())}).json()
+        for _ in range(400):
+            if http.get(f"/v1/jobs/{job['job_id']}").json()["status"] == "done":
+                break
+            time.sleep(0.05)
+        conversation = http.post("/v1/conversations", json={"title": "Zorblax " + "wide " * 30}).json()["id"]
+        for question in (LONG_QUESTION, ZORBLAX_FOLLOW_UP):
+            http.post(f"/v1/conversations/{conversation}/messages", json={"content": question}).raise_for_status()
+        follow_up = http.get(f"/v1/conversations/{conversation}").json()["turns"][1]
+    texts = [p["text"] for p in follow_up["trace"]["retrieved"]]
+    assert any(CODE_LINE in t for t in texts) and any(WIDE_TABLE.splitlines()[0] in t for t in texts), texts
+    return conversation
+
+
+@pytest.mark.parametrize(("width", "height"), [(390, 800), (1280, 860)])
+def test_the_why_panel_on_long_code_and_wide_tables_stays_within_the_screen(
+    dev_server: ServiceProcess, open_page, artifacts: Path, width: int, height: int
+) -> None:
+    conversation = zorblax_conversation(dev_server)
+    page, _ = open_page(dev_server, viewport={"width": width, "height": height}, is_mobile=width < 720)
+    page.goto(f"/#/c/{conversation}")
+    page.locator("#turns .turn .why").nth(1).wait_for(state="attached")
+    for why in page.locator("#turns .turn details.why").all():
+        why.locator("summary").click()
+    assert page.locator("#turns .turn details.why[open]").count() == 2
+    sizes = page.evaluate(MEASURE)
+    assert sizes["documentWidth"] <= sizes["viewport"], sizes
+    assert sizes["turnsScroll"] <= sizes["turnsClient"], sizes  # nothing cut off inside the column either
+    assert sizes["rightmost"] <= sizes["viewport"], sizes
+    assert sizes["documentHeight"] <= sizes["viewportHeight"], sizes  # only the turn list scrolls, not the page
+    for scroller in page.locator("#turns .table-scroll, #turns .markdown pre, #turns .markdown .table").all():
+        assert scroller.evaluate("node => node.getBoundingClientRect().right") <= sizes["viewport"]
+    question = page.locator("#turns .turn .question").first
+    assert question.bounding_box()["x"] + question.bounding_box()["width"] <= sizes["viewport"]
+    page.screenshot(path=artifacts / f"why-wide-{width}-answer.png")
+    page.locator("#turns .turn details.why").nth(1).locator("summary").evaluate(
+        "node => node.scrollIntoView({block: 'start'})"
+    )
+    page.screenshot(path=artifacts / f"why-wide-{width}-panel.png")
+    page.locator("#turns .turn details.why").nth(1).locator(".why-section").last.evaluate(
+        "node => node.scrollIntoView({block: 'end'})"
+    )
+    page.screenshot(path=artifacts / f"why-wide-{width}-panel-end.png")
+
+    page.locator("#turns .turn").nth(1).locator(".why button.link").first.click()  # the passage, in its dialog
+    dialog = page.locator("#passage")
+    assert dialog.is_visible()
+    box = dialog.bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= sizes["viewport"], box
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    page.screenshot(path=artifacts / f"why-wide-{width}-passage.png")
+
+
+def test_memories_and_model_calls_read_as_words_dates_and_units(dev_server: ServiceProcess, open_page, artifacts):
+    """The panel's memory and calls sections used to dump the trace: Unix timestamps, conversation_id,
+    cache_write_tokens, prompt_tokens, first_token_ms, "current true"."""
+    from anaphora.types import ModelCall, RecalledMemory
+
+    recalled = RecalledMemory(
+        id="m1", kind="fact", text="I run chart version 4.2 on the staging cluster.", conversation_id="c0ffee12",
+        turns=[3], time=1796153902.966, current=False, score=0.81, similarity=0.64, why="same chart", injected=True,
+    )  # fmt: skip
+    calls = [
+        ModelCall(purpose="rewrite", prompt_tokens=812, cached_tokens=640, completion_tokens=14, first_token_ms=95.4),
+        ModelCall(purpose="answer", prompt_tokens=1930, cached_tokens=0, cache_write_tokens=1500, completion_tokens=88),
+    ]
+    trace = {"question": "q", "query": "q", "stages": [], "retrieved": [], "memory": [recalled.model_dump()],
+             "calls": [c.model_dump() for c in calls], "answer_source": "model"}  # fmt: skip
+    page, _ = open_page(dev_server, viewport=DESKTOP)
+    page.goto("/")
+    page.locator("#question").wait_for()
+    text = page.evaluate(
+        """async (trace) => {
+      const { whyPanel } = await import("./ui/js/why.js");
+      const panel = whyPanel(trace, [], () => {});
+      panel.open = true;
+      document.getElementById("turns").append(panel);
+      return panel.innerText;
+    }""",
+        trace,
+    )
+    page.screenshot(path=artifacts / "why-memory-and-calls.png")
+    for raw in ("conversation_id", "cache_write_tokens", "prompt_tokens", "first_token_ms", "completion_tokens",
+                "current", "1796153902", "injected", "true", "false"):  # fmt: skip
+        assert raw not in text, (raw, text)
+    assert "turn 3 of conversation c0ffee12" in text and "2026" in text  # a date, in the reader's locale
+    assert "fact (since replaced)" in text and "64 %" in text
+    assert "Query rewrite\t812 tokens\t640 tokens\t–\t14 tokens\t95 ms" in text, text
+    assert "Answer\t1,930 tokens\t0 tokens\t1,500 tokens\t88 tokens\t–" in text, text
+
+
+def test_a_long_document_list_is_collapsed_with_a_count_and_a_filter(dev_server: ServiceProcess, open_page) -> None:
+    files = [
+        ("files", (f"filler-{n:02d}.md", f"# Filler {n}\n\nApricot storage note {n}.\n".encode())) for n in range(10)
+    ]
+    job = httpx.post(f"{dev_server.url}/v1/documents", files=files, timeout=60).json()
+    for _ in range(400):
+        if httpx.get(f"{dev_server.url}/v1/jobs/{job['job_id']}").json()["status"] == "done":
+            break
+        time.sleep(0.05)
+    total = len(httpx.get(f"{dev_server.url}/v1/documents").json()["data"])
+    page, _ = open_page(dev_server, viewport=DESKTOP)
+    page.goto("/")
+    page.locator("#documents").wait_for()
+    assert page.locator("#document-count").inner_text() == f"{total} documents"
+    assert page.locator("#document-box").get_attribute("open") is None  # collapsed
+    assert page.locator("#document-list").bounding_box() is None or not page.locator("#document-list").is_visible()
+    page.locator("#document-count").click()
+    page.locator("#document-filter").fill("FILLER-07")
+    assert page.locator("#document-list li:not([hidden])").all_inner_texts() == ["filler-07.md 1 chunks"]
+    assert page.locator("#document-shown").inner_text() == f"1 of {total} match"
+    page.locator("#document-filter").fill("")
+    assert page.locator("#document-list li:not([hidden])").count() == total

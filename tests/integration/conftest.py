@@ -20,15 +20,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
+from tests.conftest import unavailable
+
 REDIS_URL = "redis://127.0.0.1:6379/0"
-REQUIRED = os.environ.get("ANAPHORA_TEST_REQUIRE_SERVERS") == "1"
-
-
-def unavailable(reason: str) -> None:
-    """Skip, or fail when the run requires every server (CI)."""
-    if REQUIRED:
-        pytest.fail(f"{reason} (ANAPHORA_TEST_REQUIRE_SERVERS=1: CI needs it)", pytrace=False)
-    pytest.skip(reason)
 
 
 class RunningPostgres:

@@ -82,8 +82,21 @@ def test_chit_chat_never_abstains(strict_rag: Anaphora, fake_model: FakeChatMode
     assert strict_rag.components.engine.metrics.value("anaphora_abstentions_total") == 0
 
 
-def test_same_question_is_answered_with_the_floor_off(tmp_path: Path, fake_model: FakeChatModel) -> None:
+def test_a_question_about_what_no_passage_mentions_abstains_even_with_the_floor_off(
+    tmp_path: Path, fake_model: FakeChatModel
+) -> None:
+    """The coverage check: "unladen" is in no passage and rare in English, and no candidate is close to the query."""
     rag = make_rag(tmp_path, fake_model, similarity_threshold=0.0)
+    try:
+        result = rag.ask(ABSENT)
+        assert result.trace.abstained and result.answer == ABSTAIN and not fake_model.calls
+        assert "no passage mentions" in result.trace.stage("coverage").detail
+    finally:
+        rag.close()
+
+
+def test_same_question_is_answered_with_the_floor_off(tmp_path: Path, fake_model: FakeChatModel) -> None:
+    rag = make_rag(tmp_path, fake_model, similarity_threshold=0.0, uncovered_similarity=0.0)  # no floor, no check
     try:
         result = rag.ask(ABSENT)
         assert not result.trace.abstained

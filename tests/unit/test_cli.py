@@ -119,7 +119,7 @@ def test_ingest_reports_bad_files_and_keeps_good_ones(tmp_path: Path) -> None:
     (docs / "good.md").write_text("# Good\n\nKestrel keeps logs safe.\n")
     (docs / "broken.pdf").write_bytes(b"%PDF-1.4 this is not really a pdf")
     (docs / "image.png").write_bytes(b"\x89PNG")
-    result = run(tmp_path, "ingest", str(docs))
+    result = run(tmp_path, "ingest", "--verbose", str(docs))
     assert result.returncode == 0
     assert "1 added" in result.stdout
     assert "broken.pdf" in result.stdout and "not a readable PDF" in result.stdout

@@ -51,7 +51,7 @@ def test_escapes_in_documents_and_file_names_reach_the_terminal_inert(tmp_path: 
         encoding="utf-8",
     )
     (docs / f"bad{CLEAR}.md").write_bytes(b"\x00\x01binary")  # skipped: its name is in the report
-    ingested = run(tmp_path, "ingest", str(docs))
+    ingested = run(tmp_path, "ingest", "--verbose", str(docs))
     assert ingested.returncode == 0, ingested.stderr
     assert "\x1b" not in ingested.stdout and "bad\\x1b[2J\\x1b[H.md: binary" in ingested.stdout, ingested.stdout
     asked = run(tmp_path, "ask", "--trace", "How do I install Kestrel with Helm on Kubernetes?")

@@ -35,7 +35,7 @@ async def test_only_questions_give_no_answer() -> None:
 async def test_the_most_relevant_point_leads_and_the_others_keep_their_passages_order() -> None:
     """A recalled memory is shown after the documents; when it is what answers the question, it leads the answer."""
     document = Passage(
-        id="install.md#2", text="Chart version 2.8.0 ships Kestrel 3.4.1 and lists its values in a table."
+        id="install.md#2", text="The chart version on the staging cluster is what the user's values pin."
     )
     other = Passage(id="upgrading.md#1", text="Upgrading the chart replaces one agent pod at a time on each node.")
     memory = Passage(id="memory:3", text="The user's chart version is 2.7.1 on the staging cluster.")
@@ -50,7 +50,7 @@ async def test_the_most_relevant_point_leads_and_the_others_keep_their_passages_
     assert rest == sorted(rest) and len(rest) >= 1
 
 
-async def test_a_sentence_that_introduces_what_follows_is_not_quoted_alone() -> None:
+async def test_a_sentence_that_introduces_what_follows_is_quoted_with_it() -> None:
     passage = Passage(
         id="upgrading.md#6",
         text="Upgrade the chart release with the following command:\n\n"
@@ -61,7 +61,16 @@ async def test_a_sentence_that_introduces_what_follows_is_not_quoted_alone() -> 
     )
     assert answer is not None
     assert all(not point.text.endswith(":") for point in answer.points)
-    assert any(point.kind == "code" for point in answer.points)
+    lead = answer.points[0]
+    assert lead.kind == "lead-in"
+    assert (
+        lead.text
+        == "Upgrade the chart release with the following command:\n\n```bash\nhelm upgrade kestrel kestrel/kestrel\n```"
+    )
+    assert answer.text.startswith(lead.text + "\n[upgrading.md#6]")
+    assert [kind for *_, kind in quotable_units("Then run the following:\n\nThe agent pod restarts on each node.")] == [
+        "sentence"
+    ]
 
 
 async def test_a_table_row_is_quoted_under_its_tables_header() -> None:
@@ -86,3 +95,10 @@ async def test_a_table_row_is_quoted_under_its_tables_header() -> None:
     rows = [text for _, text, kind in quotable_units(passage.text) if kind == "row"]
     assert len(rows) == 2 and rows[0].endswith("Container image |")
     assert [kind for *_, kind in quotable_units("| a | b |\n| c | d |")] == []  # no delimiter row: no table
+
+
+def test_a_sentence_wrapped_over_two_lines_is_one_unit() -> None:
+    text = "The plugin reads logs from Docker\ncontainers and ships them on.\n\n```bash\ndocker plugin ls\n```"
+    units = quotable_units(text)
+    assert units[0] == (0, "The plugin reads logs from Docker containers and ships them on.", "sentence")
+    assert [kind for *_, kind in units] == ["sentence", "code", "lead-in"]  # the sentence also introduces the code

@@ -93,7 +93,8 @@ def test_extractive_mode_makes_no_answer_call_and_a_follow_up_uses_the_retrieval
 
 
 def test_streaming_in_drop_mode_never_sends_the_dropped_unit(tmp_path: Path) -> None:
-    with make(tmp_path, FakeChatModel([f"{ARM} {INVENTED} {ARM}"], token_delay_s=0.001)) as rag:
+    also = "32-bit ARM (`linux/arm/v7`) images are not published."
+    with make(tmp_path, FakeChatModel([f"{ARM} {INVENTED} {also}"], token_delay_s=0.001)) as rag:
         conversation = rag.new_conversation()
         *deltas, result = list(rag.stream("Which image tags exist for arm64 on Kubernetes?", conversation))
     assert "".join(deltas) == result.answer
@@ -107,11 +108,20 @@ def test_chit_chat_is_not_held_to_the_documents(tmp_path: Path) -> None:
     assert result.answer == "Hello! How can I help you with your documents?"
 
 
-def test_extractive_mode_leaves_turns_without_retrieval_to_the_model(tmp_path: Path) -> None:
-    with make(tmp_path, FakeChatModel(["Hello! Ask me about your documents."]), answer_mode="extractive") as rag:
-        result = rag.ask("hi")
-    assert result.answer == "Hello! Ask me about your documents." and result.trace.answer_source == "model"
-    assert [s.name for s in result.trace.stages] == ["route", "memory", "budget", "generate", "check", "cite"]
+def test_extractive_mode_answers_turns_about_the_conversation_from_it(tmp_path: Path) -> None:
+    """Chit-chat and requests about the conversation: no retrieval and no model call in the extractive mode."""
+    with make(tmp_path, FakeChatModel(["never used"]), answer_mode="extractive") as rag:
+        conversation = rag.new_conversation()
+        hello = rag.ask("hi", conversation)
+        first = rag.ask("How do I install Kestrel on Kubernetes?", conversation)
+        again = rag.ask("say that again, shorter", conversation)
+    assert hello.trace.answer_source == "conversation" and hello.trace.model_calls == 0
+    assert [s.name for s in hello.trace.stages] == ["route", "memory", "budget", "converse", "cite"]  # no generate
+    assert first.trace.answer_source == "extractive"
+    assert again.trace.retrieval_skipped and again.trace.model_calls == 0
+    assert again.trace.answer_source == "conversation"
+    assert again.answer and len(again.answer.split()) <= 30
+    assert set(again.answer.split()) <= set(first.answer.replace("\n", " ").split()) | {"…"}
 
 
 def test_the_default_answer_mode_follows_the_model() -> None:

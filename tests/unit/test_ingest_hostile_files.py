@@ -11,9 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from pypdf.filters import ZLIB_MAX_OUTPUT_LENGTH
 
 from anaphora.app import Anaphora
 from anaphora.settings import Settings
+from tests.documents import flate_bomb, make_pdf
 
 pytestmark = [pytest.mark.unit, pytest.mark.usefixtures("isolated_env")]
 GOOD = "# Kestrel\n\nKestrel installs with the Helm chart on Kubernetes.\n"
@@ -34,7 +36,9 @@ def test_cli_ingest_reports_hostile_files_and_ingests_the_rest(tmp_path: Path) -
     with open(os.path.join(os.fsencode(docs), b"caf\xe9-\xff.md"), "wb") as odd:
         odd.write(GOOD.encode())
     (docs / "deep.jsonl").write_text(DEEP_JSONL, encoding="utf-8")
-    (docs / "zz-after.md").write_text(GOOD, encoding="utf-8")  # sorts after both hostile files
+    (docs / "bomb.pdf").write_bytes(make_pdf("x", flate_content=flate_bomb(ZLIB_MAX_OUTPUT_LENGTH + (1 << 20))))
+    (docs / "title-only.md").write_text("# Release notes\n\n## 2.0\n", encoding="utf-8")
+    (docs / "zz-after.md").write_text(GOOD, encoding="utf-8")  # sorts after every hostile file
     environment = {
         **os.environ,
         "ANAPHORA_CHAT_MODEL": "fake",
@@ -44,7 +48,7 @@ def test_cli_ingest_reports_hostile_files_and_ingests_the_rest(tmp_path: Path) -
         "PYTHONIOENCODING": "utf-8",
     }
     result = subprocess.run(
-        [sys.executable, "-m", "anaphora", "ingest", str(docs)],
+        [sys.executable, "-m", "anaphora", "ingest", "--verbose", str(docs)],
         capture_output=True,
         text=True,
         env=environment,
@@ -55,9 +59,12 @@ def test_cli_ingest_reports_hostile_files_and_ingests_the_rest(tmp_path: Path) -
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     out = result.stdout
-    assert "1 added" in out and "2 skipped" in out, out
+    assert "1 added" in out and "4 skipped" in out, out
     assert "caf\\xe9-\\xff.md: the file name is not valid UTF-8" in out, out
     assert "deep.jsonl: deep.jsonl, line 1: nested too deeply to parse" in out, out
+    # pypdf's LimitReachedError is a PyPdfError but not a PdfReadError: it used to abort the run (rc 1)
+    assert "bomb.pdf: bomb.pdf: too large to ingest: a compressed stream expands past pypdf's limit" in out, out
+    assert "title-only.md: no body text" in out, out
 
 
 def test_deep_nesting_in_html_and_markdown_does_not_abort_the_run(tmp_path: Path) -> None:

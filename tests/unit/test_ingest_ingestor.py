@@ -233,11 +233,14 @@ def test_non_utf8_txt_indexed_with_warning(app: Components, docs: Path):
     assert chunk_rows(app)["legacy.txt#1"][1] == "Caf\u00e9 menu: cr\u00e8me br\u00fbl\u00e9e."
 
 
-def test_empty_file_is_skipped_as_no_text(app: Components, docs: Path):
+def test_empty_and_heading_only_files_are_skipped_with_precise_reasons(app: Components, docs: Path):
     (docs / "blank.md").write_text("\n\n", encoding="utf-8")
+    (docs / "title-only.md").write_text("# Release notes\n\n## 2.0\n", encoding="utf-8")
     report = app.ingestor.run([docs])
-    assert "no text found" in skipped_reasons(report)["blank.md"]
-    assert "blank.md" not in sources(app)
+    reasons = skipped_reasons(report)
+    assert reasons["blank.md"] == "empty file"
+    assert reasons["title-only.md"].startswith("no body text")
+    assert "blank.md" not in sources(app) and "title-only.md" not in sources(app)
 
 
 def test_unsupported_and_hidden_files(app: Components, docs: Path):

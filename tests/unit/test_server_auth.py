@@ -91,7 +91,8 @@ CASES = {
     ),
     "no exp": (lambda: f"Bearer {jwt.encode(NO_EXP, SECRET, algorithm='HS256')}", "'exp'"),
     "no sub": (lambda: f"Bearer {jwt.encode({'exp': int(time.time()) + 60, **ISSUED}, SECRET)}", "'sub'"),
-    "no iss": (lambda: f"Bearer {token('alice', aud='anaphora')}", "'iss'"),
+    "no iss": (lambda: f"Bearer {token('alice', aud='anaphora')}", "no 'iss' claim (exp, sub, iss and aud are"),
+    "no aud": (lambda: f"Bearer {token('alice', iss='https://idp.example')}", "no 'aud' claim (exp, sub, iss and aud"),
     "other iss": (lambda: f"Bearer {token('alice', iss='https://evil.example', aud='anaphora')}", "issuer"),
     "other aud": (lambda: f"Bearer {token('alice', iss='https://idp.example', aud='else')}", "audience"),
     "empty sub": (lambda: f"Bearer {token('', **ISSUED)}", "'sub' claim must be"),
@@ -254,3 +255,14 @@ def test_auth_none_makes_every_request_the_local_user(tmp_path) -> None:
         listed = asyncio.run(running.components.conversations.list("local"))
         assert [c.id for c in listed] == [created.json()["id"]]
         assert http.delete("/v1/users/local/data").json()["conversations"] == 1
+
+
+@pytest.mark.parametrize("bits", [512, 1024])
+def test_an_rsa_key_under_2048_bits_is_refused_at_startup(tmp_path, bits) -> None:
+    # found by the probe (issue 25): a 512-bit key was accepted, and tokens signed with it verified
+    # cryptography generates no key under 1024 bits; a public key is only (n, e), so a 512-bit one is built
+    weak = rsa.RSAPublicNumbers(65537, (1 << (bits - 1)) | 0xC0FFEE1).public_key()
+    pem = weak.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    with pytest.raises(ConfigurationError, match=f"a {bits}-bit RSA key: keys under 2048 bits") as error:
+        create_app(settings_for(tmp_path, jwt_secret="", jwt_public_key=pem))
+    assert "rsa_keygen_bits" in error.value.hint

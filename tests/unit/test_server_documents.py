@@ -167,3 +167,45 @@ def test_jobs_run_one_at_a_time(running, monkeypatch) -> None:
         assert http.get(f"/v1/jobs/{ids[-1]}").json()["status"] == "queued"
         jobs = [finished(http, job_id) for job_id in ids]
     assert [j["status"] for j in jobs] == ["done"] * 3 and peak[0] == 1
+
+
+def test_upload_names_too_long_or_with_a_nul_are_skipped_and_the_job_goes_on(running) -> None:
+    # found by the probe (issue 25): a name over 255 bytes, or with a raw NUL, got a 500 for the whole upload
+    long_name = "é" * 128 + ".md"  # 259 bytes in UTF-8
+    boundary = "b0undary"
+    parts = b"".join(  # by hand: httpx would write the NUL as %00
+        f'--{boundary}\r\nContent-Disposition: form-data; name="files"; filename="'.encode()
+        + name.encode()
+        + b'"\r\nContent-Type: text/markdown\r\n\r\n'
+        + GUIDE
+        + b"\r\n"
+        for name in (long_name, "nul\0name.md", "zephyr.md")
+    )
+    body = parts + f"--{boundary}--\r\n".encode()
+    with admin(running) as http:
+        headers = {"Content-Type": f"multipart/form-data; boundary={boundary}"}
+        started = http.post("/v1/documents", content=body, headers=headers)
+        assert started.status_code == 202, started.text
+        job = finished(http, started.json()["job_id"])
+        assert job["status"] == "done" and job["report"]["added"] == ["zephyr.md"], job
+        reasons = {s["path"]: s["reason"] for s in job["report"]["skipped"]}
+        assert reasons[long_name] == "the file name is longer than 255 bytes; rename the file"
+        assert [r for p, r in reasons.items() if p.startswith("nul")] == [
+            "the file name holds a control character (such as NUL); rename the file"
+        ], reasons
+
+
+def test_a_pdf_past_pypdfs_decompression_limit_is_skipped_and_the_upload_job_goes_on(running) -> None:
+    # found by the probe (issue 25): pypdf's LimitReachedError failed the whole job, so no file of it was indexed
+    from pypdf.filters import ZLIB_MAX_OUTPUT_LENGTH
+
+    from tests.documents import flate_bomb, make_pdf
+
+    bomb = make_pdf("x", flate_content=flate_bomb(ZLIB_MAX_OUTPUT_LENGTH + (1 << 20)))
+    with admin(running) as http:
+        files = [("files", ("bomb.pdf", bomb, "application/pdf")), ("files", ("zephyr.md", GUIDE, "text/markdown"))]
+        job = finished(http, http.post("/v1/documents", files=files).json()["job_id"], timeout_s=60)
+        assert job["status"] == "done" and job["error"] is None, job
+        assert job["report"]["added"] == ["zephyr.md"]
+        [skipped] = job["report"]["skipped"]
+        assert skipped["path"] == "bomb.pdf" and "expands past pypdf's limit" in skipped["reason"], skipped

@@ -87,3 +87,40 @@ def test_the_openapi_document_declares_what_the_server_answers() -> None:
     assert (
         error["required"] == ["type", "message", "hint"] and "HTTPValidationError" not in spec["components"]["schemas"]
     )
+
+
+USER_TERMS = {  # found by the probe (issue 25): messages showed `function-after[_encodable(), str]` and the like
+    "NUL text": (
+        {"messages": [{"role": "user", "content": "a\u0000b"}]},
+        "messages[0].content: holds a NUL character at character 1",
+    ),
+    "content of the wrong type": (
+        {"messages": [{"role": "user", "content": 5}]},
+        "messages[0].content: should be a string or a list of text parts",
+    ),
+    "NUL in a text part": (
+        {"messages": [{"role": "user", "content": [{"type": "text", "text": "\u0000"}]}]},
+        "messages[0].content[0].text: holds a NUL character at character 0",
+    ),
+    "a user message without content": (
+        {"messages": [{"role": "user"}]},
+        "messages[0]: a user message needs content (only an assistant message may leave it out)",
+    ),
+    "temperature as text": (
+        {"messages": [{"role": "user", "content": "x"}], "temperature": "hot"},
+        "temperature: should be a valid number",
+    ),
+    "no messages": ({"messages": []}, "messages: should have at least 1 item, not 0"),
+}
+
+
+@pytest.mark.parametrize("case", list(USER_TERMS))
+def test_validation_messages_name_the_field_and_the_problem_in_the_users_terms(admin, case) -> None:
+    body, message = USER_TERMS[case]
+    error = assert_shape(admin.post("/v1/chat/completions", json=body), 422, "validation_error")
+    assert error["message"] == message
+    assert (
+        "function-" not in error["message"]
+        and "[TextPart]" not in error["message"]
+        and "Value error" not in error["message"]
+    )

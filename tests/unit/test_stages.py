@@ -65,6 +65,7 @@ def test_the_stage_list_reads_as_the_pipeline(rag: Anaphora) -> None:
         "skip_gate",
         "retrieve",
         "select",
+        "coverage",
         "memory",
         "budget",
         "generate",
@@ -90,7 +91,7 @@ def _break(stage: Stage, failure: str) -> None:
         stage.timeout_s = 0.05
 
 
-OPTIONAL = ["query", "skip_gate", "select", "memory"]
+OPTIONAL = ["query", "skip_gate", "select", "coverage", "memory"]
 
 
 @pytest.mark.parametrize("failure", ["error", "model", "timeout"])

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 from anaphora.app import Anaphora
-from anaphora.cli.render import shown
+from anaphora.cli.progress import IngestProgress
+from anaphora.cli.render import shown, terminal
 from anaphora.errors import InputError
 from anaphora.evaluation import (
     QUERY_SOURCES,
@@ -29,8 +29,8 @@ from anaphora.evaluation import (
 from anaphora.settings import load_settings
 
 eval_app = typer.Typer(help="Measure retrieval, rewrites and answers on multi-turn task files.", no_args_is_help=True)
-console = Console(highlight=False)
-errors = Console(stderr=True, highlight=False)
+console = terminal()
+errors = terminal(stderr=True)
 
 TasksOption = Annotated[Path, typer.Option("--tasks", help="task file (JSONL, shared/bench format)")]
 CorpusOption = Annotated[Path, typer.Option("--corpus", help="passage corpus (JSONL: id, text) or a folder")]
@@ -59,11 +59,8 @@ def _open(ctx: typer.Context, stack: ExitStack, index: Path | None) -> Anaphora:
 def _ingest(rag: Anaphora, corpus: Path) -> None:
     if not corpus.exists():
         raise InputError(f"no corpus at {corpus}", hint="pass --corpus with a JSONL passage file or a folder")
-    with Progress(
-        TextColumn("indexing corpus"), BarColumn(), MofNCompleteColumn(), console=errors, transient=True
-    ) as bar:
-        task = bar.add_task("embed", total=None)
-        report = rag.ingest([corpus], progress=lambda done, total: bar.update(task, completed=done, total=total))
+    with IngestProgress(errors, label="indexing corpus") as progress:
+        report = rag.ingest([corpus], progress=progress.chunks, reading=progress.files)
     for path, reason in report.skipped:
         errors.print(f"[yellow]skipped[/yellow] {shown(path)}: {shown(reason)}")
     errors.print(

@@ -7,13 +7,20 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from anaphora.app import Anaphora
 from anaphora.cli.eval import eval_app
 from anaphora.cli.memory import memory_app
-from anaphora.cli.render import inert, print_ingest_report, print_memories, print_sources, print_trace, shown
+from anaphora.cli.progress import DEFAULT_EVERY_S, IngestProgress
+from anaphora.cli.render import (
+    inert,
+    print_ingest_report,
+    print_memories,
+    print_sources,
+    print_trace,
+    shown,
+    terminal,
+)
 from anaphora.errors import AnaphoraError, ConversationNotFoundError, InputError, MemoryNotFoundError, require
 from anaphora.settings import load_settings
 from anaphora.types import TurnResult
@@ -27,8 +34,8 @@ conversations_app = typer.Typer(help="List, show and delete stored conversations
 app.add_typer(conversations_app, name="conversations")
 app.add_typer(eval_app, name="eval")
 app.add_typer(memory_app, name="memory")
-console = Console(highlight=False)
-errors = Console(stderr=True, highlight=False)
+console = terminal()
+errors = terminal(stderr=True)
 
 TraceOption = Annotated[bool, typer.Option("--trace", help="print the per-turn trace")]
 ConversationOption = Annotated[str | None, typer.Option("--conversation", "-c", help="conversation id to continue")]
@@ -44,8 +51,16 @@ def configure(
         Path | None, typer.Option(help="where the store and indexes live (env: ANAPHORA_DATA_DIR)")
     ] = None,
     config: Annotated[Path | None, typer.Option(help="TOML settings file (env: ANAPHORA_CONFIG_FILE)")] = None,
-    chat_model: Annotated[str | None, typer.Option(help="embedded | fake | gguf:PATH | openai:MODEL")] = None,
-    embedder: Annotated[str | None, typer.Option(help="minilm | sentence-transformers:PATH | hashing")] = None,
+    chat_model: Annotated[
+        str | None,
+        typer.Option(
+            help="embedded | gguf:PATH | openai:MODEL | anthropic:MODEL | fake, or a plugin's scheme "
+            "(env: ANAPHORA_CHAT_MODEL)"
+        ),
+    ] = None,
+    embedder: Annotated[
+        str | None, typer.Option(help="minilm | sentence-transformers:PATH | hashing (env: ANAPHORA_EMBEDDER)")
+    ] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="any setting, as NAME=VALUE (repeatable)")] = None,
 ) -> None:
     """Global options override ANAPHORA_* variables, which override the TOML file."""
@@ -62,23 +77,21 @@ def _open(ctx: typer.Context) -> Anaphora:
     return Anaphora(load_settings(**ctx.obj))
 
 
-def _ingest(rag: Anaphora, paths: list[Path], *, prune: bool = True, force: bool = False):
-    with Progress(
-        TextColumn("embedding"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=errors,
-        transient=True,
-    ) as bar:
-        task = bar.add_task("embed", total=None)
+def _ingest(
+    rag: Anaphora,
+    paths: list[Path],
+    *,
+    prune: bool = True,
+    force: bool = False,
+    verbose: bool = False,
+    every_s: float = DEFAULT_EVERY_S,
+    workers: int = 1,
+):
+    with IngestProgress(errors, every_s=every_s) as progress:
         report = rag.ingest(
-            paths,
-            prune=prune,
-            force=force,
-            progress=lambda done, total: bar.update(task, completed=done, total=total),
+            paths, prune=prune, force=force, progress=progress.chunks, reading=progress.files, workers=workers
         )
-    print_ingest_report(console, report)
+    print_ingest_report(console, report, verbose=verbose)
     return report
 
 
@@ -88,10 +101,20 @@ def ingest(
     paths: Annotated[list[Path], typer.Argument(help="files or folders (.md .txt .html .pdf .jsonl)")],
     prune: Annotated[bool, typer.Option(help="remove documents whose files left an ingested folder")] = True,
     rebuild: Annotated[bool, typer.Option(help="re-chunk and re-embed unchanged files too")] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="name every skipped file (the summary groups them by reason)")
+    ] = False,
+    progress_every: Annotated[
+        float,
+        typer.Option(help="seconds between progress lines when stderr is not a terminal (a terminal gets a bar)"),
+    ] = DEFAULT_EVERY_S,
+    workers: Annotated[
+        int, typer.Option(min=1, help="embedding processes, each with its own embedder threads (more cores)")
+    ] = 1,
 ) -> None:
     """Index documents. Unchanged files are skipped, changed ones replaced, deleted ones removed."""
     with _open(ctx) as rag:
-        _ingest(rag, paths, prune=prune, force=rebuild)
+        _ingest(rag, paths, prune=prune, force=rebuild, verbose=verbose, every_s=progress_every, workers=workers)
 
 
 def _answer(rag: Anaphora, question: str, conversation: str | None, trace: bool, *, memory: bool = True) -> TurnResult:
@@ -224,13 +247,22 @@ def serve(
     force_insecure: Annotated[
         bool, typer.Option("--force-insecure", help="allow auth=none on a non-loopback address")
     ] = False,
+    workers: Annotated[
+        int,
+        typer.Option(min=1, help="processes behind the one port (needs a shared turn lock and session store)"),
+    ] = 1,
 ) -> None:
     """Run the HTTP service: OpenAI-compatible chat completions and a conversations API (docs/server.md)."""
     for module, package in (("fastapi", "fastapi"), ("uvicorn", "uvicorn"), ("jwt", "pyjwt[crypto]")):
         require(module, package=package, extra="server", purpose="anaphora serve")
-    from anaphora.server.serve import run
+    from anaphora.server.serve import run, run_workers
 
-    run(load_settings(**{**ctx.obj, "server_host": host, "server_port": port}), force_insecure=force_insecure)
+    overrides = {**ctx.obj, "server_host": host, "server_port": port}
+    settings = load_settings(**overrides)
+    if workers > 1:
+        run_workers(settings, overrides, workers, force_insecure=force_insecure)
+    else:
+        run(settings, force_insecure=force_insecure)
 
 
 CLI_HINTS = {

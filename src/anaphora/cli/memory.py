@@ -8,18 +8,17 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
-from rich.console import Console
 
 from anaphora.app import Anaphora
-from anaphora.cli.render import provenance, shown, when
+from anaphora.cli.render import provenance, shown, terminal, when
 from anaphora.errors import InputError
 from anaphora.memory.portable import export_lines
 from anaphora.memory.types import MemoryItem
 from anaphora.settings import load_settings
 
 memory_app = typer.Typer(help="List, forget and export what is remembered across conversations.", no_args_is_help=True)
-console = Console(highlight=False)
-notes = Console(stderr=True, highlight=False)  # what is not the data itself, when the data goes to stdout
+console = terminal()
+notes = terminal(stderr=True)  # what is not the data itself, when the data goes to stdout
 
 
 def _open(ctx: typer.Context) -> Anaphora:

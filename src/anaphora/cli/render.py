@@ -7,6 +7,7 @@ characters shown, not obeyed, so an ``ESC [2J`` in a passage cannot clear the te
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -17,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from anaphora.ingest import IngestReport
+from anaphora.ingest.skips import group_skipped
 from anaphora.types import TurnResult
 
 MEMORY_SOURCE = "memory"  # the source of the memory items a turn shows beside its passages (TurnState.memory_passages)
@@ -30,6 +32,26 @@ def _visible(match: re.Match[str]) -> str:
     if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8, kept by surrogateescape
         return f"\\x{code - 0xDC00:02x}"
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+UNWRAPPED_WIDTH = 240  # output to a file with no terminal anywhere: tables this wide, text lines not wrapped at all
+
+
+def terminal(*, stderr: bool = False) -> Console:
+    """A console for the CLI. Piped (``anaphora ask ... | less``, ``> log``) it keeps the width of the terminal
+    the command runs in, found on any of stdin/stdout/stderr, instead of Rich's 80 columns; with no terminal at
+    all it does not wrap text and gives tables :data:`UNWRAPPED_WIDTH` columns. ``COLUMNS`` still wins."""
+    width = None
+    if not os.environ.get("COLUMNS"):
+        for fd in (1, 2, 0):
+            try:
+                width = os.get_terminal_size(fd).columns
+                break
+            except OSError:
+                continue
+        else:
+            width = UNWRAPPED_WIDTH
+    return Console(stderr=stderr, highlight=False, width=width, soft_wrap=width == UNWRAPPED_WIDTH)
 
 
 def inert(text: str) -> str:
@@ -154,14 +176,23 @@ def print_trace(console: Console, result: TurnResult) -> None:
         console.print(recalled)
 
 
-def print_ingest_report(console: Console, report: IngestReport) -> None:
+def print_ingest_report(console: Console, report: IngestReport, *, verbose: bool = False) -> None:
+    """The summary; skipped files grouped by reason and file type with a count, named one by one with ``verbose``."""
     console.print(
         f"[bold]Ingested[/bold] in {report.seconds:.1f}s: {len(report.added)} added, {len(report.updated)} updated, "
         f"{len(report.unchanged)} unchanged, {len(report.removed)} removed, {len(report.skipped)} skipped; "
         f"{report.chunks_written} chunks written."
     )
-    for path, reason in report.skipped:
-        console.print(f"  [yellow]skipped[/yellow] {shown(path)}: {shown(reason)}")
+    if verbose:
+        for path, reason in report.skipped:
+            console.print(f"  [yellow]skipped[/yellow] {shown(path)}: {shown(reason)}")
+    else:
+        for group in group_skipped(report.skipped):
+            types = ", ".join(f"{kind} {count}" for kind, count in group.types.most_common())
+            noun = "file" if group.count == 1 else "files"
+            console.print(f"  [yellow]skipped[/yellow] {group.count} {noun}: {shown(group.reason)} ({shown(types)})")
+        if report.skipped:
+            console.print("  [dim]--verbose names each skipped file with its reason[/dim]")
     for path, warning in report.warnings:
         console.print(f"  [yellow]warning[/yellow] {shown(path)}: {shown(warning)}")
     for source in report.removed:

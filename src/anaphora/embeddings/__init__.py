@@ -25,6 +25,7 @@ def load_embedder(settings: Settings) -> Embedder:
             "runtime": settings.embedder_runtime,
             "cache_dir": settings.cache_dir,
             "threads": settings.embedder_threads,
+            "precision": settings.embedder_precision,
         }
         if scheme == "minilm":
             return SentenceTransformerEmbedder(embedded_minilm_path(), name="all-MiniLM-L6-v2", **runtime)

@@ -10,11 +10,12 @@ from typing import Any, Literal
 
 import numpy as np
 
-from anaphora.embeddings.onnx_runtime import OnnxEncoder, OnnxUnsupported, load_onnx_encoder
-from anaphora.errors import ModelError, ModelNotFoundError, require
+from anaphora.embeddings.onnx_runtime import OnnxEncoder, OnnxUnsupported, load_onnx_encoder, precision_name
+from anaphora.errors import ConfigurationError, ModelError, ModelNotFoundError, require
 
 log = logging.getLogger("anaphora.embeddings")
 Runtime = Literal["auto", "torch", "onnx"]
+Precision = Literal["fp32", "int8"]
 
 
 def embedded_minilm_path() -> Path:
@@ -46,6 +47,11 @@ class SentenceTransformerEmbedder:
     ``runtime``: "torch" runs it with PyTorch; "onnx" with ONNX Runtime (exported once into ``cache_dir``, see
     :mod:`anaphora.embeddings.onnx_runtime`; an error if that is impossible); "auto" tries ONNX and falls back to
     PyTorch. Both give the same vectors, so the choice does not change the embedder's name.
+
+    ``precision``: "fp32", or "int8" (ONNX Runtime's dynamic quantization of the export, made once into
+    ``cache_dir``; about 2x less CPU per text, vectors within about 1e-2 cosine of fp32's). int8 runs on ONNX
+    Runtime only and names the embedder ``<name>-int8``, so an index embedded at one precision is never queried at
+    the other.
     """
 
     def __init__(
@@ -57,6 +63,7 @@ class SentenceTransformerEmbedder:
         runtime: Runtime = "torch",
         cache_dir: Path | None = None,
         threads: int = 0,
+        precision: Precision = "fp32",
     ) -> None:
         self.model_path = Path(model_path).expanduser()
         if not (self.model_path / "config.json").is_file() and not (self.model_path / "modules.json").is_file():
@@ -65,7 +72,15 @@ class SentenceTransformerEmbedder:
                 hint="point ANAPHORA_EMBEDDER at a directory saved with SentenceTransformer.save(), "
                 "or use 'minilm' for the bundled all-MiniLM-L6-v2",
             )
-        self.name = name or self.model_path.name
+        if precision == "int8" and (runtime == "torch" or cache_dir is None):
+            raise ConfigurationError(
+                "embedder_precision 'int8' runs on ONNX Runtime, which needs embedder_runtime 'auto' or 'onnx' and "
+                "a cache_dir for the quantized model",
+                hint="set ANAPHORA_EMBEDDER_PRECISION=fp32, or ANAPHORA_EMBEDDER_RUNTIME=auto",
+            )
+        self.precision = precision
+        self.model_name = name or self.model_path.name  # the model's own name; ``name`` adds the precision
+        self.name = precision_name(self.model_name, precision)
         self.batch_size = batch_size
         self.runtime = runtime
         self.cache_dir = cache_dir
@@ -87,9 +102,20 @@ class SentenceTransformerEmbedder:
             if self.runtime != "torch" and self.cache_dir is not None:
                 try:
                     self._onnx = load_onnx_encoder(
-                        self.model_path, self.cache_dir / "onnx", self.name, self.threads, self._torch_model
+                        self.model_path,
+                        self.cache_dir / "onnx",
+                        self.model_name,
+                        self.threads,
+                        self._torch_model,
+                        self.precision,
                     )
                 except OnnxUnsupported as exc:
+                    if self.precision == "int8":
+                        raise ModelError(
+                            f"cannot run the embedder {self.name} in int8 on ONNX Runtime: {exc}",
+                            hint="set ANAPHORA_EMBEDDER_PRECISION=fp32 (and re-embed with: anaphora ingest "
+                            "--rebuild PATH), or install the `embedded` extra (onnx, onnxruntime)",
+                        ) from exc
                     if self.runtime == "onnx":
                         raise ModelError(
                             f"cannot run the embedder {self.name} on ONNX Runtime: {exc}",

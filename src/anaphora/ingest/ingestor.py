@@ -2,6 +2,10 @@
 
 A file that cannot be read or parsed is reported and skipped; it never disturbs what is already indexed, because
 each document is replaced in one transaction only after it parsed, chunked and embedded successfully.
+
+Throughput: files are parsed and chunked in a thread running ahead of the embedder (a bounded queue,
+:mod:`anaphora.ingest.read_ahead`); the embedder gets windows of chunks from many documents at once (it sorts each
+window by length, so its batches pad little), and each window's documents are written in one transaction.
 """
 
 from __future__ import annotations
@@ -9,23 +13,28 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from anaphora.embeddings.base import Embedder
-from anaphora.errors import InputError
+from anaphora.errors import InputError, PassageIdTakenError
 from anaphora.ingest.chunker import chunk_sections
 from anaphora.ingest.parsers import SUPPORTED_SUFFIXES, ParsedDocument, ParseLimits, parse_file
+from anaphora.ingest.read_ahead import read_ahead
 from anaphora.ingest.screening import display_path, screen
 from anaphora.settings import Settings
-from anaphora.store.protocols import DocumentRegistry
+from anaphora.store.protocols import DocumentRegistry, DocumentVersion
 from anaphora.store.sqlite_corpus import search_text
 from anaphora.types import Chunk
 
-Progress = Callable[[int, int], None]  # (chunks embedded so far, chunks to embed)
+# (chunks embedded so far, chunks to embed: those parsed so far); (files read, files found)
+Progress = Callable[[int, int], None]
+READ_AHEAD_DOCUMENTS = 64  # parsed documents waiting for the embedder, at most
+WINDOW_BATCHES = 16  # embedder batches per window: chunks embedded (sorted by length) and written together
+WRITE_ATTEMPTS = 3  # a window whose passage ids another process took meanwhile is relabelled and written again
 
 
 @dataclass
@@ -47,6 +56,14 @@ class _Pending:
     content_hash: str
     chunks: list[Chunk]
     is_new: bool
+    relabel: Callable[[], list[Chunk] | None] | None = None  # the chunks under ids free now (None: none free)
+
+
+@dataclass
+class _Tally:
+    """Chunks parsed so far (written by the parsing thread, read for progress)."""
+
+    chunks: int = 0
 
 
 def _discover(path: Path, report: IngestReport, max_bytes: int) -> tuple[Path, list[Path], bool]:
@@ -83,6 +100,20 @@ def _files_in(folder: Path, report: IngestReport, max_bytes: int) -> list[Path]:
         else:
             files.append(candidate)
     return files
+
+
+def _empty_reason(file: Path, data: bytes) -> str:
+    """Why a file that parsed gave no text, in words that say what to look at."""
+    suffix = file.suffix.lower()
+    if suffix == ".pdf":
+        return "no text layer (a scanned or image-only PDF; run OCR on it first)"
+    if not data.strip():
+        return "empty file"
+    if suffix == ".jsonl":
+        return "no passages (only blank lines)"
+    if suffix in (".md", ".markdown", ".html", ".htm"):
+        return "no body text (only headings or markup)"
+    return "no text found"
 
 
 class Ingestor:
@@ -146,11 +177,28 @@ class Ingestor:
             return None
         report.warnings.extend((display_path(file), w) for w in document.warnings)
         if document.is_empty:
+            report.skipped.append((display_path(file), _empty_reason(file, data)))
+            return None
+        chunks, taken = self._label(document, root, source, claimed)
+        if taken:
+            example = sorted(taken)[0]
             report.skipped.append(
-                (display_path(file), "no text found (empty file, or a scanned PDF without a text layer)")
+                (display_path(file), f"passage id {example!r} is already used ({len(taken)} clashing ids)")
             )
             return None
-        # a file named like one in another ingested folder gets ids prefixed with its folder's name
+        claimed.update(c.id for c in chunks)
+
+        def relabel() -> list[Chunk] | None:
+            again, still_taken = self._label(document, root, source, set())
+            return None if still_taken else again
+
+        return _Pending(str(root), source, fingerprint, chunks, is_new=previous is None, relabel=relabel)
+
+    def _label(
+        self, document: ParsedDocument, root: Path, source: str, claimed: set[str]
+    ) -> tuple[list[Chunk], set[str]]:
+        """The document's chunks under ids no other document uses, or the ids that clash. A file named like one in
+        another ingested folder gets ids prefixed with its folder's name."""
         for label in (source, f"{root.name}/{source}"):
             chunks = self._chunks(document, source, label)
             ids = [c.id for c in chunks]
@@ -158,14 +206,7 @@ class Ingestor:
             taken = duplicated | (claimed & set(ids)) | self.corpus.taken_chunk_ids(ids, str(root), source)
             if not taken or document.passages is not None:
                 break
-        if taken:
-            example = sorted(taken)[0]
-            report.skipped.append(
-                (display_path(file), f"passage id {example!r} is already used ({len(taken)} clashing ids)")
-            )
-            return None
-        claimed.update(ids)
-        return _Pending(str(root), source, fingerprint, chunks, is_new=previous is None)
+        return chunks, taken
 
     def run(
         self,
@@ -174,16 +215,16 @@ class Ingestor:
         prune: bool = True,
         force: bool = False,
         progress: Progress | None = None,
+        reading: Progress | None = None,
     ) -> IngestReport:
         """Bring the index in line with ``paths``. ``prune`` removes documents whose files are gone from an
-        ingested folder; ``force`` re-chunks and re-embeds unchanged files too (after an embedder change)."""
+        ingested folder; ``force`` re-chunks and re-embeds unchanged files too (after an embedder change).
+        ``progress`` gets (chunks embedded, chunks to embed); ``reading`` (files read, files found so far)."""
         started = time.perf_counter()
         report = IngestReport()
         known = {(d.root, d.source): d.content_hash for d in self.corpus.documents()}
-        pending: list[_Pending] = []
-        seen: set[tuple[str, str]] = set()
+        found: list[tuple[Path, Path]] = []
         pruned_roots: list[str] = []
-        claimed: set[str] = set()
         for raw in paths:
             root, files, is_directory = _discover(
                 Path(raw).expanduser().absolute(), report, self.settings.max_file_bytes
@@ -192,22 +233,15 @@ class Ingestor:
                 pruned_roots.append(str(root))
                 if not files:
                     report.warnings.append((str(root), "no supported files found"))
-            for file in files:
-                seen.add((str(root), file.relative_to(root).as_posix()))
-                item = self._prepare(root, file, known, report, force, claimed)
-                if item:
-                    pending.append(item)
+            found.extend((root, file) for file in files)
+        seen = {(str(root), file.relative_to(root).as_posix()) for root, file in found}
 
-        total = sum(len(p.chunks) for p in pending)
-        done = 0
-        for item in pending:
-            vectors = self._embed(item.chunks, done, total, progress)
-            self.corpus.replace_document(
-                item.root, item.source, item.content_hash, item.chunks, vectors, self.embedder.name
-            )
-            done += len(item.chunks)
-            report.chunks_written += len(item.chunks)
-            (report.added if item.is_new else report.updated).append(item.source)
+        tally = _Tally()
+        prepared = read_ahead(self._prepare_all(found, known, report, force, tally, reading), READ_AHEAD_DOCUMENTS)
+        for window in self._windows(prepared):
+            self._write(window, report)
+            if progress:
+                progress(report.chunks_written, tally.chunks)
 
         if prune:
             gone = [key for key in known if key[0] in pruned_roots and key not in seen]
@@ -216,12 +250,76 @@ class Ingestor:
         report.seconds = time.perf_counter() - started
         return report
 
-    def _embed(self, chunks: list[Chunk], done: int, total: int, progress: Progress | None) -> np.ndarray:
-        batch = max(1, self.settings.embed_batch_size * 8)
-        parts = []
-        for start in range(0, len(chunks), batch):
-            window = chunks[start : start + batch]
-            parts.append(self.embedder.embed([search_text(c.heading, c.text) for c in window]))
-            if progress:
-                progress(done + start + len(window), total)
-        return np.concatenate(parts) if parts else np.empty((0, self.embedder.dim), dtype=np.float32)
+    def _prepare_all(
+        self,
+        found: list[tuple[Path, Path]],
+        known: dict[tuple[str, str], str],
+        report: IngestReport,
+        force: bool,
+        tally: _Tally,
+        reading: Progress | None,
+    ) -> Iterator[_Pending]:
+        """Parse and chunk the files in order (this runs in the read-ahead thread, and so does ``reading``)."""
+        claimed: set[str] = set()
+        for read, (root, file) in enumerate(found, start=1):
+            item = self._prepare(root, file, known, report, force, claimed)
+            if item:
+                tally.chunks += len(item.chunks)
+            if reading:
+                reading(read, len(found))
+            if item:
+                yield item
+
+    def _windows(self, prepared: Iterable[_Pending]) -> Iterator[list[_Pending]]:
+        """Whole documents grouped until a window holds ``WINDOW_BATCHES`` embedder batches of chunks."""
+        size = max(1, self.settings.embed_batch_size * WINDOW_BATCHES)
+        window: list[_Pending] = []
+        chunks = 0
+        for item in prepared:
+            window.append(item)
+            chunks += len(item.chunks)
+            if chunks >= size:
+                yield window
+                window, chunks = [], 0
+        if window:
+            yield window
+
+    def _write(self, window: list[_Pending], report: IngestReport) -> None:
+        """Embed a window's chunks in one call and write its documents in one transaction. Passage ids taken by
+        another process since they were chosen (two ingestions into one PostgreSQL) are chosen again."""
+        vectors = self._embed([c for item in window for c in item.chunks])
+        offsets = np.cumsum([0, *(len(item.chunks) for item in window)])
+        versions = {
+            id(item): DocumentVersion(item.root, item.source, item.content_hash, item.chunks, vectors[a:b])
+            for item, a, b in zip(window, offsets[:-1], offsets[1:], strict=True)
+        }
+        for attempt in range(WRITE_ATTEMPTS):
+            try:
+                self.corpus.replace_documents([versions[id(item)] for item in window], self.embedder.name)
+                break
+            except PassageIdTakenError:
+                if attempt == WRITE_ATTEMPTS - 1:
+                    raise
+                window = self._relabel(window, versions, report)
+        for item in window:
+            report.chunks_written += len(item.chunks)
+            (report.added if item.is_new else report.updated).append(item.source)
+
+    @staticmethod
+    def _relabel(window: list[_Pending], versions: dict[int, DocumentVersion], report: IngestReport) -> list[_Pending]:
+        """The window's documents under ids free now (their vectors kept); one with none free is skipped."""
+        kept = []
+        for item in window:
+            chunks = item.relabel() if item.relabel else None
+            if chunks is None:
+                report.skipped.append((item.source, "its passage ids were taken by another ingestion meanwhile"))
+                continue
+            item.chunks = chunks
+            versions[id(item)] = versions[id(item)]._replace(chunks=chunks)
+            kept.append(item)
+        return kept
+
+    def _embed(self, chunks: list[Chunk]) -> np.ndarray:
+        if not chunks:
+            return np.empty((0, self.embedder.dim), dtype=np.float32)
+        return self.embedder.embed([search_text(c.heading, c.text) for c in chunks])

@@ -121,7 +121,7 @@ def parse_pdf(path: Path, limits: ParseLimits = ParseLimits()) -> list[Section]:
     """Text per page, within the limits: a PDF whose compressed streams expand past ``max_pdf_chars`` (content
     streams or extracted text) or whose extraction runs past ``max_pdf_seconds`` is refused, not ground through."""
     from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
+    from pypdf.errors import LimitReachedError, PyPdfError
 
     started = time.monotonic()
     pages: list[str] = []
@@ -140,7 +140,9 @@ def parse_pdf(path: Path, limits: ParseLimits = ParseLimits()) -> list[Section]:
                 raise _pdf_too_big(path, f"its text passes {limits.max_pdf_chars:,} characters by page {number}")
             if time.monotonic() - started > limits.max_pdf_seconds:
                 raise _pdf_too_big(path, f"extracting its text took over {limits.max_pdf_seconds:g} s by page {number}")
-    except (PdfReadError, ValueError, KeyError, TypeError, OSError) as exc:
+    except LimitReachedError as exc:  # pypdf's own bound on what a stream may decompress to
+        raise _pdf_too_big(path, f"a compressed stream expands past pypdf's limit ({exc})") from exc
+    except (PyPdfError, ValueError, KeyError, TypeError, OSError) as exc:  # PyPdfError: PdfReadError and the rest
         raise InputError(f"{path.name}: not a readable PDF ({exc})", hint="re-export the PDF or remove it") from exc
     return [Section([f"page {n}"], text.strip()) for n, text in enumerate(pages, start=1) if text.strip()]
 

@@ -8,6 +8,7 @@ states (:mod:`anaphora.models.llamacpp_states`) let a prompt find its prefix alt
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
 from pathlib import Path
@@ -19,6 +20,27 @@ from anaphora.models.llamacpp_states import KVStates
 from anaphora.types import Message
 
 _DONE = object()
+_LOADING = threading.Lock()  # the default model parameters are swapped while one model loads
+
+
+def cpu_advertises_amx(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
+    """True when the CPU flags list Intel AMX tiles (Linux; False where the file is missing)."""
+    try:
+        text = cpuinfo.read_text(errors="replace")
+    except OSError:
+        return False
+    return any(line.startswith("flags") and "amx_tile" in line.split() for line in text.splitlines())
+
+
+def repacks_weights(setting: str, *, amx: bool | None = None) -> bool:
+    """Whether llama.cpp may repack weights into its extra buffer types ('auto': not on an AMX CPU).
+
+    llama.cpp repacks for AMX whenever the CPU lists it, and a hypervisor that lists AMX without enabling its tile
+    data kills the process with SIGILL at the first tile load; nothing short of running one tells the two apart.
+    """
+    if setting == "auto":
+        return not (cpu_advertises_amx() if amx is None else amx)
+    return setting == "on"
 
 
 def embedded_gguf_path() -> Path:
@@ -42,6 +64,28 @@ def embedded_gguf_path() -> Path:
     )
 
 
+@contextlib.contextmanager
+def _model_params(llama_cpp: Any, *, extra_buffers: bool) -> Iterator[None]:
+    """llama-cpp-python's ``Llama`` takes no ``use_extra_bufts`` argument: its default parameters are swapped while
+    it loads (under ``_LOADING``), then restored."""
+    if extra_buffers:
+        yield
+        return
+    module = llama_cpp.llama_cpp
+    default = module.llama_model_default_params
+
+    def without_extra_buffers() -> Any:
+        params = default()
+        params.use_extra_bufts = False
+        return params
+
+    module.llama_model_default_params = without_extra_buffers
+    try:
+        yield
+    finally:
+        module.llama_model_default_params = default
+
+
 class LlamaCppChatModel:
     """A GGUF model run by llama-cpp-python in this process.
 
@@ -58,8 +102,10 @@ class LlamaCppChatModel:
         name: str | None = None,
         state_cache_bytes: int = 256 * 2**20,
         flash_attention: bool = True,
+        weight_repacking: str = "auto",
     ) -> None:
-        """``state_cache_bytes``: the budget of saved KV states (0: only the live context is reused)."""
+        """``state_cache_bytes``: the budget of saved KV states (0: only the live context is reused);
+        ``weight_repacking``: ``auto | on | off`` (:func:`repacks_weights`)."""
         self.model_path = Path(model_path).expanduser()
         if not self.model_path.is_file():
             raise ModelNotFoundError(
@@ -71,6 +117,7 @@ class LlamaCppChatModel:
         self.context_window = context_window
         self.threads = threads
         self.flash_attention = flash_attention
+        self.weight_repacking = repacks_weights(weight_repacking)
         self._llama: Any = None
         self._formatter: Any = None  # the GGUF's chat template, when it has one
         self.states = KVStates(state_cache_bytes)
@@ -81,13 +128,14 @@ class LlamaCppChatModel:
             return
         llama_cpp = require("llama_cpp", package="llama-cpp-python", extra="embedded", purpose="the GGUF model")
         try:
-            self._llama = llama_cpp.Llama(
-                model_path=str(self.model_path),
-                n_ctx=self.context_window,
-                n_threads=self.threads,
-                flash_attn=self.flash_attention,
-                verbose=False,
-            )
+            with _LOADING, _model_params(llama_cpp, extra_buffers=self.weight_repacking):
+                self._llama = llama_cpp.Llama(
+                    model_path=str(self.model_path),
+                    n_ctx=self.context_window,
+                    n_threads=self.threads,
+                    flash_attn=self.flash_attention,
+                    verbose=False,
+                )
         except (ValueError, RuntimeError, OSError) as exc:
             raise ModelError(
                 f"llama.cpp could not load {self.model_path}: {exc}",

@@ -28,6 +28,7 @@ def _embedded(argument: str, settings: Settings) -> ChatModel:
         name="smollm2-135m-instruct",
         state_cache_bytes=settings.model_state_cache_mb * 2**20,
         flash_attention=settings.model_flash_attention,
+        weight_repacking=settings.model_weight_repacking,
     )
 
 
@@ -42,6 +43,7 @@ def _gguf(argument: str, settings: Settings) -> ChatModel:
         threads=settings.model_threads,
         state_cache_bytes=settings.model_state_cache_mb * 2**20,
         flash_attention=settings.model_flash_attention,
+        weight_repacking=settings.model_weight_repacking,
     )
 
 

@@ -24,7 +24,7 @@ from anaphora.types import Passage, UnitVerdict
 _SENTENCE_CLOSED = re.compile(r"[.!?][\"')\]]*$")
 
 ABSTAIN = "The documents do not cover this: none of the passages I found is relevant enough to answer from."
-LEFT_OUT = "(Unsupported text left out.)"
+LEFT_OUT = "(Part of this answer was left out: the documents did not support it.)"
 CheckMode = Literal["drop", "mark", "off"]
 AnswerMode = Literal["generate", "extractive", "auto"]
 
@@ -211,7 +211,7 @@ class Extract(Stage):
         self.extractive = extractive
 
     def applies(self, state: TurnState) -> bool:
-        return state.retrieves or bool(state.memory_passages)
+        return (state.retrieves or bool(state.memory_passages)) and not state.answer
 
     async def run(self, state: TurnState) -> StageResult:
         extract = await self.extractive.answer_turn(state) if not state.abstain else None
@@ -220,5 +220,7 @@ class Extract(Stage):
             after = state.update(answer=ABSTAIN, abstain=True, answer_source="abstain", released=ABSTAIN)
             return StageResult(after, "skipped", "abstained: no passage sentence is relevant enough")
         emit(state.deltas, extract.text)
-        after = state.update(answer=extract.text, released=extract.text, answer_source="extractive")
+        shown = {p.id for p in (*state.selected, *state.memory_passages)}
+        selected = (*state.selected, *(p for p in extract.quoted if p.id not in shown))  # its page's other passages
+        after = state.update(answer=extract.text, released=extract.text, answer_source="extractive", selected=selected)
         return StageResult(after, "ok", f"{len(extract.points)} sentences quoted, no model call")

@@ -28,8 +28,10 @@ from anaphora.pipeline.stage import Stage
 from anaphora.pipeline.stages import (
     ABSTAIN,
     NO_ANSWER,
+    AnswerFromConversation,
     BoostEntities,
     Budget,
+    CheckCoverage,
     Cite,
     Generate,
     QueryPlanner,
@@ -177,6 +179,7 @@ class Engine:
             Retrieve(retriever),
             *self._boost_stages(settings, term_statistics),
             Select(self.selector, top_k=settings.top_k),
+            *self._coverage_stages(settings, term_statistics),
             *([memory_recall] if memory_recall is not None else []),
             Budget(settings, chat_model),
             *self._answer_stages(settings, chat_model, extractive),
@@ -190,12 +193,19 @@ class Engine:
         return [BoostEntities(statistics, settings.entity_boost)] if statistics and settings.entity_boost else []
 
     @staticmethod
+    def _coverage_stages(settings: Settings, statistics: Callable[[], TermStatistics | None] | None) -> list[Stage]:
+        if statistics is None or settings.uncovered_similarity <= 0:
+            return []
+        return [CheckCoverage(statistics, settings.uncovered_similarity)]
+
+    @staticmethod
     def _answer_stages(settings: Settings, model: ChatModel, extractive: ExtractiveAnswerer | None) -> list[Stage]:
-        """extract (``extractive`` mode: turns that retrieved) -> generate (what is not answered yet) -> check."""
+        """``extractive`` mode: converse (turns about the conversation) and extract (turns that retrieved) ->
+        generate (what is not answered yet) -> check."""
         mode = settings.effective_answer_mode
         check = AnswerCheck(settings.answer_check, mode, settings.support_threshold, extractive)
         generate = Generate(settings, model, check if settings.answer_check == "drop" else None, extractive)
-        quoting = [Extract(extractive)] if mode == "extractive" and extractive is not None else []
+        quoting = [AnswerFromConversation(), Extract(extractive)] if mode == "extractive" and extractive else []
         return [*quoting, generate, check]
 
     def add_stage(self, stage: Stage, *, after: str) -> None:

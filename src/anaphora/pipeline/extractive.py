@@ -3,10 +3,12 @@ at no model cost.
 
 Sentences (and whole code blocks) are scored by embedding similarity to the turn's *retrieval query* (the rewrite
 or expansion, so "And on ARM?" pulls the ARM sentences) and to the question, plus lexical overlap with the query;
-MMR keeps them from repeating each other. The most relevant one leads (what answers the question comes first, even
-from a recalled memory, which is shown after the documents) and the others follow in their passages' order. A
-sentence that asks a question (an FAQ heading, a question the user asked in an earlier conversation, recalled as a
-memory) answers nothing and is never quoted; nor is one that introduces what follows it ("Run this command:").
+MMR keeps them from repeating each other. The most relevant sentence leads (what answers the question comes first,
+even from a recalled memory, which is shown after the documents); the points that support it come preferably from
+the same passage and page, and follow in their passages' order. A sentence that introduces what follows it ("Run
+this command:", "Use the following settings") is quoted together with the code block, list or table it introduces,
+and never alone. A sentence that asks a question (an FAQ heading, a question the user asked in an earlier
+conversation, recalled as a memory) answers nothing and is never quoted.
 """
 
 from __future__ import annotations
@@ -19,15 +21,26 @@ from dataclasses import dataclass
 import numpy as np
 
 from anaphora.embeddings.base import Embedder
+from anaphora.pipeline.sentence_vectors import SentenceVectors
 from anaphora.pipeline.state import TurnState
-from anaphora.pipeline.support import split_units
+from anaphora.pipeline.support import FENCE, Unit, split_units
 from anaphora.text import content_set
 from anaphora.types import Passage
 
 MIN_WORDS = 4  # shorter sentences are headings or fragments, not answers
 RANK_PENALTY = 0.02  # per passage rank: the selector's order is evidence too
-BLOCKS = ("code", "row")  # quoted as they are, not as a quote's sentence
+SAME_PASSAGE = 0.08  # a supporting point from the lead's passage is worth this much more (and half from its page)
+LEAD_MARGIN = 0.1  # a sentence leads unless a code block or table row is this much more relevant
+SUPPORT_MARGIN = 0.2  # a supporting point from elsewhere must be at least this close to the lead's relevance
+BLOCKS = ("code", "row", "lead-in")  # shown as blocks, the marker on a line of its own
+PROSE = ("sentence", "item", "lead-in")  # what can lead an answer
+MAX_BLOCK_ITEMS = 8  # list items or table rows quoted with the sentence that introduces them
+SAME_PAGE = 4  # candidates of the selected passages' pages the selection left out, also quoted from
 _DELIMITER_ROW = re.compile(r"^\|(\s*:?-+:?\s*\|)+$")
+_INTRODUCES = re.compile(r"(:|\bas follows[.:]?|\bthe following\b.*)$", re.IGNORECASE)
+_QUOTE_MARK = re.compile(r"^(\s*>)+\s?", re.MULTILINE)
+# items, rows, headings, quotes, tags, thematic breaks: lines a paragraph does not run into
+_BLOCK_LINE = re.compile(r"^\s*([-*+•]\s|\d{1,3}[.)]\s|\||#{1,6}\s|>|\{[{%]|<|(-{3,}|\*{3,}|_{3,})\s*$)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +55,16 @@ class Candidate:
     position: int
     text: str
     kind: str
+    end: int = -1  # the last unit of its passage it covers (a lead-in covers what it introduces)
+    source: str = ""  # its passage's page
+    context: str = ""  # what it is scored by, when not its text (a code block: with the sentence before it)
+
+    def overlaps(self, other: Candidate) -> bool:
+        return (
+            self.order == other.order
+            and self.position <= max(other.end, other.position)
+            and other.position <= max(self.end, self.position)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +81,7 @@ class Extract:
 class ExtractiveAnswer:
     text: str
     points: tuple[Extract, ...]
+    quoted: tuple[Passage, ...] = ()  # the passages the points come from
 
 
 class ExtractiveAnswerer:
@@ -65,16 +89,19 @@ class ExtractiveAnswerer:
         self,
         embedder: Embedder,
         *,
-        max_points: int = 5,
+        max_points: int = 4,
         max_words: int = 120,
         min_relevance: float = 0.25,
         diversity: float = 0.3,
+        vectors: SentenceVectors | None = None,
     ) -> None:
         """``max_words``: the answer's length budget (about a reference answer's: 100-110 words on both dev
         domains), filled with the best points, at most ``max_points``; ``min_relevance``: the similarity to the
         query a sentence needs to be quoted at all (below it for every sentence, the answer abstains);
-        ``diversity``: MMR's weight on not repeating a chosen sentence."""
+        ``diversity``: MMR's weight on not repeating a chosen sentence; ``vectors``: where the sentences' vectors
+        come from (default: ``embedder`` behind an in-process memo, :class:`SentenceVectors`)."""
         self.embedder = embedder
+        self.vectors = vectors or SentenceVectors(embedder)
         self.max_points = max_points
         self.max_words = max_words
         self.min_relevance = min_relevance
@@ -86,14 +113,18 @@ class ExtractiveAnswerer:
         found = []
         shown = [*enumerate(passages), *enumerate(memories)]
         for order, (rank, passage) in enumerate(shown):
-            for position, text, kind in quotable_units(passage.text):
-                found.append(Candidate(passage.id, order, rank, position, text, kind))
+            spans = quotable_spans(passage.text)
+            for n, (start, end, text, kind) in enumerate(spans):
+                before = spans[n - 1] if n else None  # a code block says little alone: score it with its sentence
+                context = f"{before[2]}\n{text}" if kind == "code" and before and before[1] == start - 1 else ""
+                found.append(Candidate(passage.id, order, rank, start, text, kind, end, passage.source, context))
         return found
 
     async def answer_turn(self, state: TurnState) -> ExtractiveAnswer | None:
         """This turn's extract: from the passages selected and the memories recalled (what the prompt would show,
         not cut by its budget), for the retrieval query and the question."""
         documents = state.selected if state.retrieves else ()
+        documents = (*documents, *same_page(state.candidates, documents))
         query = state.plan.query if state.plan and state.retrieves else state.question
         return await self.answer(query, state.question, documents, state.memory_passages)
 
@@ -105,33 +136,16 @@ class ExtractiveAnswerer:
         found = self.candidates(passages, memories)
         if not found:
             return None
-        texts = [c.text for c in found]
+        texts = [c.context or c.text for c in found]
         queries = list(dict.fromkeys([query, question]))
-        vectors = await asyncio.to_thread(self.embedder.embed, [*queries, *texts])
-        vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-9)
-        asked, sentences = vectors[: len(queries)], vectors[len(queries) :]
+        documents = sum(1 for c in found if c.order < len(passages))  # the documents' units come first
+        asked, sentences = await asyncio.to_thread(self.vectors.turn, queries, texts[:documents], texts[documents:])
         similarity = (sentences @ asked.T).mean(axis=1)
         wanted = content_set(query) | content_set(question)
         overlap = np.array([len(content_set(t) & wanted) / (len(wanted) or 1) for t in texts])
         ranks = np.array([c.rank for c in found])
         relevance = similarity + 0.2 * overlap - RANK_PENALTY * ranks
-        lengths = [len(t.split()) for t in texts]
-        chosen: list[int] = []
-        left_out = np.zeros(len(texts), dtype=bool)  # too long for what is left of the budget
-        while len(chosen) < self.max_points:
-            redundancy = (sentences @ sentences[chosen].T).max(axis=1) if chosen else np.zeros(len(texts))
-            score = (1 - self.diversity) * relevance - self.diversity * redundancy
-            score[chosen] = -np.inf
-            score[left_out] = -np.inf
-            best = int(np.argmax(score))
-            if not np.isfinite(score[best]) or similarity[best] < self.min_relevance:
-                break
-            if chosen and redundancy[best] > 0.9:
-                break
-            if chosen and sum(lengths[i] for i in chosen) + lengths[best] > self.max_words:
-                left_out[best] = True
-                continue
-            chosen.append(best)
+        chosen = self._select(found, relevance, similarity, sentences)
         if not chosen:
             return None
         lead, *rest = (
@@ -146,43 +160,157 @@ class ExtractiveAnswerer:
             for i in chosen
         )
         points = (lead, *sorted(rest, key=lambda e: (e.order, e.position)))
-        return ExtractiveAnswer(format_points(points), points)
+        used = {p.passage_id for p in points}
+        quoted = tuple(p for p in (*passages, *memories) if p.id in used)
+        return ExtractiveAnswer(format_points(points), points, quoted)
+
+    def _select(
+        self, found: list[Candidate], relevance: np.ndarray, similarity: np.ndarray, vectors: np.ndarray
+    ) -> list[int]:
+        """The lead (the most relevant sentence, list item or introduced block), then supporting points by MMR,
+        preferably from the lead's passage and page; a point from elsewhere must come close to the lead."""
+        relevant = similarity >= self.min_relevance
+        prose = np.array([c.kind in PROSE for c in found]) & relevant
+        pool = prose if prose.any() else relevant
+        if not pool.any():
+            return []
+        lead = int(np.argmax(np.where(pool, relevance, -np.inf)))
+        best = int(np.argmax(np.where(relevant, relevance, -np.inf)))
+        if relevance[best] - relevance[lead] > LEAD_MARGIN:  # a row or block answers far better than any sentence
+            lead = best
+        near = np.array([closeness(c, found[lead]) for c in found])
+        boosted = relevance + near
+        lengths = [len(c.text.split()) for c in found]
+        chosen = [lead]
+        blocked = np.array([c.overlaps(found[lead]) or repeats(c, found[lead]) for c in found]) | ~relevant
+        blocked |= (near == 0) & (relevance < relevance[lead] - SUPPORT_MARGIN)
+        while len(chosen) < self.max_points:
+            redundancy = (vectors @ vectors[chosen].T).max(axis=1)
+            score = (1 - self.diversity) * boosted - self.diversity * redundancy
+            score[blocked] = -np.inf
+            best = int(np.argmax(score))
+            if not np.isfinite(score[best]) or redundancy[best] > 0.9:
+                break
+            blocked[best] = True
+            if sum(lengths[i] for i in chosen) + lengths[best] > self.max_words:
+                continue  # too long for what is left of the budget
+            chosen.append(best)
+            blocked |= np.array([c.overlaps(found[best]) or repeats(c, found[best]) for c in found])
+        return chosen
+
+
+def same_page(candidates: Sequence[Passage], selected: Sequence[Passage], limit: int = SAME_PAGE) -> list[Passage]:
+    """Candidates from the selected passages' pages that the selection left out, best first: the page the
+    retriever found is where the rest of the answer is (the command under "Installing with Helm" when the page's
+    introduction ranked first)."""
+    shown = {p.id for p in selected}
+    pages = {p.source for p in selected if p.source}
+    return [p for p in candidates if p.source in pages and p.id not in shown][:limit]
+
+
+def repeats(candidate: Candidate, chosen: Candidate) -> bool:
+    """The same words as a chosen point, or a part of it (overlapping chunks repeat their edges)."""
+    return candidate.text in chosen.text or chosen.text in candidate.text
+
+
+def closeness(candidate: Candidate, lead: Candidate) -> float:
+    """The bonus of a supporting point for coming from the lead's passage, or (half) from the same page."""
+    if candidate.order == lead.order:
+        return SAME_PASSAGE
+    return SAME_PASSAGE / 2 if candidate.source and candidate.source == lead.source else 0.0
 
 
 def quotable_units(text: str) -> list[tuple[int, str, str]]:
-    """(position, text, kind) of the units of ``text`` that can be quoted on their own: code blocks, sentences and
-    list items of at least :data:`MIN_WORDS` words that neither ask nor introduce, and table rows under their
-    table's header (a row alone is a line of values without names)."""
+    """(position, text, kind) of :func:`quotable_spans`."""
+    return [(start, text, kind) for start, _, text, kind in quotable_spans(text)]
+
+
+def quotable_spans(text: str) -> list[tuple[int, int, str, str]]:
+    """(first, last position, text, kind) of the units of ``text`` that can be quoted on their own: code blocks,
+    sentences and list items of at least :data:`MIN_WORDS` words that do not ask, table rows under their table's
+    header (a row alone is a line of values without names), and a sentence that introduces what follows ("Run:",
+    "Use the following settings") together with the code block, list or table it introduces (``lead-in``; alone,
+    it is never quoted). Blockquote marks are taken off, so a quote never nests."""
+    units = split_units(reflow(text))
+    lines = [_QUOTE_MARK.sub("", u.text).strip() for u in units]
     found = []
     header: list[str] = []  # the current table's header row and delimiter row, once both have been seen
     first_row: str | None = None  # a row that may be a table's header
-    for position, unit in enumerate(split_units(text)):
-        line = unit.text.strip()
+    for position, (unit, line) in enumerate(zip(units, lines, strict=True)):
         if unit.kind == "row":
             if header:
-                found.append((position, "\n".join([*header, line]), "row"))
+                found.append((position, position, "\n".join([*header, line]), "row"))
             elif first_row is not None and _DELIMITER_ROW.match(line):
                 header = [first_row, line]
             else:
                 first_row = line
             continue
         header, first_row = [], None
-        if unit.kind == "code" or (len(line.split()) >= MIN_WORDS and not line.endswith(("?", ":"))):
-            found.append((position, line, unit.kind))
+        if unit.kind != "code" and _INTRODUCES.search(line):
+            end, block = introduced(units, lines, position + 1)
+            if block:
+                found.append((position, end, f"{line}\n\n{block}", "lead-in"))
+            continue
+        if unit.kind == "code" or (len(line.split()) >= MIN_WORDS and not line.endswith("?")):
+            found.append((position, position, line, unit.kind))
+        opening = paragraph_start(units, position - 1) if unit.kind == "code" else None
+        if opening is not None and len(lines[opening].split()) >= MIN_WORDS and not lines[opening].endswith("?"):
+            # the paragraph just before a code block says what it is for: its first sentence introduces it
+            found.append((opening, position, f"{lines[opening]}\n\n{line}", "lead-in"))
     return found
 
 
+def paragraph_start(units: Sequence[Unit], last: int) -> int | None:
+    """The first sentence of the paragraph that ends at ``last`` (a sentence right before a block), or None."""
+    if last < 0 or units[last].kind != "sentence":
+        return None
+    first = last
+    while first > 0 and units[first - 1].kind == "sentence" and units[first - 1].separator.count("\n") < 2:
+        first -= 1
+    return first
+
+
+def reflow(text: str) -> str:
+    """Soft line breaks joined, as Markdown reads them: the lines of a paragraph are one paragraph (a sentence
+    wrapped over two lines is one sentence); code blocks, list items, table rows, headings and blank lines stay."""
+    out: list[str] = []
+    in_code = False
+    for line in text.splitlines():
+        if FENCE.match(line):
+            in_code = not in_code
+            out.append(line)
+            continue
+        plain = line.strip() and not in_code and not _BLOCK_LINE.match(line)
+        previous = out[-1] if out else ""
+        joinable = previous.strip() and not FENCE.match(previous) and not _BLOCK_LINE.match(previous)
+        if plain and joinable:
+            out[-1] = f"{previous.rstrip()} {line.strip()}"
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def introduced(units: Sequence[Unit], lines: Sequence[str], start: int) -> tuple[int, str]:
+    """(last position, text) of the code block, list or table that begins at ``start``; ``(start, "")`` when
+    what follows is not one."""
+    if start >= len(units) or units[start].kind not in ("code", "item", "row"):
+        return start, ""
+    if units[start].kind == "code":
+        return start, lines[start]
+    kind, end = units[start].kind, start
+    while end + 1 < len(units) and units[end + 1].kind == kind and end + 1 - start < MAX_BLOCK_ITEMS:
+        end += 1
+    return end, "\n".join(lines[start : end + 1])
+
+
 def format_points(points: Sequence[Extract]) -> str:
-    """A lead sentence, then the other points quoted, each with its passage id."""
+    """The lead, then the supporting points, each with its passage id (no quote marks: every point is quoted)."""
 
     def cited(point: Extract) -> str:
-        if point.kind == "row":  # after a table, the marker needs a blank line, or it would be read as a row
-            return f"{point.text}\n\n[{point.passage_id}]"
-        if point.kind == "code":
+        if point.kind in ("row", "lead-in") and not point.text.endswith("```"):
+            return f"{point.text}\n\n[{point.passage_id}]"  # after a table or list the marker needs a blank line
+        if point.kind in BLOCKS:
             return f"{point.text}\n[{point.passage_id}]"
         return f"{point.text} [{point.passage_id}]"
 
-    lead, *rest = points
-    lines = [cited(lead)]
-    lines.extend(cited(p) if p.kind in BLOCKS else f"> {cited(p)}" for p in rest)
-    return "\n\n".join(lines)
+    return "\n\n".join(cited(p) for p in points)

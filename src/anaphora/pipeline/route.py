@@ -1,6 +1,7 @@
 """Turn routing: what kind of turn this is, and whether it needs retrieval at all.
 
-Deterministic rules decide what they can (greetings and thanks, requests about the conversation itself, turn 1);
+Deterministic rules decide what they can (greetings and thanks, requests about the conversation itself
+(:mod:`anaphora.pipeline.intents`), turn 1);
 the model's structured analysis (:mod:`anaphora.pipeline.analysis`) decides the rest. Every skip has a reason.
 """
 
@@ -10,6 +11,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
+from anaphora.pipeline.intents import is_chit_chat, recognise
 from anaphora.text import content_set, words
 
 # words that point back into the conversation ("there" and "other" are left out: "is there", "other than")
@@ -65,45 +67,11 @@ class Route:
         return self.kind.needs_retrieval
 
 
-# social words and phrases; a message made only of these is chit-chat ("thanks, and on ARM?" is not)
-_SOCIAL = re.compile(
-    r"\b(hi|hello|hey|hiya|howdy|good (morning|afternoon|evening|night)|thanks?( you)?( (so|very) much)?|thx|ty|"
-    r"cheers|great|awesome|perfect|cool|nice|ok(ay)?|alright|got it|makes sense|understood|sounds good|"
-    r"(that )?helps( (a lot|a bunch|so much))?|(that )?helped|"
-    r"(that('s| is| was) )?(very |really |super )?(helpful|useful|clear|great|perfect|nice)|"
-    r"bye|goodbye|see you|have a (nice|good) day|you('re| are) (the best|great|awesome)|no problem|sure|yes|no|"
-    r"how are you( doing)?|who are you|what can you do|lol|wow|please|much appreciated|appreciate it|all good)\b",
-    re.IGNORECASE,
-)
-# requests about the conversation itself: answered from the history, never from the documents
-_END = r"\s*(,?\s*please)?\s*[.!?]*\s*$"  # the phrase ends the message: "simplify that" yes, "simplify this rule" no
-_META = re.compile(
-    r"\b(summari[sz]e|recap|sum up)\b.*\b(conversation|chat|discussion|so far|we (discussed|talked))\b|"
-    r"\b(summari[sz]e|recap|sum up) (that|this|it|everything)" + _END + "|"
-    r"\bwhat (did|have) (you|i|we) (say|said|ask|asked|tell|told|discuss|discussed|mention|mentioned)\b|"
-    r"\bwhat was (my|your|the) (first|last|previous|earlier|original) (question|answer|message|point)\b|"
-    r"\b(repeat|rephrase|reword|simplify|shorten|translate|rewrite) (that|this|it|your (last )?answer)"
-    r"( (into|in|to) \w+)?" + _END + "|"
-    r"\b(say|explain|put) (that|this|it) (again|differently|another way|more simply|in other words)\b|"
-    r"\b(say|tell me) (that|it) again\b|\bagain,? (but )?(shorter|briefer|simpler|longer|in (short|brief))\b|"
-    r"\b(a )?(shorter|simpler|briefer|longer|more detailed) (version|answer)( of (that|it|this|your answer))?"
-    + _END
-    + "|"
-    r"\b(the|that) (first|second|third|fourth|last|previous|next) (step|point|item|option|one) (you|that you) "
-    r"(listed|mentioned|gave|said|described|suggested)\b|"
-    r"\b(you|your) (just )?(said|listed|mentioned|wrote|suggested|answer(ed)?) (earlier|before|above|previously)\b",
-    re.IGNORECASE,
-)
-
-
-def is_chit_chat(message: str) -> bool:
-    """Only social phrases: at least one, and nothing of substance besides ("what did he do?" is not chit-chat)."""
-    remainder, found = _SOCIAL.subn(" ", message)
-    return found > 0 and not content_set(remainder)
-
-
 def is_meta(message: str) -> bool:
-    return bool(_META.search(message))
+    """A request about the conversation itself (shorten, repeat, point back, recap: :mod:`~anaphora.pipeline.
+    intents`), answered from the history, never from the documents."""
+    request = recognise(message)
+    return request is not None and request.is_meta
 
 
 def route_by_rules(question: str, has_history: bool) -> Route | None:

@@ -14,8 +14,11 @@ from anaphora.pipeline.answer_guard import ANSWER_STOP
 from anaphora.pipeline.budget import plan_prompt, verbatim_window
 from anaphora.pipeline.check import ABSTAIN, AnswerCheck
 from anaphora.pipeline.citations import extract_citations
+from anaphora.pipeline.conversation_answers import answer_about_conversation
+from anaphora.pipeline.coverage import not_covered
 from anaphora.pipeline.extractive import ExtractiveAnswerer
 from anaphora.pipeline.generate import emit, generate
+from anaphora.pipeline.intents import recognise
 from anaphora.pipeline.prompt import (
     CONTEXT_FRAMING,
     MEMORY_FRAMING,
@@ -28,6 +31,7 @@ from anaphora.pipeline.prompt import (
 )
 from anaphora.pipeline.query import QueryPlan, QueryStage
 from anaphora.pipeline.route import (
+    TurnKind,
     history_covers,
     route_by_analysis,
     route_by_rules,
@@ -187,6 +191,30 @@ class Select(Stage):
         return self._selected(state, self.selector.first_stage(state.candidates).passages), "first-stage order"
 
 
+class CheckCoverage(Stage):
+    """Refuses a question about something no passage mentions (:mod:`~anaphora.pipeline.coverage`): the turn
+    abstains instead of quoting passages about something else. Optional: a failure keeps the selection."""
+
+    name = "coverage"
+
+    def __init__(self, statistics: Callable[[], TermStatistics | None], close: float) -> None:
+        self.statistics = statistics
+        self.close = close
+
+    def applies(self, state: TurnState) -> bool:
+        return state.retrieves and bool(state.selected)
+
+    async def run(self, state: TurnState) -> StageResult:
+        missing = not_covered(state.question, state.candidates, self.statistics(), close=self.close)
+        if not missing:
+            return StageResult(state, "ok", "every word the question names is in the corpus")
+        detail = f"no passage mentions {', '.join(missing[:5])}: abstained"
+        return StageResult(state.update(abstain=True), "ok", detail)
+
+    def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
+        return state, "selection kept"
+
+
 class Budget(Stage):
     """One token budget for the whole prompt (see :mod:`anaphora.pipeline.budget`)."""
 
@@ -242,6 +270,27 @@ class Budget(Stage):
             folded = decision.turns_folded
             detail += f", {folded} older turn{'s' if folded > 1 else ''} left the window for the summary"
         return StageResult(state.update(prompt=plan), "ok", detail)
+
+
+class AnswerFromConversation(Stage):
+    """``answer_mode = "extractive"``: chit-chat and requests about the conversation (shorten, repeat, point back,
+    recap) answered from the history by :mod:`~anaphora.pipeline.conversation_answers`: no retrieval, no model
+    call. (With a capable model the generator answers them from the history it is shown.)"""
+
+    name = "converse"
+
+    def applies(self, state: TurnState) -> bool:
+        kinds = (TurnKind.CHIT_CHAT, TurnKind.META)
+        return not state.retrieves and state.route is not None and state.route.kind in kinds and not state.answer
+
+    async def run(self, state: TurnState) -> StageResult:
+        request = recognise(state.question)
+        if request is None:
+            return StageResult(state, "skipped", "left to the model")
+        answer = answer_about_conversation(request, state.history, (ABSTAIN, NO_ANSWER))
+        emit(state.deltas, answer)
+        after = state.update(answer=answer, released=answer, answer_source="conversation")
+        return StageResult(after, "ok", f"{request.intent.value}: answered from the conversation, no model call")
 
 
 class Generate(Stage):
@@ -317,6 +366,7 @@ class Cite(Stage):
 
     async def run(self, state: TurnState) -> StageResult:
         shown = [*state.prompt.passages, *state.prompt.memories] if state.prompt else []
+        shown += [p for p in state.selected if p not in shown]  # quoted from the page beyond the prompt's passages
         if state.support and state.answer_source == "model":  # checked: each kept unit names its passage
             by_id = {p.id: p for p in shown}
             ids = dict.fromkeys(v.passage_id for v in state.support if v.kept and v.passage_id in by_id)

@@ -62,7 +62,7 @@ class TurnState:
     abstain: bool = False  # retrieval ran and found nothing relevant enough: say so rather than guess
     prompt: PromptPlan | None = None
     answer: str = ""
-    answer_source: str = "model"  # "model", "extractive" (quoted from the passages), "abstain"
+    answer_source: str = "model"  # "model", "extractive" (quoted), "conversation" (from the history), "abstain"
     released: str = ""  # what the streaming caller has been sent of the answer so far
     support: tuple[UnitVerdict, ...] = ()  # the answer check's verdicts, unit by unit
     citations: tuple[Citation, ...] = ()

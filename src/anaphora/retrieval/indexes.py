@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import threading
 import time
@@ -23,6 +24,7 @@ from pathlib import Path
 from anaphora.errors import ConfigurationError
 from anaphora.retrieval.bm25 import BM25Index
 from anaphora.retrieval.dense import EXACT_BELOW, DenseIndex
+from anaphora.store.protocols import embedder_mismatch
 from anaphora.store.sqlite_corpus import SQLiteCorpus
 
 
@@ -81,11 +83,7 @@ class IndexCache:
     def _check_embedder(self) -> None:
         built_with = self.corpus.embedder()
         if built_with and built_with != self.embedder_name and self.corpus.chunk_count():
-            raise ConfigurationError(
-                f"the documents were embedded with {built_with!r} but the embedder is now {self.embedder_name!r}",
-                hint="set ANAPHORA_EMBEDDER back, or re-embed with: anaphora ingest --rebuild PATH "
-                "(or use a new ANAPHORA_DATA_DIR)",
-            )
+            raise embedder_mismatch(built_with, self.embedder_name)
 
     def _stamp_for(self, generation: int) -> dict:
         """What an index must have been built from to be reused: this store, this generation, this embedder."""
@@ -128,7 +126,8 @@ class IndexCache:
         return SearchIndexes(generation, bm25, dense)
 
     def _save(self, generation: int, bm25: BM25Index, dense: DenseIndex) -> None:
-        staging = self.directory.with_name(self.directory.name + ".tmp")
+        # named per process: service workers starting together on one data dir each stage their own copy
+        staging = self.directory.with_name(f"{self.directory.name}.tmp-{os.getpid()}")
         shutil.rmtree(staging, ignore_errors=True)
         (staging / "bm25").mkdir(parents=True)
         bm25.save(staging / "bm25")

@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from anaphora import __version__
 from anaphora.app import Components
 from anaphora.server import errors, openapi_errors, web
+from anaphora.server.asgi import HeadAsGetMiddleware
 from anaphora.server.auth import build_authenticator
 from anaphora.server.dev_guard import DevModeGuard
 from anaphora.server.limits import BodyLimitMiddleware
@@ -47,10 +48,13 @@ def create_app(
         version=__version__,
         description="Conversational RAG where follow-up questions work. Reference: docs/server.md.",
         lifespan=lifespan,
+        docs_url="/docs" if settings.api_docs else None,  # third-party scripts on this origin: opt-in only
+        redoc_url="/redoc" if settings.api_docs else None,
     )
     app.state.service = service
     errors.install(app)
     openapi_errors.install(app)  # the error responses and media types the server really answers with
+    app.add_middleware(HeadAsGetMiddleware)  # innermost: logs and metrics still see the HEAD
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)
     if settings.auth == "none":  # no tokens: answer only this machine's own pages (dev_guard.py)
         app.add_middleware(DevModeGuard, allowed_hosts=settings.dev_allowed_hosts)

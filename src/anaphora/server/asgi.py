@@ -44,3 +44,25 @@ class ExchangeObserver:
             await self.app(scope, receive, watch)
         finally:
             self.finished(scope, status, time.perf_counter() - started, context)
+
+
+class HeadAsGetMiddleware:
+    """HEAD wherever GET works (RFC 9110 §9.3.2): FastAPI's routes declare GET alone, so a HEAD is run as that GET
+    and only its body is dropped (status and headers, Content-Length included, are the GET's)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+
+        async def headless(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                if message.get("more_body", False):
+                    return
+                message = {"type": "http.response.body", "body": b"", "more_body": False}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, headless)

@@ -18,6 +18,7 @@ from anaphora.settings import Settings
 
 ADMIN_SCOPE = "admin"
 MAX_SUBJECT_CHARS = 256
+MIN_RSA_BITS = 2048  # NIST SP 800-131A: shorter RSA keys are disallowed for signatures; 512 bits are factorable
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +114,13 @@ class JWTAuth:
                 hint="give the issuer's public key instead (openssl rsa -in private.pem -pubout), "
                 "and keep the private key with the issuer only",
             )
+        if key.key_size < MIN_RSA_BITS:
+            raise ConfigurationError(
+                f"jwt_public_key is a {key.key_size}-bit RSA key: keys under {MIN_RSA_BITS} bits can be "
+                "factored and tokens forged with them",
+                hint=f"have the issuer sign with an RSA key of at least {MIN_RSA_BITS} bits "
+                "(openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:3072) and configure its public key",
+            )
         return key
 
     @staticmethod
@@ -124,6 +132,11 @@ class JWTAuth:
                 f"cannot read the JWT public key file {path}: {exc}",
                 hint="ANAPHORA_JWT_PUBLIC_KEY takes PEM text or the path of a readable PEM file",
             ) from exc
+
+    def _required(self) -> str:
+        """The claims a token must carry here, for the message that names a missing one."""
+        names = ["exp", "sub"] + [n for n, v in (("iss", self.issuer), ("aud", self.audience)) if v is not None]
+        return ", ".join(names[:-1]) + " and " + names[-1] + " are"
 
     def authenticate(self, authorization: str | None) -> Principal:
         jwt = self.jwt
@@ -159,7 +172,7 @@ class JWTAuth:
         except jwt.InvalidSignatureError as exc:
             raise _denied("the token's signature does not verify") from exc
         except jwt.MissingRequiredClaimError as exc:
-            raise _denied(f"the token has no '{exc.claim}' claim (exp and sub are required)") from exc
+            raise _denied(f"the token has no '{exc.claim}' claim ({self._required()} required)") from exc
         except jwt.InvalidAudienceError as exc:
             raise _denied(f"the token's audience is not {self.audience!r}") from exc
         except jwt.InvalidIssuerError as exc:

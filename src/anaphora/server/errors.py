@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import uuid
 from typing import Any
 
@@ -112,11 +113,65 @@ def _respond(exc: BaseException) -> JSONResponse:
     return JSONResponse(content, status_code=status, headers=headers)
 
 
+_TYPE_WORDS = {"str": "a string", "int": "an integer", "float": "a number", "bool": "true or false", "none": "null"}
+
+
+def _union_member(part: object) -> str | None:
+    """Pydantic names the member of a union an error is about in the location (``str``, ``list[TextPart]``,
+    ``function-after[_encodable(), str]``): the type it tried, in words; None for a real field name or index."""
+    if not isinstance(part, str):
+        return None
+    if part.startswith("function-") and part.endswith("]"):
+        part = part.rsplit(", ", 1)[-1].rstrip("]")
+    if part in _TYPE_WORDS:
+        return _TYPE_WORDS[part]
+    if part.startswith("list[") and part.endswith("]"):
+        item = re.sub(r"(?<!^)(?=[A-Z])", " ", part[5:-1]).lower()
+        return f"a list of {_TYPE_WORDS.get(item, item + 's').removeprefix('a ').removeprefix('an ')}"
+    return part if "[" in part else None
+
+
 def _field(loc: tuple | list) -> str:
-    parts = [str(p) for p in loc]
-    if parts and parts[0] == "body":
-        parts = parts[1:]
-    return ".".join(parts) or "body"
+    """``messages[0].content``: the field as the request names it."""
+    parts = list(loc[1:] if loc and loc[0] == "body" else loc)
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}" if text else str(part)
+    return text or "body"
+
+
+def _message(error: dict[str, Any]) -> str:
+    message = str(error.get("msg", "invalid")).removeprefix("Value error, ").replace(" after validation", "")
+    if message == "Field required":
+        return "is required"
+    return re.sub(r"^(Input|List|String|Dictionary|Object|Tuple) should", "should", message)
+
+
+def validation_problems(errors: list[dict[str, Any]]) -> list[str]:
+    """Pydantic's errors in the user's terms: one problem per field, union members folded into what the field
+    may be (``messages[0].content: should be a string or a list of text parts``), never pydantic's type names."""
+    fields: dict[str, list[tuple[str | None, dict[str, Any]]]] = {}
+    for error in errors:
+        loc = tuple(error.get("loc", ()))
+        members = [_union_member(p) for p in loc]
+        path = tuple(p for p, member in zip(loc, members, strict=True) if member is None)
+        member = next((m for m in members if m is not None), None)
+        fields.setdefault(_field(path), []).append((member, error))
+    deeper = {n for n, found in fields.items() if any(m is not None for m, _ in found)}
+    problems = []
+    for name, found in fields.items():
+        if all(m is not None for m, _ in found) and any(d.startswith((f"{name}[", f"{name}.")) for d in deeper):
+            continue  # another member of the union matched and failed further in: that is the problem to report
+        checked = [e for _, e in found if e.get("type") == "value_error"]  # the right type, refused by a check
+        kinds = list(dict.fromkeys(m for m, _ in found if m is not None))
+        if checked:
+            problem = _message(checked[0])
+        elif len(kinds) > 1:
+            problem = f"should be {' or '.join(kinds)}"
+        else:
+            problem = _message(found[0][1])
+        problems.append(f"{name}: {problem}")
+    return problems
 
 
 async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -139,9 +194,10 @@ async def _validation(request: Request, exc: RequestValidationError) -> JSONResp
             ),
             status_code=400,
         )
-    problems = "; ".join(f"{_field(e.get('loc', ()))}: {e.get('msg', 'invalid')}" for e in errors[:5])
-    if len(errors) > 5:
-        problems += f"; and {len(errors) - 5} more"
+    found = validation_problems(errors)
+    problems = "; ".join(found[:5])
+    if len(found) > 5:
+        problems += f"; and {len(found) - 5} more"
     return JSONResponse(body("validation_error", problems, "see the request shapes in docs/server.md"), status_code=422)
 
 

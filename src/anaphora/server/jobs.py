@@ -43,6 +43,20 @@ class Job:
         self.done, self.total = done, total
 
 
+MAX_NAME_BYTES = 255  # the limit of ext4, XFS, btrfs, APFS and NTFS on one path component
+
+
+def upload_name_problem(name: str) -> str | None:
+    """Why an uploaded file's (base) name cannot be stored as given, or None."""
+    if not name or name.startswith("."):
+        return "the file name is empty or hidden (starts with '.')"
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in name):
+        return "the file name holds a control character (such as NUL); rename the file"
+    if len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        return f"the file name is longer than {MAX_NAME_BYTES} bytes; rename the file"
+    return None
+
+
 @dataclass
 class Upload:
     filename: str
@@ -85,13 +99,17 @@ class IngestJobs:
         names: set[str] = set()
         for upload in uploads:
             name = Path(upload.filename.replace("\\", "/")).name
-            if not name or name.startswith("."):
-                job.rejected.append((upload.filename, "the file name is empty or hidden (starts with '.')"))
+            if problem := upload_name_problem(name):
+                job.rejected.append((upload.filename, problem))
             elif name in names:
                 job.rejected.append((upload.filename, "the same file name was uploaded twice in this request"))
             else:
-                names.add(name)
-                (folder / name).write_bytes(upload.data)
+                try:
+                    (folder / name).write_bytes(upload.data)
+                except OSError as exc:  # a name this file system refuses for a reason of its own
+                    job.rejected.append((upload.filename, f"cannot be stored under this name: {exc.strerror}"))
+                else:
+                    names.add(name)
         self._start(job, self._run_uploads(job, folder, names))
         return job
 

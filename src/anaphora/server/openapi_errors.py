@@ -44,6 +44,19 @@ _ERROR_BODY = {
 }
 
 
+# the whole stream (sse.py): one `data:` line per event, a blank line after each, `data: [DONE]` last
+SSE_PATTERN = r"^(data: \{[^\n]*\}\n\n)*data: \[DONE\]\n\n$"
+SSE_SCHEMA = {
+    "type": "string",
+    "pattern": SSE_PATTERN,
+    "description": "Server-sent events, one `data:` line each: `chat.completion.chunk` objects (the first with "
+    "`delta.role`, then `delta.content` pieces, one with `finish_reason`, then one with `choices: []`, `usage` "
+    'and `anaphora`), or `{"error": {...}}` when the turn fails after the stream began; always `data: [DONE]` last.',
+    "example": 'data: {"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Use"}}]}\n\n'
+    "data: [DONE]\n\n",
+}
+
+
 def error_statuses(method: str, path: str, operation: dict[str, Any]) -> set[str]:
     """The error statuses one operation can answer with."""
     statuses = {"403", "500"}  # development mode's guard applies to every route; anything can fail internally
@@ -81,9 +94,7 @@ def complete(document: dict[str, Any]) -> dict[str, Any]:
                     response["headers"] = _RETRY_AFTER
                 responses[status] = response
             if (method, path) in TURN_OPERATIONS:
-                responses["200"].setdefault("content", {})["text/event-stream"] = {
-                    "schema": {"type": "string", "description": "chat.completion.chunk events, then [DONE]"}
-                }
+                responses["200"].setdefault("content", {})["text/event-stream"] = {"schema": SSE_SCHEMA}
     metrics = document.get("paths", {}).get("/metrics", {}).get("get")
     if metrics is not None:
         metrics["responses"]["200"]["content"] = {"text/plain": {"schema": {"type": "string"}}}

@@ -3,9 +3,21 @@ typed strictly: a string where a boolean belongs is an error, not a guess."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    WithJsonSchema,
+    model_validator,
+)
 
 from anaphora.memory.portable import item_record
 from anaphora.memory.types import MemoryItem
@@ -21,8 +33,24 @@ def _encodable(text: str) -> str:
     return text
 
 
-# request text: a strict string without lone surrogates or NUL (anaphora.text_policy), refused with a 422
-Text = Annotated[StrictStr, AfterValidator(_encodable)]
+# request text: a strict string without lone surrogates or NUL (anaphora.text_policy), refused with a 422; the
+# schema says so about NUL (a JSON document cannot carry a lone surrogate but as an escape, which no schema forbids)
+Text = Annotated[StrictStr, AfterValidator(_encodable), Field(json_schema_extra={"pattern": "^[^\\u0000]*$"})]
+
+
+def _whole(value: object) -> object:
+    """JSON Schema's integer includes 2.0 (and 1e3): take a whole float as the integer it is; 2.5, "2" and true
+    stay refused."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def whole_number(minimum: int, maximum: int | None = None) -> Any:
+    """A strict integer within bounds that also takes a whole float, documented as JSON Schema's integer (pydantic
+    would put its own ``ge``/``le`` words into the schema of a validated type)."""
+    bounds = {"minimum": minimum} | ({} if maximum is None else {"maximum": maximum})
+    return Annotated[
+        StrictInt, BeforeValidator(_whole), Field(ge=minimum, le=maximum), WithJsonSchema({"type": "integer", **bounds})
+    ]
 
 
 class TextPart(BaseModel):
@@ -30,11 +58,24 @@ class TextPart(BaseModel):
     text: Text
 
 
+# only an assistant message may leave out its content (or send null), as in OpenAI's API
+_CONTENT_UNLESS_ASSISTANT = {
+    "if": {"properties": {"role": {"const": "assistant"}}},
+    "else": {"required": ["content"], "properties": {"content": {"not": {"type": "null"}}}},
+}
+
+
 class ChatMessage(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", json_schema_extra=_CONTENT_UNLESS_ASSISTANT)
 
     role: Literal["system", "developer", "user", "assistant"]
     content: Text | list[TextPart] | None = None
+
+    @model_validator(mode="after")
+    def _content_unless_assistant(self) -> ChatMessage:
+        if self.content is None and self.role != "assistant":
+            raise ValueError(f"a {self.role} message needs content (only an assistant message may leave it out)")
+        return self
 
     @property
     def text(self) -> str:
@@ -67,9 +108,9 @@ class ChatCompletionRequest(BaseModel):
     model: Text = Field(default="anaphora", max_length=256)
     messages: list[ChatMessage] = Field(min_length=1)
     stream: StrictBool = False
-    temperature: StrictFloat | StrictInt | None = Field(default=None, ge=0, le=2)
-    max_tokens: StrictInt | None = Field(default=None, ge=1)
-    n: StrictInt | None = Field(default=None, ge=1, le=1)
+    temperature: StrictFloat | None = Field(default=None, ge=0, le=2)  # a strict float takes an integer too
+    max_tokens: whole_number(1) | None = None  # type: ignore[valid-type]
+    n: whole_number(1, 1) | None = None  # type: ignore[valid-type]
     user: Text | None = Field(default=None, max_length=256)
     anaphora: TurnOptions = Field(default_factory=TurnOptions)
 

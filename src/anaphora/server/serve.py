@@ -1,12 +1,21 @@
-"""``anaphora serve``: refuse unsafe or self-referential set-ups, then run uvicorn."""
+"""``anaphora serve``: refuse unsafe or self-referential set-ups, then run uvicorn (one process, or several
+workers behind one port)."""
 
 from __future__ import annotations
 
 import ipaddress
+import json
+import os
+from typing import Any
 from urllib.parse import urlsplit
 
 from anaphora.errors import ConfigurationError
-from anaphora.settings import Settings
+from anaphora.settings import Settings, load_settings
+
+OVERRIDES_ENV = "ANAPHORA_SERVE_OVERRIDES"  # the CLI's settings overrides, handed to each worker process
+# uvicorn kills a worker that does not answer its health check in time (5 s by default) and starts another; a worker
+# loading its models on a busy machine holds the GIL for longer than that, and was restarted in a loop
+WORKER_HEALTHCHECK_S = 60
 
 
 def is_loopback(host: str) -> bool:
@@ -38,12 +47,58 @@ def check(settings: Settings, *, force_insecure: bool = False) -> None:
             )
 
 
+def check_workers(settings: Settings, workers: int) -> None:
+    """Several worker processes must share what orders a conversation's turns; sessions kept in one process's
+    memory would start over whenever a request lands on another worker."""
+    from anaphora.server.coordination import turn_lock_kind
+
+    if workers > 1 and turn_lock_kind(settings) == "process":
+        raise ConfigurationError(
+            f"{workers} workers cannot share the turn lock 'process': two workers could run one conversation's "
+            "turns at once",
+            hint="set ANAPHORA_TURN_LOCK=redis (with ANAPHORA_REDIS_URL) or postgres (with ANAPHORA_POSTGRES_URL), "
+            "or serve with --workers 1",
+        )
+    if workers > 1 and settings.session_store == "memory":
+        raise ConfigurationError(
+            f"{workers} workers cannot share sessions kept in memory (session_store 'memory')",
+            hint="set ANAPHORA_SESSION_STORE=redis (with ANAPHORA_REDIS_URL), or serve with --workers 1",
+        )
+
+
+def worker_app():
+    """The app of one worker process (``uvicorn --factory``): the settings the CLI was given, its own components."""
+    from anaphora.server.app import create_app
+    from anaphora.server.logs import configure_logging
+
+    configure_logging()
+    return create_app(load_settings(**json.loads(os.environ.get(OVERRIDES_ENV) or "{}")))
+
+
+def run_workers(settings: Settings, overrides: dict[str, Any], workers: int, *, force_insecure: bool = False) -> None:
+    """Serve with ``workers`` processes behind one port (uvicorn's workers). Each builds its own components from
+    the same settings (``overrides``: what the CLI was given on top of the environment and the TOML file)."""
+    check(settings, force_insecure=force_insecure)
+    check_workers(settings, workers)
+    from anaphora.app import build_components
+    from anaphora.server.auth import build_authenticator
+
+    build_authenticator(settings)
+    build_components(settings).database.close()  # a broken store or settings fail here, as a CLI error
+    os.environ[OVERRIDES_ENV] = json.dumps({k: v for k, v in overrides.items() if v is not None}, default=str)
+    _uvicorn(
+        settings,
+        "anaphora.server.serve:worker_app",
+        factory=True,
+        workers=workers,
+        timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
+    )
+
+
 def run(settings: Settings, *, force_insecure: bool = False) -> None:
     """Check the set-up and the auth settings, build the components (so that errors surface as CLI errors, not as
     a failed ASGI startup), then serve until interrupted; shutdown drains the turns and closes the components."""
     check(settings, force_insecure=force_insecure)
-    import uvicorn
-
     from anaphora.app import build_components
     from anaphora.server.app import create_app
     from anaphora.server.auth import build_authenticator
@@ -52,6 +107,12 @@ def run(settings: Settings, *, force_insecure: bool = False) -> None:
     build_authenticator(settings)  # fail on bad auth settings before opening anything
     app = create_app(settings, components=build_components(settings), owns_components=True)
     configure_logging()  # JSON lines with request ids; the app logs each request itself
+    _uvicorn(settings, app)
+
+
+def _uvicorn(settings: Settings, app: Any, **options: Any) -> None:
+    import uvicorn
+
     uvicorn.run(
         app,
         host=settings.server_host,
@@ -60,4 +121,5 @@ def run(settings: Settings, *, force_insecure: bool = False) -> None:
         log_level="info",
         log_config=None,
         access_log=False,
+        **options,
     )

@@ -34,11 +34,11 @@ from typing import Any
 
 import numpy as np
 
-from anaphora.errors import ConfigurationError, StoreError, require
+from anaphora.errors import ConfigurationError, PassageIdTakenError, StoreError, require
 from anaphora.store.migrations import Migrations
 from anaphora.store.postgres_conversations import _text
 from anaphora.store.postgres_pool import VECTOR_EXTENSION, connection_error, vector_extension_error
-from anaphora.store.protocols import Ranking, StoredDocument, check_dimension
+from anaphora.store.protocols import DocumentVersion, Ranking, StoredDocument, check_dimension, embedder_mismatch
 from anaphora.types import Chunk
 
 _MIGRATION_LOCK = 0x616E6171  # pg_advisory_xact_lock key of the corpus schema (the conversations use ...70)
@@ -288,40 +288,64 @@ class PostgresPassageStore:
         vectors: np.ndarray,
         embedder: str,
     ) -> None:
-        """Insert or replace one document and all its passages in one transaction. Concurrent replacements of the
-        same document (two replicas ingesting it) take turns on its row."""
-        vectors = np.asarray(vectors, dtype=np.float32)
-        if len(vectors):
-            check_dimension(vectors, self.dim)
-        with self._connection() as conn, conn.transaction():
-            document_id = conn.execute(
-                "INSERT INTO documents (root, source, content_hash, chunk_count, ingested_at) "
-                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (root, source) DO UPDATE SET "
-                "content_hash = EXCLUDED.content_hash, chunk_count = EXCLUDED.chunk_count, "
-                "ingested_at = EXCLUDED.ingested_at RETURNING id",
-                (_text(root), _text(source), content_hash, len(chunks), datetime.fromtimestamp(time.time(), UTC)),
-            ).fetchone()[0]
-            conn.execute("DELETE FROM passages WHERE document_id = %s", (document_id,))
-            with (
-                conn.cursor() as cursor,
-                cursor.copy("COPY passages (id, document_id, ordinal, heading, text, embedding) FROM STDIN") as copy,
-            ):
-                for chunk, vector in zip(chunks, vectors, strict=True):
-                    copy.write_row(
-                        (
-                            _text(chunk.id),
-                            document_id,
-                            chunk.ordinal,
-                            _text(chunk.heading),
-                            _text(chunk.text),
-                            vector_literal(vector),
-                        )
+        """Insert or replace one document and all its passages in one transaction."""
+        self.replace_documents([DocumentVersion(root, source, content_hash, chunks, vectors)], embedder)
+
+    def replace_documents(self, documents: Sequence[DocumentVersion], embedder: str) -> None:
+        """Insert or replace documents and all their passages in one transaction. Concurrent replacements of the
+        same document (two replicas ingesting it) take turns on its row; a passage id another document took
+        meanwhile raises :class:`PassageIdTakenError` (the unique index decides, after the other commits)."""
+        import psycopg
+
+        if not documents:
+            return
+        for document in documents:
+            if len(document.vectors):
+                check_dimension(np.asarray(document.vectors, dtype=np.float32), self.dim)
+        try:
+            with self._connection() as conn, conn.transaction():
+                for document in documents:
+                    self._write_document(conn, document)
+                conn.execute(
+                    "INSERT INTO corpus_meta (key, value) VALUES ('embedder', %s) "
+                    "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                    (embedder,),
+                )
+        except (psycopg.errors.UniqueViolation, psycopg.errors.DeadlockDetected) as exc:
+            # two ingestions writing the same ids in opposite orders deadlock; PostgreSQL aborts one of them
+            if isinstance(exc, psycopg.errors.UniqueViolation) and exc.diag.constraint_name != "passages_id_key":
+                raise
+            raise PassageIdTakenError(
+                f"a passage id is already used by another document: {exc.diag.message_detail or exc}",
+                hint="ingest again: the ids are chosen anew",
+            ) from exc
+
+    @staticmethod
+    def _write_document(conn: Any, document: DocumentVersion) -> None:
+        root, source, content_hash, chunks, vectors = document
+        document_id = conn.execute(
+            "INSERT INTO documents (root, source, content_hash, chunk_count, ingested_at) "
+            "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (root, source) DO UPDATE SET "
+            "content_hash = EXCLUDED.content_hash, chunk_count = EXCLUDED.chunk_count, "
+            "ingested_at = EXCLUDED.ingested_at RETURNING id",
+            (_text(root), _text(source), content_hash, len(chunks), datetime.fromtimestamp(time.time(), UTC)),
+        ).fetchone()[0]
+        conn.execute("DELETE FROM passages WHERE document_id = %s", (document_id,))
+        with (
+            conn.cursor() as cursor,
+            cursor.copy("COPY passages (id, document_id, ordinal, heading, text, embedding) FROM STDIN") as copy,
+        ):
+            for chunk, vector in zip(chunks, vectors, strict=True):
+                copy.write_row(
+                    (
+                        _text(chunk.id),
+                        document_id,
+                        chunk.ordinal,
+                        _text(chunk.heading),
+                        _text(chunk.text),
+                        vector_literal(vector),
                     )
-            conn.execute(
-                "INSERT INTO corpus_meta (key, value) VALUES ('embedder', %s) "
-                "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-                (embedder,),
-            )
+                )
 
     def remove_documents(self, documents: Iterable[tuple[str, str]]) -> int:
         pairs = [(_text(root), _text(source)) for root, source in documents]
@@ -362,10 +386,7 @@ class PostgresPassageStore:
                 "SELECT value FROM corpus_meta WHERE key = 'embedder' AND EXISTS (SELECT 1 FROM passages)"
             ).fetchone()
             if built_with and built_with[0] != self.embedder_name:
-                raise ConfigurationError(
-                    f"the passages were embedded with {built_with[0]!r} but the embedder is now {self.embedder_name!r}",
-                    hint="set ANAPHORA_EMBEDDER back, or re-embed with: anaphora ingest --rebuild PATH",
-                )
+                raise embedder_mismatch(built_with[0], self.embedder_name)
             rows = conn.execute(_DENSE, {"vectors": [vector_literal(v) for v in vectors], "k": k}).fetchall()
         return _rankings(rows, len(vectors))
 

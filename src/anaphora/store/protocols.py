@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -194,6 +194,16 @@ class StoredDocument:
     ingested_at: float
 
 
+class DocumentVersion(NamedTuple):
+    """What :meth:`DocumentRegistry.replace_documents` stores for one ``(root, source)``."""
+
+    root: str
+    source: str
+    content_hash: str
+    chunks: Sequence[Chunk]
+    vectors: np.ndarray
+
+
 Ranking = list[tuple[int, float]]
 """(passage key, score) pairs, best first. Keys are the store's own integers, stable until the passage is replaced."""
 
@@ -208,6 +218,23 @@ def check_dimension(vectors: np.ndarray, dim: int) -> None:
             hint="the embedder changed since the documents were ingested: set ANAPHORA_EMBEDDER back, or re-embed "
             "with: anaphora ingest --rebuild PATH",
         )
+
+
+def embedder_mismatch(built_with: str, embedder: str) -> ConfigurationError:
+    """The refusal to search passages embedded by another embedder (or at another precision: the int8 MiniLM is
+    named ``<name>-int8``), saying which setting brings the stored one back and how to re-embed instead."""
+    base, _, precision = embedder.rpartition("-")
+    stored_base, _, stored_precision = built_with.rpartition("-")
+    if built_with == base and precision == "int8":
+        setting = "set ANAPHORA_EMBEDDER_PRECISION=fp32 (the documents were embedded at fp32)"
+    elif embedder == stored_base and stored_precision == "int8":
+        setting = "set ANAPHORA_EMBEDDER_PRECISION=int8 (the documents were embedded at int8)"
+    else:
+        setting = "set ANAPHORA_EMBEDDER back"
+    return ConfigurationError(
+        f"the documents were embedded with {built_with!r} but the embedder is now {embedder!r}",
+        hint=f"{setting}, or re-embed with: anaphora ingest --rebuild PATH (or use a new ANAPHORA_DATA_DIR)",
+    )
 
 
 class DocumentRegistry(Protocol):
@@ -231,6 +258,12 @@ class DocumentRegistry(Protocol):
         vectors: np.ndarray,
         embedder: str,
     ) -> None: ...
+
+    def replace_documents(self, documents: Sequence[DocumentVersion], embedder: str) -> None:
+        """``replace_document`` for many documents in one transaction (ingestion writes a window at once): all of
+        them or none. A passage id used by a document outside the batch raises
+        :class:`~anaphora.errors.PassageIdTakenError` and stores nothing."""
+        ...
 
     def remove_documents(self, documents: Iterable[tuple[str, str]]) -> int:
         """Remove these ``(root, source)`` documents with their passages; returns how many existed."""

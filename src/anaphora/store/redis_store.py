@@ -181,12 +181,37 @@ def _unavailable(exc: Exception) -> StoreError:
     )
 
 
+HEALTH_CHECK_IDLE_S = 2  # a pooled connection idle for longer is PINGed before it is used again
+
+
+def connection_options(timeout_s: float, *, asyncio: bool) -> dict[str, Any]:
+    """Options of every Redis client here: pooled connections are checked before reuse, so the first command
+    after a Redis restart does not fail on a connection the server closed (it used to give one 503).
+
+    redis-py's pool passes no retry to its connections, so neither the health check's PING nor a command
+    reconnects by default. One retry on a closed connection (not on a timeout, after which the command may have
+    run) lets the PING reconnect; a command whose connection breaks under it is retried once too, which after a
+    restart is safe (the server that closed it never ran it)."""
+    from redis.asyncio.retry import Retry as AsyncRetry
+    from redis.backoff import ExponentialBackoff
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.retry import Retry
+
+    retry = (AsyncRetry if asyncio else Retry)(
+        ExponentialBackoff(cap=0.5, base=0.05), 1, supported_errors=(RedisConnectionError,)
+    )
+    return {
+        "socket_timeout": timeout_s,
+        "socket_connect_timeout": timeout_s,
+        "health_check_interval": HEALTH_CHECK_IDLE_S,
+        "retry": retry,
+    }
+
+
 def async_client(url: str, timeout_s: float, *, purpose: str) -> Any:
     """An asyncio Redis client that decodes replies to text; connects on first use."""
     redis_asyncio = require("redis.asyncio", package="redis", extra="redis", purpose=purpose)
-    return redis_asyncio.Redis.from_url(
-        url, decode_responses=True, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
-    )
+    return redis_asyncio.Redis.from_url(url, decode_responses=True, **connection_options(timeout_s, asyncio=True))
 
 
 def translating(method):
@@ -424,9 +449,7 @@ class RedisEmbeddingCache:
             raise StoreError("the Redis cache needs a TTL of at least one second", hint="set ANAPHORA_REDIS_TTL_S")
         self.ttl_s = int(ttl_s)
         self.prefix = f"{key_prefix}emb:"
-        self.client = client or redis_module.Redis.from_url(
-            url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s
-        )
+        self.client = client or redis_module.Redis.from_url(url, **connection_options(timeout_s, asyncio=False))
 
     def _call(self, fn, *args: Any) -> Any:
         from redis.exceptions import ConnectionError as RedisConnectionError

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from anaphora.store.protocols import StoredDocument
+from anaphora.errors import PassageIdTakenError
+from anaphora.store.protocols import DocumentVersion, StoredDocument
 from anaphora.store.sqlite_database import Database
 from anaphora.types import Chunk
 
@@ -85,27 +87,36 @@ class SQLiteCorpus:
         embedder: str,
     ) -> None:
         """Insert or replace one document and all its chunks, atomically."""
-        with self.db.transaction() as db:
-            db.execute("DELETE FROM documents WHERE root = ? AND source = ?", (root, source))
-            document_id = db.execute(
-                "INSERT INTO documents(root, source, content_hash, chunk_count, ingested_at) VALUES (?, ?, ?, ?, ?)",
-                (root, source, content_hash, len(chunks), time.time()),
-            ).lastrowid
-            db.executemany(
-                "INSERT INTO chunks(id, document_id, ordinal, heading, text, vector) VALUES (?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        c.id,
-                        document_id,
-                        c.ordinal,
-                        c.heading,
-                        c.text,
-                        np.asarray(v, dtype=np.float32).tobytes(),
+        self.replace_documents([DocumentVersion(root, source, content_hash, chunks, vectors)], embedder)
+
+    def replace_documents(self, documents: Sequence[DocumentVersion], embedder: str) -> None:
+        """Insert or replace documents and all their chunks in one transaction."""
+        if not documents:
+            return
+        try:
+            with self.db.transaction() as db:
+                for root, source, content_hash, chunks, vectors in documents:
+                    db.execute("DELETE FROM documents WHERE root = ? AND source = ?", (root, source))
+                    document_id = db.execute(
+                        "INSERT INTO documents(root, source, content_hash, chunk_count, ingested_at) "
+                        "VALUES (?, ?, ?, ?, ?)",
+                        (root, source, content_hash, len(chunks), time.time()),
+                    ).lastrowid
+                    db.executemany(
+                        "INSERT INTO chunks(id, document_id, ordinal, heading, text, vector) VALUES (?, ?, ?, ?, ?, ?)",
+                        [
+                            (c.id, document_id, c.ordinal, c.heading, c.text, np.asarray(v, dtype=np.float32).tobytes())
+                            for c, v in zip(chunks, vectors, strict=True)
+                        ],
                     )
-                    for c, v in zip(chunks, vectors, strict=True)
-                ],
-            )
-            self._bump(db, embedder)
+                self._bump(db, embedder)
+        except sqlite3.IntegrityError as exc:
+            if "chunks.id" not in str(exc):
+                raise
+            raise PassageIdTakenError(
+                f"a passage id is already used by another document: {exc}",
+                hint="ingest again: the ids are chosen anew",
+            ) from exc
 
     def remove_documents(self, documents: Iterable[tuple[str, str]]) -> int:
         """Remove ``(root, source)`` documents and their chunks."""

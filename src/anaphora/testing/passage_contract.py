@@ -29,10 +29,10 @@ import numpy as np
 import pytest
 
 from anaphora.embeddings.hashing import HashingEmbedder
-from anaphora.errors import ConfigurationError
+from anaphora.errors import ConfigurationError, PassageIdTakenError
 from anaphora.ingest import Ingestor, IngestReport
 from anaphora.settings import Settings
-from anaphora.store.protocols import DocumentRegistry, PassageIndex
+from anaphora.store.protocols import DocumentRegistry, DocumentVersion, PassageIndex
 from anaphora.store.sqlite_corpus import search_text
 from anaphora.types import Chunk
 
@@ -160,6 +160,26 @@ class PassageStoreContract:
         assert [d.source for d in registry.documents()] == ["coffee.md"]
         dense = index.dense(self.embed(HashingEmbedder(), "zeppelin helm tomato espresso"), 10)
         assert ids(index, dense[0]) == ["coffee.md#1"]
+
+    def test_documents_written_together_are_all_written_or_none(
+        self, registry: DocumentRegistry, index: PassageIndex, ingested: Path
+    ) -> None:
+        embedder = HashingEmbedder()
+
+        def version(source: str, chunk_id: str, text: str) -> DocumentVersion:
+            chunk = Chunk(id=chunk_id, text=text, source=source, ordinal=1)
+            return DocumentVersion("/other", source, "e" * 64, [chunk], embedder.embed([text]))
+
+        clashing = version("coffee.md", "coffee.md#1", "a rival coffee page")  # another root, a taken id
+        with pytest.raises(PassageIdTakenError):
+            registry.replace_documents([version("kite.md", "kite.md#1", "kites fly"), clashing], "hashing-384")
+        assert index.lexical(["kites"], 5) == [[]] and len(registry.documents()) == len(DOCUMENTS)
+        registry.replace_documents(
+            [version("kite.md", "kite.md#1", "kites fly"), version("sail.md", "sail.md#1", "sails billow")],
+            "hashing-384",
+        )
+        assert sorted(ids(index, index.lexical(["kites sails"], 5)[0])) == ["kite.md#1", "sail.md#1"]
+        assert len(registry.documents()) == len(DOCUMENTS) + 2
 
     def test_taken_chunk_ids_are_those_of_other_documents(self, registry: DocumentRegistry, ingested: Path) -> None:
         root = str(ingested.resolve())

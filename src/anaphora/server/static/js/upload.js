@@ -20,17 +20,41 @@ export async function init(onError) {
   show($("documents"), true);
   if (wired) return;
   wired = true;
+  $("document-filter").addEventListener("input", filter);
+  $("document-box").querySelector("summary").addEventListener("click", () => { userToggled = true; });
   $("upload-form").addEventListener("submit", (event) => {
     event.preventDefault();
     upload().catch(reportError);
   });
 }
 
+const OPEN_UP_TO = 8; // a longer list starts collapsed, with its count, and gets a filter
+let userToggled = false;
+
 async function refresh() {
   const documents = await api.request("GET", "v1/documents");
-  $("document-list").replaceChildren(
-    ...documents.data.map((d) => el("li", {}, el("span", { class: "doc-name", text: d.source }), el("span", { class: "muted", text: ` ${d.chunks} chunks` }))),
+  const items = documents.data.map((d) =>
+    el("li", { "data-name": d.source.toLowerCase() }, el("span", { class: "doc-name", text: d.source }), el("span", { class: "muted", text: ` ${d.chunks} chunks` })),
   );
+  $("document-list").replaceChildren(...items);
+  const n = items.length;
+  $("document-count").textContent = `${n.toLocaleString("en")} ${n === 1 ? "document" : "documents"}`;
+  show($("document-filter"), n > OPEN_UP_TO);
+  if (!userToggled) $("document-box").open = n <= OPEN_UP_TO;
+  filter();
+}
+
+function filter() {
+  const wanted = $("document-filter").value.trim().toLowerCase();
+  const items = [...$("document-list").children];
+  let shown = 0;
+  for (const item of items) {
+    const match = !wanted || item.dataset.name.includes(wanted);
+    item.hidden = !match;
+    shown += match ? 1 : 0;
+  }
+  $("document-shown").textContent = wanted ? `${shown} of ${items.length} match` : "";
+  show($("document-shown"), Boolean(wanted));
 }
 
 function status(job) {

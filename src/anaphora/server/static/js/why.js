@@ -1,13 +1,23 @@
 // The "why this answer" panel, built from a turn's trace: the query actually used for retrieval and how it came
-// about, whether retrieval was skipped, the passages with their scores, the token budget, the time per stage.
-// Fields this page does not know yet (support verdicts, recalled memories, ...) are shown generically.
+// about, whether retrieval was skipped, the passages with their scores, how the answer was made and checked, the
+// memories recalled, the model calls, the token budget, the time per stage: with labels, dates and units, never raw
+// field names. Fields this page does not know yet are shown generically.
 
 import { el } from "./dom.js";
 
 const KNOWN = new Set([
   "question", "query", "query_source", "alternate_queries", "route", "route_reason", "retrieval_skipped",
-  "abstained", "retrieved", "stages", "model_calls", "prompt_tokens", "budget",
+  "abstained", "retrieved", "stages", "model_calls", "prompt_tokens", "budget", "calls", "memory", "support",
+  "answer_source",
 ]);
+const ANSWER_SOURCES = {
+  model: "written by the chat model",
+  extractive: "quoted from the passages (no model wrote it)",
+  abstain: "no answer: the documents do not cover the question",
+  none: "no answer",
+};
+const CALL_PURPOSES = { answer: "Answer", rewrite: "Query rewrite", analysis: "Turn analysis", summary: "Summary" };
+const VERDICTS = { supported: "supported", unsupported: "not found in the sources", filler: "no claim to check" };
 const QUERY_SOURCES = {
   question: "the question as typed",
   rewrite: "a rewrite by the model (accepted by the guard)",
@@ -119,6 +129,70 @@ function stagesSection(stages) {
   return node;
 }
 
+const count = (n, unit) => (typeof n === "number" ? `${n.toLocaleString("en")} ${unit}` : "–");
+const whenText = (seconds) =>
+  typeof seconds === "number"
+    ? new Date(seconds * 1000).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" })
+    : "–";
+const gist = (text, limit = 160) => {
+  const line = String(text || "").trim().split("\n", 1)[0];
+  return line.length > limit ? `${line.slice(0, limit).replace(/\s+\S*$/, "")} …` : line;
+};
+
+function answerSection(trace) {
+  if (!trace.answer_source) return null;
+  return section("Answer", facts([["How it was made", ANSWER_SOURCES[trace.answer_source] || trace.answer_source]]));
+}
+
+function supportSection(units) {
+  if (!units || !units.length) return null;
+  const rows = units.map((u) => [
+    el("span", { class: "unit-text", text: u.text }),
+    u.verdict in VERDICTS ? VERDICTS[u.verdict] : u.verdict,
+    typeof u.precision === "number" ? `${Math.round(u.precision * 100)} %` : "–",
+    u.passage_id || (u.verdict === "supported" ? "the conversation" : ""),
+    [u.kept === false ? "left out of the answer" : "", u.reason, (u.missing || []).length ? `not in any source: ${u.missing.join(", ")}` : ""]
+      .filter(Boolean).join("; "),
+  ]);
+  return section("Answer check", table(["part of the answer", "verdict", "words found in the source", "source", "note"], rows));
+}
+
+function callsSection(calls) {
+  if (!calls || !calls.length) return null;
+  const rows = calls.map((c) => [
+    CALL_PURPOSES[c.purpose] || humanize(c.purpose || ""),
+    count(c.prompt_tokens, "tokens"),
+    count(c.cached_tokens, "tokens"),
+    c.cache_write_tokens ? count(c.cache_write_tokens, "tokens") : "–",
+    count(c.completion_tokens, "tokens"),
+    typeof c.first_token_ms === "number" ? `${Math.round(c.first_token_ms).toLocaleString("en")} ms` : "–",
+  ]);
+  return section(
+    "Model calls",
+    table(["call", "prompt", "of it from a cache", "written to a cache", "generated", "first word after"], rows),
+  );
+}
+
+function memorySection(memories) {
+  if (!memories || !memories.length) return null;
+  const rows = memories.map((m) => {
+    const turns = (m.turns || []).join(", ");
+    const kind = m.kind === "fact" ? (m.current === false ? "fact (since replaced)" : "fact (current)") : "earlier exchange";
+    return [
+      gist(m.text),
+      kind,
+      `${(m.turns || []).length === 1 ? "turn" : "turns"} ${turns} of conversation ${m.conversation_id}, ${whenText(m.time)}`,
+      m.injected ? "yes" : "no",
+      typeof m.similarity === "number" ? `${Math.round(m.similarity * 100)} %` : "–",
+      m.why || "",
+    ];
+  });
+  return section(
+    "Recalled from memory",
+    table(["what you said", "kind", "where and when", "in the prompt", "similarity", "why recalled"], rows),
+  );
+}
+
 /** Any JSON value as nodes: arrays of objects as tables, objects as term lists, the rest as text. */
 export function generic(value) {
   if (Array.isArray(value)) {
@@ -152,6 +226,10 @@ export function whyPanel(trace, citations, openPassage) {
     querySection(trace),
     routeSection(trace),
     passagesSection(trace, cited, openPassage),
+    answerSection(trace),
+    supportSection(trace.support),
+    memorySection(trace.memory),
+    callsSection(trace.calls),
     ...Object.entries(trace)
       .filter(([key]) => !KNOWN.has(key))
       .map(([key, value]) => section(humanize(key), generic(value))),

@@ -1,0 +1,241 @@
+"""Answers to turns about the conversation, made from the history alone: no retrieval, no model call.
+
+Pure functions over the recent messages: shorten or repeat an earlier answer, point back to one thing said ("the
+first command you gave me", "the second step"), recap the conversation within the length the user gave, and a short
+reply to thanks or a greeting. Every word of an answer comes from the assistant's earlier answers (the citation
+markers left out: their passages are not shown on this turn), so nothing is invented.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from anaphora.pipeline.intents import ConversationRequest, Intent, recognise
+from anaphora.pipeline.support import Unit, risky_tokens, split_units
+from anaphora.text import content_set
+from anaphora.types import Message
+
+DEFAULT_SHORT_WORDS = 30  # "say that shorter" with no length given
+DEFAULT_RECAP_WORDS = 60
+BRIEF_RECAP_WORDS = 40  # "a short list", "a quick recap"
+NOTHING_YET = "We have not gone through anything from the documents yet, so there is nothing to recap."
+# a citation marker the answerers write: "[path/to/file.md#3]", "[memory:12]", "[a.md#1, b.md#2]"
+_MARKER = re.compile(r"[ \t]?\[(?:[^\[\]\s]+#\d+|memory:[^\[\]\s]+)(?:,\s*(?:[^\[\]\s]+#\d+|memory:[^\[\]\s]+))*\]")
+_CODE_SPAN = re.compile(r"`[^`\n]+`")
+_LINK = re.compile(r"\[([^\[\]\n]+)\]\([^()\s]+\)")
+_SHELL = re.compile(r"^```(bash|sh|shell|console|zsh|powershell|cmd|terminal)?\s*$", re.M)
+SOCIAL_REPLIES = {
+    "thanks": "You're welcome.",
+    "greeting": "Hello! Ask me anything about the documents.",
+    "farewell": "Goodbye!",
+    "identity": "I answer questions from the documents you have added, with citations; I can also shorten, "
+    "repeat or recap what I said.",
+    "ack": "Glad it helps.",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Said:
+    """One earlier turn that answered from the documents: its question and its answer's units (markers out)."""
+
+    index: int
+    question: str
+    units: tuple[Unit, ...]
+
+    @property
+    def text(self) -> str:
+        return "".join(u.text + u.separator for u in self.units).strip()
+
+
+def without_markers(text: str) -> str:
+    """The answer without its citation markers, and its links as their text (outside code blocks, where
+    ``[OUTPUT]`` is code)."""
+    parts = re.split(r"(```.*?(?:```|$))", text, flags=re.S)
+    return "".join(p if p.startswith("```") else _LINK.sub(r"\1", _MARKER.sub("", p)) for p in parts)
+
+
+def earlier_answers(history: Sequence[Message], unanswered: Sequence[str] = ()) -> list[Said]:
+    """The turns of ``history`` that answered from the documents, oldest first: not chit-chat, not a request
+    about the conversation, not an abstention (an answer starting with one of ``unanswered``)."""
+    found: list[Said] = []
+    question: str | None = None
+    turn = -1
+    for message in history:
+        if message.role == "user":
+            question, turn = message.content, turn + 1
+            continue
+        if message.role != "assistant" or question is None:
+            continue
+        answer = message.content.strip()
+        if answer and recognise(question) is None and not answer.startswith(tuple(u for u in unanswered if u)):
+            units = tuple(u for u in split_units(without_markers(answer)) if u.text.strip())
+            if units:
+                found.append(Said(turn, question, units))
+        question = None
+    return found
+
+
+def social_reply(kind: str | None) -> str:
+    return SOCIAL_REPLIES.get(kind or "ack", SOCIAL_REPLIES["ack"])
+
+
+def answer_about_conversation(
+    request: ConversationRequest, history: Sequence[Message], unanswered: Sequence[str] = ()
+) -> str:
+    """The answer to a turn about the conversation, from the assistant's earlier answers."""
+    if request.intent is Intent.CHIT_CHAT:
+        return social_reply(request.social)
+    said = earlier_answers(history, unanswered)
+    if not said:
+        return NOTHING_YET
+    if request.intent is Intent.RECAP:
+        return recap(request, said)
+    if request.intent is Intent.POINT_BACK and request.wants == "question":
+        asked = [m.content for m in history if m.role == "user"]
+        return f"You asked: {pick(asked, request.ordinal or -1)}" if asked else NOTHING_YET
+    if request.intent is Intent.POINT_BACK:
+        return point_back(request, said)
+    targets = about(request.topic, said) or [said[-1]]
+    if request.intent is Intent.REPEAT and request.max_words is None:
+        return "\n\n".join(s.text for s in targets[-1:])
+    budget = request.max_words or DEFAULT_SHORT_WORDS
+    return "\n\n".join(gist(s, max(4, budget // len(targets))) for s in targets)
+
+
+def about(topic: frozenset[str], said: Sequence[Said]) -> list[Said]:
+    """The earlier answers whose turn is most about ``topic`` (all those tied), oldest first."""
+    if not topic:
+        return []
+    scores = [len(topic & content_set(f"{s.question} {s.text}")) for s in said]
+    best = max(scores)
+    return [s for s, score in zip(said, scores, strict=True) if best and score == best]
+
+
+def word_count(text: str) -> int:
+    return len(text.split())
+
+
+def gist(said: Said, budget: int) -> str:
+    """The most of one answer that fits ``budget`` words: its lead, then the units that carry identifiers
+    (commands, settings, values), in their order. A lead longer than the budget is cut at a word."""
+    units = [u for u in said.units if u.text.strip()]
+    lead = units[0]
+    if word_count(lead.text) > budget:
+        fits = [u for u in units[:3] if u.kind == "sentence" and word_count(u.text) <= budget]
+        return fits[0].text.strip() if fits else cut(lead.text, budget)
+    chosen = [0]
+    used = word_count(lead.text)
+    ranked = sorted(range(1, len(units)), key=lambda i: (-len(risky_tokens(units[i].text)), i))
+    for i in ranked:
+        size = word_count(units[i].text)
+        if risky_tokens(units[i].text) and used + size <= budget:
+            chosen.append(i)
+            used += size
+    return join_units([units[i] for i in sorted(chosen)])
+
+
+def join_units(units: Sequence[Unit]) -> str:
+    """Units as they were written: a code block, list item or table row on its own line."""
+    text = ""
+    for unit in units:
+        block = unit.kind != "sentence"
+        if text:
+            text += "\n\n" if block or unit.kind == "code" or text.endswith("```") else " "
+        text += unit.text.strip()
+    return text
+
+
+def cut(text: str, budget: int) -> str:
+    """``text`` cut to ``budget`` words at a word, marked with an ellipsis; an open code span is closed."""
+    words = text.split()
+    if len(words) <= budget:
+        return text.strip()
+    kept = " ".join(words[: max(1, budget - 1)]).rstrip(",;:")  # the ellipsis is a word too
+    if kept.count("`") % 2:
+        kept += "`"
+    return kept + " …"
+
+
+def recap(request: ConversationRequest, said: Sequence[Said]) -> str:
+    """One gist per earlier answer (those about the topic, if the user named one), within the words the user
+    gave; as the number of lines asked for, or as a list."""
+    turns = about(request.topic, said) or list(said)
+    budget = request.max_words or (BRIEF_RECAP_WORDS if request.bullets else DEFAULT_RECAP_WORDS)
+    lines = request.lines if request.lines and not request.bullets else None
+    if request.bullets:
+        each = max(3, budget // len(turns) - 1)  # the bullet mark counts as a word
+        text = "\n".join(f"- {gist(s, each)}" for s in turns)
+    elif lines:
+        groups = [turns[i::lines] for i in range(min(lines, len(turns)))]
+        groups = [sorted(g, key=lambda s: s.index) for g in groups]
+        groups.sort(key=lambda g: g[0].index)
+        each_line = budget // len(groups)
+        text = "\n".join("; ".join(gist(s, max(3, each_line // len(g))) for s in g) for g in groups)
+    else:
+        text = " ".join(gist(s, max(4, budget // len(turns))) for s in turns)
+    return trim(text, budget)
+
+
+def trim(text: str, budget: int) -> str:
+    """At most ``budget`` words, the line structure kept."""
+    if word_count(text) <= budget:
+        return text
+    out, used = [], 0
+    for line in text.split("\n"):
+        room = budget - used
+        if room <= 0:
+            break
+        out.append(cut(line, room) if word_count(line) > room else line)
+        used += min(room, word_count(line))
+    return "\n".join(out)
+
+
+def point_back(request: ConversationRequest, said: Sequence[Said]) -> str:
+    """The one thing pointed at: a command, a step, a named setting, or the gist of the answer the ordinal picks."""
+    if request.wants == "step":  # "the second step": the ordinal counts within the latest list
+        latest = next((s for s in reversed(said) if any(u.kind == "item" for u in s.units)), said[-1])
+        items = [u for u in latest.units if u.kind == "item"] or [u for u in latest.units if u.kind == "sentence"]
+        return pick(items, request.ordinal or 1).text.strip()
+    pool = about(request.topic, said) if request.topic else list(said)
+    pool = pool or list(said)
+    wanted = [s for s in pool if _pieces(s, request.wants)] or pool
+    chosen = pick(wanted, request.ordinal or (1 if request.wants is None and request.topic else -1))
+    pieces = _pieces(chosen, request.wants)
+    if not pieces:
+        return gist(chosen, request.max_words or DEFAULT_RECAP_WORDS)
+    if request.wants == "identifier" and not request.topic:  # "which settings were in your first answer?"
+        return trim("\n\n".join(pieces[:3]), request.max_words or DEFAULT_RECAP_WORDS)
+
+    def fit(piece: str) -> tuple[int, int, int]:
+        shell = request.wants == "command" and bool(_SHELL.match(piece) or not piece.startswith("```"))
+        return len(request.topic & content_set(piece)), shell, -pieces.index(piece)
+
+    best = max(pieces, key=fit)
+    if request.max_words is not None and request.max_words <= 3:
+        spans = [s.strip("`") for s in _CODE_SPAN.findall(best)]
+        spans += [t for t in risky_tokens(best) if "/" not in t and "<" not in t]
+        return spans[0] if spans else best  # a whole sentence rather than a cut word
+    return best
+
+
+def pick(items: Sequence, ordinal: int):
+    """The ``ordinal``-th item (1-based; -1 the last; 0 "the next one": the last), clamped to what there is."""
+    if ordinal <= 0:
+        return items[-1]
+    return items[min(ordinal, len(items)) - 1]
+
+
+def _pieces(said: Said, wants: str | None) -> list[str]:
+    """What of an answer can be pointed at: its code (blocks and spans) for a command, its units holding an
+    identifier for a setting, a flag or a file, its lead for the answer itself."""
+    if wants == "command":
+        blocks = [u.text.strip() for u in said.units if u.kind == "code"]
+        spans = [s.strip("`") for u in said.units if u.kind != "code" for s in _CODE_SPAN.findall(u.text)]
+        return blocks + [s for s in spans if " " in s or "/" in s]
+    if wants == "identifier":
+        return [u.text.strip() for u in said.units if risky_tokens(u.text)]
+    return [u.text.strip() for u in said.units if u.kind != "code"][:1] + [
+        u.text.strip() for u in said.units[1:] if u.kind != "code"
+    ]

@@ -1,0 +1,68 @@
+"""Whether the documents can cover a question at all: the names it asks about must be words the corpus uses.
+
+A question about a thing no passage mentions ("can it forward to Splunk?", "does it speak SAML?") cannot be
+answered from the documents however well the retriever ranks: the passages it finds are about something else
+(the metrics backends that do exist, the authentication that is documented), and quoting them reads as a yes. The
+lexical index's own statistics say which words no passage uses; a question that names one, while no passage found
+is close to it, is refused with the fixed abstention. Only a word that is also rare in English counts (its Zipf
+frequency in ``wordfreq`` under :data:`RARE_ZIPF`: "splunk", "kerberos", "mqtt"): everyday words the docs happen not
+to use ("tuesday", "cranking", "stuff") name no subject. Short words and statements are not enough either.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from wordfreq import zipf_frequency
+
+from anaphora.retrieval.terms import TermStatistics, token_frequencies
+from anaphora.text import STOPWORDS
+from anaphora.types import Passage
+
+MIN_LETTERS = 3  # shorter tokens ("ok", "k8") are abbreviations or noise, not names
+RARE_ZIPF = 2.5  # rarer than ~3 in 10 million words of English; chosen leave one corpus out (docs/benchmarks.md)
+_QUESTION = re.compile(
+    r"^\W*(\w+[,:]\s+)?(how|what|which|where|why|when|who|can|could|does|do|is|are|will|would|should|may)\b", re.I
+)
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9#+.\-]*[A-Za-z0-9+#]|[A-Za-z]{3,}")
+
+
+def unused_words(question: str, statistics: TermStatistics | None) -> list[str]:
+    """The words of ``question`` that no passage of the corpus uses (every one of their index tokens has document
+    frequency 0), in order; ``[]`` without statistics or an empty corpus."""
+    if statistics is None or statistics.passages <= 1:
+        return []
+    words = [w.strip(".-").lower() for w in _WORD.findall(question)]
+    words = [w for w in dict.fromkeys(words) if w not in STOPWORDS and sum(c.isalpha() for c in w) >= MIN_LETTERS]
+    if not words:
+        return []
+    tokens, frequencies = token_frequencies(words, statistics)
+    return [
+        word
+        for word, ts in zip(words, tokens, strict=True)
+        if any(sum(c.isalpha() for c in t) >= MIN_LETTERS and frequencies.get(t, 0) == 0 for t in ts)
+    ]
+
+
+def rare(word: str, below: float = RARE_ZIPF) -> bool:
+    """The word is rare in English (a product or protocol name, not an everyday word the docs do not use)."""
+    return zipf_frequency(word, "en") < below
+
+
+def asks(message: str) -> bool:
+    """The message asks something (a statement about the user's setup is not refused)."""
+    return "?" in message or bool(_QUESTION.match(message))
+
+
+def not_covered(
+    question: str, passages: Sequence[Passage], statistics: TermStatistics | None, *, close: float
+) -> list[str]:
+    """The unused words that make the question one the documents do not cover, or ``[]``: only when no passage
+    found is ``close`` to the query (dense similarity at least ``close``: then the right page was found, and the
+    unknown word is the user's own name for something on it)."""
+    missing = [w for w in unused_words(question, statistics) if rare(w)] if asks(question) else []
+    if not missing:
+        return []
+    best = max((p.dense_score for p in passages if p.dense_score is not None), default=0.0)
+    return missing if best < close else []

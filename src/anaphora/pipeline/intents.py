@@ -1,0 +1,293 @@
+"""Turns about the conversation itself, recognised by rules: shorten or repeat an answer, point back to something
+said, recap the conversation, and social turns (thanks, hello, ok).
+
+A message is about the conversation when it asks for one of these (a *cue*: "shorter", "recap", "again", "you
+said") **and** brings no topic of its own: what is left once the cue, the request's own words ("version", "line",
+"please") and the length the user asks for are taken out must be nothing, or be what the cue points at ("say the
+backup part again, shorter"). A message that asks something of the documents ("how do I shorten the retention
+window?", "summarize the upgrade guide") keeps its topic words and goes to retrieval. The rules are measured on a
+labelled set with a held-out part (``tests/data/conversation_intents.jsonl``, ``bench/intents.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from anaphora.text import content_set
+
+
+class Intent(StrEnum):
+    CHIT_CHAT = "chit_chat"
+    SHORTEN = "shorten"  # the previous answer (or the one about a topic), shorter
+    REPEAT = "repeat"  # the previous answer again
+    POINT_BACK = "point_back"  # one thing said earlier: "the first command you gave me", "the second step"
+    RECAP = "recap"  # the whole conversation
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationRequest:
+    """What a turn about the conversation asks for. ``max_words``: the length the user gave ("in 30 words", "two
+    lines"), if any; ``lines``: how many lines or sentences; ``bullets``: a list was asked for; ``ordinal``: which
+    one ("first" 1, "second" 2, "last" -1); ``wants``: the kind of thing pointed at ("command", "step", ...);
+    ``topic``: stemmed content words that say what it is about ("the access-log part": access, log);
+    ``social``: for chit-chat, which kind (thanks, greeting, farewell, identity, ack)."""
+
+    intent: Intent
+    max_words: int | None = None
+    lines: int | None = None
+    bullets: bool = False
+    ordinal: int | None = None
+    wants: str | None = None
+    topic: frozenset[str] = field(default_factory=frozenset)
+    social: str | None = None
+
+    @property
+    def is_meta(self) -> bool:
+        return self.intent is not Intent.CHIT_CHAT
+
+
+# -- social turns -------------------------------------------------------------------------------------------------
+_SOCIAL_KINDS = {
+    "thanks": r"thanks?( you)?( (so|very) much| a lot| a bunch| again)?|thx|ty|ta|cheers|much appreciated|"
+    r"appreciate( it| that)|many thanks|you('re| are) a lifesaver|lifesaver",
+    "greeting": r"hi|hello|hey|hiya|howdy|good (morning|afternoon|evening)|morning|evening",
+    "farewell": r"bye|goodbye|good night|see you( later| soon)?|later|have a (nice|good|great) (day|one|evening)",
+    "identity": r"how are you( doing)?|who are you|what can you do|what are you",
+    "ack": r"great( stuff)?|awesome|perfect|cool|nice( one)?|neat|wow|brilliant|fantastic|excellent|sweet|"
+    r"ok(ay)?|k|alright|all right|got it|makes sense|understood|sounds good|noted|sure( thing)?|yes|yep|yeah|"
+    r"no|nope|no problem|lol|please|mate|all good( now)?|that did (it|the trick)|that works|it works( now)?|"
+    r"that'?s (exactly )?what i needed|(that )?clears (it|that) up|(that )?helps( (a lot|a bunch|so much))?|"
+    r"(that )?helped|(that('s| is| was) )?(very |really |super |so )?(helpful|useful|clear|great|perfect|nice|"
+    r"better|way better|much better)|you('re| are) (the best|great|awesome)|that'?s (it|great|better)",
+}
+_SOCIAL = re.compile(r"\b(?:" + "|".join(f"(?P<{k}>{v})" for k, v in _SOCIAL_KINDS.items()) + r")\b", re.IGNORECASE)
+# a remark that comes with thanks or an ack: "that's already way better than what we had"
+_REMARK = re.compile(r"\b(than|what|we|had|already|now|way|so|really|super|it|that|this|is|was|but|and|just)\b", re.I)
+
+
+# a remark on what was said: "that's less scary than I thought", "this is way better"; never a question
+_REMARK_CLAUSE = re.compile(r"^\s*(that'?s|that (is|was)|this (is|was)|so)\b[^?\d`]*$", re.I)
+
+
+def is_chit_chat(message: str) -> bool:
+    """Only social phrases: at least one, and nothing of substance besides ("thanks, and on ARM?" is not)."""
+    return _social_kind(message) is not None
+
+
+def _social_kind(message: str) -> str | None:
+    found = [m.lastgroup for m in _SOCIAL.finditer(message)]
+    kinds = [k for k in found if k]
+    if not kinds or ("?" in message and kinds[0] != "identity" and not _only_social(message)):
+        return None
+    if not _only_social(message):
+        return None
+    for kind in ("thanks", "farewell", "identity", "greeting"):
+        if kind in kinds:
+            return kind
+    return "ack"
+
+
+def _only_social(message: str) -> bool:
+    """Every clause is a social phrase or a remark about the answer ("that's less scary than I thought")."""
+    for clause in re.split(r"[.!,;]+", _SOCIAL.sub(" ", message)):
+        if content_set(_REMARK.sub(" ", clause)) and not _REMARK_CLAUSE.match(clause):
+            return False
+    return True
+
+
+# -- requests about the conversation ----------------------------------------------------------------------------
+_NUMBERS = {
+    "a": 1, "an": 1, "one": 1, "single": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "twenty": 20, "thirty": 30, "fifty": 50, "hundred": 100,
+}  # fmt: skip
+_ORDINALS = {
+    "first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4, "fifth": 5,
+    "last": -1, "previous": -1, "latest": -1, "final": -1,
+}  # fmt: skip
+LINE_WORDS = 20  # what one line or sentence of a recap may hold
+BULLET_WORDS = 12
+_COUNT = r"(?P<n>\d{1,3}|" + "|".join(_NUMBERS) + r")"
+_LENGTH = re.compile(
+    _COUNT + r"[- ]?(?P<unit>words?|lines?|liners?|sentences?|bullets?( points?)?|points?|paragraphs?)\b", re.I
+)
+_STEP_NUMBER = re.compile(r"\b(step|item|point|option|command) (?P<n>\d{1,2})\b", re.I)
+_ORDINAL = re.compile(r"\b(?P<o>" + "|".join(_ORDINALS) + r"|next)\b", re.I)
+
+_SHORTEN = re.compile(
+    r"\b(shorter|briefer|shorten|condense|more concise|concisely|tl;? ?dr|in a nutshell|(the )?gist|boil (it|that|"
+    r"this) down|fewer words|less detail|short version|briefly|brief|keep it short|cut (it|that|this) down|"
+    r"key points?|essentials|sum (that|it|this) up|one[- ]liner|too long|squeeze|compress)\b",
+    re.I,
+)
+_REPEAT = re.compile(
+    r"\b(say (that|it|this) (again|once more|one more time)|repeat|come again|once more|one more time|"
+    r"(show|paste|give) (me )?(that|it|this|your \w+ answer) again|go back to what|missed that|rephrase|reword|"
+    r"put (it|that|this) (another|a different) way|(say|explain|put) (it|that|this) differently|in other words)\b",
+    re.I,
+)
+_RECAP = re.compile(
+    r"\b(summari[sz]e|summary|recap|sum up|sum it all up|wrap up|overview|takeaways|main points|notes version)\b",
+    re.I,
+)
+# the assistant's words as the object of the request
+_YOU_SAID = re.compile(
+    r"\b(did|have) you( just)? (say|give|tell|mention|suggest|recommend|list|show|point|write|describe|quote|mean|"
+    r"name|use|call)\b|\byou('ve| have)?( just)? (said|gave|told|mentioned|suggested|recommended|listed|showed|"
+    r"shown|pointed|wrote|written|described|quoted|meant|named|used|called)\b|"
+    r"\byour( very)? ((first|last|previous|earlier|original|second|latest) )?"
+    r"(answer|reply|response|message|suggestion|example)s?\b|\bremind me\b",
+    re.I,
+)
+# the user's own earlier messages: "what was my first question?", "what did I ask before?"
+_I_ASKED = re.compile(
+    r"\b(my|i) ((very )?(first|last|previous|earlier|original|second|third) )(question|message)\b|"
+    r"\bwhat (did|have) i (ask|asked|say|said|write|wrote)\b",
+    re.I,
+)
+# "the backup part", "the bit about certificates": a piece of what was said
+_PART = re.compile(r"\b(part|bit|section|piece)( about| on| with)?\b", re.I)
+# the whole conversation as the object
+_CONVERSATION = re.compile(
+    r"\b((our|this|the whole|the) (conversation|chat|discussion|thread|session)|so far|everything( (above|we|"
+    r"so far))?|all (of )?(that|this|the above|of it)|the above|we('ve)? (discussed|discuss|talked|talk|covered|"
+    r"cover|changed|change|did|do|decided|decide|went|came|settled|settle|agreed|agree|touched|set up|"
+    r"configured|looked)|"
+    r"today'?s? (session|chat))\b",
+    re.I,
+)
+_AGAIN = re.compile(r"\b(again|earlier|before|previously|at the start|from before|to begin with|once more)\b", re.I)
+_WAS = re.compile(r"\b(was|were|did)\b", re.I)
+_WH_WAS = re.compile(r"^\W*(\w+,? )?(what|which)\b.*\b(was|were|did)\b", re.I)
+_POINTER = re.compile(r"\b(that|it|this|those|these)\b", re.I)
+# a question put to the documents: a question of its own unless it also points at what was said
+_ASKS_DOCS = re.compile(
+    r"^\W*(\w+[,!]?\s+)?(how (do|can|does|should|would|to)|can (i|we|it|you list)|does|is there|are there|"
+    r"where|why|should|which (one|command|option|setting)s? (is|are|do|does|should)|when)\b",
+    re.I,
+)
+_WANTS = {
+    "command": r"commands?|query|queries|snippet|code|config(uration)?|example|line i (should|need to) run",
+    "step": r"steps?|items?|points?|ones?|options?|bullets?",
+    "identifier": r"flags?|settings?|options?|values?|defaults?|names?|variables?|env|urls?|paths?|files?|"
+    r"ports?|endpoints?|headers?|labels?|packages?|keys?|parameters?|fields?",
+}
+_WANTED = {kind: re.compile(rf"\b({pattern})\b", re.I) for kind, pattern in _WANTS.items()}
+# words that say how the request is put, not what it is about
+_REQUEST_WORDS = content_set(
+    """say said tell told give gave show showed repeat mention mentioned suggest suggested recommend recommended list
+    listed write wrote describe described remind summary summarize summarise recap sum wrap overview version short
+    shorter brief briefly quick quickly concise answer reply response message please thing things part bit stuff
+    line lines sentence sentences word words bullet bullets point points paragraph notes note team today session
+    whole thread plan key main takeaways exact exactly just only again earlier before previous previously first second
+    third last next final latest start one ones step steps item items option options setting settings command
+    commands value values called name named call way much less detail details version gist essentials nutshell
+    cut down keep make fewer form get want need needed conversation chat discussion everything together
+    squeeze compress condense boil long long-winded lot wall text copy paste back go missed sorry come once
+    more time hey ok okay could can would like kindly possible mate use used really decide decided settle settled
+    agreed change changed cover covered talk talked discussed discuss went came touched set configured looked
+    my me i you your we our us it that this there here above what which a an one two three four five six seven
+    eight nine ten twenty thirty fifty hundred single"""
+)
+
+
+def _length(message: str) -> tuple[int | None, int | None, bool]:
+    """(max words, lines, bullets) the message asks for."""
+    bullets = bool(re.search(r"\b(list|bullets?|bullet points?)\b", message, re.I))
+    match = _LENGTH.search(message)
+    if match is None:
+        return None, None, bullets
+    count = match.group("n").lower()
+    n = int(count) if count.isdigit() else _NUMBERS[count]
+    unit = match.group("unit").lower()
+    if unit.startswith("word"):
+        return n, None, bullets
+    if unit.startswith(("bullet", "point")):
+        return n * BULLET_WORDS, n, True
+    if unit.startswith("paragraph"):
+        return n * 4 * LINE_WORDS, None, bullets
+    return n * LINE_WORDS, n, bullets
+
+
+def _ordinal(message: str) -> int | None:
+    numbered = _STEP_NUMBER.search(message)
+    if numbered:
+        return int(numbered.group("n"))
+    match = _ORDINAL.search(message)
+    if match is None:
+        return None
+    word = match.group("o").lower()
+    return 0 if word == "next" else _ORDINALS[word]  # 0: the one after the last pointed at
+
+
+def _wants(message: str) -> str | None:
+    for kind, pattern in _WANTED.items():
+        if pattern.search(message):
+            return kind
+    return None
+
+
+def _topic(message: str) -> frozenset[str]:
+    """The content words the request leaves: what it is about."""
+    stripped = message
+    for cue in (_LENGTH, _SHORTEN, _REPEAT, _RECAP, _YOU_SAID, _CONVERSATION, _PART):
+        stripped = cue.sub(" ", stripped)
+    return frozenset(w for w in content_set(stripped) if w not in _REQUEST_WORDS and not w.isdigit())
+
+
+def recognise(message: str) -> ConversationRequest | None:
+    """The request about the conversation this message makes, or ``None`` when it asks the documents."""
+    text = " ".join(message.replace("\u2019", "'").split())
+    shorten, repeat, recap = (bool(p.search(text)) for p in (_SHORTEN, _REPEAT, _RECAP))
+    if not (shorten or repeat or recap):
+        social = _social_kind(text)
+        if social is not None:
+            return ConversationRequest(Intent.CHIT_CHAT, social=social)
+    topic = _topic(text)
+    max_words, lines, bullets = _length(text)
+    you_said = bool(_YOU_SAID.search(text))
+    whole = bool(_CONVERSATION.search(text))
+    pointer = bool(_POINTER.search(text))
+    again = bool(_AGAIN.search(text))
+    if _I_ASKED.search(text):
+        return ConversationRequest(Intent.POINT_BACK, max_words, lines, bullets, _ordinal(text), "question")
+    # a topic of its own means the documents, unless the message points at what was said ("the backup part again")
+    pointed = you_said or whole or again or bool(_PART.search(text))
+    asks_docs = bool(_ASKS_DOCS.search(text)) and not whole
+    if (asks_docs and (topic or not (shorten or repeat or recap))) or (topic and not pointed) or len(topic) > 3:
+        return None
+    ordinal, wants = _ordinal(text), _wants(_LENGTH.sub(" ", text))
+    asks_back = bool(_WH_WAS.search(text)) and (again or you_said or ordinal is not None)
+    asks_back = asks_back and bool(wants or topic or ordinal not in (None, -1))
+
+    def request(intent: Intent) -> ConversationRequest:
+        return ConversationRequest(intent, max_words, lines, bullets, ordinal, wants, topic if pointed else frozenset())
+
+    single_answer = re.search(r"\byour( very)? ((last|previous|latest) )?(answer|reply|response)\b", text, re.I)
+    if recap and (whole or not (pointer or single_answer)):
+        return request(Intent.RECAP)
+    if shorten or recap:
+        return request(Intent.RECAP if whole else Intent.SHORTEN)
+    if asks_back and not shorten:
+        return request(Intent.POINT_BACK)
+    if max_words is not None and not (you_said and wants):
+        return request(Intent.RECAP if whole else Intent.SHORTEN)
+    if whole and re.search(r"\bwhat (have|did) we\b", text, re.I):
+        return request(Intent.RECAP)
+    if repeat or (you_said and ordinal in (None, -1) and wants is None and not topic):
+        return request(Intent.REPEAT)
+    if you_said or (ordinal is not None and (wants or again) and (again or _WAS.search(text) or _bare(text))):
+        return request(Intent.POINT_BACK)
+    if again and _WAS.search(text) and (pointer or wants):
+        return request(Intent.POINT_BACK)
+    if _bare(text) and ordinal is not None:
+        return request(Intent.POINT_BACK)
+    return None
+
+
+def _bare(text: str) -> bool:
+    """A message that is only a pointer: "the second step?", "and the next one after that?"."""
+    return len(text.split()) <= 7 and bool(
+        re.match(r"^\W*((and|so|ok|okay|then),? )?(the|that|what about the)\b", text, re.I)
+    )

@@ -1,0 +1,49 @@
+"""The coverage check: a question naming a word no passage uses, and rare in English, is one the docs do not cover."""
+
+from __future__ import annotations
+
+import pytest
+
+from anaphora.pipeline.coverage import asks, not_covered, rare, unused_words
+from anaphora.types import Passage
+
+pytestmark = pytest.mark.unit
+
+
+class Frequencies:
+    """Document frequencies of a tiny corpus, as the lexical index reports them."""
+
+    passages = 100
+
+    def __init__(self, known: set[str]) -> None:
+        self.known = known
+
+    def document_frequencies(self, tokens: list[str]) -> dict[str, int]:
+        return {t: 3 for t in tokens if t in self.known}
+
+    def feedback(self, query_tokens, tokens, depth):  # pragma: no cover - not used here
+        return {}
+
+
+CORPUS = Frequencies({"forward", "reject", "line", "loki", "metric", "backend", "prometheus"})
+
+
+def test_unused_words_are_those_no_passage_has() -> None:
+    assert unused_words("could loki forward rejected lines to splunk?", CORPUS) == ["splunk"]
+
+
+def test_only_rare_words_count_and_only_in_questions() -> None:
+    assert rare("splunk") and not rare("tuesday") and not rare("could")
+    far = [Passage(id="a#1", text="Prometheus metrics backend.", dense_score=0.4)]
+    assert not_covered("could loki forward rejected lines to splunk?", far, CORPUS, close=0.8) == ["splunk"]
+    assert not_covered("loki forwards rejected lines to splunk", far, CORPUS, close=0.8) == []  # a statement
+    assert not asks("we use splunk") and asks("does it speak splunk")
+
+
+def test_a_close_passage_means_the_page_was_found() -> None:
+    near = [Passage(id="a#1", text="Forwarding to Splunk.", dense_score=0.85)]
+    assert not_covered("could loki forward rejected lines to splunk?", near, CORPUS, close=0.8) == []
+
+
+def test_without_statistics_nothing_is_refused() -> None:
+    assert not_covered("could it forward to splunk?", [], None, close=0.8) == []
