@@ -1142,8 +1142,8 @@ def realdocs_section() -> str:
             ]
         )
     commands = "\n".join(
-        f"- {REALDOCS_INGEST_RUNS[n]}: `{d['command']}` · corpora done: {', '.join(d.get('corpora_done', d['ingest']))} · "
-        f"{d['date']} · revision {d['revision']} · {d['seconds']} s"
+        f"- {REALDOCS_INGEST_RUNS[n]}: `{d['command']}` · corpora done: "
+        f"{', '.join(d.get('corpora_done', d['ingest']))} · {d['date']} · revision {d['revision']} · {d['seconds']} s"
         for n, d in runs.items()
     )
     latest = runs.get("realdocs") or next(iter(runs.values()))
