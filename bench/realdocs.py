@@ -281,7 +281,9 @@ def parse_overrides(pairs: list[str]) -> dict[str, str]:
     return overrides
 
 
-async def run_corpus(name: str, conversations: list[dict], args, data: Path) -> tuple[list[dict], dict]:
+async def run_corpus(name: str, conversations: list[dict], args, data: Path, rows: list[dict], done) -> dict:
+    """Ingest (once) and run the corpus's conversations, appending each turn's row to ``rows`` and calling
+    ``done(stats)`` after each conversation (the results so far are saved: a run that dies keeps them)."""
     overrides = parse_overrides(args.set)
     base = Settings(chat_model=args.model, answer_mode=args.answer_mode, **overrides)
     data_dir, tree = prepare_corpus(base, data / name, CACHE / "realdocs")
@@ -290,16 +292,17 @@ async def run_corpus(name: str, conversations: list[dict], args, data: Path) -> 
     try:
         stats = ingest(components, tree, data_dir)
         print(f"{name}: {stats['chunks']} chunks from {stats['files']} files (ingest {stats['seconds']} s)", flush=True)
-        rows = []
         for conversation in conversations:
             rows.extend(await run_conversation(components, conversation))
+            done(stats)
         if args.rerun:  # issue 24: each conversation once more, by the same user, with memory of the first run
             for conversation in conversations:
                 rows.extend(await run_conversation(components, conversation, "again"))
+                done(stats)
     finally:
         await aclose_components(components)
         close_local(components)
-    return rows, stats
+    return stats
 
 
 def main() -> None:
@@ -325,11 +328,6 @@ def main() -> None:
     started = time.time()
     rows: list[dict] = []
     ingest_stats = {}
-    for corpus in args.corpus.split(","):
-        chosen = [c for c in conversations if c["corpus"] == corpus][: args.limit]
-        if chosen:
-            corpus_rows, ingest_stats[corpus] = asyncio.run(run_corpus(corpus, chosen, args, data))
-            rows.extend(corpus_rows)
     options = " ".join(
         [f"--model {args.model}"]
         + ([f"--answer-mode {args.answer_mode}"] if args.answer_mode else [])
@@ -339,33 +337,48 @@ def main() -> None:
         + [f"--set {s}" for s in args.set]
         + (["--rerun"] if args.rerun else [])
     )
-    again = [r for r in rows if r["run"] == "again"]
-    rows = [r for r in rows if r["run"] == "first"]
-    payload = {
-        "date": date.today().isoformat(),
-        "machine": machine(),
-        "revision": git_revision(),
-        "command": f"python bench/realdocs.py {options}",
-        "seconds": round(time.time() - started),
-        "conversations": len({r["conversation"] for r in rows}),
-        "abstention_phrases": list(ABSTENTION_PHRASES),
-        "abstention_patterns": list(ABSTENTION_PATTERNS),
-        "ingest": ingest_stats,
-        "scores": breakdown(rows),
-        **({"rerun": {"first": aggregate(rows), "again": aggregate(again)}} if again else {}),
-    }
-    path = write_result(args.name, payload)
-    if args.dump:
-        with args.dump.open("w") as out:
-            for row in rows + again:
-                out.write(json.dumps(row) + "\n")
+
+    def save() -> tuple[dict, Path]:
+        """Results so far: written after each conversation, so a run that is stopped keeps what it measured."""
+        first = [r for r in rows if r["run"] == "first"]
+        again = [r for r in rows if r["run"] == "again"]
+        payload = {
+            "date": date.today().isoformat(),
+            "machine": machine(),
+            "revision": git_revision(),
+            "command": f"python bench/realdocs.py {options}",
+            "seconds": round(time.time() - started),
+            "conversations": len({r["conversation"] for r in first}),
+            "corpora_done": list(ingest_stats),
+            "abstention_phrases": list(ABSTENTION_PHRASES),
+            "abstention_patterns": list(ABSTENTION_PATTERNS),
+            "ingest": ingest_stats,
+            "scores": breakdown(first),
+            **({"rerun": {"first": aggregate(first), "again": aggregate(again)}} if again else {}),
+        }
+        if args.dump:
+            with args.dump.open("w") as out:
+                for row in rows:
+                    out.write(json.dumps(row) + "\n")
+        return payload, write_result(args.name, payload)
+
+    for corpus in args.corpus.split(","):
+        chosen = [c for c in conversations if c["corpus"] == corpus][: args.limit]
+        if chosen:
+
+            def done(stats: dict, corpus: str = corpus) -> None:
+                ingest_stats[corpus] = stats
+                save()
+
+            asyncio.run(run_corpus(corpus, chosen, args, data, rows, done))
+    payload, path = save()
     overall = payload["scores"]["overall"]
     print(f"\n{len(rows)} turns in {payload['conversations']} conversations, {payload['seconds']} s")
     for key in ("recall", "answered", "gold_hit", "wrong_abstention", "correct_refusal", "meta_pass"):
         print(f"  {key:18} {overall[key]['value']}  ({overall[key]['hits']}/{overall[key]['n']})")
     for key in ("chitchat_clean", "personal_answered", "personal_acknowledged", "meta_short", "meta_faithful"):
         print(f"  {key:18} {overall[key]['hits']}/{overall[key]['n']}")
-    if again:
+    if "rerun" in payload:
         first, second = payload["rerun"]["first"]["answered"], payload["rerun"]["again"]["answered"]
         print(f"  re-run answered    {second['value']} (first run {first['value']})")
     print(f"  invented identifiers: {overall['invented_turns']} turns {overall['invented_tokens'][:10]}")

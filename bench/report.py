@@ -1165,6 +1165,92 @@ NOT_RUN = "_Not run yet"
 KEPT = "_Kept from the previous report (its results file is not in bench/results/)._"
 
 
+REALDOCS_INGEST_RUNS = {  # results file -> what the run is (issue 23a: ingestion before / after)
+    "realdocs_start": "start: main's code before issue 23, embedded defaults",
+    "realdocs": "doc-site Markdown ingestion (issue 23a), embedded defaults",
+    "realdocs_start_fake_generate": "start, `--model fake --answer-mode generate`",
+    "realdocs_fake_generate": "doc-site Markdown ingestion, `--model fake --answer-mode generate`",
+}
+REALDOCS_KEYS = (
+    ("answered", "answered"),
+    ("recall", "key-fact recall"),
+    ("gold_hit", "gold citation hit"),
+    ("wrong_abstention", "wrong abstentions"),
+    ("correct_refusal", "correct refusals"),
+    ("meta_pass", "meta pass"),
+    ("chitchat_clean", "chit-chat: 0 retrieval, 0 calls"),
+    ("personal_answered", "personal-fact turns answered"),
+)
+
+
+def _share(row: dict, key: str = "") -> str:
+    if row["value"] is None:
+        return "—"
+    return f"{row['value']:.3f} (n={row['n']})" if key == "recall" else f"{row['value']:.3f} ({row['hits']}/{row['n']})"
+
+
+def realdocs_section() -> str:
+    runs = {name: data for name in REALDOCS_INGEST_RUNS if (data := load(name))}
+    if not runs:
+        return "## Real documentation sites\n\n_Not run yet: `python bench/realdocs.py`._\n"
+    header = ["measure", *(f"{REALDOCS_INGEST_RUNS[n]}" for n in runs)]
+    rows = [[label, *(_share(d["scores"]["overall"][key], key) for d in runs.values())] for key, label in REALDOCS_KEYS]
+    overall = [d["scores"]["overall"] for d in runs.values()]
+    rows += [
+        ["turns with an invented identifier", *(o["invented_turns"] for o in overall)],
+        ["turn p50 / p95 ms", *(f"{o['turn_ms']['p50']:.0f} / {o['turn_ms']['p95']:.0f}" for o in overall)],
+        ["model calls per turn", *(o["model_calls_per_turn"] for o in overall)],
+    ]
+    for corpus in ("loki", "traefik"):
+        stats = [d["ingest"].get(corpus) for d in runs.values()]
+        rows.append(
+            [
+                f"{corpus}: chunks, chars p10/p50/p90, under 150, ingest s",
+                *(
+                    f"{s['chunks']}, {s['chars_p10']}/{s['chars_p50']}/{s['chars_p90']}, {s['under_150_chars']}, "
+                    f"{s['seconds']}"
+                    if s
+                    else "—"
+                    for s in stats
+                ),
+            ]
+        )
+    commands = "\n".join(
+        f"- {REALDOCS_INGEST_RUNS[n]}: `{d['command']}` · corpora done: "
+        f"{', '.join(d.get('corpora_done', d['ingest']))} · {d['date']} · revision {d['revision']} · {d['seconds']} s"
+        for n, d in runs.items()
+    )
+    latest = runs.get("realdocs") or next(iter(runs.values()))
+    groups = [g for g in latest["scores"] if g != "overall"]
+    detail_keys = ("answered", "recall", "gold_hit", "wrong_abstention", "correct_refusal", "meta_pass")
+    detail = [
+        [g.split(":", 1)[1], latest["scores"][g]["turns"], *(_share(latest["scores"][g][k], k) for k in detail_keys)]
+        for g in groups
+    ]
+    patterns = ", ".join(f"`{p}`" for p in latest["abstention_patterns"])
+    return f"""## Real documentation sites (issue 23: realdocs-dev)
+
+Commands (machine: {latest["machine"]}, shared by seven engineers' runs, so latencies are inflated):
+
+{commands}
+
+`../shared/bench/realdocs-dev`: 16 conversations, 107 turns over two documentation trees (Loki, Hugo; Traefik,
+MkDocs Material), each ingested once per ingest-code fingerprint; every conversation runs in a fresh conversation of
+its own user through the product's engine; scored by the README's rules 1-5 (rule 6 needs a judge: not computed).
+Answered = every key-fact group hit (answerable question, follow-up and meta-with-must turns); gold citation hit over
+answerable question/follow-up turns; wrong abstentions over answerable question/follow-up/meta turns; abstention is
+the product's fixed sentences (read from its code) or one of the published patterns {patterns}. Invented identifier:
+a risky token of the answer (digit or `/ _ . = :`) in no passage the turn selected, no recalled memory and not in
+the conversation (`unsupported_risky_tokens`). `--dump FILE` writes every turn to read.
+
+{table(header, rows)}
+
+Latest default run by corpus and kind:
+
+{table(["group", "turns", *detail_keys], detail)}
+"""
+
+
 def heading_key(section: str) -> str:
     """'## Stores (issue: production stores)' -> 'Stores': the words before any qualifier."""
     title = section.split("\n", 1)[0].removeprefix("## ")
@@ -1221,6 +1307,7 @@ machine, so ratios against a baseline measured in the same process are more mean
         memory_section(),
         realdocs_memory_section(),
         conversation_turns_section(),
+        realdocs_section(),
     ]
     previous = previous_sections()
     body = [keep_previous(section, previous) for section in body]

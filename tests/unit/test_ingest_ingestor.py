@@ -364,6 +364,11 @@ def test_force_reembeds_unchanged_files(app: Components, docs: Path):
 
 
 def test_cache_counts_only_the_changed_chunks(app: Components, docs: Path, monkeypatch: pytest.MonkeyPatch):
+    # an Install section too long to merge with its Linux subsection (tiny sections merge up to the chunk size)
+    install = "Run pip install anaphora to get the package. " * 3
+    (docs / "install.md").write_text(
+        f"# Install\n\n{install}\n\n## Linux\n\nOn Linux use a virtual environment first.\n", encoding="utf-8"
+    )
     first = app.ingestor.run([docs])
     assert app.embedder.misses == first.chunks_written
     assert app.embedder.hits == 0
@@ -373,9 +378,7 @@ def test_cache_counts_only_the_changed_chunks(app: Components, docs: Path, monke
 
     # Change the Linux section only: the Install section's chunk text (and so its cache key) stays the same.
     (docs / "install.md").write_text(
-        "# Install\n\nRun pip install anaphora to get the package.\n\n"
-        "## Linux\n\nOn Linux prefer pipx for command line tools.\n",
-        encoding="utf-8",
+        f"# Install\n\n{install}\n\n## Linux\n\nOn Linux prefer pipx for command line tools.\n", encoding="utf-8"
     )
     app.embedder.hits = app.embedder.misses = 0
     embedded: list[str] = []

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from anaphora.errors import InputError
+from anaphora.ingest.markdown import parse_markdown
 from anaphora.ingest.parsers import (
     ParsedDocument,
     Section,
@@ -16,7 +17,6 @@ from anaphora.ingest.parsers import (
     parse_file,
     parse_html,
     parse_jsonl,
-    parse_markdown,
 )
 from tests.documents import make_pdf
 
@@ -53,7 +53,7 @@ def test_markdown_nested_heading_paths():
 
 def test_markdown_heading_property_joins_path():
     sections = parse_markdown("# A\n## B\n### C\nbody\n")
-    assert sections == [Section(["A", "B", "C"], "body")]
+    assert headings_and_texts(sections) == [(["A", "B", "C"], "body")]
     assert sections[0].heading == "A > B > C"
 
 

@@ -50,7 +50,7 @@ def test_chat_completions_refuse_unencodable_content_with_422_naming_the_field(r
         response = http.post("/v1/chat/completions", **raw_json(body))
         assert response.status_code == 422, response.text
         error = response.json()["error"]
-        assert error["type"] == "validation_error" and "messages.0.content" in error["message"], error
+        assert error["type"] == "validation_error" and "messages[0].content" in error["message"], error
         assert error["hint"]
         parts = {"messages": [{"role": "user", "content": [{"type": "text", "text": text}]}], "stream": stream}
         assert http.post("/v1/chat/completions", **raw_json(parts)).status_code == 422

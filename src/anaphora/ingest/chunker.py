@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from anaphora.ingest.parsers import Section
+from anaphora.ingest.sections import Block, Section
 
 TokenCounter = Callable[[str], int]
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(\[])")
@@ -135,4 +135,190 @@ def chunk_section(section: Section, *, size: int, overlap: int, count: TokenCoun
 
 
 def chunk_sections(sections: list[Section], *, size: int, overlap: int, count: TokenCounter) -> list[TextChunk]:
+    """Sections with typed blocks (Markdown) are merged while small and packed by block; others by paragraph."""
+    if sections and all(s.blocks for s in sections):
+        return [
+            c
+            for s in merge_small_sections(sections, size=size, count=count)
+            for c in pack_blocks(s.heading, s.blocks, size=size, overlap=overlap, count=count)
+        ]
     return [c for s in sections for c in chunk_section(s, size=size, overlap=overlap, count=count)]
+
+
+# --- Markdown sections with typed blocks ---------------------------------------------------------------------------
+# A sentence that introduces what follows it: a chunk never ends on one.
+LEAD_IN = re.compile(r"(?::|\bthe following\b[^.!?]*|\bas follows\b[^.!?]*)\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class _Unit:
+    """A piece the packer never cuts. Units of one block (``group``) join with ``joiner`` (sentences of a paragraph
+    with a space, rows, items and code pieces with a newline); units of different blocks with a blank line."""
+
+    text: str
+    tokens: int
+    group: int
+    joiner: str = "\n"
+    lead_in: bool = False  # introduces the next unit (a lead-in sentence, a label, a heading, a table header)
+    follows: bool = False  # belongs with the unit before it (a code block after the sentence that introduces it)
+    header: str = ""  # a table row's header rows, repeated when a chunk starts inside the table
+    header_tokens: int = 0
+    is_header: bool = False
+
+
+def _bound(first: _Unit, second: _Unit) -> bool:
+    return first.lead_in or second.follows
+
+
+def _cost(window: list[_Unit]) -> int:
+    """Tokens of the window as a chunk: its units, plus the header of each table whose rows it holds without it."""
+    total = sum(u.tokens for u in window)
+    headed = {u.group for u in window if u.is_header}
+    missing = {u.group: u.header_tokens for u in window if u.header and u.group not in headed}
+    return total + sum(missing.values())
+
+
+def _render(window: list[_Unit]) -> str:
+    parts: list[str] = []
+    headed = {u.group for u in window if u.is_header}
+    previous: _Unit | None = None
+    for unit in window:
+        text = unit.text
+        if unit.header and unit.group not in headed:  # a chunk that starts inside a table repeats its header
+            text = f"{unit.header}\n{text}"
+            headed.add(unit.group)
+        if previous is not None:
+            parts.append(unit.joiner if previous.group == unit.group else "\n\n")
+        parts.append(text)
+        previous = unit
+    return "".join(parts)
+
+
+def _pieces(text: str, limit: int, count: TokenCounter) -> list[tuple[str, int]]:
+    """``text`` whole when it fits ``limit``, else cut at line or word boundaries (:func:`_split_long`)."""
+    n = count(text) if len(text) <= limit * MAX_CHARS_PER_TOKEN else limit + 1
+    if n <= limit:
+        return [(text, n)]
+    return [(p, count(p)) for p in _split_long(text, max(1, limit), count)]
+
+
+_CELL_BORDER = re.compile(r"(?<!\\)\|")
+
+
+def _cells(row: str) -> list[str]:
+    return [c.strip() for c in _CELL_BORDER.split(row.strip().strip("|"))]
+
+
+def _record(head: str, row: str) -> str:
+    """A table row as ``column: value`` lines, which need no header row to be read."""
+    names = _cells(head.split("\n", 1)[0])
+    values = _cells(row)
+    return "\n".join(f"{name}: {value}" if name else value for name, value in zip(names, values, strict=False) if value)
+
+
+def _block_units(blocks: list[Block], size: int, count: TokenCounter) -> list[_Unit]:
+    units: list[_Unit] = []
+    for group, block in enumerate(blocks):
+        introduced = bool(units) and units[-1].lead_in
+        if block.kind == "table":
+            head_tokens = count(block.head)
+            units.append(_Unit(block.head, head_tokens, group, lead_in=True, is_header=True))
+            for row in block.parts:
+                n = count(row) if len(row) <= size * MAX_CHARS_PER_TOKEN else size + 1
+                if n + head_tokens <= size:
+                    units.append(_Unit(row, n, group, header=block.head, header_tokens=head_tokens))
+                else:  # a row longer than a chunk: read as "column: value" lines, cut where they must be
+                    units.extend(_Unit(p, m, group) for p, m in _pieces(_record(block.head, row), size, count))
+        elif block.kind == "code":
+            fence_tokens = count(f"{block.head}\n```")
+            room = size - fence_tokens - (units[-1].tokens if introduced else 0)
+            pieces = _pieces("\n".join(block.parts), max(1, room), count)
+            for number, (piece, n) in enumerate(pieces):
+                text = f"{block.head}\n{piece}\n```"
+                units.append(_Unit(text, n + fence_tokens, group, follows=number == 0 and bool(units)))
+        elif block.kind == "list":
+            for item in block.parts:
+                for piece, n in _pieces(item, size, count):
+                    units.append(_Unit(piece, n, group))
+        elif block.kind in ("label", "heading"):
+            units.append(_Unit(block.text, count(block.text), group, lead_in=True))
+        else:
+            pieces = _pieces(block.text, size, count)
+            if len(pieces) > 1:  # a long paragraph: by sentence, then by word
+                sentences = [s.strip() for s in _SENTENCE_END.split(block.text) if s.strip()]
+                pieces = [p for s in sentences for p in _pieces(s, size, count)]
+            for number, (piece, n) in enumerate(pieces):
+                lead = number == len(pieces) - 1 and bool(LEAD_IN.search(piece))
+                units.append(_Unit(piece, n, group, joiner=" ", lead_in=lead))
+    return units
+
+
+def _carry(window: list[_Unit], overlap: int, following: _Unit, size: int) -> list[_Unit]:
+    """The trailing units of a full window, up to ``overlap`` tokens, that still leave room for ``following``."""
+    kept: list[_Unit] = []
+    for previous in reversed(window):
+        if sum(u.tokens for u in kept) + previous.tokens > overlap:
+            break
+        kept.insert(0, previous)
+    while kept and _cost([*kept, following]) > size:
+        kept.pop(0)
+    return kept
+
+
+def pack_blocks(heading: str, blocks: list[Block], *, size: int, overlap: int, count: TokenCounter) -> list[TextChunk]:
+    """Chunks of typed blocks: up to ``size`` tokens, never ending on a lead-in, a code block with the sentence
+    before it, every piece of a table under its header rows."""
+    chunks: list[TextChunk] = []
+    window: list[_Unit] = []
+    for unit in _block_units(blocks, size, count):
+        if window and _cost([*window, unit]) > size:
+            cut = len(window)
+            while cut > 0 and _bound(window[cut - 1], window[cut] if cut < len(window) else unit):
+                cut -= 1
+            if cut == 0 or _cost([*window[cut:], unit]) > size:
+                cut = len(window)  # they cannot stay together in any chunk: cut where the size says
+            chunks.append(TextChunk(heading, _render(window[:cut]), _cost(window[:cut])))
+            window = window[cut:] if cut < len(window) else _carry(window, overlap, unit, size)
+        window.append(unit)
+    if window:
+        chunks.append(TextChunk(heading, _render(window), _cost(window)))
+    return chunks
+
+
+def _common(a: list[str], b: list[str]) -> list[str]:
+    common = []
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        common.append(x)
+    return common
+
+
+def merge_small_sections(sections: list[Section], *, size: int, count: TokenCounter) -> list[Section]:
+    """Neighbouring sections of one parent (siblings, or a section and its first children) merged while together
+    they fit ``size`` tokens: a three-line section is not a chunk of its own. The merged section is headed by
+    their common heading path; each member's own heading stays in it as a heading block."""
+    merged: list[tuple[list[str], list[tuple[Section, int]]]] = []
+    for section in sections:
+        tokens = count(section.text) + count(section.heading)
+        if merged:
+            base, members = merged[-1]
+            common = _common(base, section.headings)
+            related = len(common) >= max(1, len(section.headings) - 1) and len(common) >= len(base) - 1
+            if related and sum(n for _, n in members) + tokens <= size:
+                merged[-1] = (common, [*members, (section, tokens)])
+                continue
+        merged.append((list(section.headings), [(section, tokens)]))
+    result = []
+    for base, members in merged:
+        if len(members) == 1:
+            result.append(members[0][0])
+            continue
+        blocks: list[Block] = []
+        for section, _ in members:
+            own = section.headings[len(base) :]
+            if own:
+                blocks.append(Block("heading", " > ".join(own)))
+            blocks.extend(section.blocks)
+        result.append(Section(base, "\n\n".join(b.text for b in blocks), blocks))
+    return result

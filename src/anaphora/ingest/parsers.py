@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from anaphora.errors import InputError
+from anaphora.ingest.markdown import parse_markdown_page
+from anaphora.ingest.sections import Section
 from anaphora.text_policy import describe_invalid
 
 SUPPORTED_SUFFIXES = (".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".jsonl")
@@ -41,20 +43,11 @@ def binary_problem(text: str) -> str | None:
 
 
 @dataclass(slots=True)
-class Section:
-    headings: list[str]
-    text: str
-
-    @property
-    def heading(self) -> str:
-        return " > ".join(self.headings)
-
-
-@dataclass(slots=True)
 class ParsedDocument:
     sections: list[Section] = field(default_factory=list)
     passages: list[tuple[str, str, str]] | None = None  # (id, heading, text) when the file is already chunked
     warnings: list[str] = field(default_factory=list)
+    metadata: dict[str, object] = field(default_factory=dict)  # Markdown front matter: title, description, ...
 
     @property
     def is_empty(self) -> bool:
@@ -69,36 +62,6 @@ def decode(data: bytes) -> tuple[str, str | None]:
         return data.decode("utf-8-sig"), None
     except UnicodeDecodeError:
         return data.decode("cp1252", errors="replace"), "not valid UTF-8; decoded as Windows-1252"
-
-
-_MD_HEADING = re.compile(r"^(#{1,6})\s+(.+?)(?:\s+#+)?\s*$")  # a closing "##" needs a space before it
-_FENCE = re.compile(r"^\s*(```|~~~)")
-
-
-def parse_markdown(text: str) -> list[Section]:
-    sections: list[Section] = []
-    path: list[tuple[int, str]] = []
-    lines: list[str] = []
-    in_fence = False
-
-    def flush() -> None:
-        body = "\n".join(lines).strip()
-        if body:
-            sections.append(Section([h for _, h in path], body))
-        lines.clear()
-
-    for line in text.splitlines():
-        if _FENCE.match(line):
-            in_fence = not in_fence
-        match = None if in_fence else _MD_HEADING.match(line)
-        if match:
-            flush()
-            level = len(match.group(1))
-            path = [(lvl, h) for lvl, h in path if lvl < level] + [(level, match.group(2).strip())]
-        else:
-            lines.append(line)
-    flush()
-    return sections
 
 
 def parse_html(text: str) -> list[Section]:
@@ -221,5 +184,7 @@ def parse_file(path: Path, limits: ParseLimits = ParseLimits(), *, data: bytes |
     elif suffix == ".txt":
         document.sections = [Section([], text.strip())] if text.strip() else []
     else:
-        document.sections = parse_markdown(text)
+        page = parse_markdown_page(text)
+        document.sections, document.metadata = page.sections, page.metadata
+        document.warnings.extend(page.warnings)
     return document
