@@ -50,7 +50,7 @@ def test_chit_chat_on_turn_one_skips_retrieval(sample_rag: Anaphora, fake_model:
     conversation = sample_rag.new_conversation()
     result = sample_rag.ask("hi", conversation)
     assert_skipped(result, fake_model, 0, "chit_chat")
-    assert stage_names(result) == ["route", "memory", "budget", "generate", "check", "cite"]
+    assert stage_names(result) == ["memory_epoch", "route", "memory", "budget", "generate", "check", "cite"]
     assert skipped(sample_rag, "chit_chat") == 1
     assert skipped(sample_rag, "meta") == 0
     metrics = sample_rag.components.engine.metrics
