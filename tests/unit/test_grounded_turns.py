@@ -116,7 +116,8 @@ def test_extractive_mode_answers_turns_about_the_conversation_from_it(tmp_path: 
         first = rag.ask("How do I install Kestrel on Kubernetes?", conversation)
         again = rag.ask("say that again, shorter", conversation)
     assert hello.trace.answer_source == "conversation" and hello.trace.model_calls == 0
-    assert [s.name for s in hello.trace.stages] == ["memory_epoch", "route", "memory", "budget", "converse", "cite"]  # no generate
+    stages = ["memory_epoch", "route", "memory", "budget", "converse", "cite"]  # no generate
+    assert [s.name for s in hello.trace.stages] == stages
     assert first.trace.answer_source == "extractive"
     assert again.trace.retrieval_skipped and again.trace.model_calls == 0
     assert again.trace.answer_source == "conversation"
