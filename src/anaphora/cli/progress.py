@@ -77,8 +77,8 @@ class IngestProgress:
         self._maybe_line()
 
     def chunks(self, done: int, total: int) -> None:
-        if not self._embedding_since:
-            self._embedding_since, self._chunks_at_start = self.clock(), done
+        if not self._embedding_since:  # chunks come a window at a time: a first report past 0 counts from the start
+            self._embedding_since, self._chunks_at_start = (self.clock(), 0) if done == 0 else (self._started, 0)
         self.chunks_done, self.chunks_total = done, total
         if self._bar is not None:
             if self._embedding is None:
