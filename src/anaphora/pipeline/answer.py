@@ -88,8 +88,8 @@ class Answer(Stage):
             return StageResult(state.update(answer=ABSTAIN, answer_source="abstain"), "skipped", NOTHING_FOUND)
         if self.mode == "extractive" and self.extractive is not None and state.sources:
             return await self._quote(state)
-        state, detail = await self._generate(state)
-        if not state.answer:  # no usable answer: quote the passages rather than say nothing
+        state, detail, checked = await self._generate(state)
+        if not state.answer and not checked:  # unchecked, no usable answer: quote the passages, not nothing
             quoted = await self.extractive.answer_turn(state) if self.extractive is not None else None
             answer = quoted.text if quoted is not None else NO_ANSWER
             note = "model gave no usable answer: quoted the best passages instead"
@@ -126,7 +126,9 @@ class Answer(Stage):
         release = self.check.release(state, sink.draft)
         return (release.add if release is not None else sink.draft), release
 
-    async def _generate(self, state: TurnState) -> tuple[TurnState, str]:
+    async def _generate(self, state: TurnState) -> tuple[TurnState, str, bool]:
+        """The model's answer, a note, and whether it streamed through the check's unit release (then the check
+        decides what an empty answer becomes, as it does for one with nothing supported)."""
         assert state.prompt is not None  # the budget ran before
         plan = state.prompt
         messages = build_messages(
@@ -146,4 +148,5 @@ class Answer(Stage):
             release.flush()  # the last unit, now complete
         calls = state.called("answer", usage=generation.usage, first_token_ms=generation.first_token_ms)
         after = state.update(calls=calls, answer=generation.answer, answer_source="model")
-        return after, "stopped the model repeating itself or echoing the prompt" if generation.guard.tripped else ""
+        note = "stopped the model repeating itself or echoing the prompt" if generation.guard.tripped else ""
+        return after, note, release is not None
