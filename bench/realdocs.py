@@ -38,7 +38,7 @@ from common import CACHE, ROOT, git_revision, machine, percentile, summary_ms, w
 
 import anaphora.ingest
 from anaphora import Settings
-from anaphora.app import aclose_components, build_components, close_local
+from anaphora.app import aclose_components, build_components, close_local, erase_user_data
 from anaphora.evaluation.metrics import unsupported_risky_tokens
 from anaphora.pipeline.engine import ABSTAIN, NO_ANSWER, TurnRequest
 from anaphora.pipeline.support import strip_markers
@@ -197,9 +197,12 @@ def score_turn(turn: dict, index: int, turns: list[dict], answer: str, result, e
 
 async def run_conversation(components, conversation: dict, run: str = "first") -> list[dict]:
     """``run`` "again" (``--rerun``): the same user asks the conversation a second time, in a new conversation,
-    with the first run remembered."""
+    with the first run remembered. A first run erases what an earlier run left of its user (a cached data dir is
+    reused across runs), so nothing is remembered from before."""
     engine = components.engine
     user = f"realdocs-{conversation['id']}"
+    if run == "first":
+        await erase_user_data(components, user)
     created = await components.conversations.create(user, conversation["id"])
     rows, answers = [], []
     for index, turn in enumerate(conversation["turns"]):

@@ -19,6 +19,7 @@ REALDOCS_RUNS = (  # (label, results file) of the issue-23 realdocs-dev runs
     ("embedded defaults, first run (sentence vectors not cached yet)", "realdocs-23b-cold"),
     ("embedded defaults", "realdocs-23b"),
     ("generate, fake model", "realdocs-23b-generate-fake"),
+    ("embedded defaults, this round merged (23a ingestion, 23b answers, 24 memory, 26), cold", "realdocs-merged"),
 )
 CALIBRATION = {  # shared/bench/README.md, follow-ups, Recall@5
     ("clapnq", "last-turn"): 0.203,

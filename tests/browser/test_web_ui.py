@@ -232,7 +232,8 @@ def test_untrusted_answers_passages_and_file_names_render_as_text(
     ask(page, "Zanzibar payloads")
     turn = page.locator("#turns .turn").last
     answer = turn.locator(".answer").inner_text()
-    assert "<script>alert('script')</script>" in answer and "<img src=x onerror=alert('img')>" in answer
+    # ingestion drops <script> elements from Markdown prose (their text stays); the markup it keeps shows as text
+    assert "alert('script')" in answer and "<img src=x onerror=alert('img')>" in answer
     assert "[click me](javascript:alert('link'))" in answer and "<svg onload=alert('svg')>" in answer
     assert PAYLOAD_NAME in turn.locator(".sources").inner_text()
     turn.locator(".sources button").first.click()
@@ -604,7 +605,7 @@ def test_memories_and_model_calls_read_as_words_dates_and_units(dev_server: Serv
     for raw in ("conversation_id", "cache_write_tokens", "prompt_tokens", "first_token_ms", "completion_tokens",
                 "current", "1796153902", "injected", "true", "false"):  # fmt: skip
         assert raw not in text, (raw, text)
-    assert "turn 3 of conversation c0ffee12" in text and "2026" in text  # a date, in the reader's locale
+    assert "turn 4 of conversation c0ffee12" in text and "2026" in text  # counted from 1; a date in the reader's locale
     assert "fact (since replaced)" in text and "64 %" in text
     assert "Query rewrite\t812 tokens\t640 tokens\t–\t14 tokens\t95 ms" in text, text
     assert "Answer\t1,930 tokens\t0 tokens\t1,500 tokens\t88 tokens\t–" in text, text
