@@ -147,3 +147,18 @@ def test_chit_chat_gets_a_short_reply_and_nothing_yet_has_no_recap() -> None:
     request = recognise("summarize our conversation")
     assert request is not None
     assert "nothing to recap" in answer_about_conversation(request, [])
+
+
+def test_a_recap_leaves_out_the_acknowledgement_of_a_statement() -> None:
+    """The merged round's realdocs recap quoted "Noted." among the answers: an acknowledgement says nothing new."""
+    from anaphora.memory.personal import ACKNOWLEDGED, acknowledgement
+
+    history = [
+        Message(role="user", content="fyi our hosts are ARM64"),
+        Message(role="assistant", content=acknowledgement([], remembered=True)),
+        *HISTORY,
+    ]
+    request = recognise("two-line recap please")
+    assert request is not None
+    text = answer_about_conversation(request, history, (ABSTAIN, ACKNOWLEDGED))
+    assert text and ACKNOWLEDGED not in text

@@ -92,10 +92,13 @@ def second_person(fact_text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+ACKNOWLEDGED = "Noted"  # how every acknowledgement begins: recaps of the conversation leave them out
+
+
 def acknowledgement(facts: list[ExtractedFact], *, remembered: bool) -> str:
     """The short reply to a statement: what was understood, and whether it is kept."""
     kept = " I'll remember that." if remembered else " (This chat is not remembered.)"
     if not facts:
-        return "Noted." + kept
+        return f"{ACKNOWLEDGED}." + kept
     said = "; ".join(second_person(f.text) for f in facts[:3])
-    return f"Noted: {said[:1].lower() + said[1:]}.{kept}"
+    return f"{ACKNOWLEDGED}: {said[:1].lower() + said[1:]}.{kept}"

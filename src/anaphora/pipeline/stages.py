@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from anaphora.memory.personal import ACKNOWLEDGED
 from anaphora.pipeline.answer import NO_ANSWER
 from anaphora.pipeline.budget import PromptBudget, PromptLimits, PromptParts
 from anaphora.pipeline.check import ABSTAIN
@@ -279,7 +280,7 @@ class AnswerFromConversation(Stage):
         request = recognise(state.question)
         if request is None:
             return StageResult(state, "skipped", "left to the model")
-        answer = answer_about_conversation(request, state.history, (ABSTAIN, NO_ANSWER))
+        answer = answer_about_conversation(request, state.history, (ABSTAIN, NO_ANSWER, ACKNOWLEDGED))
         after = state.update(answer=answer, answer_source="conversation")
         return StageResult(after, "ok", f"{request.intent.value}: answered from the conversation, no model call")
 
