@@ -43,7 +43,6 @@ class IngestProgress:
         self.clock = clock
         self.files_read = self.files_found = self.chunks_done = self.chunks_total = 0
         self._started = self._embedding_since = self._last_line = 0.0
-        self._chunks_at_start = 0
         self._bar: Progress | None = None
         self._reading: TaskID | None = None
         self._embedding: TaskID | None = None
@@ -78,7 +77,7 @@ class IngestProgress:
 
     def chunks(self, done: int, total: int) -> None:
         if not self._embedding_since:  # chunks come a window at a time: a first report past 0 counts from the start
-            self._embedding_since, self._chunks_at_start = (self.clock(), 0) if done == 0 else (self._started, 0)
+            self._embedding_since = self.clock() if done == 0 else self._started
         self.chunks_done, self.chunks_total = done, total
         if self._bar is not None:
             if self._embedding is None:
@@ -89,8 +88,7 @@ class IngestProgress:
     def rate(self) -> float | None:
         """Chunks embedded per second since embedding began, None before there is anything to measure."""
         elapsed = self.clock() - self._embedding_since if self._embedding_since else 0.0
-        done = self.chunks_done - self._chunks_at_start
-        return done / elapsed if elapsed > 0 and done > 0 else None
+        return self.chunks_done / elapsed if elapsed > 0 and self.chunks_done > 0 else None
 
     def _rate_text(self) -> str:
         rate = self.rate()
