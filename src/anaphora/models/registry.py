@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
 
 from anaphora.errors import ConfigurationError
 from anaphora.models.base import ChatModel
@@ -18,34 +20,36 @@ from anaphora.settings import Settings
 Factory = Callable[[str, Settings], ChatModel]
 
 
-def _embedded(argument: str, settings: Settings) -> ChatModel:
-    from anaphora.models.llamacpp import LlamaCppChatModel, embedded_gguf_path
+def _llamacpp(path: str | Path, settings: Settings, **identity: Any) -> ChatModel:
+    """An in-process GGUF model with the settings every llama.cpp spec shares; ``identity``: name, capabilities."""
+    from anaphora.models.llamacpp import LlamaCppChatModel
 
     return LlamaCppChatModel(
-        embedded_gguf_path(),
+        path,
         context_window=settings.context_window,
         threads=settings.model_threads,
-        name="smollm2-135m-instruct",
-        reliable_answers=False,  # 135M parameters: its turns are quoted from the passages
         state_cache_bytes=settings.model_state_cache_mb * 2**20,
         flash_attention=settings.model_flash_attention,
         weight_repacking=settings.model_weight_repacking,
+        **identity,
+    )
+
+
+def _embedded(argument: str, settings: Settings) -> ChatModel:
+    from anaphora.models.llamacpp import embedded_gguf_path
+
+    return _llamacpp(
+        embedded_gguf_path(),
+        settings,
+        name="smollm2-135m-instruct",
+        reliable_answers=False,  # 135M parameters: its turns are quoted from the passages
     )
 
 
 def _gguf(argument: str, settings: Settings) -> ChatModel:
-    from anaphora.models.llamacpp import LlamaCppChatModel
-
     if not argument:
         raise ConfigurationError("'gguf:' needs a file path", hint="use gguf:/path/to/model.gguf")
-    return LlamaCppChatModel(
-        argument,
-        context_window=settings.context_window,
-        threads=settings.model_threads,
-        state_cache_bytes=settings.model_state_cache_mb * 2**20,
-        flash_attention=settings.model_flash_attention,
-        weight_repacking=settings.model_weight_repacking,
-    )
+    return _llamacpp(argument, settings)
 
 
 def _openai(argument: str, settings: Settings) -> ChatModel:
