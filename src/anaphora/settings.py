@@ -16,6 +16,11 @@ small model a component can be given alone (``HybridRetriever`` gets ``settings.
 - ``server``: ``anaphora serve``: address, auth, request limits, sessions, turn ordering, sweeps, shutdown.
 - ``telemetry``: traces.
 
+A new field goes into the group whose line above says what it decides, under a name no other group uses (a test
+checks); nothing else registers it: the flat name, the ``ANAPHORA_`` variable, the TOML keys and the reference
+(``scripts/gen_config_docs.py``) all follow from the group's fields. A new concern gets a new group rather than
+top-level fields.
+
 A field's name is unique across the groups and is how users set it, whatever its group: ``ANAPHORA_TOP_K``,
 ``top_k = 8`` in the TOML file (top level or under ``[anaphora]``), ``Settings(top_k=8)``, ``--set top_k=8``. The
 group forms work too: ``ANAPHORA_RETRIEVAL__TOP_K``, a ``[retrieval]`` table, ``Settings(retrieval={"top_k": 8})``.
