@@ -132,7 +132,7 @@ def test_the_facade_runs_on_the_postgres_store(postgres_url: str, tmp_path: Path
 
 def test_the_service_opens_the_postgres_store_at_start(postgres_url: str, tmp_path: Path) -> None:
     """`anaphora serve` connects and migrates at start; /readyz checks the database; the API uses it."""
-    from tests.unit.test_server_harness import serve, settings_for
+    from tests.server_harness import serve, settings_for
 
     settings = settings_for(tmp_path, conversation_store="postgres", postgres_url=postgres_url)
     with serve(settings, app_builds=True) as running:

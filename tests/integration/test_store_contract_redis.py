@@ -164,7 +164,7 @@ def test_the_facade_runs_on_redis_history_and_cache(prefix: str, sync_redis, tmp
 
 def test_the_service_runs_on_the_redis_store(prefix: str, tmp_path) -> None:
     """`anaphora serve` with Redis history: /readyz checks Redis; the API uses it."""
-    from tests.unit.test_server_harness import serve, settings_for
+    from tests.server_harness import serve, settings_for
 
     settings = settings_for(tmp_path, conversation_store="redis", redis_url=REDIS_URL, redis_key_prefix=prefix)
     with serve(settings, app_builds=True) as running:
