@@ -23,17 +23,17 @@ PIPELINE = Path(anaphora.pipeline.window.__file__).parent
 PROMPT_PATH = ("window.py", "budget.py", "prompt.py", "stages.py", "state.py")  # what builds a turn's prompt
 QUESTIONS = [
     "How do I install Kestrel on Kubernetes?",
-    "Which Helm chart version?",
-    "And on ARM?",
-    "How much memory does the agent need?",
-    "What about the disk buffer?",
-    "How do I upgrade it?",
-    "What about Windows?",
-    "How do I install it on Linux?",
-    "How do I turn on TLS?",
-    "Where do the certificates go?",
-    "How do I set the log level?",
-    "How do I uninstall it?",
+    "Which version of the Helm chart should I use?",
+    "Does it run on ARM nodes?",
+    "How much memory does the agent use?",
+    "Where is the disk buffer kept?",
+    "How do I upgrade the agent?",
+    "Can it run on Windows?",
+    "How do I install it on a Linux host?",
+    "How is TLS turned on?",
+    "Where do I put the certificates?",
+    "How do I change the log level?",
+    "How do I remove it again?",
 ]
 
 
