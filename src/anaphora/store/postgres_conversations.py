@@ -90,19 +90,20 @@ async def m003_turn_window_fields(conn: Any) -> None:
         ALTER TABLE turns ADD COLUMN window_start INTEGER
         """,
     )
-    cursor = await conn.execute("SELECT conversation_id, idx, trace FROM turns WHERE trace IS NOT NULL")
-    updates = []
-    for row in await cursor.fetchall():
-        shown, start = fields_from_trace(row["trace"], row["idx"])
-        if shown or start is not None:
-            updates.append((_json(shown), start, row["conversation_id"], row["idx"]))
-    if updates:
-        async with conn.cursor() as writer:
-            await writer.executemany(
-                "UPDATE turns SET shown_passages = %s::jsonb, window_start = %s "
-                "WHERE conversation_id = %s AND idx = %s",
-                updates,
-            )
+    async with conn.cursor(name="turns_before_window_fields") as reader, conn.cursor() as writer:
+        await reader.execute("SELECT conversation_id, idx, trace FROM turns WHERE trace IS NOT NULL")
+        while rows := await reader.fetchmany(500):  # a server-side cursor: the traces are never all in memory
+            updates = []
+            for row in rows:
+                shown, start = fields_from_trace(row["trace"], row["idx"])
+                if shown or start is not None:
+                    updates.append((_json(shown), start, row["conversation_id"], row["idx"]))
+            if updates:
+                await writer.executemany(
+                    "UPDATE turns SET shown_passages = %s::jsonb, window_start = %s "
+                    "WHERE conversation_id = %s AND idx = %s",
+                    updates,
+                )
 
 
 def _now() -> datetime:
