@@ -1,9 +1,12 @@
 """Route, skip and query of every dev turn through the router, query and skip-gate stages, for comparing two code
 versions (issue 22: the route decided in one place must skip exactly what it skipped before).
 
-    PYTHONPATH=OLD/src python bench/route_equivalence.py expansion|analysis > old.jsonl
-    PYTHONPATH=src     python bench/route_equivalence.py expansion|analysis > new.jsonl
+    PYTHONHASHSEED=0 PYTHONPATH=OLD/src python bench/route_equivalence.py expansion|analysis > old.jsonl
+    PYTHONHASHSEED=0 PYTHONPATH=src     python bench/route_equivalence.py expansion|analysis > new.jsonl
     python bench/route_equivalence.py --compare old.jsonl new.jsonl
+
+(A fixed hash seed: without corpus statistics, as here, the history expansion's choice among equally ranked words
+can follow set order, so about one query in 900 differs between two runs of the same code.)
 
 ``expansion`` is the default query stage; ``analysis`` the structured model analysis, with a scripted model whose
 verdict (kind of turn, "already answered") is a hash of the message, so every kind and verdict occurs. Turns: the
