@@ -231,7 +231,7 @@ class GuardedRewriter:
         kind = TurnKind(analysis.kind) if self.style.structured else None
         if reasons:
             plan = self._fall_back(question, history, "rejected", "; ".join(reasons), rewrite)
-            return replace(plan, kind=kind, answered_by_conversation=analysis.answered_by_conversation)
+            return replace(plan, proposed_kind=kind, answered_by_conversation=analysis.answered_by_conversation)
         log.info("rewrite accepted", extra={"original": question, "rewrite": rewrite})
         if self.fallback.stands_alone(question):
             # a message that stands alone is the query; the rewrite only rides along, weighed against it by the
@@ -243,7 +243,7 @@ class GuardedRewriter:
                 "accepted; the message stands alone and stays the query",
                 1,
                 (rewrite,) if rewrite != question else (),
-                kind=kind,
+                proposed_kind=kind,
                 answered_by_conversation=analysis.answered_by_conversation,
             )
             return plan
@@ -258,7 +258,7 @@ class GuardedRewriter:
             "accepted",
             1,
             alternates,
-            kind=kind,
+            proposed_kind=kind,
             answered_by_conversation=analysis.answered_by_conversation,
             lead=fallback.query if fallback.source == "expansion" else None,
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from anaphora.pipeline.route import Route, TurnKind, is_chit_chat, is_meta, route_by_rules, route_without_model
+from anaphora.pipeline.route import Route, TurnKind, is_chit_chat, is_meta, route_by_rules, route_turn
 
 pytestmark = pytest.mark.unit
 
@@ -74,9 +74,8 @@ def test_chit_chat_routes_without_retrieval_on_any_turn(message: str, has_histor
     assert route is not None
     assert route.kind is TurnKind.CHIT_CHAT
     assert route.needs_retrieval is False
-    assert route.decided_by == "rules"
     assert route.reason
-    assert route_without_model(message, has_history) == route
+    assert route_turn(message, has_history) == route
 
 
 @pytest.mark.parametrize("message", NOT_CHIT_CHAT)
@@ -84,7 +83,7 @@ def test_social_words_around_a_question_are_not_chit_chat(message: str) -> None:
     assert not is_chit_chat(message)
     assert not is_meta(message)
     for has_history in (False, True):
-        route = route_without_model(message, has_history)
+        route = route_turn(message, has_history)
         assert route.kind not in (TurnKind.CHIT_CHAT, TurnKind.META)
         assert route.needs_retrieval
 
@@ -99,8 +98,8 @@ def test_social_words_around_a_question_are_not_chit_chat(message: str) -> None:
     ],
 )
 def test_social_prefix_then_question_routes_on_the_question(message: str, kind: TurnKind) -> None:
-    assert route_by_rules(message, True) is None  # the rules leave it to the model (or the standalone test)
-    assert route_without_model(message, True).kind is kind
+    assert route_by_rules(message, True) is None  # the rules leave it to the standalone test
+    assert route_turn(message, True).kind is kind
 
 
 @pytest.mark.parametrize("message", META)
@@ -114,7 +113,7 @@ def test_meta_with_history_skips_retrieval(message: str) -> None:
     route = route_by_rules(message, True)
     assert route == Route(TurnKind.META, route.reason)
     assert "conversation" in route.reason
-    assert route_without_model(message, True) == route
+    assert route_turn(message, True) == route
 
 
 @pytest.mark.parametrize("message", META)
@@ -140,7 +139,7 @@ def test_meta_looking_message_on_turn_one_is_a_new_query(message: str) -> None:
     ],
 )
 def test_turn_one_is_never_a_follow_up(message: str) -> None:
-    for route in (route_by_rules(message, False), route_without_model(message, False)):
+    for route in (route_by_rules(message, False), route_turn(message, False)):
         assert route is not None
         assert route.kind is TurnKind.NEW_QUERY
         assert route.needs_retrieval
@@ -163,16 +162,15 @@ def test_turn_one_is_never_a_follow_up(message: str) -> None:
 )
 def test_later_turns_standalone_or_follow_up(message: str, kind: TurnKind) -> None:
     assert route_by_rules(message, True) is None
-    route = route_without_model(message, True)
+    route = route_turn(message, True)
     assert route.kind is kind
     assert route.needs_retrieval
-    assert route.decided_by == "rules"
 
 
 def test_empty_message_is_not_chit_chat() -> None:
     assert not is_chit_chat("")
     assert not is_chit_chat("   ")
-    assert route_without_model("", False).kind is TurnKind.NEW_QUERY
+    assert route_turn("", False).kind is TurnKind.NEW_QUERY
 
 
 def test_turn_kinds_are_plain_strings() -> None:
@@ -188,7 +186,7 @@ def test_turn_kinds_are_plain_strings() -> None:
 )
 def test_function_word_follow_ups_are_not_chit_chat(message: str) -> None:
     assert not is_chit_chat(message)
-    route = route_without_model(message, True)
+    route = route_turn(message, True)
     assert route.kind is TurnKind.FOLLOW_UP
     assert route.needs_retrieval
 
@@ -202,4 +200,4 @@ def test_function_word_follow_ups_are_not_chit_chat(message: str) -> None:
     ],
 )
 def test_document_questions_with_meta_words_still_retrieve(message: str) -> None:
-    assert route_without_model(message, True).needs_retrieval
+    assert route_turn(message, True).needs_retrieval

@@ -3,6 +3,8 @@ server: plain and streamed responses, previous_response_id chains, conversation=
 
 from __future__ import annotations
 
+import asyncio
+
 import openai
 import pytest
 
@@ -176,6 +178,11 @@ def test_a_branch_from_an_earlier_response_keeps_both_chains(running) -> None:
     with running.client() as http:
         turns = http.get(f"/v1/conversations/{branch.conversation.id}").json()["turns"]
     assert [t["question"] for t in turns] == [DEMO[0], DEMO[2]]
+    store = running.components.conversations
+    [original] = asyncio.run(store.turns("alice", first.conversation.id))[:1]
+    copied = asyncio.run(store.turns("alice", branch.conversation.id))[0]
+    assert original.shown_passages and copied.shown_passages == original.shown_passages  # what the next turn reads
+    assert copied.window_start == original.window_start == 0
 
 
 def test_store_false_leaves_no_turn_and_no_memory(running) -> None:
