@@ -19,7 +19,7 @@ from anaphora.pipeline.rewrite_guard import strip_preamble, validate_rewrite
 from anaphora.pipeline.route import REFERRING, TurnKind, continues, is_chit_chat, is_meta, looks_standalone
 from anaphora.retrieval.terms import TermStatistics, disambiguating, naming, on_topic
 from anaphora.sanitize import speaker_line
-from anaphora.text import STOPWORDS, content_set, words
+from anaphora.text import STOPWORDS, content_set, content_words, words
 from anaphora.types import Message
 
 log = logging.getLogger("anaphora.rewrite")
@@ -69,7 +69,7 @@ class HistoryExpansion:
                 key = word.lower().strip(".-")
                 if not key or key in STOPWORDS or key in REFERRING or len(key) < 2:
                     continue
-                stemmed = next(iter(content_set(key)), key)
+                stemmed = next(iter(content_words(key)), key)  # the first word: a set has no stable order
                 if stemmed in present or stemmed in seen:
                     continue
                 seen.add(stemmed)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from anaphora.pipeline.rewrite import HistoryExpansion, looks_standalone
@@ -120,3 +124,26 @@ async def test_run_reports_source_and_status() -> None:
     alone = await stage.run("What memory limit does the Kestrel agent need?", HISTORY)
     assert alone.source == "question" and alone.status == "ok"
     assert alone.query == "What memory limit does the Kestrel agent need?"
+
+
+def test_a_compound_history_word_is_keyed_by_its_first_word_under_every_hash_seed() -> None:
+    """A hyphenated "log-rotation" is one candidate keyed by "log"; keying it by an arbitrary member of its word set made the
+    expansion depend on PYTHONHASHSEED (it was dropped whenever "rotation" happened to come out first)."""
+    script = (
+        "from anaphora.pipeline.rewrite import HistoryExpansion\n"
+        "from anaphora.types import Message\n"
+        "h = [Message(role='user', content='How do I configure log-rotation for the agent?')]\n"
+        "print(HistoryExpansion().candidates('and the rotation size?', h))\n"
+    )
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in range(6)
+    }
+    assert len(outputs) == 1
+    assert "log-rotation" in outputs.pop()
