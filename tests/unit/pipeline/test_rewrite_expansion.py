@@ -127,8 +127,8 @@ async def test_run_reports_source_and_status() -> None:
 
 
 def test_a_compound_history_word_is_keyed_by_its_first_word_under_every_hash_seed() -> None:
-    """A hyphenated "log-rotation" is one candidate keyed by "log"; keying it by an arbitrary member of its word set made the
-    expansion depend on PYTHONHASHSEED (it was dropped whenever "rotation" happened to come out first)."""
+    """A hyphenated "log-rotation" is one candidate keyed by "log"; keying it by an arbitrary member of its word
+    set made the expansion depend on PYTHONHASHSEED (it was dropped whenever "rotation" happened to come out first)."""
     script = (
         "from anaphora.pipeline.rewrite import HistoryExpansion\n"
         "from anaphora.types import Message\n"
