@@ -513,9 +513,10 @@ prompt tokens the model found cached (the fake model counts the previous prompts
 {table(fake_header, fake_rows)}
 
 Target ≥ 0.8 for the default: {verdict(stable_share is not None and stable_share >= 0.8)}. Between folds the whole
-previous prompt is a prefix of the next (`tests/unit/test_prompt_layout.py`); each fold leaves only the system prompt
-in common, and the brief's window (at most 8 verbatim turns, folding to 4) folds every fifth turn, three times in
-turns 9-20, which alone caps the mean near 0.7. Other windows and context sizes, cache_stable layout, fake model:
+previous prompt is a prefix of the next (`tests/unit/pipeline/test_prompt_layout.py`); each fold leaves only the
+system prompt in common, and the brief's window (at most 8 verbatim turns, folding to 4) folds every fifth turn,
+three times in turns 9-20, which alone caps the mean near 0.7. Other windows and context sizes, cache_stable layout,
+fake model:
 
 {table(sweep_header, sweep_rows)}
 """

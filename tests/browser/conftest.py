@@ -114,7 +114,7 @@ def slow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServicePro
 
 @pytest.fixture(scope="module")
 def jwt_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
-    """`anaphora serve` with HS256 JWT auth (tests.unit.test_server_harness.SECRET)."""
+    """`anaphora serve` with HS256 JWT auth (tests.server_harness.SECRET)."""
     yield from _serve(tmp_path_factory, "jwt", auth="jwt")
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from tests.browser.conftest import keep_for_docs
 from tests.integration.services import ServiceProcess
-from tests.unit.test_server_harness import token
+from tests.server_harness import token
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -20,7 +20,7 @@ import httpx
 
 from anaphora import Anaphora, Settings
 from tests.conftest import SAMPLE_DOCS
-from tests.unit.test_server_harness import SECRET, bearer
+from tests.server_harness import SECRET, bearer
 
 START_TIMEOUT_S = 120.0  # a loaded 2-core machine can take a while to import and warm up
 

@@ -152,8 +152,8 @@ async def test_unreachable_server_is_a_store_error(tmp_path: Path) -> None:
 def test_the_service_remembers_in_postgres_and_erase_leaves_no_row(new_database, tmp_path: Path) -> None:
     """memory_store 'auto' follows conversation_store 'postgres'; turns are remembered there, GET /v1/memories reads
     them, and the right to erase removes every memory row of the user (counted in SQL) and none of another's."""
-    from tests.unit.test_server_harness import serve, settings_for
-    from tests.unit.test_server_history import wait_for
+    from tests.server_harness import serve, settings_for
+    from tests.unit.server.test_history import wait_for
 
     url = new_database()
     settings = settings_for(tmp_path, conversation_store="postgres", postgres_url=url)
@@ -189,10 +189,10 @@ def test_the_service_remembers_in_postgres_and_erase_leaves_no_row(new_database,
 
 @pytest.mark.parametrize("erase", ["/v1/users/alice/data", "/v1/memories"])
 def test_erase_wins_over_the_background_write_on_postgres(new_database, tmp_path: Path, erase: str) -> None:
-    """The back-to-back race of tests/unit/test_memory_erase_wins.py with the memory in PostgreSQL: the epoch is
+    """The back-to-back race of tests/unit/memory/test_erase_wins.py with the memory in PostgreSQL: the epoch is
     checked under the user's advisory lock inside the write's transaction, so it holds across replicas."""
-    from tests.unit.test_memory_erase_wins import race, slowed
-    from tests.unit.test_server_harness import components_for, settings_for
+    from tests.server_harness import components_for, settings_for
+    from tests.unit.memory.test_erase_wins import race, slowed
 
     url = new_database()
     settings = settings_for(tmp_path, conversation_store="postgres", postgres_url=url)

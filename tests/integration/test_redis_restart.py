@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import unavailable
-from tests.unit.test_server_harness import components_for, serve, settings_for
+from tests.server_harness import components_for, serve, settings_for
 
 pytestmark = pytest.mark.integration
 

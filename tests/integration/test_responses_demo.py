@@ -12,7 +12,7 @@ import pytest
 from anaphora import Settings
 from anaphora.app import build_components
 from tests.conftest import DEMO_SCRIPT, SAMPLE_DOCS
-from tests.unit.test_server_harness import SECRET, serve, token
+from tests.server_harness import SECRET, serve, token
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 TURNS = json.loads(DEMO_SCRIPT.read_text())["turns"][:5]

@@ -11,7 +11,7 @@ import openai
 import pytest
 
 from tests.integration.services import ServiceProcess, base_settings, ingest_corpus
-from tests.unit.test_server_harness import token
+from tests.server_harness import token
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 pytest.importorskip("redis", reason="the redis extra is not installed")

@@ -20,6 +20,8 @@ psycopg = pytest.importorskip("psycopg", reason="the postgres extra is not insta
 pytest.importorskip("psycopg_pool", reason="the postgres extra is not installed")
 
 from anaphora.store.postgres_conversations import MIGRATIONS, PostgresConversationStore  # noqa: E402
+from anaphora.types import Passage, TurnTrace  # noqa: E402
+from tests.unit.store.test_turn_fields import PASSAGES, budget  # noqa: E402
 
 
 def test_pgvector_is_available(postgres_url: str) -> None:
@@ -132,7 +134,7 @@ def test_the_facade_runs_on_the_postgres_store(postgres_url: str, tmp_path: Path
 
 def test_the_service_opens_the_postgres_store_at_start(postgres_url: str, tmp_path: Path) -> None:
     """`anaphora serve` connects and migrates at start; /readyz checks the database; the API uses it."""
-    from tests.unit.test_server_harness import serve, settings_for
+    from tests.server_harness import serve, settings_for
 
     settings = settings_for(tmp_path, conversation_store="postgres", postgres_url=postgres_url)
     with serve(settings, app_builds=True) as running:
@@ -145,3 +147,37 @@ def test_the_service_opens_the_postgres_store_at_start(postgres_url: str, tmp_pa
             assert [c["id"] for c in http.get("/v1/conversations").json()["data"]] == [created["id"]]
             assert http.delete(f"/v1/conversations/{created['id']}").status_code == 200
     assert store.pool.closed
+
+
+async def test_turns_stored_before_the_window_fields_get_them_from_their_trace(new_database) -> None:
+    """``m003_turn_window_fields`` writes what the next turn reads from each old turn's trace, once; the trace
+    itself is left as it was."""
+    url = new_database()
+    store = PostgresConversationStore(url)
+    await store.open()
+    conversation = await store.create(ALICE)
+    traces = [
+        TurnTrace(question="q0?", retrieved=PASSAGES, budget=budget(0, 2)),
+        TurnTrace(question="q1?", retrieved=PASSAGES, budget=budget(1, 3), abstained=True),
+        None,
+    ]
+    async with store.pool.connection() as conn:  # back to the schema before the step, with turns it wrote
+        await conn.execute("ALTER TABLE turns DROP COLUMN shown_passages, DROP COLUMN window_start")
+        await conn.execute("DELETE FROM schema_migrations WHERE name = 'm003_turn_window_fields'")
+        for index, trace in enumerate(traces):
+            await conn.execute(
+                "INSERT INTO turns (conversation_id, idx, question, answer, citations, trace, created_at) "
+                "VALUES (%s, %s, 'q?', 'a', '[]'::jsonb, %s::jsonb, now())",
+                (conversation.id, index, trace.model_dump_json() if trace else None),
+            )
+    await store.aclose()
+    reopened = PostgresConversationStore(url)
+    try:
+        await reopened.open()
+        turns = await reopened.turns(ALICE, conversation.id)
+        assert [t.shown_passages for t in turns] == [PASSAGES[:2], [], []]
+        assert all(isinstance(p, Passage) for p in turns[0].shown_passages)
+        assert [t.window_start for t in turns] == [0, 0, None]
+        assert [t.trace for t in turns] == traces
+    finally:
+        await reopened.aclose()

@@ -7,6 +7,7 @@ and deletes only its own keys: the database is never flushed."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Iterator
 
 import numpy as np
@@ -20,7 +21,9 @@ pytestmark = pytest.mark.integration
 redis = pytest.importorskip("redis", reason="the redis extra is not installed")
 
 from anaphora.store.redis_store import RedisConversationStore, RedisEmbeddingCache  # noqa: E402
+from anaphora.types import TurnTrace  # noqa: E402
 from tests.integration.conftest import REDIS_URL, own_keys  # noqa: E402
+from tests.unit.store.test_turn_fields import PASSAGES, budget  # noqa: E402
 
 
 @pytest.fixture
@@ -164,7 +167,7 @@ def test_the_facade_runs_on_redis_history_and_cache(prefix: str, sync_redis, tmp
 
 def test_the_service_runs_on_the_redis_store(prefix: str, tmp_path) -> None:
     """`anaphora serve` with Redis history: /readyz checks Redis; the API uses it."""
-    from tests.unit.test_server_harness import serve, settings_for
+    from tests.server_harness import serve, settings_for
 
     settings = settings_for(tmp_path, conversation_store="redis", redis_url=REDIS_URL, redis_key_prefix=prefix)
     with serve(settings, app_builds=True) as running:
@@ -184,3 +187,21 @@ class TestRedisEmbeddingCacheContract(EmbeddingCacheContract):
         cache = RedisEmbeddingCache(REDIS_URL, key_prefix=prefix, ttl_s=1000)
         yield cache
         cache.close()
+
+
+async def test_a_turn_written_before_the_window_fields_gets_them_from_its_trace(
+    redis_store: RedisConversationStore, sync_redis, prefix: str
+) -> None:
+    """Redis keeps no schema version: a turn an earlier version wrote (no ``shown_passages``, no
+    ``window_start``) gets them from its trace when it is read, and is left as it was."""
+    conversation = await redis_store.create(ALICE)
+    await add_turn(redis_store, ALICE, conversation.id, 0)
+    trace = TurnTrace(question="q1?", retrieved=PASSAGES, budget=budget(1, 2))
+    old = {"question": "q1?", "answer": "a", "citations": [], "trace": json.loads(trace.model_dump_json())}
+    old["created_at"] = 1.0
+    sync_redis.rpush(f"{prefix}turns:{conversation.id}", json.dumps(old))
+    first, second = await redis_store.turns(ALICE, conversation.id)
+    assert first.shown_passages == [] and first.window_start is None  # written now: its own fields, none given
+    assert second.shown_passages == PASSAGES[:2] and second.window_start == 0
+    assert second.trace == trace
+    assert json.loads(sync_redis.lindex(f"{prefix}turns:{conversation.id}", 1)) == old

@@ -284,7 +284,14 @@ class Engine:
         if request.conversation_id is not None:
             started = time.perf_counter()  # timed outside the trace, which is stored as it is now
             stored = await self.conversations.append_turn(
-                request.user_id, request.conversation_id, request.question, state.answer, citations, trace
+                request.user_id,
+                request.conversation_id,
+                request.question,
+                state.answer,
+                citations,
+                trace,  # audit only: what the next turn reads are the two fields below
+                shown_passages=state.shown_passages,
+                window_start=state.window_start,
             )
             self.observer.seconds("remember", time.perf_counter() - started)
             turn_index = stored.index

@@ -28,10 +28,17 @@ class QueryPlan:
     detail: str = ""
     model_calls: int = 0
     alternates: tuple[str, ...] = ()
-    kind: TurnKind | None = None  # the turn kind, when a model analysis decided it
+    proposed_kind: TurnKind | None = None  # the turn kind a model analysis proposes (the router's route stands)
     answered_by_conversation: bool = False  # the analysis says the history already holds the answer
     lead: str | None = None  # the query that leads the fusion, when not ``query``
     usage: Usage | None = None  # what the model call cost, when one was made
+
+    @property
+    def proposes_skip(self) -> bool:
+        """The model's analysis says this turn needs no documents: the history holds the answer, or the turn is
+        chit-chat or about the conversation. A proposal only: the skip gate weighs it against the message."""
+        kind = self.proposed_kind
+        return self.answered_by_conversation or (kind is not None and not kind.needs_retrieval)
 
     @property
     def queries(self) -> list[str]:

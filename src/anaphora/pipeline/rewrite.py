@@ -19,7 +19,7 @@ from anaphora.pipeline.rewrite_guard import strip_preamble, validate_rewrite
 from anaphora.pipeline.route import REFERRING, TurnKind, continues, is_chit_chat, is_meta, looks_standalone
 from anaphora.retrieval.terms import TermStatistics, disambiguating, naming, on_topic
 from anaphora.sanitize import speaker_line
-from anaphora.text import STOPWORDS, content_set, words
+from anaphora.text import STOPWORDS, content_set, content_words, words
 from anaphora.types import Message
 
 log = logging.getLogger("anaphora.rewrite")
@@ -69,7 +69,7 @@ class HistoryExpansion:
                 key = word.lower().strip(".-")
                 if not key or key in STOPWORDS or key in REFERRING or len(key) < 2:
                     continue
-                stemmed = next(iter(content_set(key)), key)
+                stemmed = next(iter(content_words(key)), key)  # the first word: a set has no stable order
                 if stemmed in present or stemmed in seen:
                     continue
                 seen.add(stemmed)
@@ -231,7 +231,7 @@ class GuardedRewriter:
         kind = TurnKind(analysis.kind) if self.style.structured else None
         if reasons:
             plan = self._fall_back(question, history, "rejected", "; ".join(reasons), rewrite)
-            return replace(plan, kind=kind, answered_by_conversation=analysis.answered_by_conversation)
+            return replace(plan, proposed_kind=kind, answered_by_conversation=analysis.answered_by_conversation)
         log.info("rewrite accepted", extra={"original": question, "rewrite": rewrite})
         if self.fallback.stands_alone(question):
             # a message that stands alone is the query; the rewrite only rides along, weighed against it by the
@@ -243,7 +243,7 @@ class GuardedRewriter:
                 "accepted; the message stands alone and stays the query",
                 1,
                 (rewrite,) if rewrite != question else (),
-                kind=kind,
+                proposed_kind=kind,
                 answered_by_conversation=analysis.answered_by_conversation,
             )
             return plan
@@ -258,7 +258,7 @@ class GuardedRewriter:
             "accepted",
             1,
             alternates,
-            kind=kind,
+            proposed_kind=kind,
             answered_by_conversation=analysis.answered_by_conversation,
             lead=fallback.query if fallback.source == "expansion" else None,
         )

@@ -1,8 +1,10 @@
 """Turn routing: what kind of turn this is, and whether it needs retrieval at all.
 
-Deterministic rules decide what they can (greetings and thanks, requests about the conversation itself
-(:mod:`anaphora.pipeline.intents`), turn 1);
-the model's structured analysis (:mod:`anaphora.pipeline.analysis`) decides the rest. Every skip has a reason.
+The route is decided here, once, by the router stage before any model call (it decides whether the query model
+is called at all): deterministic rules (greetings and thanks, requests about the conversation itself
+(:mod:`anaphora.pipeline.intents`), turn 1), completed for later turns by the standalone test. A model's structured
+analysis (``rewriter = "analysis"``) never changes the route: it is the query stage's proposal
+(:attr:`~anaphora.pipeline.query.QueryPlan.proposes_skip`), which the skip gate weighs. Every skip has a reason.
 """
 
 from __future__ import annotations
@@ -60,7 +62,6 @@ class TurnKind(StrEnum):
 class Route:
     kind: TurnKind
     reason: str
-    decided_by: str = "rules"  # "rules" or "model"
 
     @property
     def needs_retrieval(self) -> bool:
@@ -75,8 +76,8 @@ def is_meta(message: str) -> bool:
 
 
 def route_by_rules(question: str, has_history: bool) -> Route | None:
-    """The rules' verdict, or ``None`` when only the model can tell (a later turn that is neither chit-chat nor
-    about the conversation)."""
+    """The rules' verdict, or ``None`` for a later turn that is neither chit-chat nor about the conversation (the
+    standalone test tells those apart)."""
     if is_chit_chat(question):
         return Route(TurnKind.CHIT_CHAT, "chit-chat: greetings, thanks or small talk")
     if has_history and is_meta(question):
@@ -93,13 +94,8 @@ def route_by_standalone_test(question: str) -> Route:
     return Route(TurnKind.FOLLOW_UP, "refers back to the conversation")
 
 
-def route_by_analysis(kind: TurnKind) -> Route:
-    """The route a model's structured analysis decided."""
-    return Route(kind, "model analysis", "model")
-
-
-def route_without_model(question: str, has_history: bool) -> Route:
-    """The rules, completed by the standalone test: what a turn gets when there is no model analysis."""
+def route_turn(question: str, has_history: bool) -> Route:
+    """The turn's route: the rules, completed by the standalone test (what the router stage writes)."""
     return route_by_rules(question, has_history) or route_by_standalone_test(question)
 
 

@@ -28,13 +28,7 @@ from anaphora.pipeline.prompt import (
     system_text,
 )
 from anaphora.pipeline.query import QueryPlan, QueryStage
-from anaphora.pipeline.route import (
-    TurnKind,
-    history_covers,
-    route_by_analysis,
-    route_by_rules,
-    route_by_standalone_test,
-)
+from anaphora.pipeline.route import TurnKind, history_covers, route_turn
 from anaphora.pipeline.select import PassageSelector
 from anaphora.pipeline.stage import Stage, StageResult
 from anaphora.pipeline.state import Skip, TurnState
@@ -46,8 +40,9 @@ from anaphora.types import Citation
 
 
 class Router(Stage):
-    """Deterministic rules: chit-chat, requests about the conversation, turn 1. A turn the rules leave undecided
-    is routed by the query stage (the model's analysis, or the standalone test)."""
+    """The one stage that decides the route, before any model call: deterministic rules (chit-chat, requests about
+    the conversation, turn 1), completed by the standalone test. Turns the rules send away from the documents skip
+    retrieval (with ``skip_gate``); a model's analysis, later, only proposes a skip (:class:`SkipGate`)."""
 
     name = "route"
     reads = ("question", "history")
@@ -58,18 +53,20 @@ class Router(Stage):
         self.skip_gate = skip_gate
 
     async def run(self, state: TurnState) -> StageResult:
-        route = route_by_rules(state.question, bool(state.history))
-        skip = Skip(route.kind, route.reason) if route and not route.needs_retrieval and self.skip_gate else None
-        return StageResult(state.update(route=route, skip=skip), "ok", route.reason if route else "rules undecided")
+        route = route_turn(state.question, bool(state.history))
+        skip = Skip(route.kind, route.reason) if not route.needs_retrieval and self.skip_gate else None
+        return StageResult(state.update(route=route, skip=skip), "ok", route.reason)
 
 
 class QueryPlanner(Stage):
     """What the retriever is asked: a query strategy's plan (a guarded rewrite, an expansion, the bare message).
-    A strategy that calls the model may fail or time out; the plan then falls back to the model-free expansion."""
+    A strategy that calls the model may fail or time out; the plan then falls back to the model-free expansion.
+    The plan may carry a model analysis's view of the turn (:attr:`~anaphora.pipeline.query.QueryPlan.
+    proposes_skip`); the route is the router's."""
 
     name = "query"
-    reads = ("question", "history", "route", "skip", "calls")
-    writes = ("plan", "route", "calls")
+    reads = ("question", "history", "skip", "calls")
+    writes = ("plan", "calls")
     retrieval = True
 
     def __init__(self, strategy: QueryStage, *, timeout_s: float | None = None) -> None:
@@ -82,15 +79,12 @@ class QueryPlanner(Stage):
         return state.retrieves
 
     def _planned(self, state: TurnState, plan: QueryPlan) -> TurnState:
-        route = state.route
-        if route is None and plan.kind is not None:
-            route = route_by_analysis(plan.kind)
-        route = route or route_by_standalone_test(state.question)
-        return state.update(plan=plan, route=route, calls=state.called("rewrite", plan.model_calls, plan.usage))
+        return state.update(plan=plan, calls=state.called("rewrite", plan.model_calls, plan.usage))
 
     async def run(self, state: TurnState) -> StageResult:
         plan = await self.strategy.run(state.question, state.history)
-        return StageResult(self._planned(state, plan), plan.status, plan.detail)
+        detail = plan.detail + (f"; the analysis says {plan.proposed_kind}" if plan.proposed_kind else "")
+        return StageResult(self._planned(state, plan), plan.status, detail)
 
     def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
         plan = replace(self.strategy.fallback_plan(state.question, state.history), model_calls=1)
@@ -99,8 +93,9 @@ class QueryPlanner(Stage):
 
 class SkipGate(Stage):
     """Skips retrieval when the conversation already holds the answer. The model's "already answered" (or "not
-    about the documents") is trusted only when the message brings no word the conversation has not seen: a wrong
-    skip costs recall, a wrong retrieval costs milliseconds."""
+    about the documents", :attr:`~anaphora.pipeline.query.QueryPlan.proposes_skip`) is trusted only when the
+    message brings no word the conversation has not seen: a wrong skip costs recall, a wrong retrieval costs
+    milliseconds. It decides the skip, never the route."""
 
     name = "skip_gate"
     reads = ("question", "history", "plan", "route", "skip")
@@ -112,11 +107,14 @@ class SkipGate(Stage):
 
     async def run(self, state: TurnState) -> StageResult:
         plan, route = state.plan, state.route
-        says_so = bool(plan and plan.answered_by_conversation) or not (route and route.needs_retrieval)
-        if says_so and history_covers(state.question, [m.content for m in state.history]):
-            why = f"{route.reason if route else 'analysis'}: the conversation holds the answer"
-            return StageResult(state.update(skip=Skip("answered_by_conversation", why)), "ok", "retrieval skipped")
-        return StageResult(state, "ok", "retrieval needed")
+        assert plan is not None and route is not None  # the router and the query stage ran before
+        routed_away = not route.needs_retrieval  # the router's rules (the router itself skips when the gate is on)
+        covered = history_covers(state.question, [m.content for m in state.history])
+        if not covered or not (routed_away or plan.proposes_skip):
+            return StageResult(state, "ok", "retrieval needed")
+        said_by = route.reason if routed_away or plan.proposed_kind is None else "model analysis"
+        skip = Skip("answered_by_conversation", f"{said_by}: the conversation holds the answer")
+        return StageResult(state.update(skip=skip), "ok", "retrieval skipped")
 
     def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
         return state, "retrieval kept"

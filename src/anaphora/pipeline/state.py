@@ -116,6 +116,23 @@ class TurnState:
         """What this turn may answer from: the selected passages (when it retrieved) and the injected memories."""
         return (self.selected if self.retrieves else ()) + self.memory_passages
 
+    @property
+    def shown_passages(self) -> tuple[Passage, ...]:
+        """The document passages this turn's answer was given from, as later turns show them again (history
+        excerpts): what the prompt showed of the selection; none when the turn skipped retrieval or abstained.
+        Stored with the turn (:attr:`~anaphora.store.protocols.StoredTurn.shown_passages`)."""
+        if self.prompt is None or not self.retrieves or self.abstained:
+            return ()
+        return tuple(self.prompt.passages)
+
+    @property
+    def window_start(self) -> int | None:
+        """Index of the oldest earlier turn this turn's prompt showed verbatim (None: no prompt was planned); the
+        next turn's window goes on from it. Stored with the turn."""
+        if self.prompt is None:
+            return None
+        return max(0, self.turns_before - self.prompt.decision.turns_kept)
+
     def update(self, **changes) -> TurnState:
         return replace(self, **changes)
 

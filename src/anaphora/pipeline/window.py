@@ -2,8 +2,10 @@
 
 :class:`WindowPolicy` is the rule, decided once from the settings and the chat model's capabilities
 (:func:`anaphora.model_defaults.window_policy`); :class:`ConversationWindow` is this turn's earlier turns as one
-value, built once from the stored turns. What the next turn needs of a stored turn (the passages it showed, where
-its window started) is read from the stored trace here and nowhere else.
+value, built once from the stored turns. What the next turn needs of a stored turn is one of its explicit fields
+(:attr:`~anaphora.store.protocols.StoredTurn.shown_passages`, :attr:`~anaphora.store.protocols.StoredTurn.
+window_start`), written when the turn was stored; the stored trace is audit only and never read on the way to a
+prompt (``tests/unit/pipeline/test_window_fields.py``).
 """
 
 from __future__ import annotations
@@ -57,8 +59,9 @@ class ConversationWindow:
         """From the stored turns the engine loaded (the newest ``policy.max_turns``)."""
         if not policy.stable:
             return cls(turns_before, len(turns), None, summary_covers)
-        excerpts = tuple(shown_passages(t) for t in turns) if policy.excerpts else ()
-        return cls(turns_before, len(turns), previous_window_start(turns), summary_covers, excerpts)
+        excerpts = tuple(tuple(t.shown_passages) for t in turns) if policy.excerpts else ()
+        previous_start = turns[-1].window_start if turns else None
+        return cls(turns_before, len(turns), previous_start, summary_covers, excerpts)
 
     @property
     def first_loaded(self) -> int:
@@ -110,19 +113,3 @@ class ConversationWindow:
             previous=start if policy.stable and decision else None,
         )
         return max(next_start, start + (decision.turns_to_fold_next if decision else 0))
-
-
-def shown_passages(turn: StoredTurn) -> tuple[Passage, ...]:
-    """The passages a stored turn's prompt showed (its trace's selection, as far as the budget kept it)."""
-    trace = turn.trace
-    if trace is None or trace.retrieval_skipped or trace.abstained or trace.budget is None:
-        return ()
-    return tuple(trace.retrieved[: trace.budget.passages_kept])
-
-
-def previous_window_start(turns: Sequence[StoredTurn]) -> int | None:
-    """Index of the oldest turn the previous turn's prompt showed verbatim (None when no turn or budget is known)."""
-    last = turns[-1] if turns else None
-    if last is None or last.trace is None or last.trace.budget is None:
-        return None
-    return max(0, last.index - last.trace.budget.turns_kept)

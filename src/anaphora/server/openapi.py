@@ -1,7 +1,7 @@
 """The service's OpenAPI document, as committed in docs/openapi.json.
 
 Regenerate it after changing a route or a schema: ``python -m anaphora.server.openapi > docs/openapi.json``
-(tests/unit/test_server_openapi.py fails, naming this command, while the two differ).
+(tests/unit/server/test_openapi.py fails, naming this command, while the two differ).
 """
 
 from __future__ import annotations

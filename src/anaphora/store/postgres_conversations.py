@@ -3,10 +3,10 @@
 Same rules as :class:`~anaphora.store.SQLiteConversationStore` (the contract suite in
 :mod:`anaphora.testing.store_contract` runs against both), for deployments where several replicas share one
 store. The schema is created by numbered migrations on :meth:`PostgresConversationStore.open`, recorded in
-``schema_migrations``; timestamps are ``timestamptz`` and citations and traces ``jsonb``, so the history can be
-queried and audited in SQL (PostgreSQL text cannot hold NUL characters: they are stored as U+FFFD). Appends lock
-the conversation row (``SELECT ... FOR UPDATE``), so concurrent appends from any number of processes get gapless
-indexes.
+``schema_migrations``; timestamps are ``timestamptz`` and citations, traces and shown passages ``jsonb``, so the
+history can be queried and audited in SQL (PostgreSQL text cannot hold NUL characters: they are stored as
+U+FFFD). Appends lock the conversation row (``SELECT ... FOR UPDATE``), so concurrent appends from any number of
+processes get gapless indexes.
 
 Needs the ``postgres`` extra: ``pip install 'anaphora[postgres]'``.
 """
@@ -24,7 +24,8 @@ from anaphora.errors import ConversationNotFoundError, NotFoundError
 from anaphora.store.migrations import Migrations
 from anaphora.store.postgres_pool import AsyncPostgresStore, Migration, run_script
 from anaphora.store.protocols import Conversation, StoredTurn, Summary
-from anaphora.types import Citation, TurnTrace
+from anaphora.store.turn_fields import fields_from_trace
+from anaphora.types import Citation, Passage, TurnTrace
 
 MIGRATIONS: Migrations[Migration] = Migrations(
     "the PostgreSQL store", hint="upgrade Anaphora, or point ANAPHORA_POSTGRES_URL at another database"
@@ -76,6 +77,33 @@ async def m002_summaries(conn: Any) -> None:
         )
         """,
     )
+
+
+@migration
+async def m003_turn_window_fields(conn: Any) -> None:
+    """What the next turn reads of a stored turn gets its own columns (the trace is audit only); existing turns
+    get them from their trace, once (:mod:`anaphora.store.turn_fields`). ``window_start`` NULL: unknown."""
+    await run_script(
+        conn,
+        """
+        ALTER TABLE turns ADD COLUMN shown_passages JSONB NOT NULL DEFAULT '[]'::jsonb;
+        ALTER TABLE turns ADD COLUMN window_start INTEGER
+        """,
+    )
+    async with conn.cursor(name="turns_before_window_fields") as reader, conn.cursor() as writer:
+        await reader.execute("SELECT conversation_id, idx, trace FROM turns WHERE trace IS NOT NULL")
+        while rows := await reader.fetchmany(500):  # a server-side cursor: the traces are never all in memory
+            updates = []
+            for row in rows:
+                shown, start = fields_from_trace(row["trace"], row["idx"])
+                if shown or start is not None:
+                    updates.append((_json(shown), start, row["conversation_id"], row["idx"]))
+            if updates:
+                await writer.executemany(
+                    "UPDATE turns SET shown_passages = %s::jsonb, window_start = %s "
+                    "WHERE conversation_id = %s AND idx = %s",
+                    updates,
+                )
 
 
 def _now() -> datetime:
@@ -135,6 +163,8 @@ def _turn(row: dict[str, Any]) -> StoredTurn:
         answer=row["answer"],
         citations=[Citation.model_validate(c) for c in row["citations"]],
         trace=TurnTrace.model_validate(row["trace"]) if row["trace"] is not None else None,
+        shown_passages=[Passage.model_validate(p) for p in row["shown_passages"]],
+        window_start=row["window_start"],
         created_at=row["created_at"].timestamp(),
     )
 
@@ -218,6 +248,9 @@ class PostgresConversationStore(AsyncPostgresStore):
         answer: str,
         citations: Sequence[Citation],
         trace: TurnTrace,
+        *,
+        shown_passages: Sequence[Passage] = (),
+        window_start: int | None = None,
     ) -> StoredTurn:
         now = _now()
         async with await self._conn() as conn, conn.transaction():
@@ -227,8 +260,8 @@ class PostgresConversationStore(AsyncPostgresStore):
             )
             index = (await cursor.fetchone())["next"]
             await conn.execute(
-                "INSERT INTO turns (conversation_id, idx, question, answer, citations, trace, created_at) "
-                "VALUES (%s, %s, %s, %s, %s::jsonb, %s::jsonb, %s)",
+                "INSERT INTO turns (conversation_id, idx, question, answer, citations, trace, shown_passages, "
+                "window_start, created_at) VALUES (%s, %s, %s, %s, %s::jsonb, %s::jsonb, %s::jsonb, %s, %s)",
                 (
                     conversation_id,
                     index,
@@ -236,6 +269,8 @@ class PostgresConversationStore(AsyncPostgresStore):
                     _text(answer),
                     _json([json.loads(c.model_dump_json()) for c in citations]),
                     _json(json.loads(trace.model_dump_json())),  # as SQLite stores it: NaN and infinities as null
+                    _json([json.loads(p.model_dump_json()) for p in shown_passages]),
+                    window_start,
                     now,
                 ),
             )
@@ -249,6 +284,8 @@ class PostgresConversationStore(AsyncPostgresStore):
             answer=answer,
             citations=list(citations),
             trace=trace,
+            shown_passages=list(shown_passages),
+            window_start=window_start,
             created_at=now.timestamp(),
         )
 

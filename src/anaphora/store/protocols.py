@@ -12,7 +12,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from anaphora.errors import ConfigurationError
-from anaphora.types import Chunk, Citation, TurnTrace
+from anaphora.types import Chunk, Citation, Passage, TurnTrace
 
 if TYPE_CHECKING:
     from anaphora.retrieval.terms import TermStatistics
@@ -27,19 +27,30 @@ class Conversation(BaseModel):
     turn_count: int = 0
 
 
-class StoredTurn(BaseModel):
-    index: int
+class NewTurn(BaseModel):
+    """A turn as it is appended. ``trace`` is the audit record (the API payload), never read to build a later
+    prompt; what the next turn needs is in the explicit fields: ``shown_passages``, the document passages the
+    answer was given from (shown again as history excerpts), and ``window_start``, the index of the oldest earlier
+    turn its prompt showed verbatim (None: unknown), where the next turn's window goes on from."""
+
     question: str
     answer: str
     citations: list[Citation] = Field(default_factory=list)
     trace: TurnTrace | None = None
+    shown_passages: list[Passage] = Field(default_factory=list)
+    window_start: int | None = None
+
+
+class StoredTurn(NewTurn):
+    index: int
     created_at: float
 
 
 class ConversationStore(Protocol):
     """Conversations and their turns, owned by a user.
 
-    Rules: a turn (question + answer + citations + trace) is appended atomically or not at all; turn indexes are
+    Rules: a turn (question, answer, citations, trace and the fields the next turn reads, ``shown_passages`` and
+    ``window_start``) is appended atomically or not at all, and read back as it was given; turn indexes are
     0, 1, 2, ... without gaps; every read and write is scoped to ``user_id`` and an id owned by another user is
     reported as missing (:class:`anaphora.errors.NotFoundError`), never revealed.
     """
@@ -70,6 +81,9 @@ class ConversationStore(Protocol):
         answer: str,
         citations: Sequence[Citation],
         trace: TurnTrace,
+        *,
+        shown_passages: Sequence[Passage] = (),
+        window_start: int | None = None,
     ) -> StoredTurn: ...
 
     async def rename(self, user_id: str, conversation_id: str, title: str) -> Conversation:

@@ -6,7 +6,9 @@ refreshed on activity: creating a conversation, appending a turn or saving a sum
 conversation's keys and of the indexes that list it. Keys, under ``key_prefix`` (default ``anaphora:``):
 
 - ``conv:{id}``: hash with ``user_id``, ``title``, ``created_at``, ``updated_at``;
-- ``turns:{id}``: list of JSON turns; a turn's index is its position, so indexes are gapless by construction;
+- ``turns:{id}``: list of JSON turns; a turn's index is its position, so indexes are gapless by construction (a
+  turn written before ``shown_passages`` and ``window_start`` were stored gets them from its trace when read:
+  :mod:`anaphora.store.turn_fields`);
 - ``sums:{id}``: hash ``covers_turns`` -> JSON ``{text, created_at}``, every version kept;
 - ``user:{user_id}``: sorted set of the user's conversation ids by ``updated_at`` (listing, erasure);
 - ``updated``: sorted set of every conversation id by ``updated_at`` (the history TTL sweep).
@@ -31,7 +33,8 @@ import numpy as np
 
 from anaphora.errors import ConversationNotFoundError, NotFoundError, StoreError, require
 from anaphora.store.protocols import Conversation, StoredTurn, Summary
-from anaphora.types import Citation, TurnTrace
+from anaphora.store.turn_fields import fields_from_trace
+from anaphora.types import Citation, Passage, TurnTrace
 
 DEFAULT_TTL_S = 7 * 86400
 DEFAULT_PREFIX = "anaphora:"
@@ -232,12 +235,18 @@ def translating(method):
 
 def _turn(index: int, raw: str) -> StoredTurn:
     data = json.loads(raw)
+    if "shown_passages" in data:
+        shown, start = data["shown_passages"], data["window_start"]
+    else:  # written before the fields were explicit (Redis keeps no schema version): from its trace
+        shown, start = fields_from_trace(data["trace"], index)
     return StoredTurn(
         index=index,
         question=data["question"],
         answer=data["answer"],
         citations=[Citation.model_validate(c) for c in data["citations"]],
         trace=TurnTrace.model_validate(data["trace"]) if data["trace"] is not None else None,
+        shown_passages=[Passage.model_validate(p) for p in shown],
+        window_start=start,
         created_at=data["created_at"],
     )
 
@@ -374,6 +383,9 @@ class RedisConversationStore:
         answer: str,
         citations: Sequence[Citation],
         trace: TurnTrace,
+        *,
+        shown_passages: Sequence[Passage] = (),
+        window_start: int | None = None,
     ) -> StoredTurn:
         now = time.time()
         payload = json.dumps(
@@ -383,6 +395,8 @@ class RedisConversationStore:
                 "citations": [json.loads(c.model_dump_json()) for c in citations],
                 # as SQLite stores it: NaN and infinities as null
                 "trace": json.loads(trace.model_dump_json()) if trace is not None else None,
+                "shown_passages": [json.loads(p.model_dump_json()) for p in shown_passages],
+                "window_start": window_start,
                 "created_at": now,
             }
         )
@@ -390,7 +404,14 @@ class RedisConversationStore:
         if index < 0:
             raise _not_found(conversation_id)
         return StoredTurn(
-            index=index, question=question, answer=answer, citations=list(citations), trace=trace, created_at=now
+            index=index,
+            question=question,
+            answer=answer,
+            citations=list(citations),
+            trace=trace,
+            shown_passages=list(shown_passages),
+            window_start=window_start,
+            created_at=now,
         )
 
     @translating

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from anaphora.errors import ConversationNotFoundError
 from anaphora.store.protocols import Conversation, StoredTurn, Summary
 from anaphora.store.sqlite_database import Database
-from anaphora.types import Citation, TurnTrace
+from anaphora.types import Citation, Passage, TurnTrace
 
 _SELECT = "SELECT c.*, (SELECT COUNT(*) FROM turns t WHERE t.conversation_id = c.id) AS turn_count FROM conversations c"
 
@@ -39,6 +39,8 @@ def _turn(row) -> StoredTurn:
         answer=row["answer"],
         citations=[Citation.model_validate(c) for c in json.loads(row["citations"])],
         trace=TurnTrace.model_validate_json(row["trace"]) if row["trace"] != "null" else None,
+        shown_passages=[Passage.model_validate(p) for p in json.loads(row["shown_passages"])],
+        window_start=row["window_start"],
         created_at=row["created_at"],
     )
 
@@ -109,6 +111,9 @@ class SQLiteConversationStore:
         answer: str,
         citations: Sequence[Citation],
         trace: TurnTrace,
+        *,
+        shown_passages: Sequence[Passage] = (),
+        window_start: int | None = None,
     ) -> StoredTurn:
         now = time.time()
         with self.db.transaction() as db:
@@ -119,8 +124,8 @@ class SQLiteConversationStore:
                 "SELECT COALESCE(MAX(idx) + 1, 0) FROM turns WHERE conversation_id = ?", (conversation_id,)
             ).fetchone()[0]
             db.execute(
-                "INSERT INTO turns(conversation_id, idx, question, answer, citations, trace, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO turns(conversation_id, idx, question, answer, citations, trace, shown_passages, "
+                "window_start, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     conversation_id,
                     index,
@@ -128,6 +133,8 @@ class SQLiteConversationStore:
                     answer,
                     json.dumps([c.model_dump() for c in citations]),
                     trace.model_dump_json(),
+                    json.dumps([json.loads(p.model_dump_json()) for p in shown_passages]),
+                    window_start,
                     now,
                 ),
             )
@@ -142,6 +149,8 @@ class SQLiteConversationStore:
             answer=answer,
             citations=list(citations),
             trace=trace,
+            shown_passages=list(shown_passages),
+            window_start=window_start,
             created_at=now,
         )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 import uuid
@@ -11,6 +12,7 @@ from pathlib import Path
 
 from anaphora.errors import StoreError
 from anaphora.store.migrations import Migrations
+from anaphora.store.turn_fields import fields_from_trace
 
 Migration = Callable[[sqlite3.Connection], None]
 MIGRATIONS: Migrations[Migration] = Migrations(
@@ -165,6 +167,25 @@ def m005_memory_epochs(db: sqlite3.Connection) -> None:
     """Each user's erase epoch, keyed by a hash of the user id: a background memory write checks it inside its
     transaction, so an erase that came first wins (``anaphora.memory.protocols``)."""
     run_script(db, "CREATE TABLE memory_epochs (user_key TEXT PRIMARY KEY, epoch INTEGER NOT NULL)")
+
+
+@migration
+def m006_turn_window_fields(db: sqlite3.Connection) -> None:
+    """What the next turn reads of a stored turn gets its own columns (the trace is audit only); existing turns
+    get them from their trace, once (:mod:`anaphora.store.turn_fields`). ``window_start`` NULL: unknown."""
+    run_script(
+        db,
+        """
+        ALTER TABLE turns ADD COLUMN shown_passages TEXT NOT NULL DEFAULT '[]';
+        ALTER TABLE turns ADD COLUMN window_start INTEGER
+        """,
+    )
+    updates = []
+    for row in db.execute("SELECT rowid, idx, trace FROM turns WHERE trace != 'null'"):
+        shown, start = fields_from_trace(json.loads(row[2]), row[1])
+        if shown or start is not None:
+            updates.append((json.dumps(shown), start, row[0]))
+    db.executemany("UPDATE turns SET shown_passages = ?, window_start = ? WHERE rowid = ?", updates)
 
 
 class Database:

@@ -166,6 +166,27 @@ class ConversationStoreContract:
         assert stored.trace == make_trace("question 0?")
         assert stored.trace.retrieved[0].bm25_score == 1.5
 
+    async def test_turn_round_trips_what_the_next_turn_reads(self, store):
+        """``shown_passages`` and ``window_start`` are stored as given, whatever the trace says (it is audit only),
+        and a turn appended without them reads back with none shown and an unknown start."""
+        conversation = await store.create(ALICE)
+        shown = [
+            Passage(id="b.md#2", text="shown", source="b.md", heading="H", score=0.25, bm25_score=2.5),
+            Passage(id="c.md#0", text="also", source="c.md", heading="", score=0.125),
+        ]
+        appended = await store.append_turn(
+            ALICE, conversation.id, "q?", "a", [], make_trace("q?"), shown_passages=shown, window_start=3
+        )
+        await add_turn(store, ALICE, conversation.id, 1)
+        first, second = await store.turns(ALICE, conversation.id)
+        assert first == appended
+        assert first.shown_passages == shown and first.shown_passages[0].bm25_score == 2.5
+        assert first.window_start == 3
+        assert first.trace.retrieved[0].id == "a.md#1"  # the trace is kept as it was, not consulted
+        assert second.shown_passages == [] and second.window_start is None
+        [last] = await store.turns(ALICE, conversation.id, last=1)
+        assert last == second
+
     async def test_turn_text_round_trips_exactly(self, store):
         conversation = await store.create(ALICE)
         question = 'Ünïcödé ‘quotes’ "json" \\ back\\slash\nnew line — 日本語 🙂?'

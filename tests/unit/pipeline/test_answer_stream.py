@@ -17,7 +17,7 @@ from anaphora.pipeline.engine import Engine
 from anaphora.pipeline.stage import Stage, StageResult
 from anaphora.pipeline.state import TurnState
 from tests.conftest import SAMPLE_DOCS
-from tests.unit.test_server_harness import components_for, serve, settings_for, token
+from tests.server_harness import components_for, serve, settings_for, token
 
 pytestmark = pytest.mark.unit
 

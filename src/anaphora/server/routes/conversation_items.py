@@ -14,6 +14,7 @@ from anaphora.server.response_schemas import CreateItems, ItemList, NewConversat
 from anaphora.server.routes.deps import Svc, User, check_length
 from anaphora.server.routes.responses import add_turns
 from anaphora.server.state import Service
+from anaphora.store.protocols import NewTurn
 
 router = APIRouter(tags=["conversations"])
 ITEMS = "/v1/conversations/{conversation_id}/items"
@@ -73,6 +74,6 @@ async def add_conversation_items(
     pairs = pairs_of(messages, "items")
     store = svc.components.conversations
     await store.get(user_id, conversation_id)  # unknown (or another user's): 404
-    first = await add_turns(svc, user_id, conversation_id, [(q, a, [], None) for q, a in pairs])
+    first = await add_turns(svc, user_id, conversation_id, [NewTurn(question=q, answer=a) for q, a in pairs])
     stored = (await store.turns(user_id, conversation_id))[first : first + len(pairs)]
     return [item for turn in stored for item in responses.turn_items(conversation_id, turn)]

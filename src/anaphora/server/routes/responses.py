@@ -17,6 +17,7 @@ then assistant, as a conversation holds them); without, they are simply the hist
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import APIRouter
@@ -35,7 +36,7 @@ from anaphora.server.response_schemas import (
 from anaphora.server.routes.deps import Svc, User, check_length
 from anaphora.server.state import Service
 from anaphora.server.turns import Turn
-from anaphora.store.protocols import Conversation, ConversationStore, StoredTurn
+from anaphora.store.protocols import Conversation, ConversationStore, NewTurn, StoredTurn
 from anaphora.types import Message, TurnResult, TurnTrace
 
 router = APIRouter(tags=["responses"])
@@ -74,15 +75,22 @@ async def stored_response(store: ConversationStore, user_id: str, value: str) ->
     return conversation.id, turns, index
 
 
-async def add_turns(svc: Service, user_id: str, conversation_id: str, turns: list[tuple[str, str, Any, Any]]) -> int:
-    """Append (question, answer, citations, trace) turns that were answered elsewhere (input items, a copied
-    chain), after any turn in flight; returns the index of the first."""
+async def add_turns(svc: Service, user_id: str, conversation_id: str, turns: Sequence[NewTurn]) -> int:
+    """Append turns that were answered elsewhere (input items, a copied chain, with what its next turn reads),
+    after any turn in flight; returns the index of the first."""
     store = svc.components.conversations
     first = -1
     async with svc.runner.conversation(user_id, conversation_id):
-        for question, answer, citations, trace in turns:
+        for turn in turns:
             stored = await store.append_turn(
-                user_id, conversation_id, question, answer, citations, trace or added_trace(question)
+                user_id,
+                conversation_id,
+                turn.question,
+                turn.answer,
+                turn.citations,
+                turn.trace or added_trace(turn.question),
+                shown_passages=turn.shown_passages,
+                window_start=turn.window_start,
             )
             first = stored.index if first < 0 else first
     return first
@@ -129,7 +137,7 @@ async def target_conversation(svc: Service, user_id: str, body: CreateResponse) 
         return conversation.id, False, conversation.turn_count
     branch = await store.create(user_id, conversation.title)
     turns = (await store.turns(user_id, conversation.id))[: index + 1]
-    await add_turns(svc, user_id, branch.id, [(t.question, t.answer, t.citations, t.trace) for t in turns])
+    await add_turns(svc, user_id, branch.id, turns)
     return branch.id, True, len(turns)
 
 
@@ -173,7 +181,7 @@ async def create_response(body: CreateResponse, user: User, svc: Svc) -> Any:
     index = held + len(seeded)  # this turn's, once the input items are added
     try:
         if seeded:
-            await add_turns(svc, user.user_id, conversation_id, [(q, a, [], None) for q, a in seeded])
+            await add_turns(svc, user.user_id, conversation_id, [NewTurn(question=q, answer=a) for q, a in seeded])
         request = TurnRequest(
             question, user_id=user.user_id, conversation_id=conversation_id, memory=body.anaphora.memory, **options
         )
