@@ -163,8 +163,8 @@ async def run_domain(domain: str, limit: int, model: str) -> dict:
     engine = components.engine
     capture = Capture()
     engine.add_stage(capture, after="answer")
-    extractive = ExtractiveAnswerer(components.embedder, min_relevance=settings.extractive_min_relevance)
-    threshold = Settings().support_threshold
+    extractive = ExtractiveAnswerer(components.embedder, min_relevance=settings.answers.extractive_min_relevance)
+    threshold = Settings().answers.support_threshold
     checks = {
         "drop": AnswerCheck("drop", "generate", threshold, extractive),
         "mark": AnswerCheck("mark", "generate", threshold, extractive),

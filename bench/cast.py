@@ -32,16 +32,16 @@ DEFAULT_TASKS = ROOT.parent / "shared" / "bench" / "cast-dev" / "tasks.jsonl"
 async def run(tasks_path: str, limit: int | None, stats_domain: str, fresh_model: bool) -> dict:
     tasks = load_tasks(tasks_path, limit=limit)
     settings = Settings(data_dir=CACHE / stats_domain)
-    model = load_chat_model(settings)
+    model = load_chat_model(settings.models)
     replaying = None if fresh_model else ReplayingModel(model, CACHE / "model-replies.jsonl")
     components = build_components(settings, model=replaying or model)
     statistics = components.passages.term_statistics
     stages = {
-        "expansion": build_query_stage(settings.model_copy(update={"rewriter": "expansion"}), model),
+        "expansion": build_query_stage(settings.retrieval.model_copy(update={"rewriter": "expansion"}), model),
         f"expansion + {stats_domain} statistics": build_query_stage(
-            settings.model_copy(update={"rewriter": "expansion"}), model, statistics
+            settings.retrieval.model_copy(update={"rewriter": "expansion"}), model, statistics
         ),
-        "model": build_query_stage(settings.model_copy(update={"rewriter": "model"}), replaying or model),
+        "model": build_query_stage(settings.retrieval.model_copy(update={"rewriter": "model"}), replaying or model),
         "default": components.engine.query_stage,
     }
     out = {}

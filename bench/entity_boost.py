@@ -33,7 +33,9 @@ async def run_domain(domain: str, strengths: list[float], limit: int | None) -> 
     components.ingestor.run([corpus])
     tasks = load_tasks(tasks_path, limit=limit)
     engine = components.engine
-    engine.query_stage = build_query_stage(settings, components.chat_model, components.passages.term_statistics)
+    engine.query_stage = build_query_stage(
+        settings.retrieval, components.chat_model, components.passages.term_statistics
+    )
     out: dict = {}
     for source in ("last-turn", "expansion"):
         replay_source = "pipeline" if source == "expansion" else source

@@ -62,9 +62,9 @@ def follow_up_row(report: dict) -> dict:
 
 async def run_domain(domain: str, sources: list[str], limit: int | None, sweep: bool, fresh_model: bool) -> dict:
     corpus, tasks_path = domain_paths(domain)
-    precision = Settings().embedder_precision  # ANAPHORA_EMBEDDER_PRECISION: an index of its own per precision
+    precision = Settings().models.embedder_precision  # ANAPHORA_EMBEDDER_PRECISION: an index of its own per precision
     settings = Settings(data_dir=CACHE / (domain if precision == "fp32" else f"{domain}-{precision}"))
-    model = load_chat_model(settings)
+    model = load_chat_model(settings.models)
     replaying = None if fresh_model else ReplayingModel(model, CACHE / "model-replies.jsonl")
     components = build_components(settings, model=replaying or model)
     components.ingestor.run([corpus])
@@ -77,7 +77,7 @@ async def run_domain(domain: str, sources: list[str], limit: int | None, sweep: 
         if source in REWRITERS:  # that query stage as the app builds it, corpus statistics included
             original = engine.query_stage
             engine.query_stage = build_query_stage(
-                settings.model_copy(update={"rewriter": REWRITERS[source]}),
+                settings.retrieval.model_copy(update={"rewriter": REWRITERS[source]}),
                 components.chat_model,
                 components.passages.term_statistics,
             )
@@ -99,11 +99,11 @@ async def run_domain(domain: str, sources: list[str], limit: int | None, sweep: 
     if sweep:
         retriever = components.retriever
         for label, overrides in SWEEP.items():
-            retriever.settings = settings.model_copy(update=overrides)
+            retriever.settings = settings.retrieval.model_copy(update=overrides)
             report = score(await replay(engine, tasks, "last-turn"), KS)
             results["sweep"][label] = follow_up_row(report)
             print(domain, "sweep", label, json.dumps(results["sweep"][label]), flush=True)
-        retriever.settings = settings
+        retriever.settings = settings.retrieval
     components.database.close()
     return results
 
@@ -121,7 +121,7 @@ def main() -> None:
         output["domains"][domain] = asyncio.run(
             run_domain(domain, args.sources.split(","), args.limit, args.sweep, args.fresh_model)
         )
-    output["embedder_precision"] = Settings().embedder_precision
+    output["embedder_precision"] = Settings().models.embedder_precision
     name = "followups" if output["embedder_precision"] == "fp32" else f"followups-{output['embedder_precision']}"
     print(f"wrote {write_result(name, output)}")
 

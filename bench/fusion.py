@@ -55,13 +55,13 @@ async def run_domain(domain: str, sources: list[str]) -> dict:
     tasks = load_tasks(tasks_path)
     engine = components.engine
     engine.query_stage = build_query_stage(
-        settings.model_copy(update={"rewriter": "expansion"}),
+        settings.retrieval.model_copy(update={"rewriter": "expansion"}),
         components.chat_model,
         components.passages.term_statistics,
     )
     out: dict[str, dict] = {}
     for label, overrides in OPTIONS.items():
-        components.retriever.settings = settings.model_copy(update=overrides)
+        components.retriever.settings = settings.retrieval.model_copy(update=overrides)
         out[label] = {}
         for source in sources:
             report = score(await replay(engine, tasks, "pipeline" if source == "expansion" else source), (5, 10))

@@ -130,11 +130,11 @@ def sample_texts(trees: list[Path], count: int, cache_dir: Path) -> list[str]:
     texts: list[str] = []
     for tree in trees:
         for file in sorted(tree.rglob("*.md")):
-            document = parse_file(file, ParseLimits(settings.max_pdf_chars, settings.max_pdf_seconds))
+            document = parse_file(file, ParseLimits(settings.ingest.max_pdf_chars, settings.ingest.max_pdf_seconds))
             pieces = chunk_sections(
                 document.sections,
-                size=settings.chunk_tokens,
-                overlap=settings.chunk_overlap,
+                size=settings.ingest.chunk_tokens,
+                overlap=settings.ingest.chunk_overlap,
                 count=counter.count_tokens,
             )
             texts += [search_text(p.heading, p.text) for p in pieces]

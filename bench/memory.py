@@ -273,7 +273,7 @@ async def answer_questions(directory: str, args, conversations: list[dict], aske
     await engine.drain()
     components.database.close()
     return {
-        "answer_mode": answer_mode(settings, model.capabilities),
+        "answer_mode": answer_mode(settings.answers, model.capabilities),
         "questions": sum(sources.values()),
         "token_f1": {group: round(statistics.fmean(v), 4) for group, v in f1.items()},
         "adversarial_abstention_rate": round(statistics.fmean(adversarial), 4) if adversarial else None,
@@ -296,7 +296,7 @@ async def main() -> None:
     args = parser.parse_args()
 
     settings = Settings(embedder="minilm")
-    limit_blas_threads(settings.blas_threads)  # as the product does
+    limit_blas_threads(settings.models.blas_threads)  # as the product does
     CACHE.mkdir(parents=True, exist_ok=True)
     cache_db = Database(CACHE / "memory_embeddings.db")
     embedder = CachedEmbedder(load_embedder(settings), SQLiteEmbeddingCache(cache_db, max_entries=1_000_000))

@@ -85,7 +85,7 @@ def load_postgres(components, store: PostgresPassageStore) -> dict:
 async def timed_runs(retriever: HybridRetriever, settings: Settings, questions: list[str]) -> dict:
     latency = {}
     for mode in MODES:
-        retriever.settings = settings.model_copy(update={"fusion": mode})
+        retriever.settings = settings.retrieval.model_copy(update={"fusion": mode})
         for question in questions[:20]:  # warm-up: connections, index pages
             await retriever.run(question)
         samples = []
@@ -100,7 +100,7 @@ async def timed_runs(retriever: HybridRetriever, settings: Settings, questions: 
 async def recall_at_5(retriever: HybridRetriever, settings: Settings, tasks: list[dict]) -> dict:
     recall = {}
     for mode in MODES:
-        retriever.settings = settings.model_copy(update={"fusion": mode})
+        retriever.settings = settings.retrieval.model_copy(update={"fusion": mode})
         values = []
         for task in tasks:
             found = {p.id for p in await retriever.run(task["rewrite"], limit=5)}
@@ -125,8 +125,8 @@ async def bench(settings: Settings, components, store: PostgresPassageStore, tas
     questions = [t["question"] for t in tasks][:queries]
     followups = [t for t in tasks if t["turn"] > 1 and t.get("gold") and t.get("rewrite")]
     embedder = PrecomputedEmbedder(components.embedder, questions + [t["rewrite"] for t in followups])
-    embedded = HybridRetriever(components.passages, embedder, settings)
-    postgres = HybridRetriever(store, embedder, settings)
+    embedded = HybridRetriever(components.passages, embedder, settings.retrieval)
+    postgres = HybridRetriever(store, embedder, settings.retrieval)
     await asyncio.to_thread(embedded.warm_up)
     results = {}
     for name, retriever in (("embedded", embedded), ("postgres", postgres)):
@@ -166,7 +166,7 @@ def main() -> None:
             embedder_name=components.embedder.name,
             dim=lambda: components.embedder.dim,
             ef_search=args.ef_search,
-            text_search_config=settings.postgres_text_search_config,
+            text_search_config=settings.stores.postgres_text_search_config,
         )
         try:
             loaded = load_postgres(components, store)
@@ -179,18 +179,18 @@ def main() -> None:
         "date": date.today().isoformat(),
         "revision": git_revision(),
         "machine": machine(),
-        "blas_threads": settings.blas_threads,  # the exact scan is a BLAS product
+        "blas_threads": settings.models.blas_threads,  # the exact scan is a BLAS product
         "command": f"python bench/passage_index.py --queries {args.queries} --ef-search {args.ef_search}",
         "corpus": "clapnq",
         "postgres_setup": {
             **loaded,
             "hnsw": {"m": 16, "ef_construction": 200, "ef_search": args.ef_search, "ops": "vector_cosine_ops"},
-            "text_search_config": settings.postgres_text_search_config,
+            "text_search_config": settings.stores.postgres_text_search_config,
             "note": "timings include the client round trips over a local Unix socket",
         },
         "embedded_setup": {
             "lexical": "bm25s (Lucene, k1=1.5, b=0.75)",
-            "dense": f"exact scan below {settings.dense_exact_below:,} passages, else HNSW (hnswlib, ef 128)",
+            "dense": f"exact scan below {settings.retrieval.dense_exact_below:,} passages, else HNSW (hnswlib, ef 128)",
         },
         **numbers,
     }

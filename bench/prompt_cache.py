@@ -125,7 +125,7 @@ class Arm:
     def __init__(self, name: str, settings: Settings, model: ChatModel | None) -> None:
         self.name = name
         self.settings = settings
-        self.recorder = Recorder(model or load_chat_model(settings), settings.system_prompt)
+        self.recorder = Recorder(model or load_chat_model(settings.models), settings.prompt.system_prompt)
         self.components = build_components(settings, model=self.recorder)
         self.turns: list[dict] = []
 
@@ -313,7 +313,7 @@ async def default_mode(turns: int, tmp: Path) -> dict:
             result = await components.engine.ask(TurnRequest(question, conversation_id=conversation))
             await components.engine.drain()
             purposes.append([c.purpose for c in result.trace.calls])
-        mode = answer_mode(settings, components.chat_model.capabilities)
+        mode = answer_mode(settings.answers, components.chat_model.capabilities)
         return {"answer_mode": mode, "calls_per_turn": purposes}
     finally:
         await components.engine.aclose()
@@ -334,7 +334,7 @@ async def kv_reuse(reps: int) -> dict:
     for i, question in enumerate(QUESTIONS[:6]):
         answer = " ".join(docs[i].read_text(encoding="utf-8").split()[:90])
         history += [Message(role="user", content=question), Message(role="assistant", content=answer)]
-    system = Message(role="system", content=Settings().system_prompt)
+    system = Message(role="system", content=Settings().prompt.system_prompt)
 
     def answer_prompt(question: str, doc: Path) -> list[Message]:
         excerpt = " ".join(doc.read_text(encoding="utf-8").split()[:250])

@@ -83,7 +83,7 @@ def ingest_fingerprint(settings: Settings, tree: Path) -> str:
     digest = hashlib.sha256()
     for path in sorted(Path(anaphora.ingest.__file__).parent.glob("*.py")):
         digest.update(path.name.encode() + path.read_bytes())
-    digest.update(f"{settings.embedder}|{settings.chunk_tokens}|{settings.chunk_overlap}".encode())
+    digest.update(f"{settings.models.embedder}|{settings.ingest.chunk_tokens}|{settings.ingest.chunk_overlap}".encode())
     for path in corpus_files(tree):
         digest.update(path.relative_to(tree).as_posix().encode() + path.read_bytes())
     return digest.hexdigest()[:16]

@@ -54,7 +54,7 @@ def latency_section() -> str:
         return "## Ingestion and first-stage retrieval\n\n_Not run yet: `python bench/retrieval_latency.py`._\n"
     rows = [[label, s["p50"], s["p95"], data["ratio_to_bm25_p50"][label]] for label, s in data["latency_ms"].items()]
     ingest = data["ingest"]
-    exact_below = Settings().dense_exact_below
+    exact_below = Settings().retrieval.dense_exact_below
     dense_kind = "an exact scan" if data["passages"] < exact_below else f"an HNSW graph (exact below {exact_below:,})"
     return f"""## Ingestion and first-stage retrieval (issue: foundation)
 

@@ -57,7 +57,7 @@ def main() -> None:
     run_tag = f"r{uuid.uuid4().hex[:6]}"
 
     async def measure(fusion: str, label: str, tag: str = "") -> None:
-        retriever.settings = settings.model_copy(update={"fusion": fusion})
+        retriever.settings = settings.retrieval.model_copy(update={"fusion": fusion})
         samples = []
         for question in questions:
             t0 = time.perf_counter()

@@ -97,7 +97,7 @@ async def run_domain(domain: str, rewriter: str) -> dict:
     results = {}
     tasks = interleave(load_tasks(tasks_path))
     for gate in (True, False):
-        components = build_components(settings.model_copy(update={"skip_gate": gate}))
+        components = build_components(settings.with_updates(skip_gate=gate))
         components.ingestor.run([corpus])
         records = await replay(components.engine, tasks, "pipeline")
         results["gate on" if gate else "gate off"] = score_run(records)

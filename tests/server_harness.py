@@ -122,7 +122,7 @@ def serve(settings: Settings, components: Components | None = None, *, app_build
         port=port,
         log_level="warning",
         lifespan="on",
-        timeout_graceful_shutdown=settings.shutdown_grace_s,
+        timeout_graceful_shutdown=settings.server.shutdown_grace_s,
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)

@@ -83,7 +83,7 @@ class LlamaIndexAnswers:
         from llama_index.core.chat_engine import CondensePlusContextChatEngine
 
         llm_cls, retriever_cls = llamaindex_adapters()
-        llm = llm_cls(model, context_window=components.settings.context_window)
+        llm = llm_cls(model, context_window=components.settings.models.context_window)
         self.engine = CondensePlusContextChatEngine.from_defaults(
             retriever=retriever_cls(components.retriever), llm=llm
         )
@@ -99,7 +99,7 @@ class LlamaIndexAnswers:
 async def run_domain(domain: str, limit: int, model_kind: str) -> dict:
     corpus, tasks_path = domain_paths(domain)
     settings = Settings(data_dir=CACHE / domain, chat_model=model_kind)
-    model = MeteredChatModel(FakeChatModel() if model_kind == "fake" else load_chat_model(settings))
+    model = MeteredChatModel(FakeChatModel() if model_kind == "fake" else load_chat_model(settings.models))
     components = build_components(settings, model=model)
     components.ingestor.run([corpus])
     tasks = [t for t in load_tasks(tasks_path) if t.answer]

@@ -237,7 +237,7 @@ class LlamaIndexSystem:
 
         llm_cls, retriever_cls = llamaindex_adapters()
         self.model, self.retriever = model, retriever
-        self.llm = llm_cls(model, context_window=components.settings.context_window)
+        self.llm = llm_cls(model, context_window=components.settings.models.context_window)
         self.engine = CondensePlusContextChatEngine.from_defaults(
             retriever=retriever_cls(components.retriever), llm=self.llm
         )
@@ -367,7 +367,7 @@ def warm_tasks(tasks: list[Task]) -> list[Task]:
 async def run_domain(domain: str, limit: int | None, model_kind: str, systems: list[str], records_out) -> dict:
     corpus, tasks_path = domain_paths(domain)
     settings = Settings(data_dir=CACHE / domain, chat_model=model_kind)
-    base = FakeChatModel() if model_kind == "fake" else load_chat_model(settings)
+    base = FakeChatModel() if model_kind == "fake" else load_chat_model(settings.models)
     model = MeteredChatModel(base)
     components = build_components(settings, model=model)
     components.ingestor.run([corpus])

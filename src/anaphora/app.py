@@ -53,7 +53,7 @@ from anaphora.rerank import load_reranker
 from anaphora.retrieval import EmbeddedPassageIndex, HybridRetriever, IndexCache
 from anaphora.retrieval.base import Retriever
 from anaphora.retrieval.terms import TermStatistics
-from anaphora.settings import Settings, load_settings
+from anaphora.settings import RetrievalSettings, Settings, StoreSettings, load_settings
 from anaphora.store import (
     Conversation,
     Database,
@@ -106,7 +106,7 @@ class Components:
 
 
 def build_query_stage(
-    settings: Settings, chat_model: ChatModel, statistics: Callable[[], TermStatistics | None] | None = None
+    settings: RetrievalSettings, chat_model: ChatModel, statistics: Callable[[], TermStatistics | None] | None = None
 ) -> QueryStage:
     """``statistics``: what the history expansion reads to keep only words that disambiguate in this corpus (the
     passage index's document frequencies, read per turn so a re-ingested corpus counts at once)."""
@@ -128,9 +128,9 @@ def build_query_stage(
 _URL_EXAMPLES = {"redis": "redis://host:6379/0", "postgres": "postgresql://user:password@host:5432/anaphora"}
 
 
-def server_url(settings: Settings, setting: str, backend: str, fallback: str = "sqlite") -> str:
+def server_url(stores: StoreSettings, setting: str, backend: str, fallback: str = "sqlite") -> str:
     """The ``redis_url`` or ``postgres_url`` that ``setting = backend`` needs, refused with a hint when unset."""
-    url = getattr(settings, f"{backend}_url").get_secret_value()
+    url = (stores.redis_url if backend == "redis" else stores.postgres_url).get_secret_value()
     if not url:
         raise ConfigurationError(
             f"{setting} is '{backend}' but no {backend}_url is set",
@@ -142,16 +142,16 @@ def server_url(settings: Settings, setting: str, backend: str, fallback: str = "
 def build_passage_stores(
     settings: Settings, database: Database, embedder: CachedEmbedder
 ) -> tuple[DocumentRegistry, PassageIndex]:
-    """The document registry and the passage index ``settings.passage_store`` names: SQLite with the embedded
+    """The document registry and the passage index ``settings.stores.passage_store`` names: SQLite with the embedded
     indexes under ``data_dir``, or one PostgreSQL store (pgvector) that is both. Neither loads the embedder or
     connects here; that happens on first use."""
-    if settings.passage_store == "postgres":
+    if settings.stores.passage_store == "postgres":
         store = PostgresPassageStore(
-            server_url(settings, "passage_store", "postgres"),
+            server_url(settings.stores, "passage_store", "postgres"),
             embedder_name=embedder.name,
             dim=lambda: embedder.dim,
-            text_search_config=settings.postgres_text_search_config,
-            ef_search=settings.postgres_hnsw_ef_search,
+            text_search_config=settings.stores.postgres_text_search_config,
+            ef_search=settings.stores.postgres_hnsw_ef_search,
         )
         return store, store
     corpus = SQLiteCorpus(database)
@@ -160,32 +160,32 @@ def build_passage_stores(
         settings.data_dir / "index",
         embedder.name,
         lambda: embedder.dim,
-        exact_below=settings.dense_exact_below,
+        exact_below=settings.retrieval.dense_exact_below,
     )
     return corpus, EmbeddedPassageIndex(corpus, indexes)
 
 
-def build_conversation_store(settings: Settings, database: Database) -> HistoryStore:
-    """The conversation store ``settings.conversation_store`` names. The PostgreSQL and Redis ones connect lazily,
+def build_conversation_store(stores: StoreSettings, database: Database) -> HistoryStore:
+    """The conversation store ``stores.conversation_store`` names. The PostgreSQL and Redis ones connect lazily,
     on first use, so this stays synchronous; :meth:`Engine.aclose` closes them."""
-    if settings.conversation_store == "sqlite":
+    if stores.conversation_store == "sqlite":
         return SQLiteConversationStore(database)
-    if settings.conversation_store == "redis":
+    if stores.conversation_store == "redis":
         return RedisConversationStore(
-            server_url(settings, "conversation_store", "redis"),
-            ttl_s=settings.redis_ttl_s,
-            key_prefix=settings.redis_key_prefix,
+            server_url(stores, "conversation_store", "redis"),
+            ttl_s=stores.redis_ttl_s,
+            key_prefix=stores.redis_key_prefix,
         )
-    return PostgresConversationStore(server_url(settings, "conversation_store", "postgres"))
+    return PostgresConversationStore(server_url(stores, "conversation_store", "postgres"))
 
 
-def build_memory_store(settings: Settings, database: Database) -> MemoryStore:
-    """The long-term memory store ``settings.effective_memory_store`` names: tables in the SQLite database, or
+def build_memory_store(stores: StoreSettings, database: Database) -> MemoryStore:
+    """The long-term memory store ``stores.effective_memory_store`` names: tables in the SQLite database, or
     PostgreSQL with pgvector (connects lazily, on first use)."""
-    if settings.effective_memory_store == "postgres":
+    if stores.effective_memory_store == "postgres":
         return PostgresMemoryStore(
-            server_url(settings, "memory_store", "postgres"),
-            text_search_config=settings.postgres_text_search_config,
+            server_url(stores, "memory_store", "postgres"),
+            text_search_config=stores.postgres_text_search_config,
         )
     return SQLiteMemoryStore(database)
 
@@ -197,32 +197,32 @@ def build_memory_stages(
     ``memory_ttl_days``, and the background writer (model facts too, with a capable ``chat_model``). The writer
     embeds with the uncached embedder: a turn's texts are embedded once, and vectors of them in the shared cache
     would be personal data that erase could not name."""
-    if settings.memory == "off":
+    if not settings.memory.enabled:
         return None, None
-    reader = within_ttl(memory, settings.memory_ttl_s)
+    reader = within_ttl(memory, settings.memory.memory_ttl_s)
     recall = RecallMemory(
         MemoryRecall(reader, embedder),
         reader,
-        k=settings.memory_recall_k,
-        min_score=settings.memory_min_score,
-        timeout_s=settings.memory_recall_timeout_s,
-        fact_min_score=settings.memory_fact_min_score,
+        k=settings.memory.memory_recall_k,
+        min_score=settings.memory.memory_min_score,
+        timeout_s=settings.memory.memory_recall_timeout_s,
+        fact_min_score=settings.memory.memory_fact_min_score,
     )
-    capable = uses_model_facts(settings, chat_model.capabilities)
-    facts = ModelFactExtractor(chat_model, threshold=settings.support_threshold) if capable else None
-    writer = RememberTurn(TurnRecorder(memory, embedder.inner, facts), timeout_s=settings.memory_write_timeout_s)
+    capable = uses_model_facts(settings.memory, chat_model.capabilities)
+    facts = ModelFactExtractor(chat_model, threshold=settings.answers.support_threshold) if capable else None
+    writer = RememberTurn(TurnRecorder(memory, embedder.inner, facts), timeout_s=settings.memory.memory_write_timeout_s)
     return recall, writer
 
 
-def build_embedding_cache(settings: Settings, database: Database) -> EmbeddingCache:
-    """The embedding cache ``settings.embedding_cache_store`` names: SQLite in ``data_dir`` or Redis (shared)."""
-    if settings.embedding_cache_store == "redis":
+def build_embedding_cache(stores: StoreSettings, database: Database) -> EmbeddingCache:
+    """The embedding cache ``stores.embedding_cache_store`` names: SQLite in ``data_dir`` or Redis (shared)."""
+    if stores.embedding_cache_store == "redis":
         return RedisEmbeddingCache(
-            server_url(settings, "embedding_cache_store", "redis"),
-            ttl_s=settings.redis_ttl_s,
-            key_prefix=settings.redis_key_prefix,
+            server_url(stores, "embedding_cache_store", "redis"),
+            ttl_s=stores.redis_ttl_s,
+            key_prefix=stores.redis_key_prefix,
         )
-    return SQLiteEmbeddingCache(database, max_entries=settings.embedding_cache_entries)
+    return SQLiteEmbeddingCache(database, max_entries=stores.embedding_cache_entries)
 
 
 @dataclass(frozen=True)
@@ -246,42 +246,43 @@ def build_stages(settings: Settings, parts: StageParts) -> list[Stage]:
     (:mod:`anaphora.model_defaults`). Acknowledge and converse decide some answers before the answer stage, which
     then leaves them as they are."""
     capabilities = parts.chat_model.capabilities
-    mode = answer_mode(settings, capabilities)
+    mode = answer_mode(settings.answers, capabilities)
     statistics, writer = parts.term_statistics, parts.memory_writer
-    boost = bool(statistics and settings.entity_boost)
-    covers = statistics is not None and settings.uncovered_similarity > 0
+    boost = bool(statistics and settings.retrieval.entity_boost)
+    covers = statistics is not None and settings.retrieval.uncovered_similarity > 0
     converse = mode == "extractive" and parts.extractive is not None  # turns about the conversation, no model call
     answer = Answer(
         parts.chat_model,
         mode=mode,
-        check=AnswerCheck(settings.answer_check, mode, settings.support_threshold, parts.extractive),
+        check=AnswerCheck(settings.answers.answer_check, mode, settings.answers.support_threshold, parts.extractive),
         extractive=parts.extractive,
-        system_prompt=settings.system_prompt,
-        layout=settings.prompt_layout,
-        max_tokens=settings.answer_max_tokens,
-        temperature=settings.answer_temperature,
+        system_prompt=settings.prompt.system_prompt,
+        layout=settings.prompt.prompt_layout,
+        max_tokens=settings.answers.answer_max_tokens,
+        temperature=settings.answers.answer_temperature,
     )
     return [
         *([ReadEraseEpoch(writer)] if writer is not None else []),
-        Router(skip_gate=settings.skip_gate),
+        Router(skip_gate=settings.retrieval.skip_gate),
         AcknowledgeStatement(remembers=writer is not None),
-        QueryPlanner(parts.query_stage, timeout_s=settings.rewrite_timeout_s),
-        *([SkipGate()] if settings.skip_gate else []),
+        QueryPlanner(parts.query_stage, timeout_s=settings.retrieval.rewrite_timeout_s),
+        *([SkipGate()] if settings.retrieval.skip_gate else []),
         Retrieve(parts.retriever),
-        *([BoostEntities(statistics, settings.entity_boost)] if boost else []),  # type: ignore[arg-type]
-        Select(parts.selector, top_k=settings.top_k),
-        *([CheckCoverage(statistics, settings.uncovered_similarity)] if covers else []),  # type: ignore[arg-type]
+        *([BoostEntities(statistics, settings.retrieval.entity_boost)] if boost else []),  # type: ignore[arg-type]
+        Select(parts.selector, top_k=settings.retrieval.top_k),
+        *([CheckCoverage(statistics, settings.retrieval.uncovered_similarity)] if covers else []),  # type: ignore[arg-type]
         *([parts.memory_recall] if parts.memory_recall is not None else []),
         Budget(
             PromptBudget(parts.chat_model.count_tokens, format_passage, history_context),
             PromptLimits(
-                budget=(capabilities.context_tokens or settings.context_window) - settings.answer_max_tokens,
-                history_budget=settings.history_budget_tokens,
-                memory_budget=settings.memory_max_tokens,
-                answer_reserve=settings.answer_max_tokens,
+                budget=(capabilities.context_tokens or settings.models.context_window)
+                - settings.answers.answer_max_tokens,
+                history_budget=settings.prompt.history_budget_tokens,
+                memory_budget=settings.memory.memory_max_tokens,
+                answer_reserve=settings.answers.answer_max_tokens,
             ),
-            window_policy(settings, capabilities),
-            settings.system_prompt,
+            window_policy(settings.prompt, capabilities),
+            settings.prompt.system_prompt,
         ),
         *([AnswerFromConversation()] if converse else []),
         answer,
@@ -311,18 +312,18 @@ def limit_blas_threads(threads: int) -> None:
 
 
 def _assemble(settings: Settings, database: Database, model: ChatModel | None, local: ExitStack) -> Components:
-    limit_blas_threads(settings.blas_threads)
+    limit_blas_threads(settings.models.blas_threads)
     clients = AsyncExitStack()
-    embedder = CachedEmbedder(load_embedder(settings), build_embedding_cache(settings, database))
+    embedder = CachedEmbedder(load_embedder(settings), build_embedding_cache(settings.stores, database))
     local.callback(embedder.cache.close)  # a Redis cache's client
     corpus, passages = build_passage_stores(settings, database, embedder)
     local.callback(passages.close)  # a PostgreSQL passage store's pool
-    retriever = HybridRetriever(passages, embedder, settings)
-    conversations = build_conversation_store(settings, database)
+    retriever = HybridRetriever(passages, embedder, settings.retrieval)
+    conversations = build_conversation_store(settings.stores, database)
     clients.push_async_callback(conversations.aclose)
-    memory = build_memory_store(settings, database)
+    memory = build_memory_store(settings.stores, database)
     clients.push_async_callback(memory.aclose)
-    chat_model = model or load_chat_model(settings)
+    chat_model = model or load_chat_model(settings.models)
     clients.push_async_callback(chat_model.aclose)
     recall, writer = build_memory_stages(settings, memory, embedder, chat_model)
     metrics = Metrics()
@@ -330,26 +331,26 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None, l
         chat_model,
         conversations,
         conversations,
-        max_tokens=settings.summary_max_tokens,
-        timeout_s=settings.summary_timeout_s,
-        input_tokens=max(256, settings.context_window // 2 - settings.summary_max_tokens),
+        max_tokens=settings.prompt.summary_max_tokens,
+        timeout_s=settings.prompt.summary_timeout_s,
+        input_tokens=max(256, settings.models.context_window // 2 - settings.prompt.summary_max_tokens),
     )
-    reranker = load_reranker(settings)
+    reranker = load_reranker(settings.models)
     clients.push_async_callback(reranker.aclose)
     selector = PassageSelector(
         reranker,
-        similarity_threshold=settings.similarity_threshold,
-        rerank_threshold=settings.rerank_threshold,
-        timeout_s=settings.rerank_timeout_s,
+        similarity_threshold=settings.retrieval.similarity_threshold,
+        rerank_threshold=settings.retrieval.rerank_threshold,
+        timeout_s=settings.models.rerank_timeout_s,
     )
     parts = StageParts(
         chat_model,
         retriever,
-        build_query_stage(settings, chat_model, passages.term_statistics),
+        build_query_stage(settings.retrieval, chat_model, passages.term_statistics),
         selector,
         extractive=ExtractiveAnswerer(
             embedder,
-            min_relevance=settings.extractive_min_relevance,
+            min_relevance=settings.answers.extractive_min_relevance,
             vectors=SentenceVectors(embedder),
         ),
         term_statistics=passages.term_statistics,
@@ -359,12 +360,12 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None, l
     engine = Engine(
         build_stages(settings, parts),
         conversations=conversations,
-        window=window_policy(settings, chat_model.capabilities),
+        window=window_policy(settings.prompt, chat_model.capabilities),
         summaries=conversations,
         summarizer=summarizer,
         memory_writer=writer,
         metrics=metrics,
-        tracer=build_tracer(settings),
+        tracer=build_tracer(settings.telemetry),
     )
     clients.push_async_callback(engine.drain)  # first: background work still uses the clients
     return Components(
@@ -377,7 +378,7 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None, l
         conversations,
         chat_model,
         engine,
-        Ingestor(corpus, embedder, settings),
+        Ingestor(corpus, embedder, settings.ingest),
         memory,
         local,
         clients,
@@ -427,7 +428,7 @@ def ingest_with_workers(components: Components, workers: int, paths: Sequence[st
 
     cached = components.embedder
     with ProcessPoolEmbedder(components.settings, workers, cached.inner) as pool:
-        return Ingestor(components.corpus, CachedEmbedder(pool, cached.cache), components.settings).run(
+        return Ingestor(components.corpus, CachedEmbedder(pool, cached.cache), components.settings.ingest).run(
             paths, **options
         )
 

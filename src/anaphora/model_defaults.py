@@ -11,14 +11,14 @@ from anaphora.errors import ConfigurationError
 from anaphora.models.base import ModelCapabilities
 from anaphora.pipeline.check import AnswerMode
 from anaphora.pipeline.window import WindowPolicy
-from anaphora.settings import Settings
+from anaphora.settings import AnswerSettings, MemorySettings, PromptSettings, RetrievalSettings
 
 RewriterChoice = Literal["analysis", "model", "expansion", "off"]
 CACHED_WINDOW = (16, 8)  # a model whose provider caches prefixes: a longer window folds less often (prefix 0.89)
 LOCAL_WINDOW = (8, 4)  # the brief's window (at most 8 verbatim turns, folding to 4)
 
 
-def answer_mode(settings: Settings, capabilities: ModelCapabilities) -> AnswerMode:
+def answer_mode(settings: AnswerSettings, capabilities: ModelCapabilities) -> AnswerMode:
     """``answer_mode``, or 'extractive' for a model whose answers are not reliable, else 'auto' (measured:
     docs/benchmarks.md, grounded answers)."""
     if settings.answer_mode is not None:
@@ -26,7 +26,7 @@ def answer_mode(settings: Settings, capabilities: ModelCapabilities) -> AnswerMo
     return "auto" if capabilities.reliable_answers else "extractive"
 
 
-def query_rewriter(settings: Settings, capabilities: ModelCapabilities) -> RewriterChoice:
+def query_rewriter(settings: RetrievalSettings, capabilities: ModelCapabilities) -> RewriterChoice:
     """``rewriter``, or the model-free expansion for a model whose answers are not reliable (the embedded
     SmolLM2-135M: its rewrites retrieve no better and cost a call per follow-up, docs/benchmarks.md, issue 23),
     else a model rewrite."""
@@ -35,21 +35,21 @@ def query_rewriter(settings: Settings, capabilities: ModelCapabilities) -> Rewri
     return "model" if capabilities.reliable_answers else "expansion"
 
 
-def uses_model_facts(settings: Settings, capabilities: ModelCapabilities) -> bool:
+def uses_model_facts(settings: MemorySettings, capabilities: ModelCapabilities) -> bool:
     """``memory_model_facts``, with 'auto' on for a model that may be asked for facts."""
     if settings.memory_model_facts != "auto":
         return settings.memory_model_facts == "on"
     return capabilities.extracts_facts
 
 
-def shows_history_excerpts(settings: Settings, capabilities: ModelCapabilities) -> bool:
+def shows_history_excerpts(settings: PromptSettings, capabilities: ModelCapabilities) -> bool:
     """``history_excerpts`` (``cache_stable`` only), with 'auto' on unless the model runs in this process."""
     if settings.prompt_layout != "cache_stable" or settings.history_excerpts == "off":
         return False
     return settings.history_excerpts == "on" or not capabilities.in_process
 
 
-def window_policy(settings: Settings, capabilities: ModelCapabilities) -> WindowPolicy:
+def window_policy(settings: PromptSettings, capabilities: ModelCapabilities) -> WindowPolicy:
     """The verbatim window: ``history_turns`` / ``history_min_turns``, unset ones by whether the model's provider
     caches prompt prefixes (16 folding to 8) or not (8 folding to 4)."""
     default_max, default_min = CACHED_WINDOW if capabilities.prompt_caching else LOCAL_WINDOW

@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from anaphora.errors import require
-from anaphora.settings import Settings
+from anaphora.settings import TelemetrySettings
 
 
-def build_tracer(settings: Settings) -> Any | None:
+def build_tracer(settings: TelemetrySettings) -> Any | None:
     """A tracer for ``settings.otel_exporter`` ("console" or "otlp"), or ``None`` when tracing is off."""
     if settings.otel_exporter == "none":
         return None

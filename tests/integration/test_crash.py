@@ -51,7 +51,7 @@ def stored(settings: Settings, conversation: str) -> tuple[list[StoredTurn], Sum
 
     async def read() -> tuple[list[StoredTurn], Summary | None]:
         database = Database(settings.data_dir / "anaphora.db")
-        store = build_conversation_store(settings, database)
+        store = build_conversation_store(settings.stores, database)
         try:
             return await store.turns(USER, conversation), await store.summary(USER, conversation)
         finally:

@@ -82,7 +82,7 @@ def test_load_reranker_builds_it_from_settings(tmp_path: Path, cross_encoder_dir
     settings = Settings(
         data_dir=tmp_path, chat_model="fake", embedder="hashing", reranker=f"cross-encoder:{cross_encoder_dir}"
     )
-    reranker = load_reranker(settings)
+    reranker = load_reranker(settings.models)
     assert isinstance(reranker, CrossEncoderReranker)
     assert reranker.model_path == cross_encoder_dir
 
@@ -109,7 +109,7 @@ def test_engine_reranks_with_the_cross_encoder(tmp_path: Path, cross_encoder_dir
         assert select.status == "ok", select.detail
         assert select.detail == f"reranked by cross-encoder:{cross_encoder_dir.name}"
         retrieved = result.trace.retrieved
-        assert len(retrieved) == settings.top_k
+        assert len(retrieved) == settings.retrieval.top_k
         scores = [p.rerank_score for p in retrieved]
         assert all(s is not None and 0.0 <= s <= 1.0 for s in scores)
         assert scores == sorted(scores, reverse=True)

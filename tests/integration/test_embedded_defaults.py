@@ -56,7 +56,7 @@ def test_standalone_questions_retrieve_the_expected_section(embedded: Anaphora, 
 def test_real_model_streams_checked_units_and_persists(embedded: Anaphora) -> None:
     """The model answering (answer_mode = generate, check drop): the stream, released unit by unit, adds up to the
     stored answer."""
-    settings = embedded.settings.model_copy(update={"answer_mode": "generate"})
+    settings = embedded.settings.with_updates(answer_mode="generate")
     with Anaphora(settings) as generating:
         conversation = generating.new_conversation()
         *deltas, result = list(generating.stream("How do I install Kestrel on Kubernetes?", conversation))

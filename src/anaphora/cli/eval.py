@@ -174,13 +174,13 @@ def eval_answers(
 
 
 def _settings_summary(rag: Anaphora) -> dict[str, Any]:
-    s = rag.settings
+    models, retrieval = rag.settings.models, rag.settings.retrieval
     return {
-        "chat_model": s.chat_model,
-        "embedder": s.embedder,
-        "fusion": s.fusion,
-        "bm25_weight": s.bm25_weight,
-        "dense_weight": s.dense_weight,
-        "candidates": s.candidates,
-        "top_k": s.top_k,
+        "chat_model": models.chat_model,
+        "embedder": models.embedder,
+        "fusion": retrieval.fusion,
+        "bm25_weight": retrieval.bm25_weight,
+        "dense_weight": retrieval.dense_weight,
+        "candidates": retrieval.candidates,
+        "top_k": retrieval.top_k,
     }

@@ -150,7 +150,7 @@ def ask(
         if remember and conversation is None and not temporary:
             conversation = rag.new_conversation(question[:60])
         _answer(rag, question, conversation, trace, memory=not temporary)
-        remembers = rag.components.settings.memory == "on" and not temporary
+        remembers = rag.components.settings.memory.enabled and not temporary
     if conversation is None and remembers:
         console.print(
             "[dim]Not remembered: a question without a conversation is not stored. To keep it: "

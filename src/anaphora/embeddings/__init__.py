@@ -10,7 +10,7 @@ from anaphora.settings import Settings
 
 def load_embedder(settings: Settings) -> Embedder:
     """'minilm' (bundled), 'sentence-transformers:/path', or 'hashing' (no model)."""
-    spec = settings.embedder.strip()
+    spec = settings.models.embedder.strip()
     scheme, _, argument = spec.partition(":")
     if scheme == "hashing":
         return HashingEmbedder(int(argument) if argument else 384)
@@ -21,11 +21,11 @@ def load_embedder(settings: Settings) -> Embedder:
         )
 
         runtime = {
-            "batch_size": settings.embed_batch_size,
-            "runtime": settings.embedder_runtime,
+            "batch_size": settings.ingest.embed_batch_size,
+            "runtime": settings.models.embedder_runtime,
             "cache_dir": settings.cache_dir,
-            "threads": settings.embedder_threads,
-            "precision": settings.embedder_precision,
+            "threads": settings.models.embedder_threads,
+            "precision": settings.models.embedder_precision,
         }
         if scheme == "minilm":
             return SentenceTransformerEmbedder(embedded_minilm_path(), name="all-MiniLM-L6-v2", **runtime)

@@ -36,7 +36,7 @@ def _embed_in_worker(texts: list[str]) -> np.ndarray:
 
 def threads_per_worker(settings: Settings, workers: int) -> int:
     """``embedder_threads`` when set, else the cores shared out among the workers."""
-    return settings.embedder_threads or max(1, (os.cpu_count() or 1) // workers)
+    return settings.models.embedder_threads or max(1, (os.cpu_count() or 1) // workers)
 
 
 class ProcessPoolEmbedder:
@@ -51,7 +51,7 @@ class ProcessPoolEmbedder:
         self.name = local.name
         self.workers = workers
         local.embed(["warm up"])  # an export or quantization to make is made here once, not by every worker
-        worker_settings = settings.model_copy(update={"embedder_threads": threads_per_worker(settings, workers)})
+        worker_settings = settings.with_updates(embedder_threads=threads_per_worker(settings, workers))
         self._pool = ProcessPoolExecutor(
             max_workers=workers,
             mp_context=multiprocessing.get_context("spawn"),  # no fork of a process holding threads and sessions

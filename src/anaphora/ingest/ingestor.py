@@ -25,7 +25,7 @@ from anaphora.ingest.chunker import chunk_sections
 from anaphora.ingest.parsers import SUPPORTED_SUFFIXES, ParsedDocument, ParseLimits, parse_file
 from anaphora.ingest.read_ahead import read_ahead
 from anaphora.ingest.screening import display_path, screen
-from anaphora.settings import Settings
+from anaphora.settings import IngestSettings
 from anaphora.store.protocols import DocumentRegistry, DocumentVersion
 from anaphora.store.sqlite_corpus import search_text
 from anaphora.types import Chunk
@@ -117,7 +117,7 @@ def _empty_reason(file: Path, data: bytes) -> str:
 
 
 class Ingestor:
-    def __init__(self, corpus: DocumentRegistry, embedder: Embedder, settings: Settings) -> None:
+    def __init__(self, corpus: DocumentRegistry, embedder: Embedder, settings: IngestSettings) -> None:
         self.corpus = corpus
         self.embedder = embedder
         self.settings = settings

@@ -3,7 +3,7 @@
 A spec is ``scheme`` or ``scheme:argument``. Built-ins: ``embedded``, ``fake`` (``fake:SECONDS`` paces its streamed
 words), ``gguf:PATH`` (a bare path ending in ``.gguf`` works too), ``openai:MODEL`` and ``anthropic:MODEL``.
 Packages add schemes through the ``anaphora.chat_models`` entry-point group; each entry point is a factory
-``(argument: str, settings: Settings) -> ChatModel``.
+``(argument: str, settings: ModelSettings) -> ChatModel``, given ``settings.models``.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from typing import Any
 
 from anaphora.errors import ConfigurationError
 from anaphora.models.base import ChatModel
-from anaphora.settings import Settings
+from anaphora.settings import ModelSettings
 
-Factory = Callable[[str, Settings], ChatModel]
+Factory = Callable[[str, ModelSettings], ChatModel]
 
 
-def _llamacpp(path: str | Path, settings: Settings, **identity: Any) -> ChatModel:
+def _llamacpp(path: str | Path, settings: ModelSettings, **identity: Any) -> ChatModel:
     """An in-process GGUF model with the settings every llama.cpp spec shares; ``identity``: name, capabilities."""
     from anaphora.models.llamacpp import LlamaCppChatModel
 
@@ -35,7 +35,7 @@ def _llamacpp(path: str | Path, settings: Settings, **identity: Any) -> ChatMode
     )
 
 
-def _embedded(argument: str, settings: Settings) -> ChatModel:
+def _embedded(argument: str, settings: ModelSettings) -> ChatModel:
     from anaphora.models.llamacpp import embedded_gguf_path
 
     return _llamacpp(
@@ -46,13 +46,13 @@ def _embedded(argument: str, settings: Settings) -> ChatModel:
     )
 
 
-def _gguf(argument: str, settings: Settings) -> ChatModel:
+def _gguf(argument: str, settings: ModelSettings) -> ChatModel:
     if not argument:
         raise ConfigurationError("'gguf:' needs a file path", hint="use gguf:/path/to/model.gguf")
     return _llamacpp(argument, settings)
 
 
-def _openai(argument: str, settings: Settings) -> ChatModel:
+def _openai(argument: str, settings: ModelSettings) -> ChatModel:
     from anaphora.models.openai_compat import OpenAICompatibleChatModel
 
     if not argument:
@@ -65,7 +65,7 @@ def _openai(argument: str, settings: Settings) -> ChatModel:
     )
 
 
-def _anthropic(argument: str, settings: Settings) -> ChatModel:
+def _anthropic(argument: str, settings: ModelSettings) -> ChatModel:
     from anaphora.models.anthropic import DEFAULT_BASE_URL, AnthropicChatModel
 
     if not argument:
@@ -82,7 +82,7 @@ def _anthropic(argument: str, settings: Settings) -> ChatModel:
     )
 
 
-def _fake(argument: str, settings: Settings) -> ChatModel:
+def _fake(argument: str, settings: ModelSettings) -> ChatModel:
     """``fake``, or ``fake:SECONDS``: streamed answers come a word at a time, SECONDS apart (slow turns on demand)."""
     from anaphora.models.fake import FakeChatModel
 
@@ -125,7 +125,7 @@ def chat_model_scheme(spec: str, schemes: Collection[str] | None = None) -> tupl
     return scheme, argument
 
 
-def load_chat_model(settings: Settings, spec: str | None = None) -> ChatModel:
+def load_chat_model(settings: ModelSettings, spec: str | None = None) -> ChatModel:
     spec = (spec or settings.chat_model).strip()
     factories = available_chat_models()
     scheme, argument = chat_model_scheme(spec, factories)

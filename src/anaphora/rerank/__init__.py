@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from anaphora.errors import ConfigurationError
 from anaphora.rerank.base import NoModelReranker, Reranker
-from anaphora.settings import Settings
+from anaphora.settings import ModelSettings
 
 
-def load_reranker(settings: Settings) -> Reranker:
+def load_reranker(settings: ModelSettings) -> Reranker:
     """'none', 'cross-encoder:/path', or 'http:URL' (with ``rerank_style`` cohere|tei)."""
     spec = settings.reranker.strip()
     scheme, _, argument = spec.partition(":")

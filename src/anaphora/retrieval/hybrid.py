@@ -17,7 +17,7 @@ from anaphora.embeddings.base import Embedder
 from anaphora.embeddings.batching import BatchingEmbedder
 from anaphora.retrieval.fusion import normalised_sum, weighted_rrf
 from anaphora.retrieval.query_fusion import head_margin, keep_in_head, query_weights
-from anaphora.settings import Settings
+from anaphora.settings import RetrievalSettings
 from anaphora.store.protocols import PassageIndex, Ranking
 from anaphora.types import Passage
 
@@ -25,7 +25,7 @@ LIST_DEPTH = 50  # each list contributes this many candidates to the fusion
 
 
 class HybridRetriever:
-    def __init__(self, index: PassageIndex, embedder: Embedder, settings: Settings) -> None:
+    def __init__(self, index: PassageIndex, embedder: Embedder, settings: RetrievalSettings) -> None:
         self.index = index
         self.embedder = embedder
         self.settings = settings

@@ -45,7 +45,7 @@ def create_app(
     ``anaphora serve`` does: it builds them first, so that a broken model or store is reported like any CLI error.
     """
     owned = components is None if owns_components is None else owns_components
-    service = Service(settings, build_authenticator(settings), components, owns_components=owned)
+    service = Service(settings, build_authenticator(settings.server), components, owns_components=owned)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -60,8 +60,8 @@ def create_app(
         version=__version__,
         description="Conversational RAG where follow-up questions work. Reference: docs/server.md.",
         lifespan=lifespan,
-        docs_url="/docs" if settings.api_docs else None,  # third-party scripts on this origin: opt-in only
-        redoc_url="/redoc" if settings.api_docs else None,
+        docs_url="/docs" if settings.server.api_docs else None,  # third-party scripts on this origin: opt-in only
+        redoc_url="/redoc" if settings.server.api_docs else None,
         middleware=middleware(settings, service),
     )
     app.state.service = service
@@ -69,20 +69,21 @@ def create_app(
     openapi_errors.install(app)  # the error responses and media types the server really answers with
     for module in (chat, responses, conversations, conversation_items, documents, memories, session, users, ops):
         app.include_router(module.router)
-    web.install(app, settings)  # the chat page at / (web_ui)
+    web.install(app, settings.server)  # the chat page at / (web_ui)
     return app
 
 
 def middleware(settings: Settings, service: Service) -> list[Middleware]:
     """The service's middleware, in one ordered list, outermost first."""
-    guard = [Middleware(DevModeGuard, allowed_hosts=settings.dev_allowed_hosts)] if settings.auth == "none" else []
+    server = settings.server
+    guard = [Middleware(DevModeGuard, allowed_hosts=server.dev_allowed_hosts)] if server.auth == "none" else []
     return [
         Middleware(NoSniffMiddleware),  # nosniff on every response, the error responses included
         Middleware(RequestIdMiddleware),  # every record of the request carries its id
         Middleware(MetricsMiddleware, metrics=lambda: service.http_metrics),  # counts the 413s too
         Middleware(SessionHeaderMiddleware),
         *guard,  # auth 'none': answer only this machine's own pages (dev_guard.py)
-        Middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes),
+        Middleware(BodyLimitMiddleware, max_bytes=settings.server.max_request_bytes),
         Middleware(HeadAsGetMiddleware),  # logs and metrics still see the HEAD
         Middleware(errors.CatchAllMiddleware),  # innermost: any exception becomes the error shape
     ]

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from anaphora.errors import AuthError, ConfigurationError, MissingDependencyError, require
 from anaphora.pipeline.engine import LOCAL_USER
-from anaphora.settings import Settings
+from anaphora.settings import ServerSettings
 
 ADMIN_SCOPE = "admin"
 MAX_SUBJECT_CHARS = 256
@@ -54,7 +54,7 @@ def _scopes(claims: dict[str, Any]) -> set[str]:
 
 
 class JWTAuth:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: ServerSettings) -> None:
         self.jwt = require("jwt", package="pyjwt[crypto]", extra="server", purpose="JWT authentication")
         secret = settings.jwt_secret.get_secret_value()
         public_key = settings.jwt_public_key.strip()
@@ -185,6 +185,6 @@ class JWTAuth:
         return Principal(subject, admin=ADMIN_SCOPE in _scopes(claims))
 
 
-def build_authenticator(settings: Settings) -> Authenticator:
+def build_authenticator(settings: ServerSettings) -> Authenticator:
     """Validate the auth settings now (startup), so a misconfigured service never starts."""
     return NoAuth() if settings.auth == "none" else JWTAuth(settings)

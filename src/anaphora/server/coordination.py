@@ -21,9 +21,9 @@ AUTO_TURN_LOCK = {"sqlite": "process", "postgres": "postgres", "redis": "redis"}
 
 def turn_lock_kind(settings: Settings) -> str:
     """The ``turn_lock`` setting with ``auto`` resolved: ``process``, ``redis`` or ``postgres``."""
-    if settings.turn_lock == "auto":
-        return AUTO_TURN_LOCK[settings.conversation_store]
-    return settings.turn_lock
+    if settings.server.turn_lock == "auto":
+        return AUTO_TURN_LOCK[settings.stores.conversation_store]
+    return settings.server.turn_lock
 
 
 def build_turn_lock(settings: Settings) -> TurnLock:
@@ -33,26 +33,29 @@ def build_turn_lock(settings: Settings) -> TurnLock:
     if kind == "redis":
         from anaphora.store.redis_coordination import RedisLockBackend
 
-        lease_s = settings.turn_lock_lease_s
+        lease_s = settings.server.turn_lock_lease_s
         backend = RedisLockBackend(
-            server_url(settings, "turn_lock", "redis", "process"), lease_s=lease_s, key_prefix=settings.redis_key_prefix
+            server_url(settings.stores, "turn_lock", "redis", "process"),
+            lease_s=lease_s,
+            key_prefix=settings.stores.redis_key_prefix,
         )
-        return SharedTurnLock(backend, renew_every_s=lease_s / 3, wait_s=settings.turn_lock_wait_s)
+        return SharedTurnLock(backend, renew_every_s=lease_s / 3, wait_s=settings.server.turn_lock_wait_s)
     from anaphora.store.postgres_locks import PostgresLockBackend
 
-    backend = PostgresLockBackend(server_url(settings, "turn_lock", "postgres", "process"))
+    backend = PostgresLockBackend(server_url(settings.stores, "turn_lock", "postgres", "process"))
     # the lease is the connection; renewing only checks it is alive, so a few seconds apart is plenty
-    return SharedTurnLock(backend, renew_every_s=10.0, wait_s=settings.turn_lock_wait_s)
+    return SharedTurnLock(backend, renew_every_s=10.0, wait_s=settings.server.turn_lock_wait_s)
 
 
 def build_session_store(settings: Settings, *, busy: Callable[[str], bool]) -> SessionStore:
     """``busy(user_id)`` tells the in-memory store which sessions have turns in flight (never expired or evicted)."""
-    if settings.session_store == "redis":
+    if settings.server.session_store == "redis":
         from anaphora.store.redis_coordination import RedisSessionStore
 
         return RedisSessionStore(
-            server_url(settings, "session_store", "redis", "memory"),
-            ttl_s=settings.session_ttl_s,
-            key_prefix=settings.redis_key_prefix,
+            server_url(settings.stores, "session_store", "redis", "memory"),
+            ttl_s=settings.server.session_ttl_s,
+            key_prefix=settings.stores.redis_key_prefix,
         )
-    return MemorySessionStore(ttl_s=settings.session_ttl_s, max_live=settings.max_live_sessions, busy=busy)
+    server = settings.server
+    return MemorySessionStore(ttl_s=server.session_ttl_s, max_live=server.max_live_sessions, busy=busy)

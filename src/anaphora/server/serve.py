@@ -28,21 +28,21 @@ def is_loopback(host: str) -> bool:
 
 
 def check(settings: Settings, *, force_insecure: bool = False) -> None:
-    host, port = settings.server_host, settings.server_port
-    if settings.auth == "none" and not is_loopback(host) and not force_insecure:
+    host, port = settings.server.server_host, settings.server.server_port
+    if settings.server.auth == "none" and not is_loopback(host) and not force_insecure:
         raise ConfigurationError(
             f"refusing to serve on {host or 'all interfaces'} without authentication (auth is 'none'): anyone who "
             "can reach this address would act as user 'local' and read or delete every conversation",
             hint="listen on 127.0.0.1 (--host 127.0.0.1), or configure JWT auth (ANAPHORA_AUTH=jwt with "
             "ANAPHORA_JWT_SECRET or ANAPHORA_JWT_PUBLIC_KEY), or pass --force-insecure on a network you trust",
         )
-    if settings.chat_model.startswith("openai:"):
-        upstream = urlsplit(settings.openai_base_url)
+    if settings.models.chat_model.startswith("openai:"):
+        upstream = urlsplit(settings.models.openai_base_url)
         same_port = (upstream.port or (443 if upstream.scheme == "https" else 80)) == port
         same_host = upstream.hostname == host or (is_loopback(upstream.hostname or "") and is_loopback(host))
         if same_port and same_host:
             raise ConfigurationError(
-                f"the chat model's endpoint {settings.openai_base_url} is this server's own address",
+                f"the chat model's endpoint {settings.models.openai_base_url} is this server's own address",
                 hint="point ANAPHORA_OPENAI_BASE_URL at the model server, or serve on another --port",
             )
 
@@ -59,7 +59,7 @@ def check_workers(settings: Settings, workers: int) -> None:
             hint="set ANAPHORA_TURN_LOCK=redis (with ANAPHORA_REDIS_URL) or postgres (with ANAPHORA_POSTGRES_URL), "
             "or serve with --workers 1",
         )
-    if workers > 1 and settings.session_store == "memory":
+    if workers > 1 and settings.server.session_store == "memory":
         raise ConfigurationError(
             f"{workers} workers cannot share sessions kept in memory (session_store 'memory')",
             hint="set ANAPHORA_SESSION_STORE=redis (with ANAPHORA_REDIS_URL), or serve with --workers 1",
@@ -83,7 +83,7 @@ def run_workers(settings: Settings, overrides: dict[str, Any], workers: int, *, 
     from anaphora.app import build_components
     from anaphora.server.auth import build_authenticator
 
-    build_authenticator(settings)
+    build_authenticator(settings.server)
     build_components(settings).database.close()  # a broken store or settings fail here, as a CLI error
     os.environ[OVERRIDES_ENV] = json.dumps({k: v for k, v in overrides.items() if v is not None}, default=str)
     _uvicorn(
@@ -104,7 +104,7 @@ def run(settings: Settings, *, force_insecure: bool = False) -> None:
     from anaphora.server.auth import build_authenticator
     from anaphora.server.logs import configure_logging
 
-    build_authenticator(settings)  # fail on bad auth settings before opening anything
+    build_authenticator(settings.server)  # fail on bad auth settings before opening anything
     app = create_app(settings, components=build_components(settings), owns_components=True)
     configure_logging()  # JSON lines with request ids; the app logs each request itself
     _uvicorn(settings, app)
@@ -115,9 +115,9 @@ def _uvicorn(settings: Settings, app: Any, **options: Any) -> None:
 
     uvicorn.run(
         app,
-        host=settings.server_host,
-        port=settings.server_port,
-        timeout_graceful_shutdown=settings.shutdown_grace_s,
+        host=settings.server.server_host,
+        port=settings.server.server_port,
+        timeout_graceful_shutdown=settings.server.shutdown_grace_s,
         log_level="info",
         log_config=None,
         access_log=False,

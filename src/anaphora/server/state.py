@@ -81,21 +81,21 @@ class Service:
             raise
         engine = self._components.engine
         self._runner = runner = TurnRunner(
-            engine, max_per_user=self.settings.max_concurrent_turns_per_user, lock=build_turn_lock(self.settings)
+            engine, max_per_user=self.settings.server.max_concurrent_turns_per_user, lock=build_turn_lock(self.settings)
         )
         self.http_metrics = HttpMetrics.of(engine.metrics.registry)
         self.http_metrics.turns_in_flight.set_function(lambda: runner.in_flight)
         components = self._components
         self._jobs = IngestJobs(components.ingestor, components.corpus, self.settings.data_dir / "uploads")
-        interval_s = self.settings.history_sweep_interval_s
-        if self.settings.history_ttl_s > 0:
+        interval_s = self.settings.server.history_sweep_interval_s
+        if self.settings.server.history_ttl_s > 0:
             self.sweeper = HistorySweeper(
-                components.conversations, runner, ttl_s=self.settings.history_ttl_s, interval_s=interval_s
+                components.conversations, runner, ttl_s=self.settings.server.history_ttl_s, interval_s=interval_s
             )
             self.sweeper.start()
-        if self.settings.memory_ttl_s is not None:
+        if self.settings.memory.memory_ttl_s is not None:
             self.memory_sweeper = MemorySweeper(
-                components.memory, ttl_s=self.settings.memory_ttl_s, interval_s=interval_s
+                components.memory, ttl_s=self.settings.memory.memory_ttl_s, interval_s=interval_s
             )
             self.memory_sweeper.start()
 
@@ -108,12 +108,14 @@ class Service:
             await self.memory_sweeper.stop()
             self.memory_sweeper = None
         if self._runner is not None:
-            pending = await self._runner.drain(self.settings.shutdown_grace_s)
+            pending = await self._runner.drain(self.settings.server.shutdown_grace_s)
             if pending:
                 log.warning(
-                    "shutting down with %d turn(s) still running after %.0f s", pending, self.settings.shutdown_grace_s
+                    "shutting down with %d turn(s) still running after %.0f s",
+                    pending,
+                    self.settings.server.shutdown_grace_s,
                 )
-        if self._jobs is not None and await self._jobs.drain(self.settings.shutdown_grace_s):
+        if self._jobs is not None and await self._jobs.drain(self.settings.server.shutdown_grace_s):
             log.warning("shutting down with an ingestion job still running")
         if self._runner is not None:
             await self._runner.lock.aclose()
@@ -147,7 +149,7 @@ Svc = Annotated[Service, Depends(service)]
 
 async def require_admin(user: User, svc: Svc) -> Principal:
     """Documents are the deployment's, not a user's: managing them needs the 'admin' scope (dev mode: everyone)."""
-    if svc.settings.auth != "none" and not user.admin:
+    if svc.settings.server.auth != "none" and not user.admin:
         raise PermissionDeniedError(
             "managing documents needs administrator rights", hint="use a token with the 'admin' scope"
         )

@@ -15,7 +15,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import Message, Scope
 
 from anaphora.server.asgi import ExchangeObserver
-from anaphora.settings import Settings
+from anaphora.settings import ServerSettings
 
 STATIC = Path(__file__).parent / "static"
 MOUNT = "/ui"
@@ -59,7 +59,7 @@ class NoSniffMiddleware(ExchangeObserver):
         message["headers"] = headers
 
 
-def install(app: FastAPI, settings: Settings) -> None:
+def install(app: FastAPI, settings: ServerSettings) -> None:
     """Add the page (unless ``web_ui`` is off) to ``app`` (the nosniff header is in the app's middleware list)."""
     if settings.web_ui:
         app.include_router(router)

@@ -31,7 +31,7 @@ import pytest
 from anaphora.embeddings.hashing import HashingEmbedder
 from anaphora.errors import ConfigurationError, PassageIdTakenError
 from anaphora.ingest import Ingestor, IngestReport
-from anaphora.settings import Settings
+from anaphora.settings import IngestSettings
 from anaphora.store.protocols import DocumentRegistry, DocumentVersion, PassageIndex
 from anaphora.store.sqlite_corpus import search_text
 from anaphora.types import Chunk
@@ -85,11 +85,8 @@ class PassageStoreContract:
         return folder
 
     @pytest.fixture
-    def ingest(
-        self, registry: DocumentRegistry, embedder: HashingEmbedder, tmp_path: Path
-    ) -> Callable[..., IngestReport]:
-        settings = Settings(data_dir=tmp_path / "data", chat_model="fake", embedder="hashing")
-        ingestor = Ingestor(registry, embedder, settings)
+    def ingest(self, registry: DocumentRegistry, embedder: HashingEmbedder) -> Callable[..., IngestReport]:
+        ingestor = Ingestor(registry, embedder, IngestSettings())
         return lambda *paths, **options: ingestor.run(list(paths), **options)
 
     @pytest.fixture

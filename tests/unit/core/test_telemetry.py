@@ -36,5 +36,5 @@ def test_spans_per_turn_and_stage(settings: Settings) -> None:
 
 
 def test_tracing_is_off_by_default(settings: Settings) -> None:
-    assert build_tracer(settings) is None
-    assert build_tracer(settings.model_copy(update={"otel_exporter": "console"})) is not None
+    assert build_tracer(settings.telemetry) is None
+    assert build_tracer(settings.with_updates(otel_exporter="console").telemetry) is not None

@@ -244,7 +244,7 @@ def test_corpus_vectors_survive_cache_eviction(rag: Anaphora) -> None:
 def test_settings_bound_the_cache(rag: Anaphora) -> None:
     cache = rag.components.embedder.cache
     assert isinstance(cache, SQLiteEmbeddingCache)
-    assert cache.max_entries == rag.settings.embedding_cache_entries
+    assert cache.max_entries == rag.settings.stores.embedding_cache_entries
 
 
 class TestSQLiteEmbeddingCacheContract(EmbeddingCacheContract):

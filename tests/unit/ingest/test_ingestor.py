@@ -411,7 +411,7 @@ def test_changing_chunk_settings_rechunks(settings: Settings, docs: Path):
         first.ingestor.run([docs])
     finally:
         first.database.close()
-    second = build_components(settings.model_copy(update={"chunk_tokens": 64}))
+    second = build_components(settings.with_updates(chunk_tokens=64))
     try:
         report = second.ingestor.run([docs])
     finally:

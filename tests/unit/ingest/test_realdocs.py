@@ -76,7 +76,7 @@ def corpus_chunks(request) -> tuple[str, list]:
             continue
         document = parse_file(path)
         for chunk in chunk_sections(
-            document.sections, size=settings.chunk_tokens, overlap=settings.chunk_overlap, count=count
+            document.sections, size=settings.ingest.chunk_tokens, overlap=settings.ingest.chunk_overlap, count=count
         ):
             chunks.append((path.relative_to(REALDOCS).as_posix(), chunk))
     return request.param, chunks

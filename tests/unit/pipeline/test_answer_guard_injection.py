@@ -104,7 +104,7 @@ def test_payload_split_across_turns_never_forges_a_role(tmp_path, first_tail: st
             "rewrite"
             if first == REWRITE_INSTRUCTIONS
             else "answer"
-            if first.startswith(settings.system_prompt)
+            if first.startswith(settings.prompt.system_prompt)
             else "summary"
         )
         purposes[purpose] += 1
@@ -113,7 +113,7 @@ def test_payload_split_across_turns_never_forges_a_role(tmp_path, first_tail: st
     # the two turns that carry the split payload are rewritten (turns 3-6 name their own topic: no rewrite call)
     assert purposes == {"answer": 7, "rewrite": 2, "summary": 2}
     # the words around the split payload still reach the model as data, only the markers are gone
-    second_answer = [c for c in model.calls if c.messages[0].content.startswith(settings.system_prompt)][1]
+    second_answer = [c for c in model.calls if c.messages[0].content.startswith(settings.prompt.system_prompt)][1]
     assert second_answer.messages[-1].content.endswith("and on ARM?")
     assert questions[0].split("?")[0] in second_answer.messages[1].content
 
@@ -154,7 +154,7 @@ def test_payload_hidden_in_an_ingested_document_never_forges_a_role(tmp_path) ->
     # ... but no prompt carries a forged role
     for call in model.calls:
         assert_no_forged_roles(call)
-    answer_prompts = [c for c in model.calls if c.messages[0].content.startswith(settings.system_prompt)]
+    answer_prompts = [c for c in model.calls if c.messages[0].content.startswith(settings.prompt.system_prompt)]
     assert len(answer_prompts) == 2
     for call in answer_prompts:
         prompt = "\n".join(m.content for m in call.messages[1:])  # this turn's excerpts, or an earlier turn's

@@ -323,7 +323,7 @@ async def test_two_hundred_turns_stay_within_the_budget(tmp_path) -> None:
             question = f"Stored question {i} about Kestrel " + " ".join(["buffers"] * rng.randint(1, 30)) + "?"
             answer = f"Stored answer {i}. " + " ".join(["The agent keeps a disk spool."] * rng.randint(1, 40))
             await store.append_turn("local", conversation, question, answer, [], TurnTrace(question=question))
-        budget = settings.context_window - settings.answer_max_tokens
+        budget = settings.models.context_window - settings.answers.answer_max_tokens
         evicted = 0
         questions = [
             "How do I set memory limits for the Kestrel agent?",
@@ -340,11 +340,13 @@ async def test_two_hundred_turns_stay_within_the_budget(tmp_path) -> None:
             assert decision.used <= budget
             assert result.trace.prompt_tokens == decision.used
             evicted += decision.turns_evicted_for_budget
-            answer_call = [c for c in fake.calls if c.messages[0].content.startswith(settings.system_prompt)][-1]
+            answer_call = [c for c in fake.calls if c.messages[0].content.startswith(settings.prompt.system_prompt)][-1]
             messages = answer_call.messages
             assert messages[-1].role == "user"
             assert messages[-1].content.endswith(f"Question: {question}")
-            assert messages[0].content == settings.system_prompt  # the cache-stable layout: the system prompt alone
+            assert (
+                messages[0].content == settings.prompt.system_prompt
+            )  # the cache-stable layout: the system prompt alone
             shown = [m.content for m in messages[1:-1] if m.role == "user"]
             assert len(shown) <= engine.window.max_turns
             assert len(shown) == decision.turns_kept
@@ -382,7 +384,7 @@ async def test_rendered_prompt_stays_within_the_budget(tmp_path) -> None:
         probe = (await engine.ask(TurnRequest(question, conversation_id=(await store.create("local")).id))).trace
         room = probe.budget.budget - probe.budget.used
         summary = "Earlier the user asked about Kestrel buffers."
-        summary_cost = fake.count_tokens(summary_label(settings.prompt_layout) + summary) + MESSAGE_OVERHEAD
+        summary_cost = fake.count_tokens(summary_label(settings.prompt.prompt_layout) + summary) + MESSAGE_OVERHEAD
         filler = room - summary_cost - (1 + MESSAGE_OVERHEAD) - MESSAGE_OVERHEAD
         assert filler > 0
         conversation = (await store.create("local")).id
@@ -416,7 +418,10 @@ async def test_summary_call_fits_the_context_window(tmp_path) -> None:
         summary_calls = [c for c in fake.calls if c.messages[0].content.startswith(SUMMARY_INSTRUCTIONS[:40])]
         assert summary_calls
         for call in summary_calls:
-            assert rendered_tokens(fake, call.messages) + settings.summary_max_tokens <= settings.context_window
+            assert (
+                rendered_tokens(fake, call.messages) + settings.prompt.summary_max_tokens
+                <= settings.models.context_window
+            )
     finally:
         await engine.drain()
         components.database.close()

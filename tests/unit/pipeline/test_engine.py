@@ -21,7 +21,7 @@ def test_first_turn_makes_one_model_call_and_cites(sample_rag: Anaphora, fake_mo
     result = sample_rag.ask("How do I install Kestrel with Helm on Kubernetes?", conversation)
     assert result.trace.model_calls == 1
     assert len(fake_model.calls) == 1
-    assert result.trace.retrieved and len(result.trace.retrieved) == sample_rag.settings.top_k
+    assert result.trace.retrieved and len(result.trace.retrieved) == sample_rag.settings.retrieval.top_k
     assert result.citations and result.citations[0].id == result.trace.retrieved[0].id
     assert result.citations[0].how == "supported"  # the support check attributes each kept sentence
     assert result.trace.stage("retrieve").status == "ok"
@@ -87,7 +87,7 @@ def test_stateless_history_is_used_whole(sample_rag: Anaphora, fake_model: FakeC
 
 
 def test_verbatim_window_caps_history(settings, fake_model) -> None:
-    capped = settings.model_copy(update={"history_turns": 4})
+    capped = settings.with_updates(history_turns=4)
     with Anaphora(capped, model=fake_model) as rag:
         rag.ingest([SAMPLE_DOCS])
         conversation = rag.new_conversation()
@@ -194,6 +194,6 @@ def test_per_request_answer_options_apply_within_the_settings(sample_rag: Anapho
     options = fake_model.calls[-1].options
     assert (options.temperature, options.max_tokens) == (0.9, 50)
     sample_rag._runner.run(engine.ask(TurnRequest("How do I install Kestrel?", max_tokens=10**6)))
-    assert fake_model.calls[-1].options.max_tokens == sample_rag.settings.answer_max_tokens
+    assert fake_model.calls[-1].options.max_tokens == sample_rag.settings.answers.answer_max_tokens
     sample_rag._runner.run(engine.ask(TurnRequest("How do I install Kestrel?")))
-    assert fake_model.calls[-1].options.temperature == sample_rag.settings.answer_temperature
+    assert fake_model.calls[-1].options.temperature == sample_rag.settings.answers.answer_temperature

@@ -287,9 +287,9 @@ def prompt_calls(model: FakeChatModel, head: str):
 
 async def test_the_prompt_grows_by_appending_between_folds(tmp_path) -> None:
     settings, model, results = await conversation(tmp_path, "cache_stable")
-    answers = prompt_calls(model, settings.system_prompt)
+    answers = prompt_calls(model, settings.prompt.system_prompt)
     assert len(answers) == len(QUESTIONS)
-    assert {c.messages[0].content for c in answers} == {settings.system_prompt}  # byte-stable on every turn
+    assert {c.messages[0].content for c in answers} == {settings.prompt.system_prompt}  # byte-stable on every turn
     folds = [i for i, r in enumerate(results) if r.trace.budget.turns_folded]
     assert folds == [9, 14]
     for i in range(1, len(answers)):
@@ -309,7 +309,7 @@ async def test_the_prompt_grows_by_appending_between_folds(tmp_path) -> None:
 
 async def test_without_history_excerpts_earlier_turns_are_their_words_alone(tmp_path) -> None:
     settings, model, results = await conversation(tmp_path, "cache_stable", history_excerpts="off")
-    answers = prompt_calls(model, settings.system_prompt)
+    answers = prompt_calls(model, settings.prompt.system_prompt)
     folds = [i for i, r in enumerate(results) if r.trace.budget.turns_folded]
     assert folds == [9, 14]  # the turn-count rule, as with excerpts
     for i in range(1, len(answers)):
@@ -325,7 +325,7 @@ async def test_a_window_that_outgrows_the_budget_folds_in_a_block_with_its_summa
     settings, model, results = await conversation(
         tmp_path, "cache_stable", context_window=8192, history_budget_tokens=6000
     )
-    answers = prompt_calls(model, settings.system_prompt)
+    answers = prompt_calls(model, settings.prompt.system_prompt)
     decisions = [r.trace.budget for r in results]
     folds = [i for i, d in enumerate(decisions) if d.turns_folded]
     assert folds and folds[0] < 9  # the budget folded before the turn-count rule would have
@@ -333,7 +333,7 @@ async def test_a_window_that_outgrows_the_budget_folds_in_a_block_with_its_summa
         before, now = answers[i - 1].messages, answers[i].messages
         if i in folds:
             assert decisions[i - 1].turns_to_fold_next == decisions[i].turns_folded  # foreseen a turn ahead
-            assert decisions[i].history <= settings.history_budget_tokens // 2  # folded to half the room
+            assert decisions[i].history <= settings.prompt.history_budget_tokens // 2  # folded to half the room
             continue
         assert now[: len(before)] == before, f"turn {i + 1} changed the stable prefix"  # one changed turn per fold
     for i, d in enumerate(decisions):
@@ -351,7 +351,7 @@ async def test_the_summary_is_updated_only_at_folds(tmp_path) -> None:
     assert len(summaries) == 2  # after turns 9 and 14, for the folds of turns 10 and 15
     shown = [r.trace.budget.summary for r in results]
     assert shown[:9] == [0] * 9 and all(shown[9:])
-    answers = prompt_calls(model, settings.system_prompt)
+    answers = prompt_calls(model, settings.prompt.system_prompt)
     texts = [
         c.messages[1].content.split(SUMMARY_END, 1)[0] if c.messages[1].content.startswith(SUMMARY_HEADING) else None
         for c in answers
@@ -362,9 +362,9 @@ async def test_the_summary_is_updated_only_at_folds(tmp_path) -> None:
 
 async def test_today_s_layout_stays_measurable(tmp_path) -> None:
     settings, model, results = await conversation(tmp_path, "sliding")
-    answers = prompt_calls(model, settings.system_prompt)
+    answers = prompt_calls(model, settings.prompt.system_prompt)
     assert len(prompt_calls(model, SUMMARY_HEAD)) == len(QUESTIONS) - 8  # a summary update every turn past 8
-    assert answers[-1].messages[0].content.startswith(f"{settings.system_prompt}{SUMMARY_LABEL}")
+    assert answers[-1].messages[0].content.startswith(f"{settings.prompt.system_prompt}{SUMMARY_LABEL}")
     assert [r.trace.budget.turns_kept for r in results][8:] == [8] * (len(QUESTIONS) - 8)
     assert [r.trace.budget.turns_folded for r in results][9:] == [1] * (len(QUESTIONS) - 9)
 

@@ -279,7 +279,7 @@ FIRST = "How do I install Kestrel on Kubernetes?"
 
 
 def _answer_calls(fake: FakeChatModel, rag: Anaphora):
-    return [c for c in fake.calls if c.messages[0].content.startswith(rag.settings.system_prompt)]
+    return [c for c in fake.calls if c.messages[0].content.startswith(rag.settings.prompt.system_prompt)]
 
 
 @pytest.mark.parametrize(
@@ -312,7 +312,7 @@ def test_engine_turn_answers_whatever_the_rewrite_does(
     assert len(fake_model.calls) == 3  # rewrite + answer
     rewrite_call, answer_call = fake_model.calls[1], fake_model.calls[2]
     assert rewrite_call.messages[0].content == REWRITE_INSTRUCTIONS
-    assert answer_call.messages[0].content.startswith(sample_rag.settings.system_prompt)
+    assert answer_call.messages[0].content.startswith(sample_rag.settings.prompt.system_prompt)
     query_stage = result.trace.stage("query")
     assert query_stage is not None and query_stage.status == status
     assert result.trace.stage("answer").status == "ok"

@@ -239,7 +239,7 @@ def summary_calls(model: FakeChatModel):
 
 
 def answer_calls(model: FakeChatModel, settings: Settings):
-    return [c for c in model.calls if c.messages[0].content.startswith(settings.system_prompt)]
+    return [c for c in model.calls if c.messages[0].content.startswith(settings.prompt.system_prompt)]
 
 
 def shown_summary(call) -> str | None:
@@ -297,7 +297,7 @@ async def test_summary_starts_after_the_fifth_turn_and_reaches_the_next_prompt(e
     result = await ask(components, conversation, QUESTIONS[5])
     call = answer_calls(model, settings)[-1]
     system = call.messages[0]
-    assert system.role == "system" and system.content == settings.system_prompt  # byte-stable on every turn
+    assert system.role == "system" and system.content == settings.prompt.system_prompt  # byte-stable on every turn
     assert shown_summary(call) == summary_text(1)
     assert result.trace.budget.summary > 0
     verbatim = [m.content for m in call.messages[1:-1] if m.role == "user"]

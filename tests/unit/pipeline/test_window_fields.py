@@ -80,7 +80,7 @@ async def answer_prompts(tmp_path: Path, name: str, *, drop_traces: bool):
     finally:
         await engine.aclose()
         components.database.close()
-    prompts = [c.messages for c in model.calls if c.messages[0].content == settings.system_prompt]
+    prompts = [c.messages for c in model.calls if c.messages[0].content == settings.prompt.system_prompt]
     return prompts, results, stored
 
 

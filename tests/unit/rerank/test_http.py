@@ -215,7 +215,7 @@ def settings_for(tmp_path: Path, **overrides: Any) -> Settings:
 
 @pytest.mark.parametrize("spec", ["none", "  none  "])
 def test_load_none(tmp_path: Path, spec: str) -> None:
-    assert isinstance(load_reranker(settings_for(tmp_path, reranker=spec)), NoModelReranker)
+    assert isinstance(load_reranker(settings_for(tmp_path, reranker=spec).models), NoModelReranker)
 
 
 async def test_load_http_takes_style_model_key_and_timeout_from_settings(tmp_path: Path, server: RerankServer) -> None:
@@ -228,7 +228,7 @@ async def test_load_http_takes_style_model_key_and_timeout_from_settings(tmp_pat
         rerank_api_key="k3y",
         rerank_timeout_s=3.5,
     )
-    reranker = load_reranker(settings)
+    reranker = load_reranker(settings.models)
     assert isinstance(reranker, HTTPReranker)
     try:
         assert (reranker.url, reranker.style, reranker.model) == (server.url, "tei", "bge-reranker")
@@ -242,7 +242,7 @@ async def test_load_http_takes_style_model_key_and_timeout_from_settings(tmp_pat
 
 
 async def test_load_http_defaults_to_cohere(tmp_path: Path) -> None:
-    reranker = load_reranker(settings_for(tmp_path, reranker="http:http://127.0.0.1:1/v1/rerank"))
+    reranker = load_reranker(settings_for(tmp_path, reranker="http:http://127.0.0.1:1/v1/rerank").models)
     assert isinstance(reranker, HTTPReranker)
     await reranker.aclose()
     assert reranker.style == "cohere" and reranker.url == "http://127.0.0.1:1/v1/rerank"
@@ -251,7 +251,7 @@ async def test_load_http_defaults_to_cohere(tmp_path: Path) -> None:
 
 def test_load_missing_cross_encoder_is_model_not_found(tmp_path: Path) -> None:
     with pytest.raises(ModelNotFoundError) as caught:
-        load_reranker(settings_for(tmp_path, reranker=f"cross-encoder:{tmp_path / 'missing'}"))
+        load_reranker(settings_for(tmp_path, reranker=f"cross-encoder:{tmp_path / 'missing'}").models)
     assert "missing" in caught.value.message
     assert caught.value.hint and "CrossEncoder.save()" in caught.value.hint
 
@@ -259,7 +259,7 @@ def test_load_missing_cross_encoder_is_model_not_found(tmp_path: Path) -> None:
 @pytest.mark.parametrize("spec", ["bogus", "cohere:http://x", "http:", "cross-encoder:", "", "None"])
 def test_load_unknown_is_configuration_error(tmp_path: Path, spec: str) -> None:
     with pytest.raises(ConfigurationError) as caught:
-        load_reranker(settings_for(tmp_path, reranker=spec))
+        load_reranker(settings_for(tmp_path, reranker=spec).models)
     assert caught.value.hint and "'none'" in caught.value.hint
 
 
@@ -282,14 +282,14 @@ def test_engine_reranks_through_the_http_server(tmp_path: Path, server: RerankSe
         (request,) = server.requests
         sent = request.body["documents"]
         assert request.body["query"] == "How do I install Kestrel on Kubernetes?"
-        assert len(sent) == settings.candidates
+        assert len(sent) == settings.retrieval.candidates
         retrieved = result.trace.retrieved
-        assert len(retrieved) == settings.top_k
+        assert len(retrieved) == settings.retrieval.top_k
         scores = [p.rerank_score for p in retrieved]
         assert all(s is not None and s >= 0.3 for s in scores)
         assert scores == sorted(scores, reverse=True)
         # the server reversed the first-stage order: the last candidate sent is now first
-        assert [p.text for p in retrieved] == sent[::-1][: settings.top_k]
+        assert [p.text for p in retrieved] == sent[::-1][: settings.retrieval.top_k]
         assert retrieved[0].rerank_score == pytest.approx(1.0)
         assert "below rerank 0.3" in select.detail
         assert rag.components.engine.metrics.value("anaphora_reranker_requests_total", status="ok") == 1

@@ -52,7 +52,7 @@ def app(settings: Settings, tmp_path: Path) -> Iterator[Components]:
 
 
 def retriever(app: Components, **overrides) -> HybridRetriever:
-    return HybridRetriever(app.passages, app.embedder, app.settings.model_copy(update=overrides))
+    return HybridRetriever(app.passages, app.embedder, app.settings.retrieval.model_copy(update=overrides))
 
 
 def assert_sorted(passages: list[Passage]) -> None:
@@ -91,7 +91,9 @@ async def test_rrf_fusion_scores(app: Components):
     top = passages[0]
     assert (top.id, top.source, top.heading) == ("cooking.md#1", "cooking.md", "Recipes")
     # first in both lists: bm25_weight / (k + 1) + dense_weight / (k + 1)
-    expected = settings.bm25_weight / (settings.rrf_k + 1) + settings.dense_weight / (settings.rrf_k + 1)
+    expected = settings.retrieval.bm25_weight / (settings.retrieval.rrf_k + 1) + settings.retrieval.dense_weight / (
+        settings.retrieval.rrf_k + 1
+    )
     assert top.score == pytest.approx(expected)
     assert top.bm25_score is not None and top.bm25_score > 0
     assert top.dense_score is not None and top.dense_score > 0
@@ -107,7 +109,10 @@ async def test_rrf_with_zero_dense_weight_follows_bm25(app: Components):
     fused = await retriever(app, fusion="rrf", dense_weight=0.0).run(query)
     assert [p.id for p in fused] == [p.id for p in lexical]
     assert [p.score for p in fused] == pytest.approx(
-        [app.settings.bm25_weight / (app.settings.rrf_k + rank) for rank in range(1, len(fused) + 1)]
+        [
+            app.settings.retrieval.bm25_weight / (app.settings.retrieval.rrf_k + rank)
+            for rank in range(1, len(fused) + 1)
+        ]
     )
 
 

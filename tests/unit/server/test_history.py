@@ -154,4 +154,4 @@ def test_the_memory_sweeper_deletes_memories_past_their_ttl(tmp_path, fake_model
 def test_memories_are_kept_forever_without_a_ttl(tmp_path) -> None:
     settings = settings_for(tmp_path)
     with serve(settings, components_for(settings, ingest=False)) as running:
-        assert settings.memory_ttl_days is None and running.app.state.service.memory_sweeper is None
+        assert settings.memory.memory_ttl_days is None and running.app.state.service.memory_sweeper is None

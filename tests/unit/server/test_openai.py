@@ -119,7 +119,7 @@ def test_stateless_history_is_used_whole_and_system_messages_are_not(running, fa
         "Recent ones, see the notes.",
     ]
     assert prompt[-1].content.rstrip().endswith("And on ARM?")
-    assert prompt[0].content == running.components.settings.system_prompt
+    assert prompt[0].content == running.components.settings.prompt.system_prompt
     assert all("IGNORED SYSTEM TEXT" not in m.content for m in prompt)
     with running.client() as http:
         assert http.get("/v1/conversations").json()["data"] == []  # stateless: nothing stored

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.unit
 
 
 def test_sqlite_with_the_embedded_index_is_the_default(settings: Settings, fake_model) -> None:
-    assert settings.passage_store == "sqlite"
+    assert settings.stores.passage_store == "sqlite"
     components = build_components(settings, model=fake_model)
     try:
         assert isinstance(components.corpus, SQLiteCorpus)
@@ -27,7 +27,7 @@ def test_sqlite_with_the_embedded_index_is_the_default(settings: Settings, fake_
 
 
 def test_postgres_without_a_url_is_refused_with_a_hint(settings: Settings, fake_model) -> None:
-    chosen = settings.model_copy(update={"passage_store": "postgres"})
+    chosen = settings.with_updates(passage_store="postgres")
     with pytest.raises(ConfigurationError, match="passage_store is 'postgres'") as caught:
         build_components(chosen, model=fake_model)
     assert "ANAPHORA_POSTGRES_URL" in (caught.value.hint or "")

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.unit
 
 
 def test_sqlite_is_the_default(settings: Settings, fake_model) -> None:
-    assert settings.conversation_store == "sqlite"
+    assert settings.stores.conversation_store == "sqlite"
     components = build_components(settings, model=fake_model)
     try:
         assert isinstance(components.conversations, SQLiteConversationStore)
@@ -24,7 +24,7 @@ def test_sqlite_is_the_default(settings: Settings, fake_model) -> None:
 
 
 def test_postgres_without_a_url_is_refused_with_a_hint(settings: Settings, fake_model) -> None:
-    chosen = settings.model_copy(update={"conversation_store": "postgres"})
+    chosen = settings.with_updates(conversation_store="postgres")
     with pytest.raises(ConfigurationError, match="postgres_url") as caught:
         build_components(chosen, model=fake_model)
     assert "ANAPHORA_POSTGRES_URL" in (caught.value.hint or "")

@@ -21,21 +21,16 @@ pytestmark = pytest.mark.unit
 
 
 def test_redis_defaults(settings: Settings) -> None:
-    assert settings.redis_url.get_secret_value() == "redis://127.0.0.1:6379/0"
-    assert settings.redis_ttl_s == 7 * 86400
-    assert settings.redis_key_prefix == "anaphora:"
-    assert settings.embedding_cache_store == "sqlite"
+    assert settings.stores.redis_url.get_secret_value() == "redis://127.0.0.1:6379/0"
+    assert settings.stores.redis_ttl_s == 7 * 86400
+    assert settings.stores.redis_key_prefix == "anaphora:"
+    assert settings.stores.embedding_cache_store == "sqlite"
 
 
 def test_redis_for_history_and_cache_is_built_without_connecting(settings: Settings, fake_model) -> None:
     pytest.importorskip("redis")
-    chosen = settings.model_copy(
-        update={
-            "conversation_store": "redis",
-            "embedding_cache_store": "redis",
-            "redis_ttl_s": 3600,
-            "redis_key_prefix": "tenant-a:",
-        }
+    chosen = settings.with_updates(
+        conversation_store="redis", embedding_cache_store="redis", redis_ttl_s=3600, redis_key_prefix="tenant-a:"
     )
     components = build_components(chosen, model=fake_model)
     try:
@@ -52,7 +47,7 @@ def test_redis_for_history_and_cache_is_built_without_connecting(settings: Setti
 
 def test_redis_cache_with_sqlite_history(settings: Settings, fake_model) -> None:
     pytest.importorskip("redis")
-    components = build_components(settings.model_copy(update={"embedding_cache_store": "redis"}), model=fake_model)
+    components = build_components(settings.with_updates(embedding_cache_store="redis"), model=fake_model)
     try:
         assert isinstance(components.conversations, SQLiteConversationStore)
         assert isinstance(components.embedder.cache, RedisEmbeddingCache)
@@ -67,7 +62,7 @@ def test_redis_cache_with_sqlite_history(settings: Settings, fake_model) -> None
 
 @pytest.mark.parametrize("setting", ["conversation_store", "embedding_cache_store"])
 def test_redis_without_a_url_is_refused_with_a_hint(settings: Settings, fake_model, setting: str) -> None:
-    chosen = settings.model_copy(update={setting: "redis", "redis_url": SecretStr("")})
+    chosen = settings.with_updates(**{setting: "redis", "redis_url": SecretStr("")})
     with pytest.raises(ConfigurationError, match="redis_url") as caught:
         build_components(chosen, model=fake_model)
     assert "ANAPHORA_REDIS_URL" in (caught.value.hint or "")

@@ -35,7 +35,7 @@ def split(messages: list[ChatMessage], max_chars: int) -> tuple[str, list[Messag
 
 @router.post("/v1/chat/completions", summary="Answer the last user message, with the earlier ones as history")
 async def chat_completions(body: ChatCompletionRequest, user: User, svc: Svc) -> Any:
-    question, history = split(body.messages, svc.settings.max_message_chars)
+    question, history = split(body.messages, svc.settings.server.max_message_chars)
     request = TurnRequest(
         question,
         user_id=user.user_id,

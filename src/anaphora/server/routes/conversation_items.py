@@ -65,7 +65,7 @@ async def add_conversation_items(
     """Append ``body.items`` (pairs of user and assistant messages) as turns; returns the items as stored."""
     messages = messages_of(body.items, "items")
     for number, message in enumerate(messages):
-        check_length(message.content, svc.settings.max_message_chars, f"items[{number}]")
+        check_length(message.content, svc.settings.server.max_message_chars, f"items[{number}]")
     if any(m.role == "system" for m in messages):
         raise InputError(
             "items: a conversation holds no system or developer messages (the service's system prompt applies)",

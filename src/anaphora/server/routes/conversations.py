@@ -75,7 +75,7 @@ async def rename(conversation_id: str, body: RenameConversation, user: User, svc
     summary="Ask the next question; the answer as JSON, or as SSE with stream: true",
 )
 async def post_message(conversation_id: str, body: PostMessage, user: User, svc: Svc) -> Any:
-    check_length(body.content, svc.settings.max_message_chars, "content")
+    check_length(body.content, svc.settings.server.max_message_chars, "content")
     request = TurnRequest(body.content, user_id=user.user_id, conversation_id=conversation_id, memory=body.memory)
     turn = await svc.runner.start(request)
 

@@ -148,7 +148,7 @@ async def stateless_history(svc: Service, user_id: str, body: CreateResponse) ->
         _, turns, index = await stored_response(store, user_id, body.previous_response_id)
         return turns_to_messages(turns[: index + 1])
     if body.conversation_id is not None:
-        last = svc.settings.history_turns
+        last = svc.settings.prompt.history_turns
         return turns_to_messages(await store.turns(user_id, body.conversation_id, last=last))
     return []
 
@@ -161,7 +161,7 @@ async def stateless_history(svc: Service, user_id: str, body: CreateResponse) ->
 )
 async def create_response(body: CreateResponse, user: User, svc: Svc) -> Any:
     body.unsupported()
-    question, earlier = split_input(body, svc.settings.max_message_chars)
+    question, earlier = split_input(body, svc.settings.server.max_message_chars)
     options = {"temperature": body.temperature, "max_tokens": body.max_output_tokens}
     if not body.store:
         history = [*await stateless_history(svc, user.user_id, body), *earlier]
