@@ -709,7 +709,25 @@ Ratios to the baseline (chunks/s): {", ".join(f"{k}: {v}" for k, v in ingest["ra
 alone on {alone["texts"]} of those chunks, in one process: fp32 {alone["fp32"]["chunks_per_s"]} chunks/s, int8
 {alone["int8"]["chunks_per_s"]} chunks/s ({alone["int8_over_fp32"]}x).
 """)
-    if memory:
+    gate = load("precision_gate")
+    if gate:
+        rows = [
+            [name, row["n"], row["fp32"], row["int8"], f"{row['relative_change']:+.2%}", row["int8_minus_fp32_95ci"],
+             "yes" if row["within_bounds"] else "**no**"]
+            for name, row in gate["figures"].items()
+        ]  # fmt: skip
+        parts.append(f"""### int8 quality gates
+
+Command: `{gate["command"]}` (after `bench/followups.py --sources last-turn,expansion` with and without
+`ANAPHORA_EMBEDDER_PRECISION=int8`, `bench/realdocs.py --dump` with and without `--set embedder_precision=int8`, and
+`bench/precision_memory.py`) · {gate["date"]} · revision {gate["revision"]}
+
+Rule: {gate["rule"]}. Each figure is paired (the same tasks, turns or questions at both precisions). All within
+bounds: **{"yes" if gate["all_within_bounds"] else "no"}**.
+
+{table(["figure", "n", "fp32", "int8", "relative", "int8 − fp32 95% interval", "within"], rows)}
+""")
+    elif memory:
         parts.append(f"""### int8 quality
 
 Command: `{memory["command"]}` · {memory["date"]} · revision {memory["revision"]}
