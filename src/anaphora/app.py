@@ -400,6 +400,15 @@ def close_local(components: Components) -> None:
     components.local.close()
 
 
+async def erase_memory(components: Components, user_id: str) -> dict[str, int]:
+    """The user's long-term memory (items with their vectors, entities, profile) and this process's memo of their
+    sentences' vectors (:mod:`anaphora.pipeline.sentence_vectors`); the store's counts."""
+    erased = await components.memory.erase_user(user_id)
+    if components.sentence_vectors is not None:
+        components.sentence_vectors.forget_user(user_id)
+    return erased
+
+
 async def erase_user_data(components: Components, user_id: str) -> dict[str, int]:
     """Right to erase: the user's conversations, turns and summaries, the cached embeddings of their text (the
     questions and the queries made from them), and their long-term memory (items with their vectors, entities,
@@ -414,9 +423,7 @@ async def erase_user_data(components: Components, user_id: str) -> dict[str, int
     keys = [cache_key(components.embedder.name, text) for text in texts if text]
     cached = components.embedder.cache.delete_many(keys)
     erased = {**await store.erase_user(user_id), "cached_embeddings": cached}
-    memory = await components.memory.erase_user(user_id)
-    if components.sentence_vectors is not None:
-        components.sentence_vectors.forget_user(user_id)
+    memory = await erase_memory(components, user_id)
     return {
         **erased,
         "memories": memory["memories"],

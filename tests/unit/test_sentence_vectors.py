@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from anaphora import Anaphora, FakeChatModel, Settings
+from anaphora.app import erase_memory
 from anaphora.embeddings.base import cache_key
 from anaphora.embeddings.hashing import HashingEmbedder
 from anaphora.pipeline.extractive import quotable_spans
@@ -50,7 +51,8 @@ def test_passage_sentences_are_embedded_once_and_memories_once_per_user() -> Non
     assert personal.seen == ["I run Loki 3.1."]  # alice's was dropped, bob's kept
 
 
-def test_a_users_memory_sentences_never_reach_the_shared_cache_and_erase_drops_them(tmp_path) -> None:
+@pytest.mark.parametrize("erase", ["user", "memory"])  # erase the user, or only their memory (DELETE /v1/memories)
+def test_a_users_memory_sentences_never_reach_the_shared_cache_and_erase_drops_them(tmp_path, erase: str) -> None:
     settings = Settings(
         data_dir=tmp_path / "data",
         chat_model="fake",
@@ -74,7 +76,10 @@ def test_a_users_memory_sentences_never_reach_the_shared_cache_and_erase_drops_t
         keys = [cache_key(components.embedder.name, sentence) for sentence in sentences]
         assert len(sentences) >= 2 and components.embedder.cache.get_many(keys) == {}
         assert components.sentence_vectors.held("alice") >= 2  # in this process's memo instead, for alice only
-        rag.erase_user("alice")
+        if erase == "user":
+            rag.erase_user("alice")
+        else:
+            rag.run(erase_memory(components, "alice"))
         assert components.sentence_vectors.held("alice") == 0
 
 
