@@ -709,6 +709,20 @@ Ratios to the baseline (chunks/s): {", ".join(f"{k}: {v}" for k, v in ingest["ra
 alone on {alone["texts"]} of those chunks, in one process: fp32 {alone["fp32"]["chunks_per_s"]} chunks/s, int8
 {alone["int8"]["chunks_per_s"]} chunks/s ({alone["int8_over_fp32"]}x).
 """)
+        spread = load("ingest_throughput_workers")
+        if spread:
+            rows = [
+                [variant, row["chunks"], row["seconds"], row["chunks_per_s"], row["cpu_ms_per_chunk"]]
+                for variant, runs in spread["variants"].items()
+                for row in runs
+            ]
+            parts.append(f"""With `--workers 2` (command: `{spread["command"]}` · {spread["date"]} · revision
+{spread["revision"]}; every {spread["every_nth_file"]}th file):
+
+{table(["variant", "chunks", "seconds", "chunks/s", "CPU ms/chunk"], rows)}
+
+Ratios to the baseline: {", ".join(f"{k}: {v}" for k, v in spread["ratios"].items())}.
+""")
     gate = load("precision_gate")
     if gate:
         rows = [
