@@ -12,6 +12,9 @@ Indexes are cached in bench/.cache/<domain>; results go to bench/results/followu
 Robustness: each source's follow-up Recall@5 against last-turn's on the same tasks, per domain and per ``multi_turn``
 label, with a paired bootstrap 95% interval and the harmed / helped shares (anaphora.evaluation.robustness).
 
+Each run keeps its per-task records in bench/.cache/records-<domain>-<precision>.json (``ANAPHORA_EMBEDDER_PRECISION``
+picks the precision); bench/precision_gate.py compares the int8 run's with the fp32 run's.
+
 The embedded model answers at temperature 0, so its replies are recorded once per distinct prompt in
 bench/.cache/model-replies.jsonl and replayed on later runs (query-stage timings of a replayed run are therefore not
 model latencies; the report says how many replies were replayed). ``--fresh-model`` calls the model every time.
@@ -60,6 +63,13 @@ def follow_up_row(report: dict) -> dict:
     }
 
 
+def keep_records(domain: str, precision: str, records_of: dict[str, list[dict]]) -> None:
+    """This run's per-task records beside the index, for bench/precision_gate.py (sources of earlier runs kept)."""
+    stored = CACHE / f"records-{domain}-{precision}.json"
+    kept = json.loads(stored.read_text()) if stored.is_file() else {}
+    stored.write_text(json.dumps({**kept, **records_of}))
+
+
 async def run_domain(domain: str, sources: list[str], limit: int | None, sweep: bool, fresh_model: bool) -> dict:
     corpus, tasks_path = domain_paths(domain)
     precision = Settings().models.embedder_precision  # ANAPHORA_EMBEDDER_PRECISION: an index of its own per precision
@@ -94,6 +104,7 @@ async def run_domain(domain: str, sources: list[str], limit: int | None, sweep: 
             if source != "last-turn":
                 results["robustness"][source] = compare(records, records_of["last-turn"], k=5)
                 print(domain, "robustness", source, json.dumps(results["robustness"][source]), flush=True)
+    keep_records(domain, precision, records_of)
     if replaying is not None:
         results["model_replies"] = {"replayed": replaying.hits, "called": replaying.misses}
     if sweep:
@@ -115,6 +126,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--sweep", action="store_true")
     parser.add_argument("--fresh-model", action="store_true", help="call the model instead of replaying its replies")
+    parser.add_argument("--name", default=None, help="results file (default: followups, followups-<precision>)")
     args = parser.parse_args()
     output = {"date": date.today().isoformat(), "revision": git_revision(), "machine": machine(), "domains": {}}
     for domain in args.domains.split(","):
@@ -122,7 +134,9 @@ def main() -> None:
             run_domain(domain, args.sources.split(","), args.limit, args.sweep, args.fresh_model)
         )
     output["embedder_precision"] = Settings().models.embedder_precision
-    name = "followups" if output["embedder_precision"] == "fp32" else f"followups-{output['embedder_precision']}"
+    name = args.name or (
+        "followups" if output["embedder_precision"] == "fp32" else f"followups-{output['embedder_precision']}"
+    )
     print(f"wrote {write_result(name, output)}")
 
 

@@ -39,6 +39,7 @@ from common import CACHE, ROOT, git_revision, machine, percentile, summary_ms, w
 import anaphora.ingest
 from anaphora import Settings
 from anaphora.app import aclose_components, build_components, close_local, erase_user_data
+from anaphora.embeddings.onnx_runtime import precision_name
 from anaphora.evaluation.metrics import unsupported_risky_tokens
 from anaphora.pipeline.engine import ABSTAIN, NO_ANSWER, TurnRequest
 from anaphora.pipeline.support import strip_markers
@@ -83,7 +84,9 @@ def ingest_fingerprint(settings: Settings, tree: Path) -> str:
     digest = hashlib.sha256()
     for path in sorted(Path(anaphora.ingest.__file__).parent.glob("*.py")):
         digest.update(path.name.encode() + path.read_bytes())
-    digest.update(f"{settings.models.embedder}|{settings.ingest.chunk_tokens}|{settings.ingest.chunk_overlap}".encode())
+    # fp32 keeps the older fingerprints
+    embedder = precision_name(settings.models.embedder, settings.models.embedder_precision)
+    digest.update(f"{embedder}|{settings.ingest.chunk_tokens}|{settings.ingest.chunk_overlap}".encode())
     for path in corpus_files(tree):
         digest.update(path.relative_to(tree).as_posix().encode() + path.read_bytes())
     return digest.hexdigest()[:16]

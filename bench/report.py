@@ -706,11 +706,44 @@ tree (read-ahead parsing, windows of chunks embedded and written together) at ea
 
 {table(["variant", "chunks", "seconds", "chunks/s", "CPU ms/chunk"], rows)}
 
-Ratios to the baseline (chunks/s): {", ".join(f"{k}: {v}" for k, v in ingest["ratios"].items())}. The embedder
+Ratios to the baseline (chunks/s): {", ".join(f"{k}: {v}" for k, v in ingest["ratios"].items())}; target
+≥ 2x: {verdict(min(ingest["ratios"].get("int8_over_baseline", [0])) >= 2)} (bench/NOTES.md, issue 26). The embedder
 alone on {alone["texts"]} of those chunks, in one process: fp32 {alone["fp32"]["chunks_per_s"]} chunks/s, int8
 {alone["int8"]["chunks_per_s"]} chunks/s ({alone["int8_over_fp32"]}x).
 """)
-    if memory:
+        spread = load("ingest_throughput_workers")
+        if spread:
+            rows = [
+                [variant, row["chunks"], row["seconds"], row["chunks_per_s"], row["cpu_ms_per_chunk"]]
+                for variant, runs in spread["variants"].items()
+                for row in runs
+            ]
+            parts.append(f"""With `--workers 2` (command: `{spread["command"]}` · {spread["date"]} · revision
+{spread["revision"]}; every {spread["every_nth_file"]}th file):
+
+{table(["variant", "chunks", "seconds", "chunks/s", "CPU ms/chunk"], rows)}
+
+Ratios to the baseline: {", ".join(f"{k}: {v}" for k, v in spread["ratios"].items())}.
+""")
+    gate = load("precision_gate")
+    if gate:
+        rows = [
+            [name, row["n"], row["fp32"], row["int8"], f"{row['relative_change']:+.2%}", row["int8_minus_fp32_95ci"],
+             "yes" if row["within_bounds"] else "**no**"]
+            for name, row in gate["figures"].items()
+        ]  # fmt: skip
+        parts.append(f"""### int8 quality gates
+
+Command: `{gate["command"]}` (after `bench/followups.py --sources last-turn,expansion` with and without
+`ANAPHORA_EMBEDDER_PRECISION=int8`, `bench/realdocs.py --dump` with and without `--set embedder_precision=int8`, and
+`bench/precision_memory.py`) · {gate["date"]} · revision {gate["revision"]}
+
+Rule: {gate["rule"]}. Each figure is paired (the same tasks, turns or questions at both precisions). All within
+bounds: **{"yes" if gate["all_within_bounds"] else "no"}**.
+
+{table(["figure", "n", "fp32", "int8", "relative", "int8 − fp32 95% interval", "within"], rows)}
+""")
+    elif memory:
         parts.append(f"""### int8 quality
 
 Command: `{memory["command"]}` · {memory["date"]} · revision {memory["revision"]}

@@ -93,6 +93,7 @@ class Components:
     memory: MemoryStore
     local: ExitStack = field(default_factory=ExitStack, repr=False)
     clients: AsyncExitStack = field(default_factory=AsyncExitStack, repr=False)
+    sentence_vectors: SentenceVectors | None = None  # the extractive answerer's memo (erase drops the user's)
 
     async def aclose(self) -> None:
         await self.clients.aclose()
@@ -343,6 +344,8 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None, l
         rerank_threshold=settings.retrieval.rerank_threshold,
         timeout_s=settings.models.rerank_timeout_s,
     )
+    # memories' sentences: uncached (the shared cache is not the user's), memoised per user (sentence_vectors.py)
+    vectors = SentenceVectors(embedder, embedder.inner)
     parts = StageParts(
         chat_model,
         retriever,
@@ -351,7 +354,7 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None, l
         extractive=ExtractiveAnswerer(
             embedder,
             min_relevance=settings.answers.extractive_min_relevance,
-            vectors=SentenceVectors(embedder),
+            vectors=vectors,
         ),
         term_statistics=passages.term_statistics,
         memory_recall=recall,
@@ -382,6 +385,7 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None, l
         memory,
         local,
         clients,
+        sentence_vectors=vectors,
     )
 
 
@@ -397,10 +401,19 @@ def close_local(components: Components) -> None:
     components.local.close()
 
 
+async def erase_memory(components: Components, user_id: str) -> dict[str, int]:
+    """The user's long-term memory (items with their vectors, entities, profile) and this process's memo of their
+    sentences' vectors (:mod:`anaphora.pipeline.sentence_vectors`); the store's counts."""
+    erased = await components.memory.erase_user(user_id)
+    if components.sentence_vectors is not None:
+        components.sentence_vectors.forget_user(user_id)
+    return erased
+
+
 async def erase_user_data(components: Components, user_id: str) -> dict[str, int]:
     """Right to erase: the user's conversations, turns and summaries, the cached embeddings of their text (the
     questions and the queries made from them), and their long-term memory (items with their vectors, entities,
-    profile). Returns what was removed, by kind."""
+    profile, and this process's memo of their sentences' vectors). Returns what was removed, by kind."""
     store = components.conversations
     texts: set[str] = set()
     for conversation in await all_conversations(store, user_id):
@@ -411,7 +424,7 @@ async def erase_user_data(components: Components, user_id: str) -> dict[str, int
     keys = [cache_key(components.embedder.name, text) for text in texts if text]
     cached = components.embedder.cache.delete_many(keys)
     erased = {**await store.erase_user(user_id), "cached_embeddings": cached}
-    memory = await components.memory.erase_user(user_id)
+    memory = await erase_memory(components, user_id)
     return {
         **erased,
         "memories": memory["memories"],

@@ -136,9 +136,9 @@ class ModelSettings(SettingsGroup):
     embedder_precision: Literal["fp32", "int8"] = Field(
         default="fp32",
         description="numeric precision of a sentence-transformers embedder on ONNX Runtime: 'int8' (dynamic "
-        "quantization, made once into cache_dir; about 1.6x less CPU per chunk, quality measured in "
-        "docs/benchmarks.md) or 'fp32'. An index embedded at one precision must be re-embedded to be queried at the "
-        "other (anaphora ingest --rebuild)",
+        "quantization of the attention-fused graph, made once into cache_dir; about 2x less CPU per chunk, quality "
+        "measured in docs/benchmarks.md) or 'fp32'. An index embedded at one precision must be re-embedded to be "
+        "queried at the other (anaphora ingest --rebuild)",
     )
     blas_threads: int = Field(
         default=1,

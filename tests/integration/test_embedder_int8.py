@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 
 from anaphora import Settings
@@ -41,6 +42,8 @@ def test_int8_is_made_once_named_apart_and_close_to_fp32(cache_dir: Path) -> Non
     exports = sorted((p.name for p in (cache_dir / "onnx").iterdir()), key=lambda name: name.rsplit("-", 1)[1])
     assert [name.rsplit("-", 1)[1] for name in exports] == ["fp32.onnx", "int8.onnx"]
     assert np.mean(1 - np.sum(ours * reference, axis=1)) < 0.02
+    graph = onnx.load(str(cache_dir / "onnx" / exports[1])).graph
+    assert sum(node.op_type == "QAttention" for node in graph.node) == 6  # every layer's attention fused, in int8
     stamp = (cache_dir / "onnx" / exports[1]).stat().st_mtime_ns
     again = load_embedder(Settings(cache_dir=cache_dir, embedder_precision="int8"))
     again.warm_up()

@@ -17,6 +17,7 @@ from typing import Any
 from anaphora.errors import ModelError, ModelNotFoundError, require
 from anaphora.models.base import ChatOptions, ChatReply, ChatStream, ModelCapabilities, Usage
 from anaphora.models.llamacpp_states import KVStates
+from anaphora.models.token_counts import TokenCounts
 from anaphora.types import Message
 
 _DONE = object()
@@ -130,6 +131,7 @@ class LlamaCppChatModel:
         self._formatter: Any = None  # the GGUF's chat template, when it has one
         self.states = KVStates(state_cache_bytes)
         self._lock = threading.Lock()
+        self._counts = TokenCounts(self._count_uncached)
 
     def warm_up(self) -> None:
         if self._llama is not None:
@@ -170,8 +172,11 @@ class LlamaCppChatModel:
         return self._llama.tokenize(result.prompt.encode("utf-8"), add_bos=not result.added_special, special=True)
 
     def count_tokens(self, text: str) -> int:
-        if not text:
-            return 0
+        """Remembered per text (:mod:`anaphora.models.token_counts`): the budget counts the same passages and
+        turns on every turn."""
+        return self._counts(text) if text else 0
+
+    def _count_uncached(self, text: str) -> int:
         self.warm_up()
         with self._lock:
             return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))

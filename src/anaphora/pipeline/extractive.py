@@ -130,21 +130,29 @@ class ExtractiveAnswerer:
         query = state.plan.query if state.plan and state.retrieves else state.question
         leading = state.leading_facts
         others = tuple(p for p in state.memory_passages if p not in leading)
-        quoted = await self.answer(query, state.question, documents, others)
+        quoted = await self.answer(query, state.question, documents, others, user=state.request.user_id)
         return facts_first(leading, quoted)
 
     async def answer(
-        self, query: str, question: str, passages: Sequence[Passage], memories: Sequence[Passage] = ()
+        self,
+        query: str,
+        question: str,
+        passages: Sequence[Passage],
+        memories: Sequence[Passage] = (),
+        *,
+        user: str = "",
     ) -> ExtractiveAnswer | None:
-        """The quoted answer from the documents' and the memories' sentences, or ``None`` when no sentence is
-        relevant enough."""
+        """The quoted answer from the documents' and ``user``'s memories' sentences, or ``None`` when no sentence
+        is relevant enough."""
         found = self.candidates(passages, memories)
         if not found:
             return None
         texts = [c.context or c.text for c in found]
         queries = list(dict.fromkeys([query, question]))
         documents = sum(1 for c in found if c.order < len(passages))  # the documents' units come first
-        asked, sentences = await asyncio.to_thread(self.vectors.turn, queries, texts[:documents], texts[documents:])
+        asked, sentences = await asyncio.to_thread(
+            self.vectors.turn, queries, texts[:documents], texts[documents:], user=user
+        )
         similarity = (sentences @ asked.T).mean(axis=1)
         wanted = content_set(query) | content_set(question)
         overlap = np.array([len(content_set(t) & wanted) / (len(wanted) or 1) for t in texts])

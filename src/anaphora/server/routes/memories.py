@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query
 
+from anaphora.app import erase_memory
 from anaphora.memory.forget import forget
 from anaphora.server.routes.deps import Svc, User
 from anaphora.server.schemas import MemoriesErased, MemoryDeleted, MemoryList, MemoryOut
@@ -47,4 +48,4 @@ async def forget_one(memory_id: str, user: User, svc: Svc) -> MemoryDeleted:
 
 @router.delete(BASE, response_model=MemoriesErased, summary="Forget all your memories, entities and profile")
 async def forget_all(user: User, svc: Svc) -> MemoriesErased:
-    return MemoriesErased(**await svc.components.memory.erase_user(user.user_id))
+    return MemoriesErased(**await erase_memory(svc.components, user.user_id))
