@@ -40,9 +40,14 @@ _ERROR_BODY = {
             "properties": {
                 "type": {"type": "string"},
                 "message": {"type": "string"},
+                "param": {
+                    "type": ["string", "null"],
+                    "description": "the request parameter at fault (`input[1].role`, `tools`), or null",
+                },
+                "code": {"type": "string", "description": "a stable machine-readable code (`unsupported_parameter`)"},
                 "hint": {"type": "string"},
             },
-            "required": ["type", "message", "hint"],
+            "required": ["type", "message", "param", "code", "hint"],
         }
     },
     "required": ["error"],

@@ -28,6 +28,8 @@ def split(messages: list[ChatMessage], max_chars: int) -> tuple[str, list[Messag
         raise InputError(
             f"the last message must come from the user, not the {messages[-1].role}",
             hint="end `messages` with the user's question; earlier messages are the history",
+            param=f"messages[{len(messages) - 1}].role",
+            code="invalid_value",
         )
     history = [Message(role=m.role, content=m.text) for m in messages[:-1] if m.role in ("user", "assistant")]
     return messages[-1].text, history

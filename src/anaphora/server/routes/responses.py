@@ -103,6 +103,8 @@ def split_input(body: CreateResponse, max_chars: int) -> tuple[str, list[Message
         raise InputError(
             f"the last input item must be the user's question, not a {messages[-1].role} message",
             hint="end `input` with the user's message; earlier items are the history",
+            param=f"input[{len(messages) - 1}].role",
+            code="invalid_value",
         )
     return messages[-1].content, messages[:-1]
 
