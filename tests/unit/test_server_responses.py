@@ -166,6 +166,44 @@ def test_input_items_retrieve_and_delete_a_stored_response(running) -> None:
     assert extension(again)["trace"]["query"] == extension(second)["trace"]["query"]
 
 
+def test_every_response_of_a_chain_is_readable_right_after_its_reply(running) -> None:
+    with client(running) as openai_client:
+        answered, read = [], []
+        for response in chain(openai_client, DEMO[:3]):
+            answered.append(response)
+            read.append(openai_client.responses.retrieve(response.id))  # the very next request sees the turn
+        earlier = [openai_client.responses.retrieve(r.id) for r in answered]  # turns before the latest, too
+        inputs = [next(iter(openai_client.responses.input_items.list(r.id))).content[0].text for r in answered]
+    for got in (read, earlier):
+        assert [r.output_text for r in got] == [r.output_text for r in answered]
+        assert [r.previous_response_id for r in got] == [None, answered[0].id, answered[1].id]
+    assert inputs == DEMO[:3]
+
+
+def server_timing(response) -> float:
+    name, _, duration = response.headers["server-timing"].partition(";")
+    assert name == "engine" and duration.startswith("dur=")
+    return float(duration.removeprefix("dur="))
+
+
+def test_turn_replies_carry_the_engines_own_time_in_server_timing(running) -> None:
+    with running.client() as http:
+        conversation = http.post("/v1/conversations", json={}).json()["id"]
+        replies = {
+            "responses": http.post("/v1/responses", json={"input": DEMO[0]}),
+            "chat": http.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": DEMO[0]}]}),
+            "conversations": http.post(f"/v1/conversations/{conversation}/messages", json={"content": DEMO[0]}),
+        }
+    traces = {
+        "responses": replies["responses"].json()["anaphora"]["trace"],
+        "chat": replies["chat"].json()["anaphora"]["trace"],
+        "conversations": replies["conversations"].json()["trace"],
+    }
+    for route, reply in replies.items():
+        stages = sum(stage["ms"] for stage in traces[route]["stages"])
+        assert stages <= server_timing(reply) < 30_000, route  # the stages, the history and the stored turn
+
+
 def test_a_branch_from_an_earlier_response_keeps_both_chains(running) -> None:
     with client(running) as openai_client:
         first, second = chain(openai_client, DEMO[:2])

@@ -12,7 +12,7 @@ from fastapi import APIRouter
 
 from anaphora.errors import InputError
 from anaphora.pipeline.engine import TurnRequest
-from anaphora.server import completions
+from anaphora.server import completions, replies
 from anaphora.server.routes.deps import Svc, User, check_length
 from anaphora.server.schemas import ChatCompletionRequest, ChatMessage
 from anaphora.types import Message
@@ -55,4 +55,4 @@ async def chat_completions(body: ChatCompletionRequest, user: User, svc: Svc) ->
     if body.stream:
         return await completions.streaming(turn, completion, extension)
     result = await turn.result()
-    return completion.message(result, extension(result))
+    return replies.turn_reply(turn, completion.message(result, extension(result)))
