@@ -3,12 +3,16 @@ server: plain and streamed responses, previous_response_id chains, conversation=
 
 from __future__ import annotations
 
+import asyncio
+
 import openai
 import pytest
 
 from anaphora import FakeChatModel, ModelUnavailableError
 from anaphora.models.base import ChatStream
 from anaphora.pipeline.query import QueryPlan
+from anaphora.server.routes.responses import stored_response
+from anaphora.store.protocols import Conversation, StoredTurn
 from tests.unit import test_server_openai as chat_tests
 from tests.unit.test_server_conversations import wait_for
 from tests.unit.test_server_harness import SlowModel, components_for, serve, settings_for, token
@@ -178,6 +182,24 @@ def test_every_response_of_a_chain_is_readable_right_after_its_reply(running) ->
         assert [r.output_text for r in got] == [r.output_text for r in answered]
         assert [r.previous_response_id for r in got] == [None, answered[0].id, answered[1].id]
     assert inputs == DEMO[:3]
+
+
+class GrowingStore:
+    """A conversation whose second turn is stored between the read of the conversation and the read of its turns."""
+
+    def __init__(self) -> None:
+        self.stored = [StoredTurn(index=n, question=f"q{n}", answer=f"a{n}", created_at=0.0) for n in range(2)]
+
+    async def get(self, user_id: str, conversation_id: str) -> Conversation:
+        return Conversation(id=conversation_id, user_id=user_id, title="", created_at=0, updated_at=0, turn_count=1)
+
+    async def turns(self, user_id: str, conversation_id: str, *, last: int | None = None) -> list[StoredTurn]:
+        return self.stored[-last:] if last else self.stored
+
+
+def test_a_response_read_while_its_chain_grows_is_still_found() -> None:
+    conversation_id, turn = asyncio.run(stored_response(GrowingStore(), "alice", "resp_c1_0"))
+    assert (conversation_id, turn.index, turn.answer) == ("c1", 0, "a0")
 
 
 def server_timing(response) -> float:

@@ -66,12 +66,16 @@ async def find_response(store: ConversationStore, user_id: str, value: str) -> t
 
 
 async def stored_response(store: ConversationStore, user_id: str, value: str) -> tuple[str, StoredTurn]:
-    """(conversation id, the turn) of a stored response's id; only the turns from it on are read."""
+    """(conversation id, the turn) of a stored response's id; only the turns from it on are read (all of them when
+    turns were added since the conversation was read)."""
     conversation, index = await find_response(store, user_id, value)
     turns = await store.turns(user_id, conversation.id, last=conversation.turn_count - index)
-    if not turns or turns[0].index != index:  # deleted meanwhile
+    if turns and turns[0].index > index:
+        turns = await store.turns(user_id, conversation.id)
+    found = next((turn for turn in turns if turn.index == index), None)
+    if found is None:  # deleted meanwhile
         raise response_not_found(value)
-    return conversation.id, turns[0]
+    return conversation.id, found
 
 
 async def chain(store: ConversationStore, user_id: str, value: str) -> list[StoredTurn]:
