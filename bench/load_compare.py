@@ -6,7 +6,7 @@
 Each file is one run's bench/results/load_routes.json (copied away after the run); the runs of the two trees should
 alternate, so that the machine's other load weighs on both alike. Writes bench/results/<name>.json: per tree and
 route, every run's figures and their median (route overhead = latency minus the engine's Server-Timing; a tree
-without that header has none).
+without that header has none), and each route's overheads over the chat route's in the same run.
 """
 
 from __future__ import annotations
@@ -46,6 +46,11 @@ def reduce(paths: list[Path]) -> dict:
         for route, measured in run["routes"].items():
             for name, where in FIGURES.items():
                 routes.setdefault(route, {}).setdefault(name, {"runs": []})["runs"].append(figure(measured, where))
+    if "chat" in routes:  # within each run, against the route that stores nothing: the machine's load cancels out
+        for figures in routes.values():
+            for name in ("route_overhead_p50", "service_overhead_p50"):
+                pairs = zip(figures[name]["runs"], routes["chat"][name]["runs"], strict=True)
+                figures[f"{name}_to_chat"] = {"runs": [mine / chat if mine and chat else None for mine, chat in pairs]}
     for figures in routes.values():
         for values in figures.values():
             known = [v for v in values["runs"] if v is not None]

@@ -695,18 +695,20 @@ def load_compare_part() -> str:
     if not data:
         return ""
     labels = data["labels"]
-    figures = ["route_overhead_p50", "route_overhead_p95", "service_overhead_p50", "service_overhead_p95",
-               "engine_outside_stages_p50", "server_cpu_ms_per_turn"]  # fmt: skip
+    figures = ["route_overhead_p50", "route_overhead_p95", "route_overhead_p50_to_chat", "service_overhead_p50",
+               "service_overhead_p95", "service_overhead_p50_to_chat", "engine_outside_stages_p50",
+               "server_cpu_ms_per_turn"]  # fmt: skip
     rows = [
         [labels[side], route, *[data[side]["routes"][route][f]["median"] for f in figures]]
         for side in ("before", "after")
         for route in data[side]["routes"]
     ]
-    header = ["tree", "route", "route overhead p50 ms", "p95", "service overhead p50 ms", "p95",
-              "engine outside stages p50 ms", "server CPU ms/turn"]  # fmt: skip
+    header = ["tree", "route", "route overhead p50 ms", "p95", "÷ chat's (same run)", "service overhead p50 ms", "p95",
+              "÷ chat's (same run)", "engine outside stages p50 ms", "server CPU ms/turn"]  # fmt: skip
     return f"""
 **Before and after issue 27's second round** (`{data["command"]}`, {data["repetitions"]["before"]} runs of each
-tree, alternating; medians over the runs; {data["date"]}, revision {data["revision"]}):
+tree, alternating; medians over the runs, and of each run's ratio to the chat route's overhead in that run;
+{data["date"]}, revision {data["revision"]}):
 
 {table(header, rows)}
 """
