@@ -3,7 +3,7 @@ default.
 
     python bench/load.py [--conversations 8] [--turns 400] [--max-seconds 30] [--domain clapnq]
                          [--arm fake|embedded] [--workers N] [--profile-turns 40]
-                         [--routes conversations,chat,responses] [--memory on|off]
+                         [--routes conversations,chat,responses] [--rounds R] [--memory on|off]
 
 Copies the dev corpus index (bench/.cache/<domain>, built by bench/retrieval_latency.py) to a temporary data dir,
 so the cache is neither migrated nor filled with conversations; serves create_app(Settings(data_dir=..., auth=none,
@@ -11,9 +11,11 @@ chat_model=fake)) with uvicorn on 127.0.0.1 in a child process (its own interpre
 its GIL); warms it up; then M clients (httpx.AsyncClient) each hold a conversation and ask the domain's task
 questions in order, starting a new conversation every --turns-per-conversation turns, until --turns turns are
 done or --max-seconds pass. Reports turns/s, latency p50/p95, the service overhead per turn (client latency minus
-the pipeline stages the turn's trace timed: HTTP, JSON, auth, locks, storing the turn, and, with several clients,
-the time a turn waits for the server's one event loop while other turns run), the stages' own times, and errors,
-and writes bench/results/load.json.
+the pipeline stages the turn's trace timed: HTTP, JSON, auth, locks, loading the history and storing the turn, and,
+with several clients, the time a turn waits for the server's one event loop while other turns run), the route
+overhead per turn (client latency minus the engine's own time for the turn, which the reply's ``Server-Timing:
+engine;dur=`` header gives: everything the engine does, stages, history and the stored turn included, is the
+engine's, on every route alike), the stages' own times, and errors, and writes bench/results/load.json.
 
 ``--arm embedded`` serves what a fresh install runs instead: the embedded chat model's defaults (extractive answers,
 the model-free expansion query stage, so no model call on a turn), and adds ``cpu_ms_by_stage``: the same kind of
@@ -22,9 +24,11 @@ CPU time measured around it (every thread of the process counts, and nothing els
 ``--workers N`` serves with N uvicorn worker processes behind the one port (turn lock and sessions in the Redis at
 $ANAPHORA_REDIS_URL, default redis://127.0.0.1:6379/0, as several workers need); server CPU counts all of them.
 Results go to bench/results/load-<arm>-w<N>.json (the fake arm with one worker keeps load.json).
-Other ``--routes`` (bench/load_routes.py) are loaded in turn against the same server and written to
-bench/results/load_routes.json, each under "routes" (the first also at the top level); ``--memory off`` serves
-without long-term memory.
+Other ``--routes`` (bench/load_routes.py) are loaded against the same server and written to
+bench/results/load_routes.json, each under "routes" (the first also at the top level): in ``--rounds`` rounds
+(default 10 with several routes), each route's share of --turns and --max-seconds split across them and the routes
+taking turns, so that a machine whose other load changes during the run weighs on every route alike. ``--memory
+off`` serves without long-term memory.
 """
 
 from __future__ import annotations
@@ -135,39 +139,59 @@ async def wait_ready(base: str, process: subprocess.Popen, timeout_s: float = 12
     raise SystemExit("the server did not become ready")
 
 
+def engine_ms(response: httpx.Response) -> float | None:
+    """The engine's own time for the turn, from the reply's ``Server-Timing: engine;dur=<ms>``."""
+    for metric in response.headers.get("server-timing", "").split(","):
+        name, _, params = metric.strip().partition(";")
+        if name == "engine" and params.startswith("dur="):
+            return float(params.removeprefix("dur="))
+    return None
+
+
+class Client:
+    """One load client's conversation on a route, kept across rounds."""
+
+    def __init__(self, route: str) -> None:
+        self.arm = ROUTES[route]()
+        self.asked: int | None = None
+
+
 class Load:
-    def __init__(
-        self, questions: list[str], turns: int, max_seconds: float, per_conversation: int, route: str = "conversations"
-    ) -> None:
-        self.route = ROUTES[route]
+    """One route's load, run in one or more rounds (:meth:`run`), its measures accumulated."""
+
+    def __init__(self, questions: list[str], per_conversation: int, route: str = "conversations") -> None:
+        self.route = route
+        self.clients: list[Client] = []
         self.questions = itertools.cycle(questions)
-        self.budget = turns
+        self.budget = 0
         self.deadline = 0.0
-        self.max_seconds = max_seconds
         self.per_conversation = per_conversation
         self.latencies: list[float] = []
         self.overheads: list[float] = []
+        self.route_overheads: list[float] = []
+        self.outside_stages: list[float] = []
         self.errors: dict[str, int] = {}
         self.stages: dict[str, list[float]] = {}
+        self.seconds = self.server_cpu = self.client_cpu = 0.0
 
     def _error(self, kind: str) -> None:
         self.errors[kind] = self.errors.get(kind, 0) + 1
 
-    async def client(self, http: httpx.AsyncClient) -> None:
-        route, asked = self.route(), None
+    async def client(self, http: httpx.AsyncClient, client: Client) -> None:
+        route = client.arm
         while self.budget > 0 and time.monotonic() < self.deadline:
             self.budget -= 1
             try:
-                if asked is None or asked == self.per_conversation:
+                if client.asked is None or client.asked == self.per_conversation:
                     await route.reset(http)
-                    asked = 0
+                    client.asked = 0
                 started = time.perf_counter()
                 response = await route.ask(http, next(self.questions))
                 ms = (time.perf_counter() - started) * 1000
             except httpx.HTTPError as exc:
                 self._error(type(exc).__name__)
                 continue
-            asked += 1
+            client.asked += 1
             if response.status_code != 200:
                 self._error(str(response.status_code))
                 continue
@@ -177,14 +201,34 @@ class Load:
             stages = sum(stage["ms"] for stage in timed)
             self.latencies.append(ms)
             self.overheads.append(max(0.0, ms - stages))
+            engine = engine_ms(response)
+            if engine is not None:
+                self.route_overheads.append(max(0.0, ms - engine))
+                self.outside_stages.append(max(0.0, engine - stages))
 
-    async def run(self, base: str, conversations: int) -> float:
-        limits = httpx.Limits(max_connections=conversations, max_keepalive_connections=conversations)
-        async with httpx.AsyncClient(base_url=base, timeout=60, limits=limits) as http:
-            started = time.perf_counter()
-            self.deadline = time.monotonic() + self.max_seconds
-            await asyncio.gather(*(self.client(http) for _ in range(conversations)))
-            return time.perf_counter() - started
+    async def run(self, http: httpx.AsyncClient, conversations: int, turns: int, max_seconds: float, pid: int) -> None:
+        """One round: ``turns`` more turns (or ``max_seconds``) from ``conversations`` concurrent clients; ``pid``:
+        the server's, whose CPU time is counted."""
+        while len(self.clients) < conversations:
+            self.clients.append(Client(self.route))
+        self.budget = turns
+        server_cpu, client_cpu = cpu_seconds(pid), time.process_time()
+        started = time.perf_counter()
+        self.deadline = time.monotonic() + max_seconds
+        await asyncio.gather(*(self.client(http, client) for client in self.clients[:conversations]))
+        self.seconds += time.perf_counter() - started
+        self.server_cpu += cpu_seconds(pid) - server_cpu
+        self.client_cpu += time.process_time() - client_cpu
+
+
+async def run_rounds(base: str, loads: list[Load], args: argparse.Namespace, rounds: int, pid: int) -> None:
+    """``rounds`` rounds in which each route takes its turn, over one set of connections."""
+    limits = httpx.Limits(max_connections=args.conversations, max_keepalive_connections=args.conversations)
+    async with httpx.AsyncClient(base_url=base, timeout=60, limits=limits) as http:
+        for number in range(rounds):
+            turns = args.turns // rounds + (number < args.turns % rounds)
+            for load in loads:
+                await load.run(http, args.conversations, turns, args.max_seconds / rounds, pid)
 
 
 async def warm_up(base: str, questions: list[str]) -> None:
@@ -197,14 +241,16 @@ async def warm_up(base: str, questions: list[str]) -> None:
             ).raise_for_status()
 
 
-def measures(load: Load, seconds: float, server_cpu: float, client_cpu: float) -> dict:
-    done = len(load.latencies)
+def measures(load: Load) -> dict:
+    done, seconds, server_cpu, client_cpu = len(load.latencies), load.seconds, load.server_cpu, load.client_cpu
     return {
         "turns": done,
         "seconds": round(seconds, 3),
         "turns_per_s": round(done / seconds, 2) if seconds else 0.0,
         "latency_ms": summary_ms(load.latencies),
-        "service_overhead_ms": summary_ms(load.overheads),
+        "service_overhead_ms": summary_ms(load.overheads),  # latency minus the traced stages
+        "route_overhead_ms": summary_ms(load.route_overheads),  # latency minus the engine's own time
+        "engine_outside_stages_ms": summary_ms(load.outside_stages),  # history, the stored turn, the trace
         "stages_ms": {name: summary_ms(values) for name, values in load.stages.items()},
         "errors": load.errors,
         # CPU per turn: the server's (all its threads and workers) and the load generator's, which shares the cores
@@ -305,6 +351,8 @@ def main() -> None:
         "--profile-only", action="store_true", help="only the in-process CPU profile (e.g. of another source tree)"
     )
     parser.add_argument("--routes", default="conversations", help=f"comma-separated, of: {', '.join(ROUTES)}")
+    parser.add_argument("--rounds", type=int, default=None, help="rounds the routes take turns in (default 10 with "
+                        "several routes, else 1)")  # fmt: skip
     parser.add_argument("--memory", choices=["on", "off"], default="on", help="long-term memory on the server")
     parser.add_argument("--serve", nargs=2, metavar=("OVERRIDES_JSON", "PORT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -318,6 +366,7 @@ def main() -> None:
     routes = args.routes.split(",")
     if unknown := [r for r in routes if r not in ROUTES]:
         raise SystemExit(f"unknown route(s) {', '.join(unknown)}: choose from {', '.join(ROUTES)}")
+    rounds = args.rounds or (10 if len(routes) > 1 else 1)
     source = args.index or CACHE / args.domain
     if not (source / "anaphora.db").exists():
         raise SystemExit(f"no index at {source}: run python bench/retrieval_latency.py --domain {args.domain} first")
@@ -349,13 +398,9 @@ def main() -> None:
             asyncio.run(wait_ready(base, server))
             for _ in range(args.workers):  # each worker loads its own embedder and indexes on its first turns
                 asyncio.run(warm_up(base, questions))
-            measured = {}
-            for route in routes:  # back to back, against the same warm server
-                load = Load(questions, args.turns, args.max_seconds, args.turns_per_conversation, route)
-                server_cpu, client_cpu = cpu_seconds(server.pid), time.process_time()
-                seconds = asyncio.run(load.run(base, args.conversations))
-                server_cpu, client_cpu = cpu_seconds(server.pid) - server_cpu, time.process_time() - client_cpu
-                measured[route] = measures(load, seconds, server_cpu, client_cpu)
+            loads = {route: Load(questions, args.turns_per_conversation, route) for route in routes}
+            asyncio.run(run_rounds(base, list(loads.values()), args, rounds, server.pid))  # against one warm server
+            measured = {route: measures(load) for route, load in loads.items()}
         finally:
             server.terminate()
             server.wait(timeout=60)
@@ -382,6 +427,7 @@ def main() -> None:
             "turns_requested": args.turns,
             "max_seconds": args.max_seconds,
             "turns_per_conversation": args.turns_per_conversation,
+            "rounds": rounds,
             **{k: v for k, v in overrides.items() if k not in ("data_dir", "redis_url", "redis_key_prefix")},
             "routes": routes,
         },

@@ -657,24 +657,59 @@ def load_routes_section() -> str:
         return (
             "## HTTP routes compared\n\n_Not run yet: `python bench/load.py --routes chat,responses,conversations`._\n"
         )
+
+    def p50_p95(v: dict, key: str) -> str:
+        return f"{fmt(v[key]['p50'])} / {fmt(v[key]['p95'])}" if v.get(key, {}).get("n") else "—"
+
     rows = [
-        [name, v["turns"], v["turns_per_s"], v["latency_ms"]["p50"], v["service_overhead_ms"]["p50"],
-         v["service_overhead_ms"]["p95"], v["server_cpu_ms_per_turn"], v["errors"] or 0]
+        [name, v["turns"], v["turns_per_s"], v["latency_ms"]["p50"], p50_p95(v, "route_overhead_ms"),
+         p50_p95(v, "service_overhead_ms"), v.get("engine_outside_stages_ms", {}).get("p50"),
+         v["server_cpu_ms_per_turn"], v["errors"] or 0]
         for name, v in data.get("routes", {data["settings"]["routes"][0]: data}).items()
     ]  # fmt: skip
-    header = ["route", "turns", "turns/s", "latency p50 ms", "overhead p50 ms", "overhead p95 ms", "server CPU ms/turn",
+    header = ["route", "turns", "turns/s", "latency p50 ms", "route overhead p50 / p95 ms",
+              "service overhead p50 / p95 ms", "engine outside stages p50 ms", "server CPU ms/turn",
               "errors"]  # fmt: skip
-    return f"""## HTTP routes compared (issue: Responses API)
+    rounds = data["settings"].get("rounds", 1)
+    return f"""## HTTP routes compared (issue 27: Responses API)
 
 Command: `{data["command"]}` · {data["date"]} · revision {data["revision"]} · {data["machine"]}
 
 The same load (fake model, the clapnq index, concurrent clients: {data["settings"]["conversations"]},
 {data["settings"]["turns_per_conversation"]} turns per conversation, long-term memory
-{data["settings"].get("memory", "on")}) on each route in turn, against one server:
-`chat` sends the whole history to `/v1/chat/completions` (nothing stored), `responses` continues each turn from
-the previous `previous_response_id` on `/v1/responses` (each turn stored), `conversations` posts to
-`/v1/conversations/{{id}}/messages` (each turn stored). Overhead is the client's latency minus the pipeline stages the
-trace timed: HTTP, JSON, auth, the store's reads and the write of the turn, and the wait for the event loop.
+{data["settings"].get("memory", "on")}) on each route, against one server, the routes taking turns in {rounds}
+rounds: `chat` sends the whole history to `/v1/chat/completions` (nothing stored), `responses` continues each turn
+from the previous `previous_response_id` on `/v1/responses` (each turn stored), `conversations` posts to
+`/v1/conversations/{{id}}/messages` (each turn stored). **Route overhead** is the client's latency minus the
+engine's own time for the turn (the reply's `Server-Timing: engine;dur=`, from the engine's start to its stored
+result): HTTP, JSON, auth, validation, the route's own store reads, the wait for the event loop — the same
+definition on every route. **Service overhead** is the latency minus the stages the trace timed, so it also counts
+the engine's work outside its stages (loading the history and storing the turn on the storing routes, which the
+chat route does not have; its column).
+
+{table(header, rows)}
+{load_compare_part()}"""
+
+
+def load_compare_part() -> str:
+    data = load("load_routes_compare")
+    if not data:
+        return ""
+    labels = data["labels"]
+    figures = ["route_overhead_p50", "route_overhead_p95", "route_overhead_p50_to_chat", "service_overhead_p50",
+               "service_overhead_p95", "service_overhead_p50_to_chat", "engine_outside_stages_p50",
+               "server_cpu_ms_per_turn"]  # fmt: skip
+    rows = [
+        [labels[side], route, *[data[side]["routes"][route][f]["median"] for f in figures]]
+        for side in ("before", "after")
+        for route in data[side]["routes"]
+    ]
+    header = ["tree", "route", "route overhead p50 ms", "p95", "÷ chat's (same run)", "service overhead p50 ms", "p95",
+              "÷ chat's (same run)", "engine outside stages p50 ms", "server CPU ms/turn"]  # fmt: skip
+    return f"""
+**Before and after issue 27's second round** (`{data["command"]}`, {data["repetitions"]["before"]} runs of each
+tree, alternating; medians over the runs, and of each run's ratio to the chat route's overhead in that run;
+{data["date"]}, revision {data["revision"]}):
 
 {table(header, rows)}
 """

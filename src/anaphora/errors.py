@@ -106,7 +106,16 @@ class MemoryNotFoundError(NotFoundError):
 
 
 class InputError(AnaphoraError):
-    pass
+    """Input the service refuses. ``param`` names the request parameter at fault when there is one (``input[2]``,
+    ``tools``); ``code`` says what is wrong in a stable word an API client can branch on (OpenAI's error codes, e.g.
+    ``unsupported_parameter``). The HTTP layer puts both in the error body."""
+
+    def __init__(
+        self, message: str, *, hint: str | None = None, param: str | None = None, code: str | None = None
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.param = param
+        self.code = code
 
 
 class InvalidJSONError(InputError):

@@ -28,10 +28,8 @@ Counter = Callable[[str], int]
 
 
 def turn_details(result: TurnResult, *, stored: bool) -> dict[str, Any]:
-    details: dict[str, Any] = {
-        "citations": [c.model_dump(mode="json") for c in result.citations],
-        "trace": result.trace.model_dump(mode="json"),
-    }
+    """The ``anaphora`` extension field; its models are encoded with the rest of the body (replies.encode)."""
+    details: dict[str, Any] = {"citations": list(result.citations), "trace": result.trace}
     if stored:
         details["conversation_id"] = result.conversation_id
         details["turn_index"] = result.turn_index

@@ -84,7 +84,8 @@ class DevModeGuard:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and (problem := self.refusal(scope["method"], Headers(scope=scope))):
             message, hint = problem
-            await JSONResponse(body("permission_error", message, hint), status_code=403)(scope, receive, send)
+            refused = body("permission_error", message, hint, code="permission_denied")
+            await JSONResponse(refused, status_code=403)(scope, receive, send)
             return
         await self.app(scope, receive, send)
 

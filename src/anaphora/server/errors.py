@@ -1,7 +1,8 @@
 """The only place where errors become HTTP: status codes, a uniform JSON body, and no internals leaked.
 
-Every error body is ``{"error": {"type": ..., "message": ..., "hint": ...}}`` (a superset of OpenAI's error shape,
-so OpenAI clients raise the matching exception class).
+Every error body is ``{"error": {"type": ..., "message": ..., "param": ..., "code": ..., "hint": ...}}``: OpenAI's
+error shape (so OpenAI clients raise the matching exception class, with ``param`` and ``code`` set) plus the hint.
+``param`` names the request parameter at fault when one is (else null); ``code`` is a stable word to branch on.
 """
 
 from __future__ import annotations
@@ -36,27 +37,33 @@ from anaphora.server.json_body import JSON_HINT
 
 log = logging.getLogger("anaphora.server")
 
-# first match wins: subclasses before their bases
-_STATUS: list[tuple[type[AnaphoraError], int, str]] = [
-    (PermissionDeniedError, 403, "permission_error"),
-    (AuthError, 401, "authentication_error"),
-    (RateLimitError, 429, "rate_limit_error"),
-    (NotFoundError, 404, "not_found_error"),
-    (InvalidJSONError, 400, "invalid_json"),
-    (InputError, 400, "invalid_request_error"),
-    (ModelUnavailableError, 503, "model_unavailable_error"),
-    (StoreError, 503, "store_unavailable_error"),
-    (ConfigurationError, 500, "configuration_error"),
+# first match wins: subclasses before their bases; (class, status, type, code unless the error names its own)
+_STATUS: list[tuple[type[AnaphoraError], int, str, str]] = [
+    (PermissionDeniedError, 403, "permission_error", "permission_denied"),
+    (AuthError, 401, "authentication_error", "invalid_authentication"),
+    (RateLimitError, 429, "rate_limit_error", "rate_limit_exceeded"),
+    (NotFoundError, 404, "not_found_error", "not_found"),
+    (InvalidJSONError, 400, "invalid_json", "invalid_json"),
+    (InputError, 400, "invalid_request_error", "invalid_request"),
+    (ModelUnavailableError, 503, "model_unavailable_error", "model_unavailable"),
+    (StoreError, 503, "store_unavailable_error", "store_unavailable"),
+    (ConfigurationError, 500, "configuration_error", "configuration_error"),
 ]
 _HTTP_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    405: "invalid_request_error",
-    413: "request_too_large",
-    415: "invalid_request_error",
-    429: "rate_limit_error",
+    400: ("invalid_request_error", "invalid_request"),
+    401: ("authentication_error", "invalid_authentication"),
+    403: ("permission_error", "permission_denied"),
+    404: ("not_found_error", "not_found"),
+    405: ("invalid_request_error", "method_not_allowed"),
+    413: ("request_too_large", "request_too_large"),
+    415: ("invalid_request_error", "unsupported_media_type"),
+    429: ("rate_limit_error", "rate_limit_exceeded"),
+}
+# pydantic's error types as OpenAI's parameter error codes; any other refusal of a value is invalid_value
+_VALIDATION_CODES = {
+    "missing": "missing_required_parameter",
+    "extra_forbidden": "unknown_parameter",
+    "string_too_long": "string_above_max_length",
 }
 _HTTP_HINTS = {
     400: "see the request shapes in docs/server.md",
@@ -70,19 +77,22 @@ STORE_RETRY_AFTER_S = 5  # a store outage: readiness fails meanwhile, and recove
 FALLBACK_HINT = "see docs/server.md"
 
 
-def body(type_: str, message: str, hint: str | None = None) -> dict[str, Any]:
-    """The error body; every one has a hint (the documented shape), the docs when nothing more specific fits."""
-    return {"error": {"type": type_, "message": message, "hint": hint or FALLBACK_HINT}}
+def body(type_: str, message: str, hint: str | None = None, *, code: str, param: str | None = None) -> dict[str, Any]:
+    """The error body; every one has a code and a hint (the documented shape), the docs when nothing more specific
+    fits."""
+    return {"error": {"type": type_, "message": message, "param": param, "code": code, "hint": hint or FALLBACK_HINT}}
 
 
 def describe(exc: BaseException) -> tuple[int, dict[str, Any], dict[str, str]]:
     """(status, JSON body, headers) for any exception raised while serving a request or streaming a turn."""
     if isinstance(exc, AnaphoraError):
-        for cls, status, type_ in _STATUS:
+        for cls, status, type_, code in _STATUS:
             if not isinstance(exc, cls):
                 continue
             headers: dict[str, str] = {}
-            message, hint = exc.message, exc.hint
+            message, hint, param = exc.message, exc.hint, None
+            if isinstance(exc, InputError):
+                code, param = exc.code or code, exc.param
             if isinstance(exc, ConversationNotFoundError):  # the store's hint is for the library
                 hint = "check the id: GET /v1/conversations lists yours"
             elif status == 401:
@@ -98,14 +108,11 @@ def describe(exc: BaseException) -> tuple[int, dict[str, Any], dict[str, str]]:
                 message, hint = "the chat model is unavailable", "try again in a few seconds"
             elif status == 500:
                 log.error("configuration error: %s", exc)
-            return status, body(type_, message, hint), headers
+            return status, body(type_, message, hint, code=code, param=param), headers
     reference = uuid.uuid4().hex[:12]
     log.error("internal error %s", reference, exc_info=exc)
-    return (
-        500,
-        body("server_error", f"internal server error (reference {reference})", "the server log has the details"),
-        {},
-    )
+    message = f"internal server error (reference {reference})"
+    return 500, body("server_error", message, "the server log has the details", code="server_error"), {}
 
 
 def _respond(exc: BaseException) -> JSONResponse:
@@ -147,9 +154,10 @@ def _message(error: dict[str, Any]) -> str:
     return re.sub(r"^(Input|List|String|Dictionary|Object|Tuple) should", "should", message)
 
 
-def validation_problems(errors: list[dict[str, Any]]) -> list[str]:
-    """Pydantic's errors in the user's terms: one problem per field, union members folded into what the field
-    may be (``messages[0].content: should be a string or a list of text parts``), never pydantic's type names."""
+def validation_problems(errors: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """Pydantic's errors in the user's terms: (field, problem, code) per field, union members folded into what the
+    field may be (``messages[0].content``, ``should be a string or a list of text parts``, ``invalid_type``), never
+    pydantic's type names."""
     fields: dict[str, list[tuple[str | None, dict[str, Any]]]] = {}
     for error in errors:
         loc = tuple(error.get("loc", ()))
@@ -165,13 +173,20 @@ def validation_problems(errors: list[dict[str, Any]]) -> list[str]:
         checked = [e for _, e in found if e.get("type") == "value_error"]  # the right type, refused by a check
         kinds = list(dict.fromkeys(m for m, _ in found if m is not None))
         if checked:
-            problem = _message(checked[0])
+            problem, code = _message(checked[0]), "invalid_value"
         elif len(kinds) > 1:
-            problem = f"should be {' or '.join(kinds)}"
+            problem, code = f"should be {' or '.join(kinds)}", "invalid_type"
         else:
-            problem = _message(found[0][1])
-        problems.append(f"{name}: {problem}")
+            problem, code = _message(found[0][1]), _validation_code(str(found[0][1].get("type", "")))
+        problems.append((name, problem, code))
     return problems
+
+
+def _validation_code(kind: str) -> str:
+    """OpenAI's code for one of pydantic's error types (``string_type``: ``invalid_type``)."""
+    if kind in _VALIDATION_CODES:
+        return _VALIDATION_CODES[kind]
+    return "invalid_type" if kind.endswith("_type") else "invalid_value"
 
 
 async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -180,7 +195,12 @@ async def _validation(request: Request, exc: RequestValidationError) -> JSONResp
     if broken is not None:
         detail = (broken.get("ctx") or {}).get("error", "")
         return JSONResponse(
-            body("invalid_json", f"the request body is not valid JSON: {detail}".rstrip(": "), JSON_HINT),
+            body(
+                "invalid_json",
+                f"the request body is not valid JSON: {detail}".rstrip(": "),
+                JSON_HINT,
+                code="invalid_json",
+            ),
             status_code=400,
         )
     if any(tuple(e.get("loc", ())) == ("body",) for e in errors) and "json" not in request.headers.get(
@@ -191,14 +211,17 @@ async def _validation(request: Request, exc: RequestValidationError) -> JSONResp
                 "invalid_request_error",
                 "the request needs a JSON body",
                 "send a JSON object with the header Content-Type: application/json",
+                code="missing_body",
             ),
             status_code=400,
         )
     found = validation_problems(errors)
-    problems = "; ".join(found[:5])
+    problems = "; ".join(f"{name}: {problem}" for name, problem, _ in found[:5])
     if len(found) > 5:
         problems += f"; and {len(found) - 5} more"
-    return JSONResponse(body("validation_error", problems, "see the request shapes in docs/server.md"), status_code=422)
+    param, _, code = found[0] if found else ("body", "", "invalid_value")  # the first field at fault, as OpenAI's
+    hint = "see the request shapes in docs/server.md"
+    return JSONResponse(body("validation_error", problems, hint, code=code, param=param), status_code=422)
 
 
 # FastAPI's own detail when json.loads fails with something else than a syntax error (bad UTF-8, too deep, a number
@@ -213,6 +236,7 @@ async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
                 "invalid_json",
                 "the request body is not valid JSON (invalid UTF-8, nested too deeply, or a number too long)",
                 JSON_HINT,
+                code="invalid_json",
             ),
             status_code=400,
         )
@@ -228,8 +252,9 @@ async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
     else:
         message = str(exc.detail)
         hint = _HTTP_HINTS.get(exc.status_code, FALLBACK_HINT)
+    type_, code = _HTTP_TYPES.get(exc.status_code, ("http_error", f"http_{exc.status_code}"))
     return JSONResponse(
-        body(_HTTP_TYPES.get(exc.status_code, "http_error"), message, hint),
+        body(type_, message, hint, code=code),
         status_code=exc.status_code,
         headers=headers,
     )

@@ -25,7 +25,12 @@ class BodyLimitMiddleware:
         declared = Headers(scope=scope).get("content-length", "")
         if declared.isdigit() and int(declared) > self.max_bytes:
             response = JSONResponse(
-                body("request_too_large", self._message(), "the limit is the max_request_bytes setting"),
+                body(
+                    "request_too_large",
+                    self._message(),
+                    "the limit is the max_request_bytes setting",
+                    code="request_too_large",
+                ),
                 status_code=413,
             )
             await response(scope, receive, send)

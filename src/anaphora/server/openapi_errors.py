@@ -31,6 +31,13 @@ _DESCRIPTIONS = {
     "503": "The chat model or the store is unavailable; Retry-After says when to try again",
 }
 _RETRY_AFTER = {"Retry-After": {"description": "seconds to wait", "required": True, "schema": {"type": "string"}}}
+_SERVER_TIMING = {
+    "Server-Timing": {
+        "description": "`engine;dur=<ms>`: the engine's own time for the turn (JSON replies; not on a stream)",
+        "required": False,
+        "schema": {"type": "string"},
+    }
+}
 _ERROR_BODY = {
     "type": "object",
     "title": ERROR_SCHEMA,
@@ -40,9 +47,14 @@ _ERROR_BODY = {
             "properties": {
                 "type": {"type": "string"},
                 "message": {"type": "string"},
+                "param": {
+                    "type": ["string", "null"],
+                    "description": "the request parameter at fault (`input[1].role`, `tools`), or null",
+                },
+                "code": {"type": "string", "description": "a stable machine-readable code (`unsupported_parameter`)"},
                 "hint": {"type": "string"},
             },
-            "required": ["type", "message", "hint"],
+            "required": ["type", "message", "param", "code", "hint"],
         }
     },
     "required": ["error"],
@@ -121,6 +133,7 @@ def complete(document: dict[str, Any]) -> dict[str, Any]:
             if (method, path) in TURN_OPERATIONS:
                 stream = _STREAM_SCHEMAS.get(path, SSE_SCHEMA)
                 responses["200"].setdefault("content", {})["text/event-stream"] = {"schema": stream}
+                responses["200"]["headers"] = _SERVER_TIMING
     metrics = document.get("paths", {}).get("/metrics", {}).get("get")
     if metrics is not None:
         metrics["responses"]["200"]["content"] = {"text/plain": {"schema": {"type": "string"}}}

@@ -85,11 +85,15 @@ class CreateResponse(BaseModel):
                 raise InputError(
                     f"the parameter {name!r} is not supported by /v1/responses",
                     hint=_HINTS.get(name, "leave it out; docs/server.md lists the parameters this service accepts"),
+                    param=name,
+                    code="unsupported_parameter",
                 )
         if self.previous_response_id is not None and self.conversation is not None:
             raise InputError(
                 "previous_response_id and conversation cannot be used together",
                 hint="continue a chain with previous_response_id, or a server-held conversation with conversation",
+                param="conversation",
+                code="conflicting_parameters",
             )
 
 
@@ -120,6 +124,8 @@ def _text(item: InputItem, where: str) -> str:
             raise InputError(
                 f"{where}.content[{number}] is an {part.type!r} part; only text parts are supported",
                 hint="Anaphora answers text questions over its documents: send parts of type input_text",
+                param=f"{where}.content[{number}].type",
+                code="unsupported_value",
             )
         pieces.append(part.text or "")
     return "".join(pieces)
@@ -134,11 +140,15 @@ def messages_of(items: list[InputItem], where: str = "input") -> list[Message]:
             raise InputError(
                 f"{place} is a {item.type!r} item; only messages are supported",
                 hint="send messages ({'role': 'user', 'content': '...'}); Anaphora runs no tools",
+                param=f"{place}.type",
+                code="unsupported_value",
             )
         if item.role not in ("user", "assistant", "system", "developer"):
             raise InputError(
                 f"{place} has the role {item.role!r}",
                 hint="a message's role is user, assistant, system or developer",
+                param=f"{place}.role",
+                code="invalid_value",
             )
         role: Role = "system" if item.role == "developer" else item.role  # type: ignore[assignment]
         messages.append(Message(role=role, content=_text(item, place)))
@@ -152,6 +162,8 @@ def pairs_of(messages: list[Message], where: str) -> list[tuple[str, str]]:
         raise InputError(
             f"{where}: a conversation holds turns, each a user message followed by the assistant's answer",
             hint="send user and assistant messages in turn; to ask a question, POST /v1/responses with conversation",
+            param=where,
+            code="invalid_value",
         )
     return [(kept[n].content, kept[n + 1].content) for n in range(0, len(kept), 2)]
 

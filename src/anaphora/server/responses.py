@@ -229,8 +229,8 @@ class ResponseFraming:
     def failure(self, exc: BaseException) -> list[str]:
         _, content, _ = errors.describe(exc)
         problem = content["error"]
-        failed = self.shape.object("failed", [], error={"code": problem["type"], "message": problem["message"]})
+        failed = self.shape.object("failed", [], error={"code": problem["code"], "message": problem["message"]})
         return [
             self._event("response.failed", response=failed),
-            self._event("error", code=problem["type"], message=problem["message"], param=None, hint=problem["hint"]),
+            self._event("error", **{k: problem[k] for k in ("code", "message", "param", "hint")}),
         ]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi.responses import StreamingResponse
+
+from anaphora.server.replies import encode
 
 DONE = "data: [DONE]\n\n"
 
@@ -14,7 +15,7 @@ DONE = "data: [DONE]\n\n"
 def event(data: dict[str, Any], name: str | None = None) -> str:
     """One ``data:`` event (preceded by ``event: name`` when named); JSON has no raw newlines, so one line carries
     it."""
-    line = f"data: {json.dumps(data, ensure_ascii=False, separators=(',', ':'))}\n\n"
+    line = f"data: {encode(data).decode()}\n\n"
     return line if name is None else f"event: {name}\n{line}"
 
 

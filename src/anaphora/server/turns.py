@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -30,16 +31,32 @@ from anaphora.types import TurnResult
 log = logging.getLogger("anaphora.server")
 
 
+class EngineClock:
+    """When the engine started a turn and when it returned the turn's stored result."""
+
+    def __init__(self) -> None:
+        self.started = time.perf_counter()
+        self.finished: float | None = None
+
+
 class Turn:
     """A started turn: its text deltas (optional to read) and its result."""
 
-    def __init__(self, stream: TurnStream, task: asyncio.Task[TurnResult]) -> None:
+    def __init__(self, stream: TurnStream, task: asyncio.Task[TurnResult], clock: EngineClock) -> None:
         self.deltas: AsyncIterator[str] = aiter(stream)
         self.task = task
+        self.clock = clock
 
     async def result(self) -> TurnResult:
         """The stored result; cancelling the caller does not cancel the turn."""
         return await asyncio.shield(self.task)
+
+    @property
+    def engine_ms(self) -> float | None:
+        """The engine's own time for the turn, from its start (after admission and the conversation's lock) to its
+        stored result: loading the history, the stages, storing the turn. None until it finished."""
+        finished = self.clock.finished
+        return None if finished is None else (finished - self.clock.started) * 1000
 
 
 class TurnRunner:
@@ -75,21 +92,24 @@ class TurnRunner:
         try:
             if request.conversation_id is not None:
                 lease = await self.lock.acquire((user, request.conversation_id))
+            clock = EngineClock()
             stream = self.engine.stream(request)
         except BaseException:
             if lease is not None:
                 await lease.release()
             self._leave(user)
             raise
-        task = asyncio.get_running_loop().create_task(self._finish(user, stream, lease))
+        task = asyncio.get_running_loop().create_task(self._finish(user, stream, lease, clock))
         self._tasks.add(task)
         task.add_done_callback(self._finished)
-        return Turn(stream, task)
+        return Turn(stream, task, clock)
 
-    async def _finish(self, user: str, stream: TurnStream, lease: Lease | None) -> TurnResult:
+    async def _finish(self, user: str, stream: TurnStream, lease: Lease | None, clock: EngineClock) -> TurnResult:
         """The turn's task: its result, then the conversation's lock and the user's slot are given back."""
         try:
-            return await stream.result()
+            result = await stream.result()
+            clock.finished = time.perf_counter()
+            return result
         finally:
             try:
                 if lease is not None:

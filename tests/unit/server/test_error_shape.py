@@ -35,8 +35,8 @@ def admin(running):
 def assert_shape(response, status: int, kind: str) -> dict:
     assert response.status_code == status, response.text
     error = response.json()["error"]
-    assert set(error) == {"type", "message", "hint"} and error["type"] == kind, error
-    assert error["message"] and error["hint"], error
+    assert set(error) == {"type", "message", "param", "code", "hint"} and error["type"] == kind, error
+    assert error["message"] and error["hint"] and error["code"], error
     return error
 
 
@@ -84,9 +84,8 @@ def test_the_openapi_document_declares_what_the_server_answers() -> None:
     assert set(spec["paths"]["/metrics"]["get"]["responses"]["200"]["content"]) == {"text/plain"}
     assert spec["components"]["schemas"]["PostMessage"]["properties"]["content"]["minLength"] == 1
     error = spec["components"]["schemas"]["ErrorBody"]["properties"]["error"]
-    assert (
-        error["required"] == ["type", "message", "hint"] and "HTTPValidationError" not in spec["components"]["schemas"]
-    )
+    assert error["required"] == ["type", "message", "param", "code", "hint"]
+    assert "HTTPValidationError" not in spec["components"]["schemas"]
 
 
 USER_TERMS = {  # found by the probe (issue 25): messages showed `function-after[_encodable(), str]` and the like

@@ -133,11 +133,38 @@ def test_errors_reach_the_openai_client_as_its_own_exceptions(running, fake_mode
         fake_model.enqueue(ModelUnavailableError("endpoint http://10.9.8.7:8000 refused the connection"))
         with pytest.raises(openai.InternalServerError) as down:
             openai_client.chat.completions.create(model="m", messages=messages, stream=True)
-    with client(running, api_key="not-a-jwt") as anonymous, pytest.raises(openai.AuthenticationError):
+    with client(running, api_key="not-a-jwt") as anonymous, pytest.raises(openai.AuthenticationError) as denied:
         anonymous.chat.completions.create(model="m", messages=messages)
     assert "last message must come from the user" in bad.value.message
+    assert (bad.value.param, bad.value.code) == ("messages[0].role", "invalid_value")
     assert down.value.status_code == 503 and "10.9.8.7" not in str(down.value.body)
-    assert down.value.response.headers["retry-after"]
+    assert down.value.response.headers["retry-after"] and down.value.code == "model_unavailable"
+    assert denied.value.code == "invalid_authentication"
+
+
+@pytest.mark.parametrize(
+    ("messages", "param", "code"),
+    [
+        ([{"role": "user", "content": "x" * 16_001}], "messages[0]", "string_above_max_length"),
+        ([{"role": "user", "content": "hi"}, {"role": "system", "content": "be brief"}], "messages[1].role",
+         "invalid_value"),
+    ],
+)  # fmt: skip
+def test_a_bad_request_names_its_param_and_code_for_the_openai_client(running, messages, param, code) -> None:
+    with client(running) as openai_client, pytest.raises(openai.BadRequestError) as bad:
+        openai_client.chat.completions.create(model="m", messages=messages)
+    assert (bad.value.param, bad.value.code, bad.value.type) == (param, code, "invalid_request_error")
+
+
+def test_a_schema_violation_names_the_first_field_at_fault(running) -> None:
+    messages = [{"role": "user", "content": QUESTION}]
+    with client(running) as openai_client:
+        with pytest.raises(openai.UnprocessableEntityError) as typed:
+            openai_client.chat.completions.create(model="m", messages=[{"role": "wizard", "content": "x"}])
+        with pytest.raises(openai.UnprocessableEntityError) as ranged:
+            openai_client.chat.completions.create(model="m", messages=messages, temperature=7)
+    assert (typed.value.param, typed.value.code) == ("messages[0].role", "invalid_value")
+    assert (ranged.value.param, ranged.value.code) == ("temperature", "invalid_value")
 
 
 def test_a_model_failing_mid_stream_ends_the_stream_with_an_error_event(tmp_path) -> None:

@@ -11,6 +11,8 @@ import pytest
 from anaphora import FakeChatModel, ModelUnavailableError
 from anaphora.models.base import ChatStream
 from anaphora.pipeline.query import QueryPlan
+from anaphora.server.routes.responses import stored_response
+from anaphora.store.protocols import Conversation, StoredTurn
 from tests.server_harness import SlowModel, components_for, serve, settings_for, token
 from tests.unit.server import test_openai as chat_tests
 from tests.unit.server.test_conversations import wait_for
@@ -168,6 +170,62 @@ def test_input_items_retrieve_and_delete_a_stored_response(running) -> None:
     assert extension(again)["trace"]["query"] == extension(second)["trace"]["query"]
 
 
+def test_every_response_of_a_chain_is_readable_right_after_its_reply(running) -> None:
+    with client(running) as openai_client:
+        answered, read = [], []
+        for response in chain(openai_client, DEMO[:3]):
+            answered.append(response)
+            read.append(openai_client.responses.retrieve(response.id))  # the very next request sees the turn
+        earlier = [openai_client.responses.retrieve(r.id) for r in answered]  # turns before the latest, too
+        inputs = [next(iter(openai_client.responses.input_items.list(r.id))).content[0].text for r in answered]
+    for got in (read, earlier):
+        assert [r.output_text for r in got] == [r.output_text for r in answered]
+        assert [r.previous_response_id for r in got] == [None, answered[0].id, answered[1].id]
+    assert inputs == DEMO[:3]
+
+
+class GrowingStore:
+    """A conversation whose second turn is stored between the read of the conversation and the read of its turns."""
+
+    def __init__(self) -> None:
+        self.stored = [StoredTurn(index=n, question=f"q{n}", answer=f"a{n}", created_at=0.0) for n in range(2)]
+
+    async def get(self, user_id: str, conversation_id: str) -> Conversation:
+        return Conversation(id=conversation_id, user_id=user_id, title="", created_at=0, updated_at=0, turn_count=1)
+
+    async def turns(self, user_id: str, conversation_id: str, *, last: int | None = None) -> list[StoredTurn]:
+        return self.stored[-last:] if last else self.stored
+
+
+def test_a_response_read_while_its_chain_grows_is_still_found() -> None:
+    conversation_id, turn = asyncio.run(stored_response(GrowingStore(), "alice", "resp_c1_0"))
+    assert (conversation_id, turn.index, turn.answer) == ("c1", 0, "a0")
+
+
+def server_timing(response) -> float:
+    name, _, duration = response.headers["server-timing"].partition(";")
+    assert name == "engine" and duration.startswith("dur=")
+    return float(duration.removeprefix("dur="))
+
+
+def test_turn_replies_carry_the_engines_own_time_in_server_timing(running) -> None:
+    with running.client() as http:
+        conversation = http.post("/v1/conversations", json={}).json()["id"]
+        replies = {
+            "responses": http.post("/v1/responses", json={"input": DEMO[0]}),
+            "chat": http.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": DEMO[0]}]}),
+            "conversations": http.post(f"/v1/conversations/{conversation}/messages", json={"content": DEMO[0]}),
+        }
+    traces = {
+        "responses": replies["responses"].json()["anaphora"]["trace"],
+        "chat": replies["chat"].json()["anaphora"]["trace"],
+        "conversations": replies["conversations"].json()["trace"],
+    }
+    for route, reply in replies.items():
+        stages = sum(stage["ms"] for stage in traces[route]["stages"])
+        assert stages <= server_timing(reply) < 30_000, route  # the stages, the history and the stored turn
+
+
 def test_a_branch_from_an_earlier_response_keeps_both_chains(running) -> None:
     with client(running) as openai_client:
         first, second = chain(openai_client, DEMO[:2])
@@ -244,32 +302,57 @@ def test_another_users_conversation_is_a_404_like_a_missing_one(running) -> None
         assert alice.get(f"/v1/conversations/{conversation}").json()["turn_count"] == 0  # bob added nothing
 
 
-@pytest.mark.parametrize(
-    ("extra", "named"),
-    [
-        ({"tools": [{"type": "web_search"}]}, "tools"),
-        ({"reasoning": {"effort": "low"}}, "reasoning"),
-        ({"top_logprobs": 2}, "top_logprobs"),
-        ({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "http://x/y.png"}]}]},
-         "input_image"),
-        ({"input": [{"type": "function_call_output", "call_id": "c", "output": "{}"}]}, "function_call_output"),
-        ({"input": [{"role": "assistant", "content": "hello"}]}, "the user's question"),
-        ({"previous_response_id": "resp_x_0", "conversation": "conv"}, "cannot be used together"),
-    ],
-)  # fmt: skip
-def test_unsupported_parameters_are_a_400_naming_them(running, extra, named) -> None:
+UNSUPPORTED = [  # (extra parameters, what the message names, the error's param, its code)
+    ({"tools": [{"type": "web_search"}]}, "tools", "tools", "unsupported_parameter"),
+    ({"reasoning": {"effort": "low"}}, "reasoning", "reasoning", "unsupported_parameter"),
+    ({"top_logprobs": 2}, "top_logprobs", "top_logprobs", "unsupported_parameter"),
+    ({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "http://x/y.png"}]}]},
+     "input_image", "input[0].content[0].type", "unsupported_value"),
+    ({"input": [{"type": "function_call_output", "call_id": "c", "output": "{}"}]}, "function_call_output",
+     "input[0].type", "unsupported_value"),
+    ({"input": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}, "the user's question",
+     "input[1].role", "invalid_value"),
+    ({"previous_response_id": "resp_x_0", "conversation": "conv"}, "cannot be used together", "conversation",
+     "conflicting_parameters"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("extra", "named", "param", "code"), UNSUPPORTED)
+def test_unsupported_parameters_are_a_400_naming_them(running, extra, named, param, code) -> None:
     with running.client() as http:
         reply = http.post("/v1/responses", json={"model": "anaphora", "input": DEMO[0], **extra})
         listed = http.get("/v1/conversations").json()["data"]
     assert reply.status_code == 400, reply.text
     error = reply.json()["error"]
     assert named in error["message"] and error["hint"]
+    assert (error["param"], error["code"]) == (param, code)
     assert listed == []  # refused before anything was stored
 
 
-def test_unsupported_parameters_reach_the_client_as_bad_request(running) -> None:
-    with client(running) as openai_client, pytest.raises(openai.BadRequestError, match="tools"):
-        openai_client.responses.create(model="anaphora", input=DEMO[0], tools=[{"type": "web_search"}])
+@pytest.mark.parametrize(("extra", "named", "param", "code"), UNSUPPORTED)
+def test_unsupported_parameters_reach_the_client_as_bad_request_with_param_and_code(
+    running, extra, named, param, code
+) -> None:
+    body = {"input": DEMO[0], **extra}
+    with client(running) as openai_client, pytest.raises(openai.BadRequestError, match=named) as refused:
+        openai_client.responses.create(model="anaphora", **body)
+    assert (refused.value.param, refused.value.code) == (param, code)
+    assert refused.value.type == "invalid_request_error"
+
+
+def test_a_schema_violation_reaches_the_client_with_the_field_as_param(running) -> None:
+    with client(running) as openai_client, pytest.raises(openai.UnprocessableEntityError) as refused:
+        openai_client.responses.create(model="anaphora", input=DEMO[0], temperature=7)
+    assert (refused.value.param, refused.value.code) == ("temperature", "invalid_value")
+    with client(running) as openai_client, pytest.raises(openai.UnprocessableEntityError) as refused:
+        openai_client.responses.create(model="anaphora", input=DEMO[0], extra_body={"store": "yes"})
+    assert (refused.value.param, refused.value.code) == ("store", "invalid_type")
+
+
+def test_an_unknown_response_is_a_not_found_with_a_code(running) -> None:
+    with client(running) as openai_client, pytest.raises(openai.NotFoundError) as missing:
+        openai_client.responses.retrieve("resp_nothing_0")
+    assert (missing.value.param, missing.value.code) == (None, "not_found")
 
 
 def test_a_failing_model_gets_its_status_and_leaves_no_empty_conversation(running, fake_model) -> None:
@@ -348,5 +431,6 @@ def test_a_model_failing_mid_stream_ends_with_response_failed_then_error(tmp_pat
         events = list(openai_client.responses.create(model="anaphora", input=DEMO[0], stream=True))
     assert [e.type for e in events[-2:]] == ["response.failed", "error"]
     assert events[-2].response.status == "failed" and "unavailable" in events[-2].response.error.message
+    assert events[-2].response.error.code == "model_unavailable" == events[-1].code and events[-1].param is None
     assert [e.sequence_number for e in events] == list(range(len(events)))
     assert "".join(e.delta for e in events if e.type == "response.output_text.delta") == "A first sentence."

@@ -81,7 +81,7 @@ def test_bad_chat_requests_get_clear_4xx_bodies(http, body, status, kind, says) 
     response = http.post("/v1/chat/completions", json=body)
     assert response.status_code == status, response.text
     error = response.json()["error"]
-    assert set(error) == {"type", "message", "hint"}
+    assert set(error) == {"type", "message", "param", "code", "hint"}
     assert error["type"] == kind and says in error["message"], error
     assert error["hint"]
 
@@ -159,6 +159,8 @@ def test_configuration_errors_are_500_with_their_hint(http, model) -> None:
     assert response.json()["error"] == {
         "type": "configuration_error",
         "message": "the reranker is misconfigured",
+        "param": None,
+        "code": "configuration_error",
         "hint": "set ANAPHORA_RERANKER",
     }
 

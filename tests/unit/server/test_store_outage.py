@@ -59,6 +59,8 @@ def test_any_store_error_during_a_request_is_503_and_the_service_recovers(tmp_pa
         assert error == {
             "type": "store_unavailable_error",
             "message": "cannot connect to the PostgreSQL store: connection refused",
+            "param": None,
+            "code": "store_unavailable",
             "hint": "check the server",
         }
         monkeypatch.setattr(store, "list", working)

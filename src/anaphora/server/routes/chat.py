@@ -12,7 +12,7 @@ from fastapi import APIRouter
 
 from anaphora.errors import InputError
 from anaphora.pipeline.engine import TurnRequest
-from anaphora.server import completions
+from anaphora.server import completions, replies
 from anaphora.server.routes.deps import Svc, User, check_length
 from anaphora.server.schemas import ChatCompletionRequest, ChatMessage
 from anaphora.types import Message
@@ -28,6 +28,8 @@ def split(messages: list[ChatMessage], max_chars: int) -> tuple[str, list[Messag
         raise InputError(
             f"the last message must come from the user, not the {messages[-1].role}",
             hint="end `messages` with the user's question; earlier messages are the history",
+            param=f"messages[{len(messages) - 1}].role",
+            code="invalid_value",
         )
     history = [Message(role=m.role, content=m.text) for m in messages[:-1] if m.role in ("user", "assistant")]
     return messages[-1].text, history
@@ -53,4 +55,4 @@ async def chat_completions(body: ChatCompletionRequest, user: User, svc: Svc) ->
     if body.stream:
         return await completions.streaming(turn, completion, extension)
     result = await turn.result()
-    return completion.message(result, extension(result))
+    return replies.turn_reply(turn, completion.message(result, extension(result)))

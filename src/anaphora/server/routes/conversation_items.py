@@ -42,7 +42,12 @@ async def list_items(
     if after is not None:
         ids = [item["id"] for item in items]
         if after not in ids:
-            raise InputError(f"no item {after!r} in this conversation", hint="pass the last_id of the previous page")
+            raise InputError(
+                f"no item {after!r} in this conversation",
+                hint="pass the last_id of the previous page",
+                param="after",
+                code="invalid_value",
+            )
         start = ids.index(after) + 1
     page = items[start : start + limit]
     return responses.item_list(page, has_more=start + limit < len(items))
@@ -70,6 +75,8 @@ async def add_conversation_items(
         raise InputError(
             "items: a conversation holds no system or developer messages (the service's system prompt applies)",
             hint="send user and assistant messages only",
+            param="items",
+            code="invalid_value",
         )
     pairs = pairs_of(messages, "items")
     store = svc.components.conversations

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from anaphora.pipeline.engine import TurnRequest
-from anaphora.server import completions
+from anaphora.server import completions, replies
 from anaphora.server.response_schemas import NewConversation
 from anaphora.server.routes.conversation_items import add_conversation_items
 from anaphora.server.routes.deps import Svc, User, check_length
@@ -86,7 +86,7 @@ async def post_message(conversation_id: str, body: PostMessage, user: User, svc:
         completion = completions.Completion(svc.components.chat_model.name, svc.components.chat_model.count_tokens)
         return await completions.streaming(turn, completion, extension)
     result = await turn.result()
-    return Answer(**result.model_dump())
+    return replies.turn_reply(turn, Answer(**dict(result)))  # the result's models as they are, not re-validated
 
 
 @router.delete(

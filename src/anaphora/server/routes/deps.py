@@ -13,4 +13,6 @@ def check_length(text: str, limit: int, where: str) -> None:
         raise InputError(
             f"{where} has {len(text)} characters, more than the {limit} allowed",
             hint="shorten it (the limit is the max_message_chars setting)",
+            param=where,
+            code="string_above_max_length",
         )

@@ -24,7 +24,7 @@ from fastapi import APIRouter
 
 from anaphora.errors import AnaphoraError, InputError, NotFoundError
 from anaphora.pipeline.engine import TurnRequest, turns_to_messages
-from anaphora.server import completions, responses
+from anaphora.server import completions, replies, responses
 from anaphora.server.response_schemas import (
     CreateResponse,
     ItemList,
@@ -66,13 +66,26 @@ async def find_response(store: ConversationStore, user_id: str, value: str) -> t
     return conversation, index
 
 
-async def stored_response(store: ConversationStore, user_id: str, value: str) -> tuple[str, list[StoredTurn], int]:
-    """(conversation id, all its turns, the response's index among them) for a stored response's id."""
+async def stored_response(store: ConversationStore, user_id: str, value: str) -> tuple[str, StoredTurn]:
+    """(conversation id, the turn) of a stored response's id; only the turns from it on are read (all of them when
+    turns were added since the conversation was read)."""
     conversation, index = await find_response(store, user_id, value)
-    turns = await store.turns(user_id, conversation.id)
-    if index >= len(turns):  # deleted meanwhile
+    turns = await store.turns(user_id, conversation.id, last=conversation.turn_count - index)
+    if turns and turns[0].index > index:
+        turns = await store.turns(user_id, conversation.id)
+    found = next((turn for turn in turns if turn.index == index), None)
+    if found is None:  # deleted meanwhile
         raise response_not_found(value)
-    return conversation.id, turns, index
+    return conversation.id, found
+
+
+async def chain(store: ConversationStore, user_id: str, value: str) -> list[StoredTurn]:
+    """The turns of the chain a stored response ends, oldest first."""
+    conversation, index = await find_response(store, user_id, value)
+    turns = (await store.turns(user_id, conversation.id))[: index + 1]
+    if len(turns) <= index:  # deleted meanwhile
+        raise response_not_found(value)
+    return turns
 
 
 async def add_turns(svc: Service, user_id: str, conversation_id: str, turns: Sequence[NewTurn]) -> int:
@@ -111,6 +124,8 @@ def split_input(body: CreateResponse, max_chars: int) -> tuple[str, list[Message
         raise InputError(
             f"the last input item must be the user's question, not a {messages[-1].role} message",
             hint="end `input` with the user's message; earlier items are the history",
+            param=f"input[{len(messages) - 1}].role",
+            code="invalid_value",
         )
     return messages[-1].content, messages[:-1]
 
@@ -145,8 +160,7 @@ async def stateless_history(svc: Service, user_id: str, body: CreateResponse) ->
     """The history a chain or a conversation holds, for a turn that is not stored."""
     store = svc.components.conversations
     if body.previous_response_id is not None:
-        _, turns, index = await stored_response(store, user_id, body.previous_response_id)
-        return turns_to_messages(turns[: index + 1])
+        return turns_to_messages(await chain(store, user_id, body.previous_response_id))
     if body.conversation_id is not None:
         last = svc.settings.prompt.history_turns
         return turns_to_messages(await store.turns(user_id, body.conversation_id, last=last))
@@ -218,7 +232,7 @@ async def respond(svc: Service, body: CreateResponse, turn: Turn, shape: respons
     if body.store:
         shape = responses.ResponseShape.stored(result.conversation_id, result.turn_index, body.model, echo=shape.echo)
     spent = responses.usage(result.trace.prompt_tokens, result.answer, count)
-    return shape.completed(result.answer, result.citations, spent, extension(result))
+    return replies.turn_reply(turn, shape.completed(result.answer, result.citations, spent, extension(result)))
 
 
 def stored_object(svc: Service, conversation_id: str, turn: StoredTurn) -> dict[str, Any]:
@@ -227,8 +241,8 @@ def stored_object(svc: Service, conversation_id: str, turn: StoredTurn) -> dict[
     shape.created_at = int(turn.created_at)
     prompt_tokens = turn.trace.prompt_tokens if turn.trace else 0
     details = {
-        "citations": [c.model_dump(mode="json") for c in turn.citations],
-        "trace": turn.trace.model_dump(mode="json") if turn.trace else None,
+        "citations": turn.citations,
+        "trace": turn.trace,
         "conversation_id": conversation_id,
         "turn_index": turn.index,
     }
@@ -239,9 +253,9 @@ def stored_object(svc: Service, conversation_id: str, turn: StoredTurn) -> dict[
 @router.get(
     f"{BASE}/{{response_id}}", response_model=None, responses={200: {"model": ResponseOut}}, summary="A stored response"
 )
-async def read_response(response_id: str, user: User, svc: Svc) -> dict[str, Any]:
-    conversation_id, turns, index = await stored_response(svc.components.conversations, user.user_id, response_id)
-    return stored_object(svc, conversation_id, turns[index])
+async def read_response(response_id: str, user: User, svc: Svc) -> replies.Reply:
+    conversation_id, turn = await stored_response(svc.components.conversations, user.user_id, response_id)
+    return replies.Reply(stored_object(svc, conversation_id, turn))
 
 
 @router.get(
@@ -251,8 +265,8 @@ async def read_response(response_id: str, user: User, svc: Svc) -> dict[str, Any
     summary="The input a stored response answered",
 )
 async def input_items(response_id: str, user: User, svc: Svc) -> dict[str, Any]:
-    conversation_id, turns, index = await stored_response(svc.components.conversations, user.user_id, response_id)
-    return responses.item_list([responses.turn_items(conversation_id, turns[index])[0]])
+    conversation_id, turn = await stored_response(svc.components.conversations, user.user_id, response_id)
+    return responses.item_list([responses.turn_items(conversation_id, turn)[0]])
 
 
 @router.delete(
