@@ -2,7 +2,7 @@
 
     python bench/realdocs.py [--model embedded|fake|gguf:PATH] [--answer-mode generate|extractive|auto]
                              [--corpus loki,traefik] [--conversation ID] [--limit N] [--dump FILE]
-                             [--set key=value ...] [--name realdocs]
+                             [--set key=value ...] [--name realdocs] [--diagnose]
 
 Each corpus folder (without its SOURCE.md) is copied into a data dir under bench/.cache/realdocs/ keyed by the
 corpus and a fingerprint of the ingest code and chunking settings, and ingested once there: a change to the parsers
@@ -35,13 +35,13 @@ from datetime import date
 from pathlib import Path
 
 from common import CACHE, ROOT, git_revision, machine, percentile, summary_ms, write_result
+from realdocs_loss import RecordingRetriever, diagnose, facts_indexed, loss_table, mark_unindexed, visible_text
 
 import anaphora.ingest
 from anaphora import Settings
 from anaphora.app import aclose_components, build_components, close_local, erase_user_data
 from anaphora.evaluation.metrics import unsupported_risky_tokens
 from anaphora.pipeline.engine import ABSTAIN, NO_ANSWER, TurnRequest
-from anaphora.pipeline.support import strip_markers
 from anaphora.text import STOPWORDS
 
 DATA = "realdocs-dev"
@@ -152,7 +152,7 @@ def score_turn(turn: dict, index: int, turns: list[dict], answer: str, result, e
     """The README's rules 1-5 for one turn (None: the rule does not apply to it)."""
     trace = result.trace
     ids = {p.id for p in trace.retrieved} | {c.id for c in result.citations} | {m.passage_id for m in trace.memory}
-    visible = strip_markers(answer, ids)
+    visible = visible_text(answer, ids)
     kind, answerable, must = turn["kind"], turn["answerable"], turn["must"]
     cited = sorted({c.source for c in result.citations if c.source})
     abstained = abstains(visible)
@@ -195,10 +195,13 @@ def score_turn(turn: dict, index: int, turns: list[dict], answer: str, result, e
     return row
 
 
-async def run_conversation(components, conversation: dict, run: str = "first") -> list[dict]:
+async def run_conversation(
+    components, conversation: dict, run: str = "first", recorder: RecordingRetriever | None = None
+) -> list[dict]:
     """``run`` "again" (``--rerun``): the same user asks the conversation a second time, in a new conversation,
     with the first run remembered. A first run erases what an earlier run left of its user (a cached data dir is
-    reused across runs), so nothing is remembered from before."""
+    reused across runs), so nothing is remembered from before. ``recorder`` (``--diagnose``): the retriever's
+    candidates are kept, and each answerable turn gets its loss stage (:mod:`realdocs_loss`)."""
     engine = components.engine
     user = f"realdocs-{conversation['id']}"
     if run == "first":
@@ -206,11 +209,17 @@ async def run_conversation(components, conversation: dict, run: str = "first") -
     created = await components.conversations.create(user, conversation["id"])
     rows, answers = [], []
     for index, turn in enumerate(conversation["turns"]):
+        if recorder is not None:
+            recorder.reset()
         started = time.perf_counter()
         result = await engine.ask(TurnRequest(turn["user"], user_id=user, conversation_id=created.id))
         ms = (time.perf_counter() - started) * 1000
         await engine.drain()  # the turn's memory and summary work, before the next turn (outside its time)
         row = score_turn(turn, index, conversation["turns"], result.answer, result, answers)
+        if recorder is not None and "gold_hit" in row:
+            deep = await recorder.deep()
+            row |= diagnose(turn, result.trace.retrieved, recorder.last, deep, row.get("recall", 0.0))
+            row["queries"] = recorder.last_queries
         row.update(
             conversation=conversation["id"],
             corpus=conversation["corpus"],
@@ -295,8 +304,12 @@ async def run_corpus(name: str, conversations: list[dict], args, data: Path, row
     try:
         stats = ingest(components, tree, data_dir)
         print(f"{name}: {stats['chunks']} chunks from {stats['files']} files (ingest {stats['seconds']} s)", flush=True)
+        recorder = RecordingRetriever(components.retriever) if args.diagnose else None
+        indexed = facts_indexed(components, conversations) if args.diagnose else {}
         for conversation in conversations:
-            rows.extend(await run_conversation(components, conversation))
+            found = await run_conversation(components, conversation, recorder=recorder)
+            mark_unindexed(found, indexed)
+            rows.extend(found)
             done(stats)
         if args.rerun:  # issue 24: each conversation once more, by the same user, with memory of the first run
             for conversation in conversations:
@@ -320,6 +333,7 @@ def main() -> None:
     parser.add_argument("--dump", type=Path, default=None, help="write every turn as JSON lines")
     parser.add_argument("--name", default="realdocs", help="results file name (bench/results/NAME.json)")
     parser.add_argument("--rerun", action="store_true", help="run each conversation a second time (memory on)")
+    parser.add_argument("--diagnose", action="store_true", help="where each answerable turn loses its gold chunk")
     args = parser.parse_args()
     data = args.data or data_root()
     conversations = [json.loads(line) for line in (data / "conversations.jsonl").read_text().splitlines() if line]
@@ -357,6 +371,7 @@ def main() -> None:
             "abstention_patterns": list(ABSTENTION_PATTERNS),
             "ingest": ingest_stats,
             "scores": breakdown(first),
+            **({"loss": loss_table(first)} if args.diagnose else {}),
             **({"rerun": {"first": aggregate(first), "again": aggregate(again)}} if again else {}),
         }
         if args.dump:
@@ -387,6 +402,9 @@ def main() -> None:
     print(f"  invented identifiers: {overall['invented_turns']} turns {overall['invented_tokens'][:10]}")
     print(f"  turn ms p50 {overall['turn_ms']['p50']} p95 {overall['turn_ms']['p95']}")
     print(f"  model calls per turn {overall['model_calls_per_turn']}")
+    if "loss" in payload:
+        for name, counts in payload["loss"].items():
+            print(f"  loss {name:18} {counts}")
     print(f"wrote {path}")
 
 
