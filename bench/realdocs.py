@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import inspect
 import json
 import re
 import shutil
@@ -42,6 +43,7 @@ from anaphora import Settings
 from anaphora.app import aclose_components, build_components, close_local, erase_user_data
 from anaphora.evaluation.metrics import unsupported_risky_tokens
 from anaphora.pipeline.engine import ABSTAIN, NO_ANSWER, TurnRequest
+from anaphora.store.sqlite_corpus import search_text
 from anaphora.text import STOPWORDS
 
 DATA = "realdocs-dev"
@@ -79,11 +81,16 @@ def abstains(answer: str) -> bool:
 
 
 def ingest_fingerprint(settings: Settings, tree: Path) -> str:
-    """What decides the chunks: the ingest package's code, the chunking and embedder settings and the corpus."""
+    """What decides the index: the ingest package's code (parsers, dialects, chunker), what of a chunk is embedded
+    and indexed (:func:`~anaphora.store.sqlite_corpus.search_text`), the chunking and embedder settings and the
+    corpus."""
     digest = hashlib.sha256()
     for path in sorted(Path(anaphora.ingest.__file__).parent.glob("*.py")):
         digest.update(path.name.encode() + path.read_bytes())
-    digest.update(f"{settings.embedder}|{settings.chunk_tokens}|{settings.chunk_overlap}".encode())
+    digest.update(inspect.getsource(search_text).encode())
+    digest.update(
+        f"{settings.embedder}|{settings.embedder_precision}|{settings.chunk_tokens}|{settings.chunk_overlap}".encode()
+    )
     for path in corpus_files(tree):
         digest.update(path.relative_to(tree).as_posix().encode() + path.read_bytes())
     return digest.hexdigest()[:16]
