@@ -9,7 +9,8 @@ the message, as the query stage made them). The index is the one that run ingest
 from the same tree). Per variant it prints, over the answerable question/follow-up turns, the share whose gold page
 is among the candidates, among the passages shown to the answerer (the selected ones and their pages' other
 candidates), and whose key facts are all in the shown text (the most the answer can hold). Variants are settings
-overrides compared in one process (``--variant base= --variant pool50=candidates=50``).
+overrides compared in one process (``--variant base= --variant pool50=candidates=50``); ``page_vote=W`` is an
+experiment of this script (:func:`page_vote`), not a setting.
 """
 
 from __future__ import annotations
@@ -28,13 +29,26 @@ from anaphora.app import aclose_components, build_components, close_local
 from anaphora.pipeline.extractive import same_page
 
 
-async def replay(components, rows: list[dict], settings: Settings) -> dict:
+def page_vote(candidates: list, weight: float) -> list:
+    """Experiment: each candidate's score plus ``weight`` times the scores of the other candidates of its page (a
+    page many candidates come from is the page the question is about), re-sorted."""
+    if not weight or not candidates:
+        return candidates
+    top = max(p.score for p in candidates) or 1.0
+    by_page: dict[str, float] = {}
+    for p in candidates:
+        by_page[p.source] = by_page.get(p.source, 0.0) + p.score / top
+    voted = {p.id: p.score / top + weight * (by_page[p.source] - p.score / top) for p in candidates}
+    return sorted(candidates, key=lambda p: -voted[p.id])
+
+
+async def replay(components, rows: list[dict], settings: Settings, vote: float = 0.0) -> dict:
     retriever = components.retriever
     retriever.settings = settings
     counts = {"turns": 0, "gold_candidates": 0, "gold_shown": 0, "facts_shown": 0, "facts_groups": 0.0}
     for row in rows:
         queries = row["queries"]
-        candidates = await retriever.run_many(queries, message=row["user"])
+        candidates = page_vote(await retriever.run_many(queries, message=row["user"]), vote)
         kept = [p for p in candidates if p.dense_score is None or p.dense_score >= settings.similarity_threshold]
         selected = kept[: settings.top_k]
         shown = [*selected, *same_page(kept, selected)]
@@ -85,8 +99,9 @@ async def run_corpus(
     try:
         for name, spec in variants:
             overrides = parse_overrides([p for p in spec.split(",") if p])
+            vote = float(overrides.pop("page_vote", 0.0))
             settings = Settings(**{**index_overrides, **overrides}, data_dir=data_dir)
-            print(corpus, f"{name:12}", await replay(components, rows, settings), flush=True)
+            print(corpus, f"{name:12}", await replay(components, rows, settings, vote), flush=True)
     finally:
         await aclose_components(components)
         close_local(components)
