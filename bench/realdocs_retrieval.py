@@ -68,6 +68,7 @@ async def replay(components, rows: list[dict], settings: Settings, vote: float =
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dump", type=Path, required=True)
+    parser.add_argument("--data", type=Path, default=None, help="the realdocs-dev folder (default: ../shared/bench/)")
     parser.add_argument("--corpus", default="loki,traefik")
     parser.add_argument("--set", action="append", default=[], help="a settings override for the index (key=value)")
     parser.add_argument(
@@ -81,7 +82,7 @@ def main() -> None:
     rows = [json.loads(line) for line in args.dump.read_text().splitlines() if line]
     rows = [r for r in rows if r.get("queries") and r.get("must")]
     variants = [v.partition("=")[::2] for v in args.variant] or [("base", "")]
-    data = data_root()
+    data = args.data or data_root()
     for corpus in args.corpus.split(","):
         mine = [r for r in rows if r["corpus"] == corpus]
         if mine:
