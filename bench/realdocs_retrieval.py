@@ -27,7 +27,7 @@ from realdocs_loss import groups_in
 
 from anaphora import Settings
 from anaphora.app import aclose_components, build_components, close_local
-from anaphora.pipeline.extractive import same_page
+from anaphora.pipeline.extractive import ExtractiveAnswerer, same_page
 from anaphora.pipeline.rewrite import HistoryExpansion
 from anaphora.types import Message
 
@@ -45,10 +45,15 @@ def page_vote(candidates: list, weight: float) -> list:
     return sorted(candidates, key=lambda p: -voted[p.id])
 
 
-async def replay(components, rows: list[dict], settings: Settings, vote: float = 0.0) -> dict:
+async def replay(components, rows: list[dict], settings: Settings, vote: float = 0.0, answer: bool = False) -> dict:
+    """The shares over ``rows``; with ``answer``, also the extractive answer's recall, answered share and gold
+    citation hit (the product's answerer on the shown passages: the turn without memory or the conversation)."""
     retriever = components.retriever
     retriever.settings = settings
+    answerer = ExtractiveAnswerer(components.embedder, min_relevance=settings.extractive_min_relevance)
     counts = {"turns": 0, "gold_candidates": 0, "gold_shown": 0, "facts_shown": 0, "facts_groups": 0.0}
+    if answer:
+        counts |= {"recall": 0.0, "answered": 0, "gold_hit": 0}
     for row in rows:
         queries = row["queries"]
         candidates = page_vote(await retriever.run_many(queries, message=row["user"]), vote)
@@ -64,6 +69,12 @@ async def replay(components, rows: list[dict], settings: Settings, vote: float =
         held = groups_in(text, must)
         counts["facts_shown"] += held == len(must)
         counts["facts_groups"] += held / len(must)
+        if answer:
+            extract = await answerer.answer(queries[0], row["user"], shown)
+            said = groups_in(extract.text, must) if extract else 0
+            counts["recall"] += said / len(must)
+            counts["answered"] += said == len(must)
+            counts["gold_hit"] += bool(extract and any(p.source in gold for p in extract.quoted))
     n = counts.pop("turns") or 1
     return {key: round(value / n, 3) for key, value in counts.items()} | {"n": n}
 
@@ -105,6 +116,7 @@ def main() -> None:
         help="the ingested data dir, {corpus} for the corpus name "
         "(default: the one this tree's ingest code and --set make)",
     )
+    parser.add_argument("--answer", action="store_true", help="also answer each turn with the extractive answerer")
     parser.add_argument("--variant", action="append", default=[], help="NAME=k=v,k=v: retrieval overrides to compare")
     args = parser.parse_args()
     rows = [json.loads(line) for line in args.dump.read_text().splitlines() if line] if args.dump else None
@@ -118,11 +130,20 @@ def main() -> None:
             mine = [r for r in rows if r["corpus"] == corpus]
         if mine:
             index = Path(args.index.format(corpus=corpus)) if args.index else None
-            asyncio.run(run_corpus(corpus, mine, data, parse_overrides(args.set), variants, index, rows is None))
+            asyncio.run(
+                run_corpus(corpus, mine, data, parse_overrides(args.set), variants, index, rows is None, args.answer)
+            )
 
 
 async def run_corpus(
-    corpus: str, rows: list[dict], data: Path, index_overrides: dict, variants, index: Path | None, expand: bool
+    corpus: str,
+    rows: list[dict],
+    data: Path,
+    index_overrides: dict,
+    variants,
+    index: Path | None,
+    expand: bool,
+    answer: bool,
 ) -> None:
     """``rows``: the dump's rows of this corpus, or (``expand``) its conversations, whose queries are made here."""
     data_dir = index or prepare_corpus(Settings(**index_overrides), data / corpus, CACHE / "realdocs")[0]
@@ -136,7 +157,7 @@ async def run_corpus(
             overrides = parse_overrides([p for p in spec.split(",") if p])
             vote = float(overrides.pop("page_vote", 0.0))
             settings = Settings(**{**index_overrides, **overrides}, data_dir=data_dir)
-            print(corpus, f"{name:12}", await replay(components, rows, settings, vote), flush=True)
+            print(corpus, f"{name:12}", await replay(components, rows, settings, vote, answer), flush=True)
     finally:
         await aclose_components(components)
         close_local(components)
