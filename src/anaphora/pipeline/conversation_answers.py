@@ -236,6 +236,21 @@ def _pieces(said: Said, wants: str | None) -> list[str]:
         return blocks + [s for s in spans if " " in s or "/" in s]
     if wants == "identifier":
         return [u.text.strip() for u in said.units if risky_tokens(u.text)]
-    return [u.text.strip() for u in said.units if u.kind != "code"][:1] + [
-        u.text.strip() for u in said.units[1:] if u.kind != "code"
-    ]
+    return statements(said)
+
+
+def statements(said: Said) -> list[str]:
+    """The answer's units other than code, in order; one that introduces what follows ("Labels:", "Run this:") comes
+    with the unit it introduces, and is left out when nothing follows it: alone it says nothing."""
+    found = []
+    units = said.units
+    for n, unit in enumerate(units):
+        if unit.kind == "code":
+            continue
+        text = unit.text.strip()
+        if text.endswith(":"):
+            if n + 1 == len(units):
+                continue
+            text = f"{text}\n\n{units[n + 1].text.strip()}"
+        found.append(text)
+    return found
