@@ -171,8 +171,8 @@ def test_pointing_back_at_an_answer_that_opens_on_a_label_gives_what_the_label_i
         Message(role="user", content="how do I redirect http to https?"),
         Message(
             role="assistant",
-            content="Labels:\n\n```yaml\nlabels:\n  - \"traefik.http.middlewares.to-https.redirectscheme.scheme=https\"\n"
-            "```\n[redirectscheme.md#2]",
+            content="Labels:\n\n```yaml\nlabels:\n"
+            '  - "traefik.http.middlewares.to-https.redirectscheme.scheme=https"\n```\n[redirectscheme.md#2]',
         ),
     ]
     text = answer_about_conversation(recognise("what was the first middleware you gave me?"), history)
