@@ -178,3 +178,17 @@ def test_pointing_back_at_an_answer_that_opens_on_a_label_gives_what_the_label_i
     text = answer_about_conversation(recognise("what was the first middleware you gave me?"), history)
     assert text != "Labels:"
     assert "redirectscheme.scheme=https" in text
+
+
+def test_pointing_back_at_a_thing_named_only_in_a_config_block_quotes_the_block() -> None:
+    history = [
+        Message(role="user", content="can the collector send OTLP straight to loki?"),
+        Message(
+            role="assistant",
+            content="`/otlp/v1/logs` lets the collector send logs over OTLP. [api.md#23]\n\n"
+            "You need to make these changes to the collector config.\n\n```yaml\nexporters:\n  otlphttp:\n"
+            "    endpoint: http://loki:3100/otlp\n```\n[otel.md#3]",
+        ),
+    ]
+    text = answer_about_conversation(recognise("which exporter was it again? one word"), history)
+    assert "otlphttp" in text

@@ -203,6 +203,9 @@ def point_back(request: ConversationRequest, said: Sequence[Said]) -> str:
     wanted = [s for s in pool if _pieces(s, request.wants)] or pool
     chosen = pick(wanted, request.ordinal or (1 if request.wants is None and request.topic else -1))
     pieces = _pieces(chosen, request.wants)
+    if request.wants is None and request.topic and not any(request.topic & content_set(p) for p in pieces):
+        # "which exporter was it?": the thing named may be said only in the answer's config block
+        pieces += [u.text.strip() for u in chosen.units if u.kind == "code" and request.topic & content_set(u.text)]
     if not pieces:
         return gist(chosen, request.max_words or DEFAULT_RECAP_WORDS)
     if request.wants == "identifier" and not request.topic:  # "which settings were in your first answer?"
