@@ -21,7 +21,7 @@ REALDOCS_RUNS = (  # (label, results file) of the issue-23 realdocs-dev runs
     ("generate, fake model", "realdocs-23b-generate-fake"),
     ("embedded defaults, this round merged (23a ingestion, 23b answers, 24 memory, 26), cold", "realdocs-merged"),
     ("23c start: main's code, scorer fixed (embeddings cached)", "realdocs-23c-start"),
-    ("23c: answers quote what to type, labels with what they introduce", "realdocs-23c"),
+    ("23c: answers quote what to type, labels with what they introduce (embeddings cached)", "realdocs-23c"),
     ("23c with candidates = 50", "realdocs-23c-candidates-50"),
     ("23c with candidates = 100", "realdocs-23c-candidates-100"),
     ("23c with top_k = 6", "realdocs-23c-top-k-6"),
