@@ -2,7 +2,7 @@
 
     python bench/realdocs.py [--model embedded|fake|gguf:PATH] [--answer-mode generate|extractive|auto]
                              [--corpus loki,traefik] [--conversation ID] [--limit N] [--dump FILE]
-                             [--set key=value ...] [--name realdocs]
+                             [--set key=value ...] [--name realdocs] [--diagnose]
 
 Each corpus folder (without its SOURCE.md) is copied into a data dir under bench/.cache/realdocs/ keyed by the
 corpus and a fingerprint of the ingest code and chunking settings, and ingested once there: a change to the parsers
@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import inspect
 import json
 import re
 import shutil
@@ -35,6 +36,7 @@ from datetime import date
 from pathlib import Path
 
 from common import CACHE, ROOT, git_revision, machine, percentile, summary_ms, write_result
+from realdocs_loss import RecordingRetriever, diagnose, facts_indexed, loss_table, mark_unindexed, visible_text
 
 import anaphora.ingest
 from anaphora import Settings
@@ -42,7 +44,7 @@ from anaphora.app import aclose_components, build_components, close_local, erase
 from anaphora.embeddings.onnx_runtime import precision_name
 from anaphora.evaluation.metrics import unsupported_risky_tokens
 from anaphora.pipeline.engine import ABSTAIN, NO_ANSWER, TurnRequest
-from anaphora.pipeline.support import strip_markers
+from anaphora.store.sqlite_corpus import search_text
 from anaphora.text import STOPWORDS
 
 DATA = "realdocs-dev"
@@ -80,10 +82,13 @@ def abstains(answer: str) -> bool:
 
 
 def ingest_fingerprint(settings: Settings, tree: Path) -> str:
-    """What decides the chunks: the ingest package's code, the chunking and embedder settings and the corpus."""
+    """What decides the index: the ingest package's code (parsers, dialects, chunker), what of a chunk is embedded
+    and indexed (:func:`~anaphora.store.sqlite_corpus.search_text`), the chunking and embedder settings and the
+    corpus."""
     digest = hashlib.sha256()
     for path in sorted(Path(anaphora.ingest.__file__).parent.glob("*.py")):
         digest.update(path.name.encode() + path.read_bytes())
+    digest.update(inspect.getsource(search_text).encode())
     # fp32 keeps the older fingerprints
     embedder = precision_name(settings.models.embedder, settings.models.embedder_precision)
     digest.update(f"{embedder}|{settings.ingest.chunk_tokens}|{settings.ingest.chunk_overlap}".encode())
@@ -155,7 +160,7 @@ def score_turn(turn: dict, index: int, turns: list[dict], answer: str, result, e
     """The README's rules 1-5 for one turn (None: the rule does not apply to it)."""
     trace = result.trace
     ids = {p.id for p in trace.retrieved} | {c.id for c in result.citations} | {m.passage_id for m in trace.memory}
-    visible = strip_markers(answer, ids)
+    visible = visible_text(answer, ids)
     kind, answerable, must = turn["kind"], turn["answerable"], turn["must"]
     cited = sorted({c.source for c in result.citations if c.source})
     abstained = abstains(visible)
@@ -198,10 +203,13 @@ def score_turn(turn: dict, index: int, turns: list[dict], answer: str, result, e
     return row
 
 
-async def run_conversation(components, conversation: dict, run: str = "first") -> list[dict]:
+async def run_conversation(
+    components, conversation: dict, run: str = "first", recorder: RecordingRetriever | None = None
+) -> list[dict]:
     """``run`` "again" (``--rerun``): the same user asks the conversation a second time, in a new conversation,
     with the first run remembered. A first run erases what an earlier run left of its user (a cached data dir is
-    reused across runs), so nothing is remembered from before."""
+    reused across runs), so nothing is remembered from before. ``recorder`` (``--diagnose``): the retriever's
+    candidates are kept, and each answerable turn gets its loss stage (:mod:`realdocs_loss`)."""
     engine = components.engine
     user = f"realdocs-{conversation['id']}"
     if run == "first":
@@ -209,11 +217,17 @@ async def run_conversation(components, conversation: dict, run: str = "first") -
     created = await components.conversations.create(user, conversation["id"])
     rows, answers = [], []
     for index, turn in enumerate(conversation["turns"]):
+        if recorder is not None:
+            recorder.reset()
         started = time.perf_counter()
         result = await engine.ask(TurnRequest(turn["user"], user_id=user, conversation_id=created.id))
         ms = (time.perf_counter() - started) * 1000
         await engine.drain()  # the turn's memory and summary work, before the next turn (outside its time)
         row = score_turn(turn, index, conversation["turns"], result.answer, result, answers)
+        if recorder is not None and "gold_hit" in row:
+            deep = await recorder.deep()
+            row |= diagnose(turn, result.trace.retrieved, recorder.last, deep, row.get("recall", 0.0))
+            row["queries"] = recorder.last_queries
         row.update(
             conversation=conversation["id"],
             corpus=conversation["corpus"],
@@ -298,8 +312,12 @@ async def run_corpus(name: str, conversations: list[dict], args, data: Path, row
     try:
         stats = ingest(components, tree, data_dir)
         print(f"{name}: {stats['chunks']} chunks from {stats['files']} files (ingest {stats['seconds']} s)", flush=True)
+        recorder = RecordingRetriever(components.retriever) if args.diagnose else None
+        indexed = facts_indexed(components, conversations) if args.diagnose else {}
         for conversation in conversations:
-            rows.extend(await run_conversation(components, conversation))
+            found = await run_conversation(components, conversation, recorder=recorder)
+            mark_unindexed(found, indexed)
+            rows.extend(found)
             done(stats)
         if args.rerun:  # issue 24: each conversation once more, by the same user, with memory of the first run
             for conversation in conversations:
@@ -323,6 +341,7 @@ def main() -> None:
     parser.add_argument("--dump", type=Path, default=None, help="write every turn as JSON lines")
     parser.add_argument("--name", default="realdocs", help="results file name (bench/results/NAME.json)")
     parser.add_argument("--rerun", action="store_true", help="run each conversation a second time (memory on)")
+    parser.add_argument("--diagnose", action="store_true", help="where each answerable turn loses its gold chunk")
     args = parser.parse_args()
     data = args.data or data_root()
     conversations = [json.loads(line) for line in (data / "conversations.jsonl").read_text().splitlines() if line]
@@ -360,6 +379,7 @@ def main() -> None:
             "abstention_patterns": list(ABSTENTION_PATTERNS),
             "ingest": ingest_stats,
             "scores": breakdown(first),
+            **({"loss": loss_table(first)} if args.diagnose else {}),
             **({"rerun": {"first": aggregate(first), "again": aggregate(again)}} if again else {}),
         }
         if args.dump:
@@ -390,6 +410,9 @@ def main() -> None:
     print(f"  invented identifiers: {overall['invented_turns']} turns {overall['invented_tokens'][:10]}")
     print(f"  turn ms p50 {overall['turn_ms']['p50']} p95 {overall['turn_ms']['p95']}")
     print(f"  model calls per turn {overall['model_calls_per_turn']}")
+    if "loss" in payload:
+        for name, counts in payload["loss"].items():
+            print(f"  loss {name:18} {counts}")
     print(f"wrote {path}")
 
 

@@ -20,7 +20,16 @@ REALDOCS_RUNS = (  # (label, results file) of the issue-23 realdocs-dev runs
     ("embedded defaults", "realdocs-23b"),
     ("generate, fake model", "realdocs-23b-generate-fake"),
     ("embedded defaults, this round merged (23a ingestion, 23b answers, 24 memory, 26), cold", "realdocs-merged"),
+    ("23c start: main's code, scorer fixed (embeddings cached)", "realdocs-23c-start"),
+    ("23c: answers quote what to type, labels with what they introduce (embeddings cached)", "realdocs-23c"),
+    ("23c with candidates = 50", "realdocs-23c-candidates-50"),
+    ("23c with candidates = 100", "realdocs-23c-candidates-100"),
+    ("23c with top_k = 6", "realdocs-23c-top-k-6"),
+    ("23c with bm25_weight = 1.0", "realdocs-23c-bm25-weight-10"),
+    ("23c start, generate, fake model", "realdocs-23c-start-generate-fake"),
+    ("23c, generate, fake model", "realdocs-23c-generate-fake"),
 )
+LOSS_STAGES = ("answered", "answer_misses", "fact_not_shown", "not_shown", "not_in_candidates", "not_in_index")
 CALIBRATION = {  # shared/bench/README.md, follow-ups, Recall@5
     ("clapnq", "last-turn"): 0.203,
     ("clapnq", "reference-rewrite"): 0.240,
@@ -1128,11 +1137,33 @@ held-out figures say the same (0.630 = 0.630, 0.303 vs 0.297); on realdocs-dev t
 calls in 107 turns. The model arm could not be re-run here (see bench/NOTES.md).
 """
         )
+    losses = [(label, data) for label, data in measured if data.get("loss")]
+    if losses:
+        parts.append(loss_paragraph(losses))
     if len(parts) == 1:
         parts.append(
             "_Not run yet: `python bench/intents.py`, `python bench/coverage.py`, `python bench/realdocs.py`._\n"
         )
     return "\n".join(parts)
+
+
+def loss_paragraph(runs: list[tuple[str, dict]]) -> str:
+    """Where each answerable question/follow-up loses its gold chunk (``bench/realdocs.py --diagnose``)."""
+    rows = [[label, *(data["loss"]["overall"].get(stage, 0) for stage in LOSS_STAGES)] for label, data in runs]
+    deep = runs[0][1]["loss"]
+    depths = ", ".join(f"{k} {v}" for k, v in deep["gold_rank_deep"].items() if k != "n")
+    facts = ", ".join(f"{k} {v}" for k, v in deep["fact_rank_deep"].items() if k != "n")
+    return f"""**Where the gold chunk is lost** (`--diagnose`, `bench/realdocs_loss.py`; each answerable question or
+follow-up with key facts in the first stage that applies: no gold chunk holds every key fact (`not_in_index`), no
+gold chunk among the candidates, a gold candidate not shown to the answerer (the selected passages and their pages'
+other candidates), the facts not in any shown passage, the facts shown but left out of the answer):
+
+{table(["run", *LOSS_STAGES], rows)}
+
+In a 200-deep ranking of the same queries ({runs[0][0]}), the first gold chunk is at rank {depths} (of
+{deep["gold_rank_deep"]["n"]}); the first chunk holding every key fact at {facts} (bench/NOTES.md says what the
+levers above moved).
+"""
 
 
 def passage_index_section() -> str:

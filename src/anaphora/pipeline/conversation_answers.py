@@ -203,6 +203,9 @@ def point_back(request: ConversationRequest, said: Sequence[Said]) -> str:
     wanted = [s for s in pool if _pieces(s, request.wants)] or pool
     chosen = pick(wanted, request.ordinal or (1 if request.wants is None and request.topic else -1))
     pieces = _pieces(chosen, request.wants)
+    if request.wants is None and request.topic and not any(request.topic & content_set(p) for p in pieces):
+        # "which exporter was it?": the thing named may be said only in the answer's config block
+        pieces += [u.text.strip() for u in chosen.units if u.kind == "code" and request.topic & content_set(u.text)]
     if not pieces:
         return gist(chosen, request.max_words or DEFAULT_RECAP_WORDS)
     if request.wants == "identifier" and not request.topic:  # "which settings were in your first answer?"
@@ -236,6 +239,21 @@ def _pieces(said: Said, wants: str | None) -> list[str]:
         return blocks + [s for s in spans if " " in s or "/" in s]
     if wants == "identifier":
         return [u.text.strip() for u in said.units if risky_tokens(u.text)]
-    return [u.text.strip() for u in said.units if u.kind != "code"][:1] + [
-        u.text.strip() for u in said.units[1:] if u.kind != "code"
-    ]
+    return statements(said)
+
+
+def statements(said: Said) -> list[str]:
+    """The answer's units other than code, in order; one that introduces what follows ("Labels:", "Run this:") comes
+    with the unit it introduces, and is left out when nothing follows it: alone it says nothing."""
+    found = []
+    units = said.units
+    for n, unit in enumerate(units):
+        if unit.kind == "code":
+            continue
+        text = unit.text.strip()
+        if text.endswith(":"):
+            if n + 1 == len(units):
+                continue
+            text = f"{text}\n\n{units[n + 1].text.strip()}"
+        found.append(text)
+    return found

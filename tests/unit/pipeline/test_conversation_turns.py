@@ -162,3 +162,33 @@ def test_a_recap_leaves_out_the_acknowledgement_of_a_statement() -> None:
     assert request is not None
     text = answer_about_conversation(request, history, (ABSTAIN, ACKNOWLEDGED))
     assert text and ACKNOWLEDGED not in text
+
+
+def test_pointing_back_at_an_answer_that_opens_on_a_label_gives_what_the_label_introduces() -> None:
+    """An extractive answer can open on a tab's label ("Labels:") before its code block; pointing back at it
+    quotes the label with the block, never the bare label."""
+    history = [
+        Message(role="user", content="how do I redirect http to https?"),
+        Message(
+            role="assistant",
+            content="Labels:\n\n```yaml\nlabels:\n"
+            '  - "traefik.http.middlewares.to-https.redirectscheme.scheme=https"\n```\n[redirectscheme.md#2]',
+        ),
+    ]
+    text = answer_about_conversation(recognise("what was the first middleware you gave me?"), history)
+    assert text != "Labels:"
+    assert "redirectscheme.scheme=https" in text
+
+
+def test_pointing_back_at_a_thing_named_only_in_a_config_block_quotes_the_block() -> None:
+    history = [
+        Message(role="user", content="can the collector send OTLP straight to loki?"),
+        Message(
+            role="assistant",
+            content="`/otlp/v1/logs` lets the collector send logs over OTLP. [api.md#23]\n\n"
+            "You need to make these changes to the collector config.\n\n```yaml\nexporters:\n  otlphttp:\n"
+            "    endpoint: http://loki:3100/otlp\n```\n[otel.md#3]",
+        ),
+    ]
+    text = answer_about_conversation(recognise("which exporter was it again? one word"), history)
+    assert "otlphttp" in text

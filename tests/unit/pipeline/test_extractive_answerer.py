@@ -102,3 +102,32 @@ def test_a_sentence_wrapped_over_two_lines_is_one_unit() -> None:
     units = quotable_units(text)
     assert units[0] == (0, "The plugin reads logs from Docker containers and ships them on.", "sentence")
     assert [kind for *_, kind in units] == ["sentence", "code", "lead-in"]  # the sentence also introduces the code
+
+
+async def test_a_sentence_is_quoted_with_the_next_one_when_that_names_the_settings() -> None:
+    """The sentence that matches the question ("increase the rate limits") is seldom the one that says what to
+    set; the next sentence of its paragraph, which names the settings, comes with it."""
+    passage = Passage(
+        id="limits.md#3",
+        text="This limit is enforced when a tenant sends logs faster than its ingestion rate limit.\n\n"
+        "One solution for rate limited pushes is to increase the rate limits of the tenant. "
+        "The config options to use are `ingestion_rate_mb` and `ingestion_burst_size_mb`.",
+    )
+    answer = await ExtractiveAnswerer(HashingEmbedder(), min_relevance=0.0, max_points=1).answer(
+        "rate limited pushes increase rate limits", "Rate limited pushes: which limits do I increase?", [passage]
+    )
+    assert answer is not None
+    assert answer.points[0].text.startswith("One solution for rate limited pushes")
+    assert "`ingestion_rate_mb` and `ingestion_burst_size_mb`" in answer.points[0].text
+
+
+async def test_of_two_equally_relevant_sentences_the_one_quoting_code_leads() -> None:
+    """A docs answer is what to type: with the question's words in both, the sentence that names the setting in
+    code leads the one that only talks about it."""
+    prose = Passage(id="retention.md#1", text="Retention in the compactor deletes old chunks of a tenant.")
+    code = Passage(id="retention.md#2", text="Retention in the compactor is `retention_enabled` for old chunks.")
+    answer = await ExtractiveAnswerer(HashingEmbedder(), min_relevance=0.0, max_points=1).answer(
+        "retention compactor old chunks", "How does retention in the compactor work?", [prose, code]
+    )
+    assert answer is not None
+    assert answer.points[0].passage_id == "retention.md#2"
