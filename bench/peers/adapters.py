@@ -112,6 +112,9 @@ class MeteredChatModel:
     def count_tokens(self, text: str) -> int:
         return self.model.count_tokens(text)
 
+    async def aclose(self) -> None:
+        await self.model.aclose()
+
     def warm_up(self) -> None:
         warm = getattr(self.model, "warm_up", None)
         if warm:
