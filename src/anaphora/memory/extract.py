@@ -50,6 +50,8 @@ _VERB_FACTS: tuple[tuple[re.Pattern[str], str, bool], ...] = tuple(
         (_WE + _CHANGED + _OBJECT + r" to\s+", "uses", True),
         (r"\b(?:i|we) (?:have|own|'ve got|have got)\s+(?:a |an |two |three )?", "has", True),
         (r"\b(?:i|we) (?:prefer|like to use|'d rather use)\s+", "prefers", True),
+        (r"\b(?:i|we) (?:don't|do not) need\s+", "does not need", True),
+        (r"\b(?:i|we) (?:don't|do not) want\s+", "does not want", True),
         (r"\bi(?:'m| am) (?:a |an )(?!bit\b|little\b|lot\b)", "is", False),
         (r"\b(?:i|we) (?:live|am based|are based) in\s+", "lives in", False),
         (r"\b(?:i|we) work (?:at|for)\s+", "works at", False),

@@ -72,6 +72,7 @@ _SECOND_PERSON = (
     (r"^the user is\b", "you are"),
     (r"^the user has\b", "you have"),
     (r"^the user no longer uses\b", "you no longer use"),
+    (r"^the user does not\b", "you do not"),
     (r"^the user (\w+?)e?s\b", None),  # runs -> run, uses -> use, prefers -> prefer, lives in -> live in
     (r"^the user\b", "you"),
 )

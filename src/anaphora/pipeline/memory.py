@@ -12,12 +12,15 @@ and the turn goes on without memory.
 
 from __future__ import annotations
 
+import re
 import time
+from dataclasses import replace
 
-from anaphora.memory.extract import extract_facts
+from anaphora.memory.extract import NO_LONGER, extract_facts
 from anaphora.memory.personal import acknowledgement, asks_about_user, fact_answers, states_about_user
 from anaphora.memory.protocols import MemoryReader
 from anaphora.memory.recall import MemoryRecall, Recalled
+from anaphora.memory.types import MemoryItem
 from anaphora.memory.writer import TurnRecorder, TurnToRemember
 from anaphora.pipeline.stage import Stage, StageResult
 from anaphora.pipeline.state import Skip, TurnRequest, TurnState
@@ -85,6 +88,70 @@ class AcknowledgeStatement(Stage):
 
     def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
         return state, "answered as a question"
+
+
+PERSONAL_FACTS = 3  # stated facts a query is personalised with, newest first
+_USER_PREFIX = re.compile(r"^the user(?:'s)?\s+", re.I)
+
+
+def personal_words(fact: MemoryItem) -> str:
+    """What a fact adds to a query: its statement without "the user" ("docker hosts are ARM64 (graviton boxes)")."""
+    return _USER_PREFIX.sub("", fact.text)
+
+
+class PersonalQuery(Stage):
+    """The user's stated setup joins the retrieval query. A user who says "fyi all our docker hosts are ARM64" and
+    then asks "how do I get container logs into Loki?" wants the answer for ARM64 hosts, though the question does
+    not say so. The current facts stated in this conversation (at most :data:`PERSONAL_FACTS`, newest first), and
+    for a question about the user ("which version do I run?") the current facts that answer it, are added to the
+    query that leads the retrieval's fusion. The query it was made from rides along as an alternate and the message
+    as typed keeps its places in the fusion (:mod:`anaphora.retrieval.query_fusion`), so a fact that does not bear
+    on the question cannot push out what the question's own words found. The plan's ``query`` (what memory recall
+    and the answer rank by) stays the turn's own: recalling by the facts would only find the statements of them
+    again, an outdated one included. A fact that says the user no longer uses a thing adds nothing."""
+
+    name = "personal_query"
+    reads = ("request", "question", "plan", "skip")
+    writes = ("plan",)
+    retrieval = True
+    counter = "memory_recall"
+
+    def __init__(self, facts: MemoryReader, *, timeout_s: float) -> None:
+        self.facts = facts
+        self.timeout_s = timeout_s
+
+    def applies(self, state: TurnState) -> bool:
+        return state.request.memory and state.retrieves and state.plan is not None
+
+    def _bearing(self, state: TurnState, facts: list[MemoryItem]) -> list[MemoryItem]:
+        """The current facts this turn's query is personalised with."""
+        about_user = asks_about_user(state.question)
+        return [
+            f
+            for f in facts
+            if f.kind == "fact"
+            and f.current
+            and not f.value.startswith(NO_LONGER)
+            and (
+                f.conversation_id == state.request.conversation_id
+                or (about_user and fact_answers(state.question, f.text, f.value))
+            )
+        ][:PERSONAL_FACTS]
+
+    async def run(self, state: TurnState) -> StageResult:
+        assert state.plan is not None
+        page = await self.facts.list(state.request.user_id, kind="fact", limit=50)
+        bearing = self._bearing(state, list(page.items))
+        if not bearing:
+            return StageResult(state, "skipped", "no stated fact bears on this turn")
+        said = " ".join(personal_words(f) for f in bearing)
+        plan = state.plan
+        leading = plan.lead or plan.query
+        personal = replace(plan, lead=f"{leading} {said}", alternates=(leading, *plan.alternates))
+        return StageResult(state.update(plan=personal), "ok", f"query personalised with {len(bearing)} facts")
+
+    def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
+        return state, "retrieved without the user's facts"
 
 
 def record_of(recalled: Recalled, injected: bool, leads: bool = False) -> RecalledMemory:
