@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from anaphora.errors import StoreError
+from anaphora.store.legacy_episodes import users_words
 from anaphora.store.migrations import Migrations
 
 Migration = Callable[[sqlite3.Connection], None]
@@ -165,6 +166,31 @@ def m005_memory_epochs(db: sqlite3.Connection) -> None:
     """Each user's erase epoch, keyed by a hash of the user id: a background memory write checks it inside its
     transaction, so an erase that came first wins (``anaphora.memory.protocols``)."""
     run_script(db, "CREATE TABLE memory_epochs (user_key TEXT PRIMARY KEY, epoch INTEGER NOT NULL)")
+
+
+@migration
+def m006_episodes_keep_the_users_words(db: sqlite3.Connection) -> None:
+    """Episodes written before issue 24 held the turn's question and the assistant's answer ("question\nanswer");
+    memory quotes the user's words only, so each keeps as many lines as the stored turn's question has (one when
+    the turn is gone). The answer's words leave the text and the lexical index (a document deleted later is not
+    quoted from an episode); the episode's vector is left as it was, a recall aid that is never shown. Search
+    indexes rebuild, as after a removal."""
+    rows = db.execute(
+        "SELECT e.key, e.text, t.question FROM memory_items e LEFT JOIN turns t ON t.conversation_id = "
+        "e.conversation_id AND t.idx = json_extract(e.turns, '$[0]') "
+        "WHERE e.kind = 'episode' AND instr(e.text, char(10)) > 0"
+    ).fetchall()
+    changed = 0
+    for key, text, question in rows:
+        kept = users_words(text, question)
+        if kept != text:
+            db.execute("UPDATE memory_items SET text = ? WHERE key = ?", (kept, key))
+            changed += 1
+    if changed:
+        db.execute(
+            "INSERT INTO meta(key, value) VALUES ('memory_removals', '1') "
+            "ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)"
+        )
 
 
 class Database:
