@@ -60,6 +60,7 @@ class RecallWeights:
     dense_weight: float = 0.7
     feedback_items: int = 3
     feedback_weight: float = 0.5
+    dense_feedback_weight: float = 0.0
     name_boost: float = 1.5
     neighbour_weight: float = 0.8
     superseded_penalty: float = 0.5
@@ -102,8 +103,12 @@ class MemoryRecall:
         items = await self.store.get_many(user_id, [item_id for item_id, _ in first])
         if self.weights.feedback_items and first:
             best = [items[i].text for i, _ in first[: self.weights.feedback_items] if i in items]
-            (feedback,) = await self.store.lexical(user_id, [" ".join([question, *best])], self.weights.depth)
+            expanded = " ".join([question, *best])
+            (feedback,) = await self.store.lexical(user_id, [expanded], self.weights.depth)
             lists["feedback"] = (self.weights.feedback_weight, feedback)
+            if self.weights.dense_feedback_weight and vector is not None:
+                (near,) = await self.store.dense(user_id, await self._embed(expanded), self.weights.depth)
+                lists["dense feedback"] = (self.weights.dense_feedback_weight, near)
         fused = self._fuse(lists)[: self.weights.depth]
         missing = [item_id for item_id, _ in fused if item_id not in items]
         if missing:
