@@ -1,7 +1,6 @@
 """The user's stated setup joins the retrieval query: the current facts stated in this conversation, and for a
-question about the user the facts that answer it; the plan's own query (what recall and the answer rank by) and
-the message's places in the fusion stay. Through the real writer and SQLite store, the stage run as the engine
-runs it."""
+question about the user the facts that answer it; recall ranks by the query without them. Through the real writer
+and SQLite store, the stage run as the engine runs it."""
 
 from __future__ import annotations
 
@@ -45,27 +44,36 @@ async def test_a_fact_stated_in_this_conversation_joins_the_query_that_leads(sto
     await said(store, "fyi all our docker hosts are ARM64 (graviton boxes)", "c1")
     after, record = await planned(store, QUESTION, "c1")
     assert record is not None and record.status == "ok"
-    assert after.plan.lead == f"{QUESTION} docker hosts are ARM64 (graviton boxes)"
-    assert after.plan.query == QUESTION  # recall and the answer rank by the turn's own query
-    assert after.plan.queries == [after.plan.lead, QUESTION]  # the query it was made from rides along
+    assert after.plan.query == f"{QUESTION} docker hosts are ARM64 (graviton boxes)"
+    assert after.personal == "docker hosts are ARM64 (graviton boxes)"  # what recall leaves out of its query
 
 
 async def test_a_fact_of_another_conversation_joins_only_a_question_about_the_user_it_answers(store) -> None:
     await said(store, "I run Fluent Bit 2.1 on ARM64 nodes", "c1")
     after, record = await planned(store, QUESTION, "c2")
-    assert record.status == "skipped" and after.plan.lead is None
+    assert record.status == "skipped" and after.plan.query == QUESTION
     after, _ = await planned(store, "which version did I say I run?", "c2")
-    assert after.plan.lead == "which version did I say I run? runs Fluent Bit 2.1 on ARM64 nodes"
+    assert after.plan.query == "which version did I say I run? runs Fluent Bit 2.1 on ARM64 nodes"
 
 
 async def test_outdated_and_no_longer_facts_add_nothing(store) -> None:
     await said(store, "we use Promtail to ship logs", "c1")
     await said(store, "we switched from Promtail to Alloy", "c1", index=1, day=1)
     after, _ = await planned(store, QUESTION, "c1")
-    assert after.plan.lead == f"{QUESTION} uses Alloy"  # not Promtail: neither the old fact nor its closing one
+    assert after.plan.query == f"{QUESTION} uses Alloy"  # not Promtail: neither the old fact nor its closing one
 
 
 async def test_a_temporary_chat_is_not_personalised(store) -> None:
     await said(store, "fyi all our docker hosts are ARM64", "c1")
     _, record = await planned(store, QUESTION, "c1", memory=False)
     assert record is None
+
+
+async def test_a_follow_ups_leading_expansion_is_personalised_too(store) -> None:
+    await said(store, "our DNS is hosted on cloudflare btw", "c1")
+    request = TurnRequest("so what do I set for the provider?", user_id="alice", conversation_id="c1")
+    plan = QueryPlan("so what do I set for the provider? dns challenge", "rewrite", lead="provider dns challenge")
+    state = turn_state(request.question, plan=plan).update(request=request)
+    after, _ = await run_stage(PersonalQuery(store, timeout_s=2.0), state)
+    assert after.plan.lead == "provider dns challenge dns is hosted on cloudflare"
+    assert after.plan.query == "so what do I set for the provider? dns challenge dns is hosted on cloudflare"

@@ -104,15 +104,16 @@ class PersonalQuery(Stage):
     then asks "how do I get container logs into Loki?" wants the answer for ARM64 hosts, though the question does
     not say so. The current facts stated in this conversation (at most :data:`PERSONAL_FACTS`, newest first), and
     for a question about the user ("which version do I run?") the current facts that answer it, are added to the
-    query that leads the retrieval's fusion. The query it was made from rides along as an alternate and the message
-    as typed keeps its places in the fusion (:mod:`anaphora.retrieval.query_fusion`), so a fact that does not bear
-    on the question cannot push out what the question's own words found. The plan's ``query`` (what memory recall
-    and the answer rank by) stays the turn's own: recalling by the facts would only find the statements of them
-    again, an outdated one included. A fact that says the user no longer uses a thing adds nothing."""
+    plan's queries (what the retriever and the extractive answer rank by; ``personal`` says what was added). The
+    query it was made from rides along as an alternate and the message as typed keeps its places in the fusion
+    (:mod:`anaphora.retrieval.query_fusion`), so a fact that does not bear on the question cannot push out what the
+    question's own words found. Memory recall ranks by the query without them: recalling by the facts would only
+    find the statements of them again, an outdated one included. A fact that says the user no longer uses a thing
+    adds nothing."""
 
     name = "personal_query"
     reads = ("request", "question", "plan", "skip")
-    writes = ("plan",)
+    writes = ("plan", "personal")
     retrieval = True
     counter = "memory_recall"
 
@@ -146,9 +147,9 @@ class PersonalQuery(Stage):
             return StageResult(state, "skipped", "no stated fact bears on this turn")
         said = " ".join(personal_words(f) for f in bearing)
         plan = state.plan
-        leading = plan.lead or plan.query
-        personal = replace(plan, lead=f"{leading} {said}", alternates=(leading, *plan.alternates))
-        return StageResult(state.update(plan=personal), "ok", f"query personalised with {len(bearing)} facts")
+        personal = replace(plan, query=f"{plan.query} {said}", lead=f"{plan.lead} {said}" if plan.lead else None)
+        after = state.update(plan=personal, personal=said)
+        return StageResult(after, "ok", f"query personalised with {len(bearing)} facts")
 
     def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
         return state, "retrieved without the user's facts"
@@ -193,7 +194,7 @@ class RecallMemory(Stage):
     that only repeat the turns already verbatim in the prompt are left out."""
 
     name = "memory"
-    reads = ("request", "question", "history", "turns_before", "skip", "plan")
+    reads = ("request", "question", "history", "turns_before", "skip", "plan", "personal")
     writes = ("profile", "memory")
     counter = "memory_recall"
 
@@ -238,7 +239,7 @@ class RecallMemory(Stage):
         state = state.update(profile=sanitize(profile.text) if profile else "")
         if not state.retrieves:  # chit-chat, or the conversation holds the answer: nothing to recall
             return StageResult(state, "skipped", "retrieval skipped: profile only")
-        query = state.plan.query if state.plan is not None else state.question
+        query = state.plan.query.removesuffix(f" {state.personal}") if state.plan is not None else state.question
         ranked = [r for r in await self.recall.rank(user, query, now=time.time()) if not in_history(r, state)]
         leading = self._leading(state.question, ranked)[: self.k]
         first = {r.item.id for r in leading}
