@@ -77,3 +77,23 @@ async def test_a_follow_ups_leading_expansion_is_personalised_too(store) -> None
     after, _ = await run_stage(PersonalQuery(store, timeout_s=2.0), state)
     assert after.plan.lead == "provider dns challenge dns is hosted on cloudflare"
     assert after.plan.query == "so what do I set for the provider? dns challenge dns is hosted on cloudflare"
+
+
+async def test_a_statement_no_fact_rule_reads_joins_in_the_users_words(store) -> None:
+    statement = "context: we're multi-tenant. tenant `payments` has to keep logs 90 days for audit"
+    await said(store, statement, "c1")
+    after, _ = await planned(store, "ok so what would the config look like for that?", "c1")
+    assert after.plan.query == f"ok so what would the config look like for that? {statement}"
+
+
+async def test_only_the_newest_statements_join(store) -> None:
+    for n, thing in enumerate(["Alloy v1.4", "k3s 1.29", "Postgres 16", "Redis 7.2"]):
+        await said(store, f"we run {thing}", "c1", index=n, day=n)
+    after, _ = await planned(store, QUESTION, "c1")
+    assert after.personal == "runs Redis 7.2 runs Postgres 16 runs k3s 1.29"
+
+
+async def test_a_question_is_not_taken_for_a_statement(store) -> None:
+    await said(store, "how do I turn on retention?", "c1")
+    _, record = await planned(store, QUESTION, "c1")
+    assert record.status == "skipped"

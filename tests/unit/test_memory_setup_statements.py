@@ -33,6 +33,7 @@ pytestmark = pytest.mark.unit
         ("prod uses Postgres 16", "uses postgres", "Postgres 16"),
         ("the cluster has 3 nodes", "cluster has", "3 nodes"),
         ("traefik sits behind an AWS NLB", "traefik sits behind", "AWS NLB"),
+        ("the NLB has proxy protocol v2 enabled", "nlb has", "proxy protocol v2 enabled"),
         ("our DNS is hosted on cloudflare btw", "dns is hosted on", "cloudflare"),
         ("setup: loki 3.x in microservices mode on k8s", "setup loki", "loki 3.x in microservices mode on k8s"),
         ("ok so, the workers run Alloy v1.4", "uses alloy", "Alloy v1.4"),
@@ -80,6 +81,7 @@ def test_we_are_on_a_bare_version_is_a_fact() -> None:
         "the pod runs OOM after an hour",
         "the nodes are running out of memory",
         "the cluster is slow",
+        "The Loki ruler has 3 replicas",  # a thing named without digits or capitals is no subject of its own
         "ok so what would the config look like for that?",
     ],
 )

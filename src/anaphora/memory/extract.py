@@ -145,6 +145,10 @@ _SETUP_USES = re.compile(
     re.I,
 )
 _SETUP_IS = re.compile(rf"^{_SETUP_SUBJECT} (?P<verb>is|are|has|have) (?:all |both |currently |now )?", re.I)
+# "the NLB has proxy protocol v2 switched on": a named thing of the setup (all capitals or digits) as the subject
+_NAMED_IS = re.compile(
+    r"^(?P<subject>(?:the|our|my) (?=[\w-]*(?:\d|[A-Z]{2}))[\w-]+) (?P<verb>is|are|has|have) (?:all |both |now )?"
+)
 _LEADING_THING = re.compile(r"^(?:currently |still |now |all )?(?:running|using|on)\s+", re.I)
 _MARKED = re.compile(
     r"^(?:setup|context|stack|env|environment|fyi|for context|heads up|note|to be clear|correction|"
@@ -185,7 +189,7 @@ def _setup_fact(sentence: str, *, marked: bool) -> ExtractedFact | None:
             text = f"the user's {_owned(subject)} uses {value}" if subject else f"the user uses {value}"
             return ExtractedFact("user", thing_key(value), value, text)
         return None
-    if (match := _DEPLOYED.match(sentence) or _SETUP_IS.match(sentence)) is not None:
+    if (match := _DEPLOYED.match(sentence) or _SETUP_IS.match(sentence) or _NAMED_IS.match(sentence)) is not None:
         subject, verb = _owned(match.group("subject")), match.group("verb").lower()
         value = _clause(sentence[match.end() :])
         possessed = match.group("subject").lower().startswith(("our ", "my "))

@@ -69,6 +69,7 @@ class RecallWeights:
     window: int = 2
     session_weight: float = 0.3
     session_top: int = 3
+    session_cap: int = 0
 
 
 class MemoryRecall:
@@ -212,4 +213,15 @@ class MemoryRecall:
                 score *= 1 + self.weights.recency_weight * (item.time - oldest) / (newest - oldest)
             recalled.append(Recalled(item, score, similarity.get(item_id), "; ".join(reasons)))
         recalled.sort(key=lambda r: (-r.score, -r.item.time))
+        if self.weights.session_cap:
+            recalled = self._spread(recalled)
         return recalled
+
+    def _spread(self, recalled: list[Recalled]) -> list[Recalled]:
+        """At most ``session_cap`` items of one conversation before every other conversation's next best."""
+        seen: dict[str, int] = {}
+        kept, later = [], []
+        for r in recalled:
+            seen[r.item.conversation_id] = seen.get(r.item.conversation_id, 0) + 1
+            (kept if seen[r.item.conversation_id] <= self.weights.session_cap else later).append(r)
+        return kept + later

@@ -102,14 +102,13 @@ def personal_words(fact: MemoryItem) -> str:
 class PersonalQuery(Stage):
     """The user's stated setup joins the retrieval query. A user who says "fyi all our docker hosts are ARM64" and
     then asks "how do I get container logs into Loki?" wants the answer for ARM64 hosts, though the question does
-    not say so. The current facts stated in this conversation (at most :data:`PERSONAL_FACTS`, newest first), and
-    for a question about the user ("which version do I run?") the current facts that answer it, are added to the
-    plan's queries (what the retriever and the extractive answer rank by; ``personal`` says what was added). The
-    query it was made from rides along as an alternate and the message as typed keeps its places in the fusion
-    (:mod:`anaphora.retrieval.query_fusion`), so a fact that does not bear on the question cannot push out what the
-    question's own words found. Memory recall ranks by the query without them: recalling by the facts would only
-    find the statements of them again, an outdated one included. A fact that says the user no longer uses a thing
-    adds nothing."""
+    not say so. What the user stated in this conversation, newest first, at most :data:`PERSONAL_FACTS` turns (a
+    turn's current facts, or the words of a statement no fact rule reads: "tenant `payments` has to keep logs 90
+    days"), and for a question about the user ("which version do I run?") the current facts of other conversations
+    that answer it, are added to the plan's queries (what the retriever and the extractive answer rank by;
+    ``personal`` says what was added). A turn whose facts were all superseded since, or only say a thing is no
+    longer used, adds nothing. Memory recall ranks by the query without them: recalling by them would only find
+    the statements again."""
 
     name = "personal_query"
     reads = ("request", "question", "plan", "skip")
@@ -117,42 +116,57 @@ class PersonalQuery(Stage):
     retrieval = True
     counter = "memory_recall"
 
-    def __init__(self, facts: MemoryReader, *, timeout_s: float) -> None:
-        self.facts = facts
+    def __init__(self, memory: MemoryReader, *, timeout_s: float) -> None:
+        self.memory = memory
         self.timeout_s = timeout_s
 
     def applies(self, state: TurnState) -> bool:
         return state.request.memory and state.retrieves and state.plan is not None
 
-    def _bearing(self, state: TurnState, facts: list[MemoryItem]) -> list[MemoryItem]:
-        """The current facts this turn's query is personalised with."""
+    def _bearing(self, state: TurnState, episodes: list[MemoryItem], facts: list[MemoryItem]) -> list[str]:
+        """What this turn's query is personalised with, newest first."""
+        here = state.request.conversation_id
+        by_turn: dict[int, list[MemoryItem]] = {}
+        for f in facts:
+            if f.conversation_id == here:
+                for turn in f.turns:
+                    by_turn.setdefault(turn, []).append(f)
+        said = []
+        for episode in (e for e in episodes if e.conversation_id == here and e.turns):
+            stated = by_turn.get(episode.turns[0], [])
+            kept = [f for f in stated if f.current and not f.value.startswith(NO_LONGER)]
+            if kept:  # what the turn stated, as its current facts say it
+                said.append(" ".join(map(personal_words, kept)))
+            elif not stated and states_about_user(episode.text, []):  # a statement no fact rule reads: its words
+                said.append(episode.text)
         about_user = asks_about_user(state.question)
-        return [
-            f
+        elsewhere = [
+            personal_words(f)
             for f in facts
-            if f.kind == "fact"
+            if f.conversation_id != here
             and f.current
             and not f.value.startswith(NO_LONGER)
-            and (
-                f.conversation_id == state.request.conversation_id
-                or (about_user and fact_answers(state.question, f.text, f.value))
-            )
-        ][:PERSONAL_FACTS]
+            and about_user
+            and fact_answers(state.question, f.text, f.value)
+        ]
+        return (said + elsewhere)[:PERSONAL_FACTS]
 
     async def run(self, state: TurnState) -> StageResult:
         assert state.plan is not None
-        page = await self.facts.list(state.request.user_id, kind="fact", limit=50)
-        bearing = self._bearing(state, list(page.items))
+        user = state.request.user_id
+        episodes = await self.memory.list(user, kind="episode", limit=50)
+        facts = await self.memory.list(user, kind="fact", limit=50)
+        bearing = self._bearing(state, list(episodes.items), list(facts.items))
         if not bearing:
-            return StageResult(state, "skipped", "no stated fact bears on this turn")
-        said = " ".join(personal_words(f) for f in bearing)
+            return StageResult(state, "skipped", "nothing the user stated bears on this turn")
+        said = " ".join(bearing)
         plan = state.plan
         personal = replace(plan, query=f"{plan.query} {said}", lead=f"{plan.lead} {said}" if plan.lead else None)
         after = state.update(plan=personal, personal=said)
-        return StageResult(after, "ok", f"query personalised with {len(bearing)} facts")
+        return StageResult(after, "ok", f"query personalised with {len(bearing)} of the user's statements")
 
     def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
-        return state, "retrieved without the user's facts"
+        return state, "retrieved without the user's statements"
 
 
 def record_of(recalled: Recalled, injected: bool, leads: bool = False) -> RecalledMemory:
