@@ -97,3 +97,26 @@ async def test_a_question_is_not_taken_for_a_statement(store) -> None:
     await said(store, "how do I turn on retention?", "c1")
     _, record = await planned(store, QUESTION, "c1")
     assert record.status == "skipped"
+
+
+@pytest.mark.parametrize(
+    ("question", "episode", "shown"),
+    [
+        ("why does curl get a 401?", "curl against the API gives me a 401. what's that about?", False),  # asked
+        ("did I say what curl gave me?", "curl against the API gives me a 401. what's that about?", True),
+        ("one container gives me 502 bad gateway", "one container gives me 502 bad gateway", False),  # the same
+        ("which version should I pick?", "I run Fluent Bit 2.1 on ARM64 nodes", True),
+    ],
+)
+def test_an_earlier_question_or_the_same_words_again_are_no_evidence(question, episode, shown) -> None:
+    from anaphora.memory.personal import evidence_for
+
+    assert evidence_for(question, episode) is shown
+
+
+def test_an_episode_that_repeats_a_message_already_in_the_prompt_is_no_evidence() -> None:
+    from anaphora.memory.personal import evidence_for
+
+    earlier = "one container gives me 502 bad gateway through traefik, the app listens on 8080"
+    assert not evidence_for("it's also attached to two networks, does that matter?", earlier, [earlier])
+    assert evidence_for("it's also attached to two networks, does that matter?", earlier, [])

@@ -17,7 +17,13 @@ import time
 from dataclasses import replace
 
 from anaphora.memory.extract import NO_LONGER, extract_facts
-from anaphora.memory.personal import acknowledgement, asks_about_user, fact_answers, states_about_user
+from anaphora.memory.personal import (
+    acknowledgement,
+    asks_about_user,
+    evidence_for,
+    fact_answers,
+    states_about_user,
+)
 from anaphora.memory.protocols import MemoryReader
 from anaphora.memory.recall import MemoryRecall, Recalled
 from anaphora.memory.types import MemoryItem
@@ -203,7 +209,10 @@ class RecallMemory(Stage):
     """Recalls the user's memories for this turn's query; injects at most ``k`` whose cosine similarity to it is
     at least ``min_score``. For a question about the user, the current facts that answer it come first and are
     shown if their similarity is at least ``fact_min_score`` or they share a word with the question that is not
-    only a name. A turn whose documents gave nothing but whose memory did is answered from memory. A turn that
+    only a name. An episode the user asked (an earlier question, shown only for a question about what the user
+    said) or that says what this question or a message already in the prompt says (the same question again) is
+    no evidence and is not shown. A turn
+    whose documents gave nothing but whose memory did is answered from memory. A turn that
     skips retrieval (chit-chat, answered by the conversation) recalls nothing, but still gets the profile. Episodes
     that only repeat the turns already verbatim in the prompt are left out."""
 
@@ -260,10 +269,14 @@ class RecallMemory(Stage):
         ranked = leading + [r for r in ranked if r.item.id not in first]
         shown = 0
         records = []
+        said_here = [m.content for m in state.history if m.role == "user"]
         for recalled in ranked[:TRACED]:
             leads = recalled.item.id in first
-            inject = shown < self.k and (
-                leads or (recalled.similarity is not None and recalled.similarity >= self.min_score)
+            evidence = recalled.item.kind == "fact" or evidence_for(state.question, recalled.item.text, said_here)
+            inject = (
+                shown < self.k
+                and evidence
+                and (leads or (recalled.similarity is not None and recalled.similarity >= self.min_score))
             )
             shown += inject
             records.append(record_of(recalled, inject, leads))

@@ -151,6 +151,7 @@ INITIAL = frozenset(
         "summary",
         "memory",
         "profile",
+        "personal",
         "calls",
     }
 )
