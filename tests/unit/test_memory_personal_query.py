@@ -75,8 +75,8 @@ async def test_a_follow_ups_leading_expansion_is_personalised_too(store) -> None
     plan = QueryPlan("so what do I set for the provider? dns challenge", "rewrite", lead="provider dns challenge")
     state = turn_state(request.question, plan=plan).update(request=request)
     after, _ = await run_stage(PersonalQuery(store, timeout_s=2.0), state)
-    assert after.plan.lead == "provider dns challenge dns is hosted on cloudflare"
-    assert after.plan.query == "so what do I set for the provider? dns challenge dns is hosted on cloudflare"
+    assert after.plan.lead == "provider dns challenge DNS is hosted on cloudflare"
+    assert after.plan.query == "so what do I set for the provider? dns challenge DNS is hosted on cloudflare"
 
 
 async def test_a_statement_no_fact_rule_reads_joins_in_the_users_words(store) -> None:
@@ -120,3 +120,19 @@ def test_an_episode_that_repeats_a_message_already_in_the_prompt_is_no_evidence(
     earlier = "one container gives me 502 bad gateway through traefik, the app listens on 8080"
     assert not evidence_for("it's also attached to two networks, does that matter?", earlier, [earlier])
     assert evidence_for("it's also attached to two networks, does that matter?", earlier, [])
+
+
+async def test_a_fact_restated_here_counts_though_the_store_kept_the_earlier_one(store) -> None:
+    await said(store, "fyi all our docker hosts are ARM64", "c1")
+    await said(store, "fyi all our docker hosts are ARM64", "c2", day=1)  # the same again: no new fact row
+    after, _ = await planned(store, QUESTION, "c2")
+    assert after.personal == "docker hosts are ARM64"
+
+
+async def test_an_outdated_statement_is_said_as_its_current_value(store) -> None:
+    await said(store, "I run Fluent Bit 2.1 on ARM64 nodes", "c1")
+    await said(store, "I upgraded to 3.2", "c2", day=1)
+    await said(store, "I run Fluent Bit 2.1 on ARM64 nodes", "c3", day=2)
+    await said(store, "we moved to Fluent Bit 3.2", "c3", index=1, day=3)
+    after, _ = await planned(store, QUESTION, "c3")
+    assert after.personal == "runs Fluent Bit 3.2 on ARM64 nodes"  # once, though two turns of c3 stated it

@@ -115,3 +115,12 @@ async def current_after(store, *messages: str) -> dict[str, str]:
 )
 async def test_a_setup_statement_supersedes_like_a_first_person_one(store, first, update, expected) -> None:
     assert await current_after(store, first, update) == expected
+
+
+def test_the_acknowledgement_reads_as_one_sentence_in_the_users_case() -> None:
+    facts = extract_facts("traefik sits behind an AWS NLB, and the NLB has proxy protocol v2 enabled")
+    assert acknowledgement(facts, remembered=True) == (
+        "Noted: your traefik sits behind AWS NLB; your NLB has proxy protocol v2 enabled. I'll remember that."
+    )
+    (dns,) = extract_facts("our DNS is hosted on cloudflare btw")  # one fact, though two rules read it
+    assert dns.text == "the user's DNS is hosted on cloudflare"

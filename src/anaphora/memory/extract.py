@@ -194,7 +194,7 @@ def _setup_fact(sentence: str, *, marked: bool) -> ExtractedFact | None:
         value = _clause(sentence[match.end() :])
         possessed = match.group("subject").lower().startswith(("our ", "my "))
         if value and (possessed or _NAMED.search(value)) and value.lower().split()[0] not in STOPWORDS:
-            attribute = subject if verb in ("is", "are") else f"{subject} {verb}"
+            attribute = subject.lower() if verb in ("is", "are") else f"{subject.lower()} {verb}"
             return ExtractedFact("user", attribute, value, f"the user's {subject} {verb} {value}")
         return None
     if not marked or _FIRST_PERSON_WORD.search(sentence):
@@ -213,9 +213,9 @@ _OWNER = re.compile(r"^(?:the|our|my|this|these|all the|all our|all my|all)\s+",
 
 
 def _owned(subject: str) -> str:
-    """A setup subject without its determiner ("our nodes" -> "nodes"; "everything" -> "setup")."""
-    owned = _OWNER.sub("", subject.strip()).lower()
-    return "setup" if owned in ("everything", "it", "all", "this") else owned
+    """A setup subject without its determiner, as written ("our NLB" -> "NLB"; "everything" -> "setup")."""
+    owned = _OWNER.sub("", subject.strip())
+    return "setup" if owned.lower() in ("everything", "it", "all", "this") else owned
 
 
 def setup_facts(user_words: str) -> list[ExtractedFact]:
@@ -273,11 +273,11 @@ def extract_facts(user_words: str) -> list[ExtractedFact]:
     for match in _MY_FACT.finditer(user_words):
         attribute = match.group(1).lower()
         value = _clause(user_words[match.end() :])
-        said = {f.text for f in found.values()}
+        said = {f.text.lower() for f in found.values()}  # "our DNS is hosted on X" read by the setup rules already
         if (
             value
             and attribute.split()[0] not in STOPWORDS
-            and f"the user's {attribute} {match.group(2).lower()} {value}" not in said
+            and f"the user's {attribute} {match.group(2).lower()} {value}".lower() not in said
         ):
             found.setdefault(
                 ("user", attribute),

@@ -119,5 +119,9 @@ def acknowledgement(facts: list[ExtractedFact], *, remembered: bool) -> str:
     kept = " I'll remember that." if remembered else " (This chat is not remembered.)"
     if not facts:
         return f"{ACKNOWLEDGED}." + kept
-    said = "; ".join(second_person(f.text) for f in facts[:3])
-    return f"{ACKNOWLEDGED}: {said[:1].lower() + said[1:]}.{kept}"
+    said = "; ".join(_lower_first(second_person(f.text)) for f in facts[:3])
+    return f"{ACKNOWLEDGED}: {said}.{kept}"
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]

@@ -108,13 +108,13 @@ def personal_words(fact: MemoryItem) -> str:
 class PersonalQuery(Stage):
     """The user's stated setup joins the retrieval query. A user who says "fyi all our docker hosts are ARM64" and
     then asks "how do I get container logs into Loki?" wants the answer for ARM64 hosts, though the question does
-    not say so. What the user stated in this conversation, newest first, at most :data:`PERSONAL_FACTS` turns (a
-    turn's current facts, or the words of a statement no fact rule reads: "tenant `payments` has to keep logs 90
-    days"), and for a question about the user ("which version do I run?") the current facts of other conversations
-    that answer it, are added to the plan's queries (what the retriever and the extractive answer rank by;
-    ``personal`` says what was added). A turn whose facts were all superseded since, or only say a thing is no
-    longer used, adds nothing. Memory recall ranks by the query without them: recalling by them would only find
-    the statements again."""
+    not say so. What the user stated in this conversation, newest first, at most :data:`PERSONAL_FACTS` turns (the
+    current facts of what a turn says, restated ones included, or the words of a statement no fact rule reads:
+    "tenant `payments` has to keep logs 90 days"), and for a question about the user ("which version do I run?")
+    the current facts of other conversations that answer it, are added to the plan's queries (what the retriever
+    and the extractive answer rank by; ``personal`` says what was added). A fact superseded since is said as its
+    current value; one that says a thing is no longer used adds nothing. Memory recall ranks by the query without
+    them: recalling by them would only find the statements again."""
 
     name = "personal_query"
     reads = ("request", "question", "plan", "skip")
@@ -137,13 +137,19 @@ class PersonalQuery(Stage):
             if f.conversation_id == here:
                 for turn in f.turns:
                     by_turn.setdefault(turn, []).append(f)
-        said = []
+        current = {f.attribute: f for f in reversed(facts) if f.current}  # the newest current fact per key
+        said, used = [], set()
         for episode in (e for e in episodes if e.conversation_id == here and e.turns):
-            stated = by_turn.get(episode.turns[0], [])
-            kept = [f for f in stated if f.current and not f.value.startswith(NO_LONGER)]
-            if kept:  # what the turn stated, as its current facts say it
-                said.append(" ".join(map(personal_words, kept)))
-            elif not stated and states_about_user(episode.text, []):  # a statement no fact rule reads: its words
+            # the turn's facts, read again from its words: a restated fact the store kept from an earlier
+            # conversation counts as stated here too, and an outdated one is said as its current value
+            keys = [f.attribute for f in extract_facts(episode.text)]
+            keys += [f.attribute for f in by_turn.get(episode.turns[0], [])]
+            kept = [current[k] for k in dict.fromkeys(keys) if k in current]
+            fresh = [f for f in kept if f.id not in used and not f.value.startswith(NO_LONGER)]
+            used.update(f.id for f in kept)
+            if fresh:
+                said.append(" ".join(map(personal_words, fresh)))
+            elif not keys and states_about_user(episode.text, []):  # a statement no fact rule reads: its words
                 said.append(episode.text)
         about_user = asks_about_user(state.question)
         elsewhere = [
