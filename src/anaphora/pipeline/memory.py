@@ -216,11 +216,11 @@ class RecallMemory(Stage):
     at least ``min_score``. For a question about the user, the current facts that answer it come first and are
     shown if their similarity is at least ``fact_min_score`` or they share a word with the question that is not
     only a name. An episode the user asked (an earlier question, shown only for a question about what the user
-    said) or that says what this question or a message already in the prompt says (the same question again) is
-    no evidence and is not shown. A turn
-    whose documents gave nothing but whose memory did is answered from memory. A turn that
-    skips retrieval (chit-chat, answered by the conversation) recalls nothing, but still gets the profile. Episodes
-    that only repeat the turns already verbatim in the prompt are left out."""
+    said), or one that says what this question or a message already in the prompt says and states nothing about
+    the user (the same problem reported again), is no evidence and is not shown. A turn whose documents gave
+    nothing but whose memory did is answered from memory. A turn that skips retrieval (chit-chat, answered by the
+    conversation) recalls nothing, but still gets the profile. Episodes that only repeat the turns already verbatim
+    in the prompt are left out."""
 
     name = "memory"
     reads = ("request", "question", "history", "turns_before", "skip", "plan", "personal")
