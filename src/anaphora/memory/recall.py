@@ -60,7 +60,6 @@ class RecallWeights:
     dense_weight: float = 0.7
     feedback_items: int = 3
     feedback_weight: float = 0.5
-    dense_feedback_weight: float = 0.0
     name_boost: float = 1.5
     neighbour_weight: float = 0.8
     superseded_penalty: float = 0.5
@@ -69,7 +68,6 @@ class RecallWeights:
     window: int = 2
     session_weight: float = 0.3
     session_top: int = 3
-    session_cap: int = 0
 
 
 class MemoryRecall:
@@ -104,12 +102,8 @@ class MemoryRecall:
         items = await self.store.get_many(user_id, [item_id for item_id, _ in first])
         if self.weights.feedback_items and first:
             best = [items[i].text for i, _ in first[: self.weights.feedback_items] if i in items]
-            expanded = " ".join([question, *best])
-            (feedback,) = await self.store.lexical(user_id, [expanded], self.weights.depth)
+            (feedback,) = await self.store.lexical(user_id, [" ".join([question, *best])], self.weights.depth)
             lists["feedback"] = (self.weights.feedback_weight, feedback)
-            if self.weights.dense_feedback_weight and vector is not None:
-                (near,) = await self.store.dense(user_id, await self._embed(expanded), self.weights.depth)
-                lists["dense feedback"] = (self.weights.dense_feedback_weight, near)
         fused = self._fuse(lists)[: self.weights.depth]
         missing = [item_id for item_id, _ in fused if item_id not in items]
         if missing:
@@ -213,15 +207,4 @@ class MemoryRecall:
                 score *= 1 + self.weights.recency_weight * (item.time - oldest) / (newest - oldest)
             recalled.append(Recalled(item, score, similarity.get(item_id), "; ".join(reasons)))
         recalled.sort(key=lambda r: (-r.score, -r.item.time))
-        if self.weights.session_cap:
-            recalled = self._spread(recalled)
         return recalled
-
-    def _spread(self, recalled: list[Recalled]) -> list[Recalled]:
-        """At most ``session_cap`` items of one conversation before every other conversation's next best."""
-        seen: dict[str, int] = {}
-        kept, later = [], []
-        for r in recalled:
-            seen[r.item.conversation_id] = seen.get(r.item.conversation_id, 0) + 1
-            (kept if seen[r.item.conversation_id] <= self.weights.session_cap else later).append(r)
-        return kept + later
