@@ -2,7 +2,7 @@
 
     python bench/realdocs.py [--model embedded|fake|gguf:PATH] [--answer-mode generate|extractive|auto]
                              [--corpus loki,traefik] [--conversation ID] [--limit N] [--dump FILE]
-                             [--set key=value ...] [--name realdocs] [--diagnose]
+                             [--set key=value ...] [--name realdocs] [--diagnose] [--rerun] [--personal]
 
 Each corpus folder (without its SOURCE.md) is copied into a data dir under bench/.cache/realdocs/ keyed by the
 corpus and a fingerprint of the ingest code and chunking settings, and ingested once there: a change to the parsers
@@ -252,6 +252,13 @@ async def run_conversation(
     return rows
 
 
+def depends_on_personal(conversation: dict) -> bool:
+    """Whether a turn of the conversation refers to a personal turn (a fact the user stated)."""
+    turns = conversation["turns"]
+    personal = {i for i, t in enumerate(turns) if t["kind"] == "personal"}
+    return any(personal & set(t.get("refers_to", [])) for t in turns)
+
+
 def share(rows: list[dict], key: str) -> dict:
     values = [r[key] for r in rows if r.get(key) is not None]
     mean = round(statistics.fmean(float(v) for v in values), 4) if values else None
@@ -342,6 +349,9 @@ def main() -> None:
     parser.add_argument("--name", default="realdocs", help="results file name (bench/results/NAME.json)")
     parser.add_argument("--rerun", action="store_true", help="run each conversation a second time (memory on)")
     parser.add_argument("--diagnose", action="store_true", help="where each answerable turn loses its gold chunk")
+    parser.add_argument(
+        "--personal", action="store_true", help="only the conversations with turns that depend on a personal fact"
+    )
     args = parser.parse_args()
     data = args.data or data_root()
     conversations = [json.loads(line) for line in (data / "conversations.jsonl").read_text().splitlines() if line]
@@ -350,6 +360,8 @@ def main() -> None:
         conversations = [c for c in conversations if c["id"] in wanted]
         if not conversations:
             raise SystemExit(f"no conversation {args.conversation!r}")
+    if args.personal:  # issue 24: the turns that depend on a stated fact, without the rest of the corpus's runs
+        conversations = [c for c in conversations if depends_on_personal(c)]
     started = time.time()
     rows: list[dict] = []
     ingest_stats = {}
@@ -361,6 +373,7 @@ def main() -> None:
         + ([f"--limit {args.limit}"] if args.limit else [])
         + [f"--set {s}" for s in args.set]
         + (["--rerun"] if args.rerun else [])
+        + (["--personal"] if args.personal else [])
     )
 
     def save() -> tuple[dict, Path]:

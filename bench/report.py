@@ -1003,6 +1003,9 @@ be re-checked offline and are not copied here.
 """
 
 
+PERSONAL_KEYS = ("personal_answered", "personal_acknowledged", "answered")  # the rows of the first table
+
+
 def realdocs_memory_section() -> str:
     """Issue 24: the turns of realdocs-dev that depend on a stated fact, statements acknowledged, and a re-run."""
     data = load("realdocs_memory")
@@ -1021,21 +1024,28 @@ def realdocs_memory_section() -> str:
         ["personal statements acknowledged without a document cited", figure(overall, "personal_acknowledged")],
         ["all scored turns: answered", figure(overall, "answered")],
     ]
+    before = load("realdocs-personal-before")
+    if before:  # the same conversations with the code before this round's memory work
+        was = before["scores"]["overall"]
+        rows = [[*row, figure(was, key)] for row, key in zip(rows, PERSONAL_KEYS, strict=True)]
     if rerun:
         rows += [
             ["re-run of every conversation (same user, memory on): answered", figure(rerun["again"], "answered")],
             ["... first run, same turns", figure(rerun["first"], "answered")],
             ["re-run: turns that depend on a stated fact answered", figure(rerun["again"], "personal_answered")],
         ]
+        rows = [row + [""] * (len(rows[0]) - len(row)) for row in rows]
+    header = ["measure", "value"] + ([f"before (revision {before['revision']})"] if before else [])
     return f"""## Memory on realdocs-dev (issue 24)
 
 Command: `{data["command"]}` · {data["date"]} · revision {data["revision"]} · {data["machine"]}
 
 The realdocs-dev conversations run in order, one user per conversation (bench/realdocs.py, README rules); with
 `--rerun` each conversation is asked again by the same user in a new conversation, with what the first run left in
-memory. "Answered": every `must` group of the turn is in the answer.
+memory. "Answered": every `must` group of the turn is in the answer. With `--personal`, only the 12 conversations
+that have a turn depending on a stated fact are run (their other turns are scored too).
 
-{table(["measure", "value"], rows)}
+{table(header, rows)}
 """
 
 

@@ -29,7 +29,13 @@ from anaphora.pipeline.budget import PromptBudget, PromptLimits
 from anaphora.pipeline.check import AnswerCheck
 from anaphora.pipeline.engine import LOCAL_USER, Engine, TurnRequest
 from anaphora.pipeline.extractive import ExtractiveAnswerer
-from anaphora.pipeline.memory import AcknowledgeStatement, ReadEraseEpoch, RecallMemory, RememberTurn
+from anaphora.pipeline.memory import (
+    AcknowledgeStatement,
+    PersonalQuery,
+    ReadEraseEpoch,
+    RecallMemory,
+    RememberTurn,
+)
 from anaphora.pipeline.prompt import format_passage, history_context
 from anaphora.pipeline.query import LastMessageQuery, QueryStage
 from anaphora.pipeline.rewrite import JSON_ANALYSIS, TEXT_REWRITE, GuardedRewriter, HistoryExpansion
@@ -193,14 +199,15 @@ def build_memory_store(stores: StoreSettings, database: Database) -> MemoryStore
 
 def build_memory_stages(
     settings: Settings, memory: MemoryStore, embedder: CachedEmbedder, chat_model: ChatModel
-) -> tuple[RecallMemory | None, RememberTurn | None]:
+) -> tuple[RecallMemory | None, PersonalQuery | None, RememberTurn | None]:
     """The engine's long-term memory stages (none with ``memory = "off"``): recall, which sees no item past
     ``memory_ttl_days``, and the background writer (model facts too, with a capable ``chat_model``). The writer
     embeds with the uncached embedder: a turn's texts are embedded once, and vectors of them in the shared cache
     would be personal data that erase could not name."""
     if not settings.memory.enabled:
-        return None, None
+        return None, None, None
     reader = within_ttl(memory, settings.memory.memory_ttl_s)
+    personal = PersonalQuery(reader, timeout_s=settings.memory.memory_recall_timeout_s)
     recall = RecallMemory(
         MemoryRecall(reader, embedder),
         reader,
@@ -212,7 +219,7 @@ def build_memory_stages(
     capable = uses_model_facts(settings.memory, chat_model.capabilities)
     facts = ModelFactExtractor(chat_model, threshold=settings.answers.support_threshold) if capable else None
     writer = RememberTurn(TurnRecorder(memory, embedder.inner, facts), timeout_s=settings.memory.memory_write_timeout_s)
-    return recall, writer
+    return recall, personal if settings.memory.memory_personal_query else None, writer
 
 
 def build_embedding_cache(stores: StoreSettings, database: Database) -> EmbeddingCache:
@@ -238,6 +245,7 @@ class StageParts:
     term_statistics: Callable[[], TermStatistics | None] | None = None  # what the entity boost and coverage read
     memory_recall: RecallMemory | None = None
     memory_writer: RememberTurn | None = None  # its erase epoch is read first; statements are acknowledged as kept
+    personal_query: PersonalQuery | None = None  # the user's stated facts join the retrieval query
 
 
 def build_stages(settings: Settings, parts: StageParts) -> list[Stage]:
@@ -268,6 +276,7 @@ def build_stages(settings: Settings, parts: StageParts) -> list[Stage]:
         AcknowledgeStatement(remembers=writer is not None),
         QueryPlanner(parts.query_stage, timeout_s=settings.retrieval.rewrite_timeout_s),
         *([SkipGate()] if settings.retrieval.skip_gate else []),
+        *([parts.personal_query] if parts.personal_query is not None else []),
         Retrieve(parts.retriever),
         *([BoostEntities(statistics, settings.retrieval.entity_boost)] if boost else []),  # type: ignore[arg-type]
         Select(parts.selector, top_k=settings.retrieval.top_k),
@@ -326,7 +335,7 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None, l
     clients.push_async_callback(memory.aclose)
     chat_model = model or load_chat_model(settings.models)
     clients.push_async_callback(chat_model.aclose)
-    recall, writer = build_memory_stages(settings, memory, embedder, chat_model)
+    recall, personal, writer = build_memory_stages(settings, memory, embedder, chat_model)
     metrics = Metrics()
     summarizer = RollingSummarizer(
         chat_model,
@@ -359,6 +368,7 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None, l
         term_statistics=passages.term_statistics,
         memory_recall=recall,
         memory_writer=writer,
+        personal_query=personal,
     )
     engine = Engine(
         build_stages(settings, parts),

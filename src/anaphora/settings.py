@@ -476,6 +476,11 @@ class MemorySettings(SettingsGroup):
         description="for a question about the user ('which version do I run?'): the cosine similarity a current "
         "fact needs to be shown first when it shares no word with the question (one that does is shown anyway)",
     )
+    memory_personal_query: bool = Field(
+        default=True,
+        description="the current facts the user stated in this conversation (and, for a question about the user, "
+        "those that answer it) join the retrieval query: 'fyi our hosts are ARM64' shapes the later answers",
+    )
 
     @field_validator("memory_ttl_days", mode="before")
     @classmethod

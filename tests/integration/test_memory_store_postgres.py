@@ -204,3 +204,27 @@ def test_erase_wins_over_the_background_write_on_postgres(new_database, tmp_path
             )
 
     race(settings, slowed(components_for(settings, ingest=False)), erase, rows)
+
+
+async def test_old_episodes_keep_only_the_users_words(new_database) -> None:
+    """Episodes from before issue 24 ("question\\nanswer") keep the user's words when the store is opened again
+    with the step not yet applied; the answer's words are no longer found."""
+    url = new_database()
+    store = PostgresMemoryStore(url, max_size=2)
+    old = [
+        episode(ALICE, "how do I turn on retention?\nSet retention_period in the compactor block."),
+        episode(ALICE, "what is new in 3.0?"),
+    ]
+    await store.add(ALICE, old)
+    assert (await store.lexical(ALICE, ["compactor"], 5))[0]
+    async with store.pool.connection() as conn:
+        await conn.execute("DELETE FROM memory_migrations WHERE name = 'm003_episodes_keep_the_users_words'")
+    await store.aclose()
+    store = PostgresMemoryStore(url, max_size=2)
+    try:
+        texts = sorted(i.text for i in (await store.get_many(ALICE, [e.id for e in old])).values())
+        assert texts == ["how do I turn on retention?", "what is new in 3.0?"]
+        assert (await store.lexical(ALICE, ["compactor"], 5))[0] == []
+        assert (await store.lexical(ALICE, ["retention"], 5))[0]
+    finally:
+        await store.aclose()

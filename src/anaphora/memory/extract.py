@@ -9,6 +9,14 @@ using a thing ("I use ...", "I run ...", "we're on ...", "we upgraded to ...") i
 to Y" and "we don't use X any more" close X's fact with one whose value says "no longer X"; "I upgraded to 3.2",
 with no name, is a bare version that the writer gives to the user's current fact with a version in it.
 
+A user also states their setup without a first person: "the cluster runs Fluent Bit 2.1 on ARM64", "our nodes
+are ARM64", "running k8s 1.29", "setup: Loki 3.x in microservices mode", "traefik sits behind an AWS NLB". These are
+read only from a sentence that states (not one that asks, reports what documents, examples or an answer say, or
+sets a condition), at its start, and only when the subject is the user's: a setup noun ("the cluster", "prod"), or
+the sentence beginning with the thing itself ("running k8s 1.29"), or a deployment verb ("sits behind", "is hosted
+on"); and, except for a possessed subject ("our nodes are ..."), only when the value names something (a product, a
+version, a number), so "the cluster is slow" is no fact.
+
 Entities are products, versions, platforms and people: words with digits (``k3s``, ``2.3.1``), inner or all
 capitals (``ArgoCD``, ``AWS``), and capitalised words that are not at the start of a sentence, not function words
 and not used in lower case elsewhere in the same turn. A capitalised ordinary word on its own ("Great", "Thanks")
@@ -42,6 +50,8 @@ _VERB_FACTS: tuple[tuple[re.Pattern[str], str, bool], ...] = tuple(
         (_WE + _CHANGED + _OBJECT + r" to\s+", "uses", True),
         (r"\b(?:i|we) (?:have|own|'ve got|have got)\s+(?:a |an |two |three )?", "has", True),
         (r"\b(?:i|we) (?:prefer|like to use|'d rather use)\s+", "prefers", True),
+        (r"\b(?:i|we) (?:don't|do not) need\s+", "does not need", True),
+        (r"\b(?:i|we) (?:don't|do not) want\s+", "does not want", True),
         (r"\bi(?:'m| am) (?:a |an )(?!bit\b|little\b|lot\b)", "is", False),
         (r"\b(?:i|we) (?:live|am based|are based) in\s+", "lives in", False),
         (r"\b(?:i|we) work (?:at|for)\s+", "works at", False),
@@ -62,6 +72,10 @@ _STOPPED = re.compile(
     + _USING
     + r"\s+(?P<old>.+)",
     re.I,
+)
+# "how do I run ...", "should we use ...", "to run ...": asked or wanted, not stated
+_ASKED = re.compile(
+    r"\b(?:do|does|did|can|could|should|would|will|shall|might|may|must|to|how|why|whether|if)\s+$", re.I
 )
 _ANYMORE = re.compile(r"\s*\b(?:any ?more|any longer)\b.*$", re.I)
 _TRAILING_TIME = re.compile(
@@ -119,6 +133,107 @@ def stopped(old: str, text: str = "") -> ExtractedFact:
     return ExtractedFact("user", thing_key(old), f"{NO_LONGER}{old}", text or f"the user no longer uses {old}")
 
 
+# a thing of the user's setup, named without a first person: "the cluster", "our nodes", "prod", "all the workers"
+_SETUP_NOUN = (
+    r"(?:clusters?|nodes?|hosts?|servers?|machines?|boxes|box|vms?|instances?|fleet|environments?|env|setup|stack|"
+    r"infra(?:structure)?|prod(?:uction)?|staging|deployments?|workers?|managers?|ingesters?|replicas?|pods?)"
+)
+_SETUP_SUBJECT = rf"(?P<subject>(?:(?:the|our|my|this|these|all (?:the|our|my)|all) )?(?:[\w-]+ )?{_SETUP_NOUN})"
+_SETUP_USES = re.compile(
+    rf"^{_SETUP_SUBJECT} (?:is |are )?(?:currently |still |now |all )?"
+    r"(?:runs?|running|uses?|using|is on|are on|runs? on)\s+",
+    re.I,
+)
+_SETUP_IS = re.compile(rf"^{_SETUP_SUBJECT} (?P<verb>is|are|has|have) (?:all |both |currently |now )?", re.I)
+# "the NLB has proxy protocol v2 switched on": a named thing of the setup (all capitals or digits) as the subject
+_NAMED_IS = re.compile(
+    r"^(?P<subject>(?:the|our|my) (?=[\w-]*(?:\d|[A-Z]{2}))[\w-]+) (?P<verb>is|are|has|have) (?:all |both |now )?"
+)
+_LEADING_THING = re.compile(r"^(?:currently |still |now |all )?(?:running|using|on)\s+", re.I)
+_MARKED = re.compile(
+    r"^(?:setup|context|stack|env|environment|fyi|for context|heads up|note|to be clear|correction|"
+    r"i should(?:'ve| have) (?:said|mentioned)|i forgot to (?:say|mention))\s*[:,-]\s*",
+    re.I,
+)
+_THIS_IS = re.compile(r"^(?:this|it)(?: is|'s) (?:all |just )?(?:on )?", re.I)  # "setup: this is docker swarm"
+_HEDGE = re.compile(r"^(?:maybe|about|around|roughly|approximately|~)\s*", re.I)
+_DEPLOYED = re.compile(
+    r"^(?P<subject>(?:(?:the|our|my) )?(?:[\w.-]+ ){0,2}?[\w.-]+) (?P<verb>sits behind|is behind|runs behind|"
+    r"lives on|lives in|is hosted (?:on|at|by|with)|is deployed (?:on|to|with|via)|"
+    r"is installed (?:with|via|from|on))\s+",
+    re.I,
+)
+_SENTENCE = re.compile(r"(?<=[.;!?])\s+|\n+|;\s*|,?\s+(?:and|but)\s+(?=(?:the|our|my|all)\b)", re.I)
+_DISCOURSE_LEAD = re.compile(r"^(?:(?:ok|okay|so|also|and|but|btw|oh|well|oh wait|wait|anyway|fwiw)\b[,:]?\s*)+", re.I)
+# a sentence that asks, relays what documents, examples or answers say, or sets a condition, states no setup
+_NOT_STATED = re.compile(
+    r"\?|^(?:how|what|which|why|where|when|who|can|could|would|should|is|are|does|do|did|will|has|have|if|"
+    r"unless|whether)\b|\b(?:docs?|documentation|example|examples|guide|tutorial|blog|readme|page|"
+    r"according to|says|said|suggests?|recommends?|by default|defaults?|you)\b|"
+    r"\b(?:oom|oomkill\w*|out of memory|crash\w*|fail\w*|errors?|broken|stuck|timeouts?|restarts?)\b",
+    re.I,
+)
+_NAMED = re.compile(r"\d|[A-Z]")  # a value that names something: a version, a number, a product's capitals
+
+
+def _setup_fact(sentence: str, *, marked: bool) -> ExtractedFact | None:
+    """The fact of one stated sentence about the user's setup, without a first person (see the module
+    docstring), or ``None``; ``marked``: the sentence follows a marker like "setup:" or "context:"."""
+    sentence = _HEDGE.sub("", sentence)
+    if _NOT_STATED.search(sentence):
+        return None
+    if (match := _SETUP_USES.match(sentence) or _LEADING_THING.match(sentence)) is not None:
+        value = _clause(sentence[match.end() :])
+        if value and _NAMED.search(value) and value.lower().split()[0] not in STOPWORDS:
+            subject = match.groupdict().get("subject")
+            text = f"the user's {_owned(subject)} uses {value}" if subject else f"the user uses {value}"
+            return ExtractedFact("user", thing_key(value), value, text)
+        return None
+    if (match := _DEPLOYED.match(sentence) or _SETUP_IS.match(sentence) or _NAMED_IS.match(sentence)) is not None:
+        subject, verb = _owned(match.group("subject")), match.group("verb").lower()
+        value = _clause(sentence[match.end() :])
+        possessed = match.group("subject").lower().startswith(("our ", "my "))
+        if value and (possessed or _NAMED.search(value)) and value.lower().split()[0] not in STOPWORDS:
+            attribute = subject.lower() if verb in ("is", "are") else f"{subject.lower()} {verb}"
+            return ExtractedFact("user", attribute, value, f"the user's {subject} {verb} {value}")
+        return None
+    if not marked or _FIRST_PERSON_WORD.search(sentence):
+        return None
+    if (match := _THIS_IS.match(sentence)) is not None:  # "this is docker swarm"
+        value = _clause(sentence[match.end() :])
+        return ExtractedFact("user", "setup", value, f"the user's setup is {value}") if value else None
+    value = _clause(sentence)  # "setup: Loki 3.x in microservices mode": the thing itself
+    if value and _NAMED.search(value) and value.lower().split()[0] not in STOPWORDS:
+        return ExtractedFact("user", f"setup {value.split()[0].lower()}", value, f"the user's setup: {value}")
+    return None
+
+
+_FIRST_PERSON_WORD = re.compile(r"\b(?:i|i'm|i've|we|we're|we've|us)\b", re.I)
+_OWNER = re.compile(r"^(?:the|our|my|this|these|all the|all our|all my|all)\s+", re.I)
+
+
+def _owned(subject: str) -> str:
+    """A setup subject without its determiner, as written ("our NLB" -> "NLB"; "everything" -> "setup")."""
+    owned = _OWNER.sub("", subject.strip())
+    return "setup" if owned.lower() in ("everything", "it", "all", "this") else owned
+
+
+def setup_facts(user_words: str) -> list[ExtractedFact]:
+    """Facts of the sentences that state the user's setup without a first person, in order."""
+    found = []
+    for sentence in _SENTENCE.split(user_words):
+        sentence = _DISCOURSE_LEAD.sub("", sentence.strip())
+        marker = _MARKED.match(sentence)
+        # under a marker, each comma-separated part is a statement ("context: small team, 10GB a day, ...")
+        parts = re.split(r",\s+", sentence[marker.end() :]) if marker else [sentence]
+        for part in parts:
+            if part and not _FIRST_PERSON_WORD.match(part):
+                fact = _setup_fact(part, marked=marker is not None)
+                if fact is not None:
+                    found.append(fact)
+    return found
+
+
 def _changes(user_words: str) -> list[ExtractedFact]:
     """Facts of the changes the user states: switched from one thing to another, stopped using one, upgraded a
     named thing to a version."""
@@ -147,16 +262,23 @@ def extract_facts(user_words: str) -> list[ExtractedFact]:
     for pattern, verb, many in _VERB_FACTS:
         for match in pattern.finditer(user_words):
             value = _clause(user_words[match.end() :])
-            if not value or value.lower().split()[0] in STOPWORDS:
+            if not value or value.lower().split()[0] in STOPWORDS or _ASKED.search(user_words[: match.start()]):
                 continue
             key = (thing_key(value) if verb in _FAMILY else f"{verb} {value.split()[0].lower()}") if many else verb
             if key in stated_stop:
                 continue
             found.setdefault(("user", key), ExtractedFact("user", key, value, f"the user {verb} {value}"))
+    for fact in setup_facts(user_words):
+        found.setdefault((fact.subject, fact.attribute), fact)
     for match in _MY_FACT.finditer(user_words):
         attribute = match.group(1).lower()
         value = _clause(user_words[match.end() :])
-        if value and attribute.split()[0] not in STOPWORDS:
+        said = {f.text.lower() for f in found.values()}  # "our DNS is hosted on X" read by the setup rules already
+        if (
+            value
+            and attribute.split()[0] not in STOPWORDS
+            and f"the user's {attribute} {match.group(2).lower()} {value}".lower() not in said
+        ):
             found.setdefault(
                 ("user", attribute),
                 ExtractedFact("user", attribute, value, f"the user's {attribute} {match.group(2).lower()} {value}"),

@@ -11,8 +11,9 @@ from the documents. Both are read by patterns on the user's words, like the fact
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-from anaphora.memory.extract import ExtractedFact, extract_entities
+from anaphora.memory.extract import ExtractedFact, extract_entities, extract_facts
 from anaphora.text import content_set
 
 # "did I say", "I told you", "my version", "our cluster", "what do I run", "am I on": the question is about the user
@@ -56,6 +57,23 @@ def states_about_user(message: str, facts: list[ExtractedFact]) -> bool:
     return bool(facts) or (bool(_MARKER.match(message)) and bool(_FIRST_PERSON.search(message)))
 
 
+REPEATS = 0.7  # the share of an earlier message's content words the question has when it asks the same again
+
+
+def evidence_for(question: str, episode_text: str, said_here: Sequence[str] = ()) -> bool:
+    """Whether an episode (what the user said in an earlier turn) can be shown as evidence for ``question``: not
+    when the user asked it (an earlier question is evidence of nothing but having asked, so it is shown only when the
+    question is about what the user said), and, unless it states the user's setup, not when it says what the
+    question, or a message of this conversation the prompt already has (``said_here``), says: the same problem
+    reported again would be answered with itself."""
+    if _ASKS.search(episode_text) and not asks_about_user(question):
+        return False
+    if states_about_user(episode_text, extract_facts(episode_text)):
+        return True  # a statement of the user's setup is evidence, whatever the question repeats of it
+    said = content_set(episode_text)
+    return not said or all(len(said & content_set(m)) / len(said) < REPEATS for m in (question, *said_here))
+
+
 def fact_answers(question: str, fact_text: str, fact_value: str) -> bool:
     """Whether a fact is relevant to a question about the user: they share a word that is not only a name both
     mention (a shared product name alone is not relevance), or the question asks for a version and the fact has
@@ -72,6 +90,7 @@ _SECOND_PERSON = (
     (r"^the user is\b", "you are"),
     (r"^the user has\b", "you have"),
     (r"^the user no longer uses\b", "you no longer use"),
+    (r"^the user does not\b", "you do not"),
     (r"^the user (\w+?)e?s\b", None),  # runs -> run, uses -> use, prefers -> prefer, lives in -> live in
     (r"^the user\b", "you"),
 )
@@ -100,5 +119,9 @@ def acknowledgement(facts: list[ExtractedFact], *, remembered: bool) -> str:
     kept = " I'll remember that." if remembered else " (This chat is not remembered.)"
     if not facts:
         return f"{ACKNOWLEDGED}." + kept
-    said = "; ".join(second_person(f.text) for f in facts[:3])
-    return f"{ACKNOWLEDGED}: {said[:1].lower() + said[1:]}.{kept}"
+    said = "; ".join(_lower_first(second_person(f.text)) for f in facts[:3])
+    return f"{ACKNOWLEDGED}: {said}.{kept}"
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]

@@ -47,6 +47,7 @@ from anaphora.memory.types import (
     epoch_key,
 )
 from anaphora.retrieval.bm25 import K1, B
+from anaphora.store.legacy_episodes import users_words
 from anaphora.store.migrations import Migrations
 from anaphora.store.postgres_conversations import _text
 from anaphora.store.postgres_passages import vector_literal
@@ -129,6 +130,37 @@ async def m001_memory(conn: Any, text_search_config: str) -> None:
 async def m002_memory_epochs(conn: Any, text_search_config: str) -> None:
     """Each user's erase epoch under a hash of the user id: writes check it under the user's lock (erase wins)."""
     await conn.execute("CREATE TABLE memory_epochs (user_key TEXT PRIMARY KEY, epoch BIGINT NOT NULL)")
+
+
+@migration
+async def m003_episodes_keep_the_users_words(conn: Any, text_search_config: str) -> None:
+    """Episodes written before issue 24 held the question and the assistant's answer: each keeps the user's words
+    only (:func:`~anaphora.store.legacy_episodes.users_words`; the stored turn's question when the conversations
+    live in this database too), with its BM25 length and terms recomputed; its vector is left as it was."""
+    row = await (await conn.execute("SELECT to_regclass('turns') IS NOT NULL AS present")).fetchone()
+    joined = (
+        "SELECT e.id, e.text, t.question FROM memory_items e LEFT JOIN turns t "
+        "ON t.conversation_id = e.conversation_id AND t.idx = e.turns[1]"
+        if row["present"]
+        else "SELECT e.id, e.text, NULL AS question FROM memory_items e"
+    )
+    rows = await (await conn.execute(f"{joined} WHERE e.kind = 'episode' AND strpos(e.text, E'\\n') > 0")).fetchall()
+    for old in rows:
+        kept = users_words(old["text"], old["question"])
+        if kept == old["text"]:
+            continue
+        await conn.execute(
+            "UPDATE memory_items SET text = %s, length = (SELECT COALESCE(sum(COALESCE(array_length(positions, 1), "
+            "1)), 0) FROM unnest(to_tsvector(%s::regconfig, %s))) WHERE id = %s",
+            (kept, text_search_config, kept, old["id"]),
+        )
+        await conn.execute("DELETE FROM memory_terms WHERE item_id = %s", (old["id"],))
+        await conn.execute(
+            "INSERT INTO memory_terms (item_id, user_id, lexeme, tf, length) SELECT i.id, i.user_id, t.lexeme, "
+            "COALESCE(array_length(t.positions, 1), 1), i.length FROM memory_items i, "
+            "unnest(to_tsvector(%s::regconfig, i.text)) AS t WHERE i.id = %s",
+            (text_search_config, old["id"]),
+        )
 
 
 _USER_LOCK = "SELECT pg_advisory_xact_lock(hashtext('anaphora memory'), hashtext(%s))"

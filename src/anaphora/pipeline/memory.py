@@ -12,12 +12,21 @@ and the turn goes on without memory.
 
 from __future__ import annotations
 
+import re
 import time
+from dataclasses import replace
 
-from anaphora.memory.extract import extract_facts
-from anaphora.memory.personal import acknowledgement, asks_about_user, fact_answers, states_about_user
+from anaphora.memory.extract import NO_LONGER, extract_facts
+from anaphora.memory.personal import (
+    acknowledgement,
+    asks_about_user,
+    evidence_for,
+    fact_answers,
+    states_about_user,
+)
 from anaphora.memory.protocols import MemoryReader
 from anaphora.memory.recall import MemoryRecall, Recalled
+from anaphora.memory.types import MemoryItem
 from anaphora.memory.writer import TurnRecorder, TurnToRemember
 from anaphora.pipeline.stage import Stage, StageResult
 from anaphora.pipeline.state import Skip, TurnRequest, TurnState
@@ -87,6 +96,91 @@ class AcknowledgeStatement(Stage):
         return state, "answered as a question"
 
 
+PERSONAL_FACTS = 3  # stated facts a query is personalised with, newest first
+_USER_PREFIX = re.compile(r"^the user(?:'s)?\s+", re.I)
+
+
+def personal_words(fact: MemoryItem) -> str:
+    """What a fact adds to a query: its statement without "the user" ("docker hosts are ARM64 (graviton boxes)")."""
+    return _USER_PREFIX.sub("", fact.text)
+
+
+class PersonalQuery(Stage):
+    """The user's stated setup joins the retrieval query. A user who says "fyi all our docker hosts are ARM64" and
+    then asks "how do I get container logs into Loki?" wants the answer for ARM64 hosts, though the question does
+    not say so. What the user stated in this conversation, newest first, at most :data:`PERSONAL_FACTS` turns (the
+    current facts of what a turn says, restated ones included, or the words of a statement no fact rule reads:
+    "tenant `payments` has to keep logs 90 days"), and for a question about the user ("which version do I run?")
+    the current facts of other conversations that answer it, are added to the plan's queries (what the retriever
+    and the extractive answer rank by; ``personal`` says what was added). A fact superseded since is said as its
+    current value; one that says a thing is no longer used adds nothing. Memory recall ranks by the query without
+    them: recalling by them would only find the statements again."""
+
+    name = "personal_query"
+    reads = ("request", "question", "plan", "skip")
+    writes = ("plan", "personal")
+    retrieval = True
+    counter = "memory_recall"
+
+    def __init__(self, memory: MemoryReader, *, timeout_s: float) -> None:
+        self.memory = memory
+        self.timeout_s = timeout_s
+
+    def applies(self, state: TurnState) -> bool:
+        return state.request.memory and state.retrieves and state.plan is not None
+
+    def _bearing(self, state: TurnState, episodes: list[MemoryItem], facts: list[MemoryItem]) -> list[str]:
+        """What this turn's query is personalised with, newest first."""
+        here = state.request.conversation_id
+        by_turn: dict[int, list[MemoryItem]] = {}
+        for f in facts:
+            if f.conversation_id == here:
+                for turn in f.turns:
+                    by_turn.setdefault(turn, []).append(f)
+        current = {f.attribute: f for f in reversed(facts) if f.current}  # the newest current fact per key
+        said, used = [], set()
+        for episode in (e for e in episodes if e.conversation_id == here and e.turns):
+            # the turn's facts, read again from its words: a restated fact the store kept from an earlier
+            # conversation counts as stated here too, and an outdated one is said as its current value
+            keys = [f.attribute for f in extract_facts(episode.text)]
+            keys += [f.attribute for f in by_turn.get(episode.turns[0], [])]
+            kept = [current[k] for k in dict.fromkeys(keys) if k in current]
+            fresh = [f for f in kept if f.id not in used and not f.value.startswith(NO_LONGER)]
+            used.update(f.id for f in kept)
+            if fresh:
+                said.append(" ".join(map(personal_words, fresh)))
+            elif not keys and states_about_user(episode.text, []):  # a statement no fact rule reads: its words
+                said.append(episode.text)
+        about_user = asks_about_user(state.question)
+        elsewhere = [
+            personal_words(f)
+            for f in facts
+            if f.conversation_id != here
+            and f.current
+            and not f.value.startswith(NO_LONGER)
+            and about_user
+            and fact_answers(state.question, f.text, f.value)
+        ]
+        return (said + elsewhere)[:PERSONAL_FACTS]
+
+    async def run(self, state: TurnState) -> StageResult:
+        assert state.plan is not None
+        user = state.request.user_id
+        episodes = await self.memory.list(user, kind="episode", limit=50)
+        facts = await self.memory.list(user, kind="fact", limit=50)
+        bearing = self._bearing(state, list(episodes.items), list(facts.items))
+        if not bearing:
+            return StageResult(state, "skipped", "nothing the user stated bears on this turn")
+        said = " ".join(bearing)
+        plan = state.plan
+        personal = replace(plan, query=f"{plan.query} {said}", lead=f"{plan.lead} {said}" if plan.lead else None)
+        after = state.update(plan=personal, personal=said)
+        return StageResult(after, "ok", f"query personalised with {len(bearing)} of the user's statements")
+
+    def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
+        return state, "retrieved without the user's statements"
+
+
 def record_of(recalled: Recalled, injected: bool, leads: bool = False) -> RecalledMemory:
     item = recalled.item
     return RecalledMemory(
@@ -121,12 +215,15 @@ class RecallMemory(Stage):
     """Recalls the user's memories for this turn's query; injects at most ``k`` whose cosine similarity to it is
     at least ``min_score``. For a question about the user, the current facts that answer it come first and are
     shown if their similarity is at least ``fact_min_score`` or they share a word with the question that is not
-    only a name. A turn whose documents gave nothing but whose memory did is answered from memory. A turn that
-    skips retrieval (chit-chat, answered by the conversation) recalls nothing, but still gets the profile. Episodes
-    that only repeat the turns already verbatim in the prompt are left out."""
+    only a name. An episode the user asked (an earlier question, shown only for a question about what the user
+    said), or one that says what this question or a message already in the prompt says and states nothing about
+    the user (the same problem reported again), is no evidence and is not shown. A turn whose documents gave
+    nothing but whose memory did is answered from memory. A turn that skips retrieval (chit-chat, answered by the
+    conversation) recalls nothing, but still gets the profile. Episodes that only repeat the turns already verbatim
+    in the prompt are left out."""
 
     name = "memory"
-    reads = ("request", "question", "history", "turns_before", "skip", "plan")
+    reads = ("request", "question", "history", "turns_before", "skip", "plan", "personal")
     writes = ("profile", "memory")
     counter = "memory_recall"
 
@@ -171,17 +268,21 @@ class RecallMemory(Stage):
         state = state.update(profile=sanitize(profile.text) if profile else "")
         if not state.retrieves:  # chit-chat, or the conversation holds the answer: nothing to recall
             return StageResult(state, "skipped", "retrieval skipped: profile only")
-        query = state.plan.query if state.plan is not None else state.question
+        query = state.plan.query.removesuffix(f" {state.personal}") if state.plan is not None else state.question
         ranked = [r for r in await self.recall.rank(user, query, now=time.time()) if not in_history(r, state)]
         leading = self._leading(state.question, ranked)[: self.k]
         first = {r.item.id for r in leading}
         ranked = leading + [r for r in ranked if r.item.id not in first]
         shown = 0
         records = []
+        said_here = [m.content for m in state.history if m.role == "user"]
         for recalled in ranked[:TRACED]:
             leads = recalled.item.id in first
-            inject = shown < self.k and (
-                leads or (recalled.similarity is not None and recalled.similarity >= self.min_score)
+            evidence = recalled.item.kind == "fact" or evidence_for(state.question, recalled.item.text, said_here)
+            inject = (
+                shown < self.k
+                and evidence
+                and (leads or (recalled.similarity is not None and recalled.similarity >= self.min_score))
             )
             shown += inject
             records.append(record_of(recalled, inject, leads))

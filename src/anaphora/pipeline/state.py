@@ -77,6 +77,7 @@ class TurnState:
     turn_index: int | None = None  # set once the turn is stored (what memory writing cites)
     turn_time: float | None = None
     memory_epoch: int | None = None  # the user's erase epoch when the turn began (what the memory write checks)
+    personal: str = ""  # the user's stated facts the plan's queries were personalised with (appended to them)
 
     @property
     def retrieves(self) -> bool:
@@ -167,6 +168,7 @@ INITIAL = frozenset(
         "summary",
         "memory",
         "profile",
+        "personal",
         "calls",
     }
 )

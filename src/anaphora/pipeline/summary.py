@@ -1,7 +1,10 @@
 """The rolling summary: turns that left the verbatim window are condensed into a running summary.
 
 The original turns stay in the store; each summary version is stored beside them. Updates run after the turn
-is stored (they never delay an answer) and fail open: on any problem the previous summary stays current.
+is stored (they never delay an answer) and fail open: on any problem the previous summary stays current. An erase
+wins over an update in flight: every store saves a summary only for a conversation that still exists and belongs
+to the user, checked in the save's own transaction, so a summary written from turns read before an erase is
+dropped with the conversation, never stored after it.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from anaphora.errors import ConversationNotFoundError
 from anaphora.models.base import ChatModel, ChatOptions
 from anaphora.pipeline.answer_guard import RepetitionGuard
 from anaphora.pipeline.budget import truncate_to_tokens
@@ -80,7 +84,11 @@ class RollingSummarizer:
         if not text:
             log.info("summary rejected: empty", extra={"conversation": conversation_id})
             return "rejected"
-        await self.summaries.save_summary(user_id, conversation_id, covers, text)
+        try:
+            await self.summaries.save_summary(user_id, conversation_id, covers, text)
+        except ConversationNotFoundError:  # erased (or deleted) while the model wrote: the summary goes with it
+            log.info("summary dropped: the conversation was erased", extra={"conversation": conversation_id})
+            return "skipped"
         return "ok"
 
     def _batch(self, turns: list[StoredTurn]) -> list[StoredTurn]:

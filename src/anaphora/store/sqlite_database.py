@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from anaphora.errors import StoreError
+from anaphora.store.legacy_episodes import users_words
 from anaphora.store.migrations import Migrations
 from anaphora.store.turn_fields import fields_from_trace
 
@@ -186,6 +187,31 @@ def m006_turn_window_fields(db: sqlite3.Connection) -> None:
         if shown or start is not None:
             updates.append((json.dumps(shown), start, row[0]))
     db.executemany("UPDATE turns SET shown_passages = ?, window_start = ? WHERE rowid = ?", updates)
+
+
+@migration
+def m007_episodes_keep_the_users_words(db: sqlite3.Connection) -> None:
+    """Episodes written before issue 24 held the turn's question and the assistant's answer ("question\nanswer");
+    memory quotes the user's words only, so each keeps as many lines as the stored turn's question has (one when
+    the turn is gone). The answer's words leave the text and the lexical index (a document deleted later is not
+    quoted from an episode); the episode's vector is left as it was, a recall aid that is never shown. Search
+    indexes rebuild, as after a removal."""
+    rows = db.execute(
+        "SELECT e.key, e.text, t.question FROM memory_items e LEFT JOIN turns t ON t.conversation_id = "
+        "e.conversation_id AND t.idx = json_extract(e.turns, '$[0]') "
+        "WHERE e.kind = 'episode' AND instr(e.text, char(10)) > 0"
+    ).fetchall()
+    changed = 0
+    for key, text, question in rows:
+        kept = users_words(text, question)
+        if kept != text:
+            db.execute("UPDATE memory_items SET text = ? WHERE key = ?", (kept, key))
+            changed += 1
+    if changed:
+        db.execute(
+            "INSERT INTO meta(key, value) VALUES ('memory_removals', '1') "
+            "ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)"
+        )
 
 
 class Database:

@@ -171,3 +171,35 @@ def test_a_deleted_document_lives_on_in_no_memory(tmp_path: Path) -> None:
         )
         assert "zephyr rotate --all" not in again.json()["answer"]
         assert all("zephyr rotate --all" not in p for p in prompts(model))
+
+
+class SlowSummaries:
+    """The summary store with each save held back: the summary update is still writing when the erase arrives."""
+
+    def __init__(self, store, pause_s: float = 0.15) -> None:
+        self.store, self.pause_s = store, pause_s
+
+    def __getattr__(self, name):
+        return getattr(self.store, name)
+
+    async def save_summary(self, *args, **kwargs):
+        await asyncio.sleep(self.pause_s)
+        return await self.store.save_summary(*args, **kwargs)
+
+
+def test_a_summary_in_flight_when_the_user_is_erased_is_not_stored(tmp_path) -> None:
+    """The rolling summary is written from turns read before the erase; it must not bring them back."""
+    settings = settings_for(tmp_path, history_turns=4, history_min_turns=4)
+    components = components_for(settings, FakeChatModel(default="a summary of what alice said"), ingest=False)
+    summarizer = components.engine.summarizer
+    summarizer.summaries = SlowSummaries(summarizer.summaries)
+    with serve(settings, components) as running, running.client("alice") as http:
+        conversation = http.post("/v1/conversations", json={}).json()["id"]
+        for n in range(6):
+            http.post(f"/v1/conversations/{conversation}/messages", json={"content": f"{STATEMENT} {n}"})
+        assert http.delete("/v1/users/alice/data").status_code == 200  # while a summary save is pending
+        running.stop()  # the lifespan drains the background work
+        assert components.database.query("SELECT COUNT(*) FROM summaries")[0][0] == 0
+    metrics = components.engine.metrics
+    assert metrics.value("anaphora_summarizer_requests_total", status="skipped") >= 1  # dropped, not failed
+    assert metrics.value("anaphora_summarizer_requests_total", status="error") == 0

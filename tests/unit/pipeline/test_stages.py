@@ -67,6 +67,7 @@ def test_the_stage_list_reads_as_the_pipeline(rag: Anaphora) -> None:
         "acknowledge",
         "query",
         "skip_gate",
+        "personal_query",
         "retrieve",
         "select",
         "coverage",
@@ -94,7 +95,7 @@ def _break(stage: Stage, failure: str) -> None:
         stage.timeout_s = 0.05
 
 
-OPTIONAL = ["memory_epoch", "acknowledge", "query", "skip_gate", "select", "coverage", "memory"]
+OPTIONAL = ["memory_epoch", "acknowledge", "query", "skip_gate", "personal_query", "select", "coverage", "memory"]
 
 
 @pytest.mark.parametrize("failure", ["error", "model", "timeout"])

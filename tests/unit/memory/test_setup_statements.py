@@ -1,0 +1,126 @@
+"""Statements of the user's setup without a first person ("the cluster runs Fluent Bit 2.1 on ARM64", "our nodes
+are ARM64", "running k8s 1.29") are facts; questions and what documents or examples say are not. Rules only (the
+embedded model is too weak to extract facts); through the real writer and SQLite store for the updates."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from anaphora.embeddings.hashing import HashingEmbedder
+from anaphora.memory.extract import extract_facts
+from anaphora.memory.personal import acknowledgement, states_about_user
+from anaphora.memory.sqlite_store import SQLiteMemoryStore
+from anaphora.memory.writer import TurnRecorder, TurnToRemember
+from anaphora.store import Database
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize(
+    ("message", "attribute", "value"),
+    [
+        ("the cluster runs Fluent Bit 2.1 on ARM64", "uses fluent", "Fluent Bit 2.1 on ARM64"),
+        ("our nodes are ARM64", "nodes", "ARM64"),
+        ("the nodes are ARM64", "nodes", "ARM64"),
+        ("all our docker hosts are ARM64 (graviton boxes)", "docker hosts", "ARM64 (graviton boxes)"),
+        ("running k8s 1.29", "uses k8s", "k8s 1.29"),
+        ("using Loki 3.0 in microservices mode", "uses loki", "Loki 3.0 in microservices mode"),
+        ("on k8s 1.29 here", "uses k8s", "k8s 1.29"),
+        ("the cluster is on k8s 1.29", "uses k8s", "k8s 1.29"),
+        ("prod uses Postgres 16", "uses postgres", "Postgres 16"),
+        ("the cluster has 3 nodes", "cluster has", "3 nodes"),
+        ("traefik sits behind an AWS NLB", "traefik sits behind", "AWS NLB"),
+        ("the NLB has proxy protocol v2 enabled", "nlb has", "proxy protocol v2 enabled"),
+        ("our DNS is hosted on cloudflare btw", "dns is hosted on", "cloudflare"),
+        ("setup: loki 3.x in microservices mode on k8s", "setup loki", "loki 3.x in microservices mode on k8s"),
+        ("ok so, the workers run Alloy v1.4", "uses alloy", "Alloy v1.4"),
+        ("i should've said: this is docker swarm, not plain compose", "setup", "docker swarm"),
+    ],
+)
+def test_a_setup_stated_without_a_first_person_is_a_fact(message: str, attribute: str, value: str) -> None:
+    facts = extract_facts(message)
+    assert (attribute, value) in [(f.attribute, f.value) for f in facts]
+    assert states_about_user(message, facts)  # acknowledged, not answered from the documents
+
+
+def test_each_part_under_a_marker_is_a_statement() -> None:
+    facts = extract_facts("context: small platform team, maybe 10GB of logs a day, everything lives on one GKE cluster")
+    assert [(f.attribute, f.value) for f in facts] == [
+        ("setup 10gb", "10GB of logs a day"),
+        ("setup lives on", "one GKE cluster"),
+    ]
+    assert "Your setup lives on one GKE cluster" in acknowledgement(facts, remembered=True).replace("your", "Your")
+
+
+def test_we_are_on_a_bare_version_is_a_fact() -> None:
+    assert [(f.attribute, f.value) for f in extract_facts("we're on 3.2 now")] == [("uses 3.2", "3.2")]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "does the cluster run Fluent Bit 2.1?",
+        "which nodes are ARM64?",
+        "is the cluster running k8s 1.29 supported",
+        "if the cluster runs k8s 1.29, what changes",
+        "how do I run Fluent Bit 2.1 on ARM64?",
+        "should we use Loki 3.0",
+        "we want to run Loki 3.0 on the nodes",
+        "the docs say the ingester runs on port 3100",
+        "the example uses Fluent Bit 2.1",
+        "the ingester uses 4GB by default",
+        "the default is 4GB",
+        "according to the guide the cluster runs Loki 3.0",
+        "Loki 3.0 runs on ARM64",
+        "the compactor runs every 10 minutes",
+        "running the compactor with retention_enabled deletes chunks",
+        "running helm install fails with an error",
+        "the pod runs OOM after an hour",
+        "the nodes are running out of memory",
+        "the cluster is slow",
+        "The Loki ruler has 3 replicas",  # a thing named without digits or capitals is no subject of its own
+        "ok so what would the config look like for that?",
+    ],
+)
+def test_questions_documents_and_trouble_are_no_facts(message: str) -> None:
+    assert extract_facts(message) == []
+    assert not states_about_user(message, [])
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SQLiteMemoryStore]:
+    database = Database(tmp_path / "memory.db")
+    yield SQLiteMemoryStore(database)
+    database.close()
+
+
+async def current_after(store, *messages: str) -> dict[str, str]:
+    recorder = TurnRecorder(store, HashingEmbedder(384))
+    for n, message in enumerate(messages):
+        await recorder.record(TurnToRemember("alice", f"c{n}", 0, message, 1_700_000_000.0 + n * 86400))
+    facts = (await store.list("alice", kind="fact")).items
+    return {f.attribute: f.value for f in facts if f.current}
+
+
+@pytest.mark.parametrize(
+    ("first", "update", "expected"),
+    [
+        ("the cluster runs Fluent Bit 2.1 on ARM64", "we're on 3.2 now", {"uses fluent": "Fluent Bit 3.2 on ARM64"}),
+        ("running k8s 1.29", "the cluster is on k8s 1.30", {"uses k8s": "k8s 1.30"}),
+        ("our nodes are ARM64", "the nodes are x86 now", {"nodes": "x86"}),
+    ],
+)
+async def test_a_setup_statement_supersedes_like_a_first_person_one(store, first, update, expected) -> None:
+    assert await current_after(store, first, update) == expected
+
+
+def test_the_acknowledgement_reads_as_one_sentence_in_the_users_case() -> None:
+    facts = extract_facts("traefik sits behind an AWS NLB, and the NLB has proxy protocol v2 enabled")
+    assert acknowledgement(facts, remembered=True) == (
+        "Noted: your traefik sits behind AWS NLB; your NLB has proxy protocol v2 enabled. I'll remember that."
+    )
+    (dns,) = extract_facts("our DNS is hosted on cloudflare btw")  # one fact, though two rules read it
+    assert dns.text == "the user's DNS is hosted on cloudflare"
