@@ -28,6 +28,7 @@ REALDOCS_RUNS = (  # (label, results file) of the issue-23 realdocs-dev runs
     ("23c with bm25_weight = 1.0", "realdocs-23c-bm25-weight-10"),
     ("23c start, generate, fake model", "realdocs-23c-start-generate-fake"),
     ("23c, generate, fake model", "realdocs-23c-generate-fake"),
+    ("embedded defaults, round 3 merged (22, 23c, 24, 26, 27; index and sentence vectors cached)", "realdocs-round3"),
 )
 LOSS_STAGES = ("answered", "answer_misses", "fact_not_shown", "not_shown", "not_in_candidates", "not_in_index")
 CALIBRATION = {  # shared/bench/README.md, follow-ups, Recall@5
