@@ -78,7 +78,7 @@ sys.path.insert(0, str(HERE.parent))  # bench/common.py
 sys.path.insert(0, str(HERE))
 
 from adapters import MeteredChatModel, MeteredRetriever, langchain_adapters, llamaindex_adapters  # noqa: E402
-from common import CACHE, RESULTS, ROOT, domain_paths, machine, percentile  # noqa: E402
+from common import CACHE, RESULTS, domain_paths, git_revision, machine, percentile  # noqa: E402
 
 from anaphora import Settings  # noqa: E402
 from anaphora.app import build_components  # noqa: E402
@@ -406,22 +406,6 @@ def versions() -> dict[str, str]:
     return found
 
 
-def revision() -> str:
-    """The checked-out commit, read from .git without running git."""
-    try:
-        head = (ROOT / ".git" / "HEAD").read_text().strip()
-        if head.startswith("ref: "):
-            ref = head[5:]
-            path = ROOT / ".git" / ref
-            if path.exists():
-                return path.read_text().strip()[:7]
-            packed = (ROOT / ".git" / "packed-refs").read_text().splitlines()
-            return next((line.split()[0][:7] for line in packed if line.endswith(" " + ref)), "unknown")
-        return head[:7]
-    except OSError:
-        return "unknown"
-
-
 def table(output: dict) -> str:
     head = (
         f"{'domain':8} {'system':10} {'fu R@5':>7} {'fu nDCG@5':>9} {'fu R@10':>7} {'all R@5':>7} "
@@ -454,7 +438,7 @@ def main() -> None:
     records_path = args.out.with_name(args.out.stem + ".records.jsonl")
     output: dict[str, Any] = {
         "date": date.today().isoformat(),
-        "revision": revision(),
+        "revision": git_revision(),
         "machine": machine(),
         "model": args.model,
         "limit": args.limit,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +14,7 @@ from anaphora.app import Components, build_components
 from anaphora.retrieval import HybridRetriever
 from anaphora.settings import Settings
 from anaphora.types import Passage
+from tests.conftest import ROOT
 
 pytestmark = [pytest.mark.unit, pytest.mark.usefixtures("isolated_env")]
 
@@ -196,3 +199,20 @@ async def test_the_messages_own_best_passages_keep_a_minority_of_the_prompts_pla
     assert [p.id for p in fused[:2]] == [lead_only[0].id, own[0].id]
     assert_sorted(fused)
     assert len(fused) == len(lead_only) and len({p.id for p in fused}) == len(fused)
+
+
+async def test_the_peers_bench_meter_sees_every_search(app: Components, monkeypatch: pytest.MonkeyPatch):
+    """bench/peers/run.py's framework time is total - model - what this meter saw: a search path it missed (run_many,
+    a follow-up's expansion + message) was once counted as framework overhead."""
+    spec = importlib.util.spec_from_file_location("peers_adapters", ROOT / "bench" / "peers" / "adapters.py")
+    assert spec is not None and spec.loader is not None
+    adapters = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, adapters)  # its dataclasses look their module up there
+    spec.loader.exec_module(adapters)
+    r = retriever(app)
+    meter = adapters.MeteredRetriever(r)
+    await r.run("zanzibar installation")
+    await r.run_many(["zanzibar installation", "sourdough bread"], message="sourdough bread")
+    assert meter.log.calls == 3
+    assert meter.log.inputs == ["zanzibar installation", "zanzibar installation", "sourdough bread"]
+    assert meter.log.ms > 0
