@@ -45,9 +45,9 @@ class _Memo:
             found = {k: self.entries[k] for k in keys if k in self.entries}
             for key in found:
                 self.entries.move_to_end(key)
-        missing = dict.fromkeys((k, t) for k, t in zip(keys, texts, strict=True) if k not in found)
-        self.hits += len(keys) - len(missing)
-        self.misses += len(missing)
+            missing = dict.fromkeys((k, t) for k, t in zip(keys, texts, strict=True) if k not in found)
+            self.hits += len(keys) - len(missing)
+            self.misses += len(missing)
         if missing:
             fresh = self.embedder.embed([t for _, t in missing])
             with self.lock:
