@@ -56,6 +56,7 @@ _SOCIAL_KINDS = {
     "farewell": r"bye|goodbye|good night|see you( later| soon)?|later|have a (nice|good|great) (day|one|evening)",
     "identity": r"how are you( doing)?|who are you|what can you do|what are you",
     "ack": r"great( stuff)?|awesome|perfect|cool|nice( one)?|neat|wow|brilliant|fantastic|excellent|sweet|"
+    r"hmm+|interesting|"
     r"ok(ay)?|k|alright|all right|got it|makes sense|understood|sounds good|noted|sure( thing)?|yes|yep|yeah|"
     r"no|nope|no problem|lol|please|mate|all good( now)?|that did (it|the trick)|that works|it works( now)?|"
     r"that'?s (exactly )?what i needed|(that )?clears (it|that) up|(that )?helps( (a lot|a bunch|so much))?|"
@@ -231,7 +232,7 @@ def _wants(message: str) -> str | None:
 def _topic(message: str) -> frozenset[str]:
     """The content words the request leaves: what it is about."""
     stripped = message
-    for cue in (_LENGTH, _SHORTEN, _REPEAT, _RECAP, _YOU_SAID, _CONVERSATION, _PART):
+    for cue in (_LENGTH, _SHORTEN, _REPEAT, _RECAP, _YOU_SAID, _CONVERSATION, _PART, _SOCIAL):  # "thanks, and ..."
         stripped = cue.sub(" ", stripped)
     return frozenset(w for w in content_set(stripped) if w not in _REQUEST_WORDS and not w.isdigit())
 

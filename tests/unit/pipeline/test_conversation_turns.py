@@ -192,3 +192,24 @@ def test_pointing_back_at_a_thing_named_only_in_a_config_block_quotes_the_block(
     ]
     text = answer_about_conversation(recognise("which exporter was it again? one word"), history)
     assert "otlphttp" in text
+
+
+@pytest.mark.parametrize(
+    ("message", "intent"),
+    [
+        ("Hmm, interesting. Can you repeat that?", Intent.REPEAT),
+        ("Thanks! Could you repeat that?", Intent.REPEAT),
+        ("Cool, can you say that shorter?", Intent.SHORTEN),
+        ("Hmm, interesting.", Intent.CHIT_CHAT),
+    ],
+)
+def test_a_social_phrase_before_the_request_is_no_topic_of_its_own(message: str, intent: Intent) -> None:
+    """The social words ("hmm, interesting", "thanks") were counted as the request's topic, so "Hmm, interesting.
+    Can you repeat that?" went to the documents (bench/skip_gate.py: 12 such turns retrieved)."""
+    found = recognise(message)
+    assert found is not None and found.intent is intent
+
+
+@pytest.mark.parametrize("message", ["What is an interesting use of Loki?", "thanks, and on ARM?", "ok, and on ARM?"])
+def test_a_social_word_in_a_question_to_the_documents_leaves_it_to_them(message: str) -> None:
+    assert recognise(message) is None
