@@ -43,5 +43,8 @@ def content_words(text: str) -> list[str]:
     return stemmer.stemWords([w for w in words(text) if w not in STOPWORDS])
 
 
-def content_set(text: str) -> set[str]:
-    return set(content_words(text))
+@lru_cache(maxsize=4096)
+def content_set(text: str) -> frozenset[str]:
+    """The distinct content words. Cached: a turn asks it of the same history messages in several stages, and
+    the next turn asks again."""
+    return frozenset(content_words(text))

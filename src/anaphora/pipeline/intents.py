@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import lru_cache
 
 from anaphora.text import content_set
 
@@ -77,6 +78,7 @@ def is_chit_chat(message: str) -> bool:
     return _social_kind(message) is not None
 
 
+@lru_cache(maxsize=2048)
 def _social_kind(message: str) -> str | None:
     found = [m.lastgroup for m in _SOCIAL.finditer(message)]
     kinds = [k for k in found if k]
@@ -237,8 +239,10 @@ def _topic(message: str) -> frozenset[str]:
     return frozenset(w for w in content_set(stripped) if w not in _REQUEST_WORDS and not w.isdigit())
 
 
+@lru_cache(maxsize=2048)
 def recognise(message: str) -> ConversationRequest | None:
-    """The request about the conversation this message makes, or ``None`` when it asks the documents."""
+    """The request about the conversation this message makes, or ``None`` when it asks the documents. Cached (the
+    request is immutable): the route, the skip gate and the history expansion ask it of the same messages."""
     text = " ".join(message.replace("\u2019", "'").split())
     shorten, repeat, recap = (bool(p.search(text)) for p in (_SHORTEN, _REPEAT, _RECAP))
     if not (shorten or repeat or recap):

@@ -166,9 +166,12 @@ class PersonalQuery(Stage):
     async def run(self, state: TurnState) -> StageResult:
         assert state.plan is not None
         user = state.request.user_id
-        episodes = await self.memory.list(user, kind="episode", limit=50)
-        facts = await self.memory.list(user, kind="fact", limit=50)
-        bearing = self._bearing(state, list(episodes.items), list(facts.items))
+        episodes = list((await self.memory.list(user, kind="episode", limit=50)).items)
+        here = state.request.conversation_id
+        # facts count only beside a statement made in this conversation, or for a question about the user
+        wanted = any(e.conversation_id == here and e.turns for e in episodes) or asks_about_user(state.question)
+        facts = list((await self.memory.list(user, kind="fact", limit=50)).items) if wanted else []
+        bearing = self._bearing(state, episodes, facts)
         if not bearing:
             return StageResult(state, "skipped", "nothing the user stated bears on this turn")
         said = " ".join(bearing)

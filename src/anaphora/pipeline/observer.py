@@ -23,6 +23,7 @@ class StageObserver:
         """``tracer``: an OpenTelemetry tracer for spans per turn and stage (None: no spans)."""
         self.metrics = metrics
         self.tracer = tracer
+        self._stage_series: dict[tuple[str, str | None, StageStatus], tuple[Any, ...]] = {}
 
     def _span(self, name: str):
         return self.tracer.start_as_current_span(name) if self.tracer is not None else nullcontext()
@@ -66,9 +67,9 @@ class StageObserver:
 
     async def _attempt(self, stage: Stage, state: TurnState) -> StageResult:
         try:
-            if stage.timeout_s is None:
+            # a deadline on the running task, not wait_for's new task: no extra trip through the event loop
+            async with asyncio.timeout(stage.timeout_s):
                 return await stage.run(state)
-            return await asyncio.wait_for(stage.run(state), stage.timeout_s)
         except TimeoutError:
             return self._degrade(stage, state, "timeout", f"took over {stage.timeout_s:g}s")
         except Exception as exc:
@@ -90,10 +91,11 @@ class StageObserver:
 
     def _count(self, stage: Stage, record: StageRecord, before: TurnState, after: TurnState) -> None:
         metrics = self.metrics
-        metrics.stage_seconds.labels(stage=stage.name).observe(record.ms / 1000)
-        metrics.stage_runs.labels(stage=stage.name, status=record.status).inc()
-        if stage.counter is not None:  # made on first use, so a stage of one's own can name a new counter
-            metrics.counter(stage.counter, f"{stage.name} attempts by outcome").labels(status=record.status).inc()
+        seconds, runs, outcomes = self._series(stage, record.status)
+        seconds.observe(record.ms / 1000)
+        runs.inc()
+        if outcomes is not None:
+            outcomes.inc()
         if after.skip is not None and before.skip is None:
             metrics.retrievals_skipped.labels(reason=after.skip.reason).inc()
         if after.answer_source == "abstain" and before.answer_source != "abstain":
@@ -101,6 +103,21 @@ class StageObserver:
         if after.support and not before.support:
             for verdict in after.support:
                 metrics.answer_units.labels(verdict=verdict.verdict, kept=str(verdict.kept).lower()).inc()
+
+    def _series(self, stage: Stage, status: StageStatus) -> tuple[Any, ...]:
+        """The stage's labelled metric series, looked up once per stage and outcome (this runs after every stage)."""
+        key = (stage.name, stage.counter, status)
+        if key not in self._stage_series:
+            metrics = self.metrics
+            outcomes = None
+            if stage.counter is not None:  # made on first use, so a stage of one's own can name a new counter
+                outcomes = metrics.counter(stage.counter, f"{stage.name} attempts by outcome").labels(status=status)
+            self._stage_series[key] = (
+                metrics.stage_seconds.labels(stage=stage.name),
+                metrics.stage_runs.labels(stage=stage.name, status=status),
+                outcomes,
+            )
+        return self._stage_series[key]
 
     async def background(self, name: str, counter: str, work: Awaitable[StageStatus], timeout_s: float) -> StageStatus:
         """Work after the answer (summary updates): timed, counted, never raising; returns its status."""

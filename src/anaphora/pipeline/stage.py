@@ -19,12 +19,15 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, fields
+from operator import attrgetter
 
 from anaphora.errors import PipelineError
 from anaphora.pipeline.state import INITIAL, UNTRACKED, TurnState
 from anaphora.types import StageStatus
 
 FIELDS = frozenset(f.name for f in fields(TurnState))
+_TRACKED = tuple(sorted(FIELDS - UNTRACKED))
+_tracked_values = attrgetter(*_TRACKED)  # every tracked field in one call: this runs after every stage
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,9 +85,10 @@ def check_order(stages: Sequence[Stage], written: Collection[str] = INITIAL) -> 
 def check_writes(stage: Stage, before: TurnState, after: TurnState) -> None:
     """Refuse a stage that changed a field it did not declare in ``writes`` (the engine relies on the
     declarations to know, among others, when the answer is final and may be streamed)."""
-    for name in FIELDS - UNTRACKED:
-        old, new = getattr(before, name), getattr(after, name)
-        if name not in stage.writes and old is not new and old != new:
+    if after is before:
+        return
+    for name, old, new in zip(_TRACKED, _tracked_values(before), _tracked_values(after), strict=True):
+        if old is not new and name not in stage.writes and old != new:
             raise PipelineError(
                 f"stage {stage.name!r} changed {name!r}, which it does not declare in writes",
                 hint=f"add {name!r} to {type(stage).__name__}.writes",

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 
 import bm25s
 import numpy as np
 import Stemmer
+from bm25s.stopwords import STOPWORDS_EN
 
 K1, B = 1.5, 0.75  # Lucene's BM25 defaults (and bm25s's): the passage index and the memory indexes use them
 
@@ -17,8 +19,19 @@ def _stemmer() -> Stemmer.Stemmer:
     return Stemmer.Stemmer("english")
 
 
+_TOKEN = re.compile(r"(?u)\b\w\w+\b")  # bm25s.tokenize's default token pattern (scikit-learn's)
+_STOPWORDS = frozenset(STOPWORDS_EN)  # what bm25s.tokenize(stopwords="en") removes
+
+
 def bm25_tokens(texts: list[str]) -> list[list[str]]:
-    return bm25s.tokenize(texts, stopwords="en", stemmer=_stemmer(), return_ids=False, show_progress=False)
+    """Each text's tokens exactly as ``bm25s.tokenize(texts, stopwords="en", stemmer=...)`` makes them for the
+    index (a test holds the two equal). Written out because queries are tokenized several times per turn and
+    bm25s's function builds a progress bar and the stop-word set again for every text: ~0.3 ms per turn."""
+    stemmer = _stemmer()
+    return [
+        stemmer.stemWords([token for token in _TOKEN.findall(text.lower()) if token not in _STOPWORDS])
+        for text in texts
+    ]
 
 
 class BM25Index:

@@ -39,6 +39,19 @@ def test_bm25_tokens_stem_and_drop_stopwords():
     assert bm25_tokens(["The cats are running"]) == [["cat", "run"]]
 
 
+def test_bm25_tokens_equal_what_bm25s_indexes():
+    """Queries are tokenized by our own loop; it must give exactly the tokens bm25s's tokenizer gives the index."""
+    import bm25s
+    import Stemmer
+
+    corpus = Path(__file__).parents[3] / "src" / "anaphora"
+    texts = [line for path in sorted(corpus.rglob("*.py"))[:40] for line in path.read_text().splitlines()]
+    texts += ["", "   ", "x86-64 ARM64 caf\u00e9 na\u00efve 3.14 v2 IPv6 a_b", "The And OF it's don't I'm"]
+    expected = bm25s.tokenize(texts, stopwords="en", stemmer=Stemmer.Stemmer("english"), return_ids=False)
+    assert bm25_tokens(texts) == expected
+    assert len(texts) > 1000
+
+
 @pytest.mark.parametrize("query", ["zebra xylophone", "the of and is", "", "!!!"])
 def test_bm25_query_without_known_words_returns_nothing(bm25: BM25Index, query: str):
     assert bm25.search(query, 10) == []
