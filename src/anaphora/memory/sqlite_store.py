@@ -13,13 +13,13 @@ import json
 import sqlite3
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
 
 from anaphora.errors import MemoryNotFoundError
+from anaphora.lru import Lru
 from anaphora.memory.index import UserMemoryIndex
 from anaphora.memory.types import (
     Entity,
@@ -68,7 +68,7 @@ class SQLiteMemoryStore:
     def __init__(self, db: Database, *, cached_users: int = 64) -> None:
         self.db = db
         self.cached_users = cached_users
-        self._indexes: OrderedDict[str, UserMemoryIndex] = OrderedDict()
+        self._indexes: Lru[str, UserMemoryIndex] = Lru(cached_users)
         self._indexes_lock = threading.RLock()  # held while an index is brought up to date
 
     async def open(self) -> None:
@@ -285,7 +285,7 @@ class SQLiteMemoryStore:
 
     def _forget_index(self, user_id: str) -> None:
         with self._indexes_lock:
-            self._indexes.pop(user_id, None)
+            self._indexes.pop(user_id)
 
     def _index(self, user_id: str) -> UserMemoryIndex:
         """The user's index, brought up to date with the tables (appending new rows, rebuilding after removals)."""
@@ -313,10 +313,7 @@ class SQLiteMemoryStore:
             vector = np.frombuffer(row["vector"], dtype=np.float32) if row["vector"] is not None else None
             index.append(row["key"], row["id"], row["text"], vector)
         index.stamp = (writes, removals)
-        self._indexes[user_id] = index
-        self._indexes.move_to_end(user_id)
-        while len(self._indexes) > self.cached_users:
-            self._indexes.popitem(last=False)
+        self._indexes.put(user_id, index)
         return index
 
 

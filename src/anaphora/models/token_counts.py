@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
+
+from anaphora.lru import Lru
 
 MAX_COUNTS = 16_384  # about 1.5 MB
 
@@ -21,7 +22,7 @@ class TokenCounts:
     def __init__(self, count: Callable[[str], int], *, max_entries: int = MAX_COUNTS) -> None:
         self.count = count
         self.max_entries = max_entries
-        self._counts: OrderedDict[bytes, int] = OrderedDict()
+        self._counts: Lru[bytes, int] = Lru(max_entries)
         self._lock = threading.Lock()
         self.hits = self.misses = 0
 
@@ -30,13 +31,10 @@ class TokenCounts:
         with self._lock:
             found = self._counts.get(key)
             if found is not None:
-                self._counts.move_to_end(key)
                 self.hits += 1
                 return found
         tokens = self.count(text)
         with self._lock:
             self.misses += 1
-            self._counts[key] = tokens
-            if len(self._counts) > self.max_entries:
-                self._counts.popitem(last=False)
+            self._counts.put(key, tokens)
         return tokens

@@ -19,12 +19,12 @@ keys, which erase does name).
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 
 import numpy as np
 
 from anaphora.embeddings.base import Embedder
+from anaphora.lru import Lru
 
 MAX_SENTENCES = 20_000  # about 30 MB of 384-dimensional vectors
 MAX_PERSONAL_SENTENCES = 5_000
@@ -36,25 +36,22 @@ class _Memo:
     def __init__(self, embedder: Embedder, max_entries: int) -> None:
         self.embedder = embedder
         self.max_entries = max_entries
-        self.entries: OrderedDict[Hashable, np.ndarray] = OrderedDict()
+        self.entries: Lru[Hashable, np.ndarray] = Lru(max_entries)
         self.lock = threading.Lock()
         self.hits = self.misses = 0
 
     def vectors(self, texts: Sequence[str], keys: Sequence[Hashable]) -> np.ndarray:
         with self.lock:
-            found = {k: self.entries[k] for k in keys if k in self.entries}
-            for key in found:
-                self.entries.move_to_end(key)
+            found = self.entries.get_many(keys)
             missing = dict.fromkeys((k, t) for k, t in zip(keys, texts, strict=True) if k not in found)
             self.hits += len(keys) - len(missing)
             self.misses += len(missing)
         if missing:
             fresh = self.embedder.embed([t for _, t in missing])
             with self.lock:
-                for (key, _), vector in zip(missing, fresh, strict=True):
-                    found[key] = self.entries[key] = vector
-                while len(self.entries) > self.max_entries:
-                    self.entries.popitem(last=False)
+                made = [(key, vector) for (key, _), vector in zip(missing, fresh, strict=True)]
+                found.update(made)
+                self.entries.put_many(made)
         if not keys:
             return np.empty((0, self.embedder.dim), dtype=np.float32)
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
@@ -104,7 +101,7 @@ class SentenceVectors:
         with memo.lock:
             keys = [key for key in memo.entries if key[0] == user]
             for key in keys:
-                del memo.entries[key]
+                memo.entries.pop(key)
         return len(keys)
 
 

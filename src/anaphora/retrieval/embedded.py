@@ -10,11 +10,11 @@ a millisecond or two, so they run inline in the caller's thread.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
 
+from anaphora.lru import Lru
 from anaphora.retrieval.bm25 import BM25Index
 from anaphora.retrieval.indexes import IndexCache
 from anaphora.store.protocols import Ranking, check_dimension
@@ -29,7 +29,7 @@ class EmbeddedPassageIndex:
         self.corpus = corpus
         self.indexes = indexes
         self.cached_passages = cached_passages
-        self._cache: OrderedDict[int, Chunk] = OrderedDict()  # least recently used first
+        self._cache: Lru[int, Chunk] = Lru(cached_passages)
         self._cache_generation = -1
         self._cache_lock = threading.Lock()
 
@@ -62,18 +62,14 @@ class EmbeddedPassageIndex:
             if generation != self._cache_generation:
                 self._cache.clear()
                 self._cache_generation = generation
-            found = {key: self._cache[key] for key in keys if key in self._cache}
-            for key in found:
-                self._cache.move_to_end(key)
+            found = self._cache.get_many(keys)
         missing = [key for key in keys if key not in found]
         if missing:
             loaded = self.corpus.chunks(missing)
             found.update(loaded)
             with self._cache_lock:
                 if generation == self._cache_generation:
-                    self._cache.update(loaded)
-                    while len(self._cache) > self.cached_passages:
-                        self._cache.popitem(last=False)
+                    self._cache.put_many(loaded.items())
         return found
 
     def close(self) -> None:
