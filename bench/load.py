@@ -20,7 +20,9 @@ engine's, on every route alike), the stages' own times, and errors, and writes b
 ``--arm embedded`` serves what a fresh install runs instead: the embedded chat model's defaults (extractive answers,
 the model-free expansion query stage, so no model call on a turn), and adds ``cpu_ms_by_stage``: the same kind of
 turns run one at a time in this process (--profile-turns of them, a fresh copy of the index), each stage's process
-CPU time measured around it (every thread of the process counts, and nothing else runs meanwhile).
+CPU time measured around it (every thread of the process counts, and nothing else runs meanwhile), in three passes:
+passages met for the first time, everything seen before, and the same questions with their query vectors dropped
+from the embedding cache (a warm service asked new questions).
 ``--workers N`` serves with N uvicorn worker processes behind the one port (turn lock and sessions in the Redis at
 $ANAPHORA_REDIS_URL, default redis://127.0.0.1:6379/0, as several workers need); server CPU counts all of them.
 Results go to bench/results/load-<arm>-w<N>.json (the fake arm with one worker keeps load.json).
@@ -276,10 +278,25 @@ class StageCpu(StageObserver):
         return state
 
 
+def forget_queries(components, asked: set[str]) -> int:
+    """Drop the vectors of the turns' questions and queries from the embedding cache (the keys erase drops), so
+    that the next pass embeds its queries as for questions never asked; the passages' sentences stay in the
+    process's memo. Returns how many entries went."""
+    from anaphora.embeddings import cache_key
+
+    embedder = components.embedder
+    return embedder.cache.delete_many([cache_key(embedder.name, text) for text in asked if text])
+
+
+PASSES = ("first pass", "second pass", "new queries")
+
+
 async def profile_stages(overrides: dict, questions: list[str], turns: int, per_conversation: int) -> dict:
     """CPU per turn by stage, turns run one at a time in this process: a first pass over ``turns`` questions (the
-    passages' sentences met for the first time, unless the copied index's cache already holds them) and a second
-    over the same ones (every sentence seen before)."""
+    passages' sentences met for the first time, unless the copied index's cache already holds them), a second
+    over the same ones (every sentence and query seen before), and a third over the same ones with their queries'
+    vectors dropped from the embedding cache first (a warm service asked questions it has not seen: the queries
+    embedded, the passages' sentences known)."""
     from anaphora.app import aclose_components, build_components, close_local
     from anaphora.pipeline.engine import LOCAL_USER, TurnRequest
     from anaphora.settings import load_settings
@@ -289,8 +306,10 @@ async def profile_stages(overrides: dict, questions: list[str], turns: int, per_
     observer = StageCpu(engine.observer)
     engine.observer = observer
     passes = {}
+    asked: set[str] = set()
     try:
-        for name in ("first pass", "second pass"):
+        for name in PASSES:
+            forgotten = forget_queries(components, asked) if name == "new queries" else None
             observer.cpu.clear()
             totals = []
             conversation = None
@@ -298,9 +317,11 @@ async def profile_stages(overrides: dict, questions: list[str], turns: int, per_
                 if n % per_conversation == 0:
                     conversation = (await components.conversations.create(LOCAL_USER, "")).id
                 before = time.process_time()
-                await engine.ask(TurnRequest(question, conversation_id=conversation))
+                result = await engine.ask(TurnRequest(question, conversation_id=conversation))
                 await engine.drain()
                 totals.append((time.process_time() - before) * 1000)
+                trace = result.trace
+                asked.update([question, trace.question, trace.query, *trace.alternate_queries])
             stages = {stage: round(statistics.fmean(ms), 2) for stage, ms in observer.cpu.items()}
             in_stages = sum(sum(ms) for ms in observer.cpu.values()) / len(totals)
             passes[name] = {
@@ -311,6 +332,7 @@ async def profile_stages(overrides: dict, questions: list[str], turns: int, per_
                 "turn_over_retrieve": round(statistics.fmean(totals) / stages["retrieve"], 2)
                 if stages.get("retrieve")
                 else None,
+                **({"query_vectors_dropped": forgotten} if forgotten is not None else {}),
             }
             print(name, json.dumps(passes[name]), flush=True)
     finally:

@@ -203,7 +203,8 @@ def build_memory_stages(
     """The engine's long-term memory stages (none with ``memory = "off"``): recall, which sees no item past
     ``memory_ttl_days``, and the background writer (model facts too, with a capable ``chat_model``). The writer
     embeds with the uncached embedder: a turn's texts are embedded once, and vectors of them in the shared cache
-    would be personal data that erase could not name."""
+    would be personal data that erase could not name. It reads the cache, though: the turn's messages are there
+    already (retrieval embedded them, under keys erase names), so their vectors are not computed again."""
     if not settings.memory.enabled:
         return None, None, None
     reader = within_ttl(memory, settings.memory.memory_ttl_s)
@@ -218,7 +219,8 @@ def build_memory_stages(
     )
     capable = uses_model_facts(settings.memory, chat_model.capabilities)
     facts = ModelFactExtractor(chat_model, threshold=settings.answers.support_threshold) if capable else None
-    writer = RememberTurn(TurnRecorder(memory, embedder.inner, facts), timeout_s=settings.memory.memory_write_timeout_s)
+    recorder = TurnRecorder(memory, embedder.inner, facts, known=embedder)
+    writer = RememberTurn(recorder, timeout_s=settings.memory.memory_write_timeout_s)
     return recall, personal if settings.memory.memory_personal_query else None, writer
 
 

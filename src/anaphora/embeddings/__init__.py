@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from anaphora.embeddings.base import CachedEmbedder, Embedder, cache_key
+from anaphora.embeddings.base import CachedEmbedder, Embedder, KnownVectors, cache_key
 from anaphora.embeddings.hashing import HashingEmbedder
 from anaphora.errors import ConfigurationError
 from anaphora.settings import Settings
@@ -40,4 +40,4 @@ def load_embedder(settings: Settings) -> Embedder:
     )
 
 
-__all__ = ["CachedEmbedder", "Embedder", "HashingEmbedder", "cache_key", "load_embedder"]
+__all__ = ["CachedEmbedder", "Embedder", "HashingEmbedder", "KnownVectors", "cache_key", "load_embedder"]

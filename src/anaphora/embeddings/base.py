@@ -27,6 +27,14 @@ class Embedder(Protocol):
     def count_tokens(self, text: str) -> int: ...
 
 
+@runtime_checkable
+class KnownVectors(Protocol):
+    """Vectors already computed for some texts (the cache of an embedder), read without embedding or storing any:
+    ``known`` returns those it holds, by text; the others are absent."""
+
+    def known(self, texts: Sequence[str]) -> dict[str, np.ndarray]: ...
+
+
 def cache_key(embedder_name: str, text: str) -> str:
     return hashlib.sha256(f"{embedder_name}\x00{text}".encode()).hexdigest()
 
@@ -47,6 +55,13 @@ class CachedEmbedder:
 
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)
+
+    def known(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        """The vectors the cache holds for ``texts``, by text; nothing is embedded and nothing is written (a text
+        whose vector must not enter the shared cache may still reuse one that is there already)."""
+        keys = {t: cache_key(self.name, t) for t in dict.fromkeys(texts)}
+        found = self.cache.get_many(list(keys.values())) if keys else {}
+        return {t: found[k] for t, k in keys.items() if k in found}
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

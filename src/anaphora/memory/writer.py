@@ -5,7 +5,11 @@ An episode is what the user said in the turn, with relative dates resolved again
 assistant's answer is not kept: memory is evidence of what the user said, and documents stay the source of what
 documents say (so a document deleted later lives on in no episode, and no earlier answer is quoted back as
 memory). Its vector is of the turn *in its context* (the previous user turn before it), so that "yes, the second
-one" can still be found by what it was about; the item's text and provenance stay the turn's own.
+one" can still be found by what it was about; the item's text and provenance stay the turn's own. That vector is
+the sum of the two messages' vectors weighted by their token counts (what mean pooling over the two texts joined
+would weigh them by), so that a turn whose messages retrieval has embedded already (the message is always one of
+its queries) embeds nothing again: the writer reads those vectors from the embedding cache and embeds only the
+texts it misses, uncached (bench/NOTES.md, issue 26: the joined text's embedding was most of a warm turn's CPU).
 
 Every write carries the user's erase epoch from when the turn began: the store drops it if an erase came first.
 """
@@ -14,9 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from anaphora.embeddings.base import Embedder
+import numpy as np
+
+from anaphora.embeddings.base import Embedder, KnownVectors
 from anaphora.memory.dates import resolve_relative_dates
 from anaphora.memory.extract import NO_LONGER, ExtractedFact, extract_entities, extract_facts
 from anaphora.memory.model_facts import ModelFactExtractor
@@ -115,7 +122,9 @@ async def rebuild_profile(store: MemoryStore, user_id: str, *, epoch: int | None
 class TurnRecorder:
     """Turns a stored turn into memory items and writes them; ``embedder`` ``None``: no vectors; ``model_facts``:
     a capable chat model's facts besides the rules' (``None``: rules only); ``contextual``: an episode's vector is of
-    the turn after the previous one (measured against the turn alone in bench/memory.py)."""
+    the turn after the previous one (measured against the turn alone in bench/memory.py); ``known``: vectors
+    computed already (the embedding cache, which retrieval fills with the turn's messages), reused and never
+    written to."""
 
     def __init__(
         self,
@@ -124,11 +133,13 @@ class TurnRecorder:
         model_facts: ModelFactExtractor | None = None,
         *,
         contextual: bool = True,
+        known: KnownVectors | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.model_facts = model_facts
         self.contextual = contextual
+        self.known = known
 
     def items(self, turn: TurnToRemember) -> tuple[list[MemoryItem], list[EntityMention]]:
         """What the turn teaches (pure CPU work, no I/O): the episode first, then the facts, and the entities."""
@@ -147,10 +158,34 @@ class TurnRecorder:
         mentions = [EntityMention(name, kind, turn.time) for name, kind in extract_entities(question)]
         return items, mentions
 
-    def vector_texts(self, turn: TurnToRemember, items: list[MemoryItem]) -> list[str]:
-        """What each item's vector is made of: the episode in its context, a fact as stated."""
-        context = sanitize(turn.context).strip() if self.contextual else ""
-        return [f"{context}\n{item.text}" if item.kind == "episode" and context else item.text for item in items]
+    def context_of(self, turn: TurnToRemember) -> str:
+        """The text an episode's vector is of besides its own: the previous user turn (none if not contextual)."""
+        return sanitize(turn.context).strip() if self.contextual else ""
+
+    def _embed(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        """Each text's vector: the known ones reused, the others embedded in one call (and not cached)."""
+        assert self.embedder is not None
+        found = self.known.known(texts) if self.known is not None else {}
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
+        if missing:
+            found.update(zip(missing, self.embedder.embed(missing), strict=True))
+        return found
+
+    def vectors(self, turn: TurnToRemember, items: list[MemoryItem]) -> np.ndarray:
+        """Each item's vector: a fact's of its statement; the episode's of the turn in its context, the token-count
+        weighted sum of the context's and the turn's vectors, normalised. Blocking."""
+        assert self.embedder is not None
+        context = self.context_of(turn)
+        found = self._embed([item.text for item in items] + ([context] if context else []))
+        rows = []
+        for item in items:
+            vector = np.asarray(found[item.text], dtype=np.float32)
+            if item.kind == "episode" and context:
+                weights = [max(1, self.embedder.count_tokens(t)) for t in (context, item.text)]
+                vector = weights[0] * np.asarray(found[context], dtype=np.float32) + weights[1] * vector
+                vector = vector / max(float(np.linalg.norm(vector)), 1e-9)
+            rows.append(vector)
+        return np.stack(rows).astype(np.float32, copy=False)
 
     async def _versions_placed(self, turn: TurnToRemember, items: list[MemoryItem]) -> list[MemoryItem]:
         """New versions given to the current fact they update (the store's current facts, newest first)."""
@@ -176,7 +211,7 @@ class TurnRecorder:
         items = await self._versions_placed(turn, items)
         vectors = None
         if self.embedder is not None:
-            vectors = await asyncio.to_thread(self.embedder.embed, self.vector_texts(turn, items))
+            vectors = await asyncio.to_thread(self.vectors, turn, items)
         stored = await self.store.add(turn.user_id, items, vectors, epoch=turn.epoch)
         if not stored and turn.epoch is not None and await self.store.epoch(turn.user_id) != turn.epoch:
             return Written(0, 0, 0, rejected, dropped=True)

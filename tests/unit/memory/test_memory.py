@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from anaphora import Anaphora, FakeChatModel, Settings
@@ -102,6 +103,44 @@ async def test_a_newer_statement_supersedes_the_older_fact_and_both_are_kept(sto
     await recorder.record(turn("My chart version is 2.4.0.", index=1, at=2000.0))
     facts = {f.value: f for f in (await store.list("alice", kind="fact")).items}
     assert facts["2.3.1"].valid_to == 2000.0 and facts["2.4.0"].current
+
+
+class Counting(HashingEmbedder):
+    """The hashing embedder, recording what it is asked to embed."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__(dim)
+        self.asked: list[str] = []
+
+    def embed(self, texts):
+        self.asked += list(texts)
+        return super().embed(texts)
+
+
+async def test_an_episode_vector_reuses_the_turns_cached_message_vectors_and_caches_nothing(store, tmp_path) -> None:
+    from anaphora.embeddings import CachedEmbedder
+    from anaphora.store import SQLiteEmbeddingCache
+
+    database = Database(tmp_path / "cache.db")
+    cache = SQLiteEmbeddingCache(database, max_entries=100)
+    inner = Counting(384)
+    cached = CachedEmbedder(inner, cache)
+    cached.embed(["Which chart do I need?", "the second one please"])  # retrieval embedded the turn's messages
+    inner.asked.clear()
+    recorder = TurnRecorder(store, inner, known=cached)
+    await recorder.record(TurnToRemember("alice", "c1", 1, "the second one please", 1e9, "Which chart do I need?"))
+    await recorder.record(TurnToRemember("alice", "c1", 2, "My chart version is 2.3.1", 1e9, "the second one please"))
+    # only what the cache did not hold was embedded (the new message and its fact), never a context again
+    facts = [i.text for i in (await store.list("alice", kind="fact")).items]
+    assert inner.asked == ["My chart version is 2.3.1", *facts] and len(facts) == 1
+    assert len(cache) == 2  # the writer wrote nothing to the shared cache
+    (episode,) = [i for i in (await store.list("alice", kind="episode")).items if i.turns == (1,)]
+    # the episode's vector: the token-weighted sum of its context's and its own, normalised
+    context, said = EMBEDDER.embed(["Which chart do I need?", "the second one please"])
+    want = inner.count_tokens("Which chart do I need?") * context + inner.count_tokens("the second one please") * said
+    (hits,) = await store.dense("alice", (want / np.linalg.norm(want))[None, :].astype(np.float32), 10)
+    assert hits[0].item_id == episode.id and hits[0].score == pytest.approx(1.0, abs=1e-5)
+    database.close()
 
 
 async def test_writing_cost_without_a_model_is_small() -> None:
