@@ -133,6 +133,11 @@ class ModelSettings(SettingsGroup):
     embedder_threads: int = Field(
         default=0, ge=0, description="CPU threads of the ONNX embedder per batch (0: one per core)"
     )
+    embedder_spin_wait: bool = Field(
+        default=False,
+        description="the ONNX embedder's threads spin-wait for work while a batch runs (stopped as each batch "
+        "ends, so they take no CPU between batches): faster batches on idle cores, more CPU per batch",
+    )
     embedder_precision: Literal["fp32", "int8"] = Field(
         default="fp32",
         description="numeric precision of a sentence-transformers embedder on ONNX Runtime: 'int8' (dynamic "
