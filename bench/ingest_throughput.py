@@ -9,10 +9,10 @@ data dir and one shared model cache (the ONNX exports are made before anything i
 
 - ``baseline``: the CLI of another source tree (``--baseline-src``, e.g. an export of main: ``git archive main |
   tar -x -C /tmp/base``), default settings;
-- ``fp32`` / ``int8``: this tree at ``embedder_precision`` fp32 / int8;
+- ``fp32`` / ``int8``: this tree at ``embedder_precision`` fp32 / int8, its other settings at their defaults;
 - ``int8-workers2``: int8 with ``--workers 2``;
-- ``fp32-spin`` / ``int8-spin``: fp32 / int8 with ``embedder_spin_wait`` on (the embedder's threads spin-wait
-  while a batch runs).
+- ``fp32-spin`` / ``int8-spin`` and ``-nospin``: fp32 / int8 with ``embedder_spin_wait`` on / off (whether the
+  embedder's threads spin-wait while a batch runs; on by default since issue 26's third round).
 
 ``--rounds`` repeats the whole sequence (the machine may be shared: compare ratios within a round). Then the
 embedder alone: ``--embedder-sample`` chunk texts of the ingested index, embedded by the fp32 and the int8 embedder
@@ -39,6 +39,7 @@ from common import ROOT, SHARED_BENCH, git_revision, machine, write_result
 REALDOCS = SHARED_BENCH.parent / "realdocs-dev"  # ANAPHORA_BENCH_DATA points at mtrag-dev beside it
 TREES = ("loki", "traefik")
 SPIN = {"ANAPHORA_EMBEDDER_SPIN_WAIT": "true"}
+NO_SPIN = {"ANAPHORA_EMBEDDER_SPIN_WAIT": "false"}
 VARIANTS = {
     "baseline": {"precision": None, "workers": 1},
     "fp32": {"precision": "fp32", "workers": 1},
@@ -46,6 +47,8 @@ VARIANTS = {
     "int8-workers2": {"precision": "int8", "workers": 2},
     "fp32-spin": {"precision": "fp32", "workers": 1, "env": SPIN},
     "int8-spin": {"precision": "int8", "workers": 1, "env": SPIN},
+    "fp32-nospin": {"precision": "fp32", "workers": 1, "env": NO_SPIN},
+    "int8-nospin": {"precision": "int8", "workers": 1, "env": NO_SPIN},
 }
 
 

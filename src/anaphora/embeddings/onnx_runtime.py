@@ -100,11 +100,12 @@ class Threading:
 
     ``spin_wait``: the threads spin-wait for the next operator's work while a batch runs and stop spinning when
     the batch returns (``session.force_spinning_stop``), so they take no CPU between batches; without it they
-    block and are woken for every operator of the graph. Both keep the cores free between batches for the event
-    loop (what ``allow_spinning`` on its own would not)."""
+    block and are woken for every operator of the graph, which on a VM costs a wake-up of the idle vCPU each time
+    (ingest kept 1.2 of 2 cores busy that way, 1.9 with spin_wait; bench/NOTES.md, issue 26). Both keep the cores
+    free between batches for the event loop (what ``allow_spinning`` on its own would not)."""
 
     threads: int = 0
-    spin_wait: bool = False
+    spin_wait: bool = True
 
     def session_options(self, ort: Any) -> Any:
         options = ort.SessionOptions()

@@ -70,7 +70,7 @@ class SentenceTransformerEmbedder:
         cache_dir: Path | None = None,
         threads: int = 0,
         precision: Precision = "fp32",
-        spin_wait: bool = False,
+        spin_wait: bool = True,
     ) -> None:
         self.model_path = Path(model_path).expanduser()
         if not (self.model_path / "config.json").is_file() and not (self.model_path / "modules.json").is_file():

