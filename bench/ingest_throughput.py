@@ -9,8 +9,10 @@ data dir and one shared model cache (the ONNX exports are made before anything i
 
 - ``baseline``: the CLI of another source tree (``--baseline-src``, e.g. an export of main: ``git archive main |
   tar -x -C /tmp/base``), default settings;
-- ``fp32`` / ``int8``: this tree at ``embedder_precision`` fp32 / int8;
-- ``int8-workers2``: int8 with ``--workers 2``.
+- ``fp32`` / ``int8``: this tree at ``embedder_precision`` fp32 / int8, its other settings at their defaults;
+- ``int8-workers2``: int8 with ``--workers 2``;
+- ``fp32-spin`` / ``int8-spin`` and ``-nospin``: fp32 / int8 with ``embedder_spin_wait`` on / off (whether the
+  embedder's threads spin-wait while a batch runs; on by default since issue 26's third round).
 
 ``--rounds`` repeats the whole sequence (the machine may be shared: compare ratios within a round). Then the
 embedder alone: ``--embedder-sample`` chunk texts of the ingested index, embedded by the fp32 and the int8 embedder
@@ -36,11 +38,17 @@ from common import ROOT, SHARED_BENCH, git_revision, machine, write_result
 
 REALDOCS = SHARED_BENCH.parent / "realdocs-dev"  # ANAPHORA_BENCH_DATA points at mtrag-dev beside it
 TREES = ("loki", "traefik")
+SPIN = {"ANAPHORA_EMBEDDER_SPIN_WAIT": "true"}
+NO_SPIN = {"ANAPHORA_EMBEDDER_SPIN_WAIT": "false"}
 VARIANTS = {
     "baseline": {"precision": None, "workers": 1},
     "fp32": {"precision": "fp32", "workers": 1},
     "int8": {"precision": "int8", "workers": 1},
     "int8-workers2": {"precision": "int8", "workers": 2},
+    "fp32-spin": {"precision": "fp32", "workers": 1, "env": SPIN},
+    "int8-spin": {"precision": "int8", "workers": 1, "env": SPIN},
+    "fp32-nospin": {"precision": "fp32", "workers": 1, "env": NO_SPIN},
+    "int8-nospin": {"precision": "int8", "workers": 1, "env": NO_SPIN},
 }
 
 
@@ -63,9 +71,11 @@ def chunk_count(data_dir: Path) -> int:
         return db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
 
 
-def ingest(src: Path, trees: list[Path], data_dir: Path, cache_dir: Path, precision: str | None, workers: int) -> dict:
+def ingest(src: Path, trees: list[Path], data_dir: Path, cache_dir: Path, spec: dict) -> dict:
+    precision, workers = spec["precision"], spec["workers"]
     env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if k != "ANAPHORA_EMBEDDER_SPIN_WAIT"},
+        **spec.get("env", {}),
         "PYTHONPATH": str(src),
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
@@ -90,6 +100,7 @@ def ingest(src: Path, trees: list[Path], data_dir: Path, cache_dir: Path, precis
         "chunks_per_s": round(chunks / seconds, 1),
         "cpu_s": round(cpu, 1),
         "cpu_ms_per_chunk": round(cpu * 1000 / chunks, 2),
+        "cores_busy": round(cpu / seconds, 2),
     }
 
 
@@ -190,13 +201,13 @@ def main() -> None:
             tiny = Path(scratch) / "tiny"
             tiny.mkdir()
             (tiny / "a.md").write_text("# Warm up\n\nOne sentence to embed.\n")
-            ingest(args.baseline_src, [tiny], Path(scratch) / "data-warm", args.cache_dir, None, 1)
+            ingest(args.baseline_src, [tiny], Path(scratch) / "data-warm", args.cache_dir, VARIANTS["baseline"])
         for round_number in range(args.rounds):
             for variant in variants:
                 spec = VARIANTS[variant]
                 src = args.baseline_src if variant == "baseline" else ROOT / "src"
                 data_dir = Path(scratch) / f"data-{variant}-{round_number}"
-                row = ingest(src, trees, data_dir, args.cache_dir, spec["precision"], spec["workers"])
+                row = ingest(src, trees, data_dir, args.cache_dir, spec)
                 results[variant].append(row)
                 print(variant, json.dumps(row), flush=True)
                 output["ratios"] = ratios(results)

@@ -25,6 +25,7 @@ def load_embedder(settings: Settings) -> Embedder:
             "runtime": settings.models.embedder_runtime,
             "cache_dir": settings.cache_dir,
             "threads": settings.models.embedder_threads,
+            "spin_wait": settings.models.embedder_spin_wait,
             "precision": settings.models.embedder_precision,
         }
         if scheme == "minilm":

@@ -28,6 +28,7 @@ import os
 import tempfile
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -93,10 +94,33 @@ def fingerprint(model_path: Path) -> str:
     return digest.hexdigest()[:16]
 
 
+@dataclass(frozen=True)
+class Threading:
+    """How the session's intra-op threads work. ``threads`` 0: ONNX Runtime's default, one per physical core.
+
+    ``spin_wait``: the threads spin-wait for the next operator's work while a batch runs and stop spinning when
+    the batch returns (``session.force_spinning_stop``), so they take no CPU between batches; without it they
+    block and are woken for every operator of the graph, which on a VM costs a wake-up of the idle vCPU each time
+    (ingest kept 1.2 of 2 cores busy that way, 1.9 with spin_wait; bench/NOTES.md, issue 26). Both keep the cores
+    free between batches for the event loop (what ``allow_spinning`` on its own would not)."""
+
+    threads: int = 0
+    spin_wait: bool = True
+
+    def session_options(self, ort: Any) -> Any:
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = self.threads
+        options.inter_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "1" if self.spin_wait else "0")
+        if self.spin_wait:
+            options.add_session_config_entry("session.force_spinning_stop", "1")
+        return options
+
+
 class OnnxEncoder:
     """Tokenizer (``tokenizers``) + ONNX Runtime session: ``encode`` returns L2-normalised float32 rows."""
 
-    def __init__(self, onnx_path: Path, model_path: Path, max_length: int, threads: int) -> None:
+    def __init__(self, onnx_path: Path, model_path: Path, max_length: int, threading: Threading) -> None:
         try:
             import onnxruntime as ort
             from tokenizers import Tokenizer
@@ -108,11 +132,7 @@ class OnnxEncoder:
         self.tokenizer = Tokenizer.from_file(str(model_path / "tokenizer.json"))  # feeds the model: truncates
         self.tokenizer.enable_truncation(max_length=max_length)
         self.tokenizer.no_padding()
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        # idle intra-op threads would otherwise spin and take CPU from the event loop between batches
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options = threading.session_options(ort)
         self.session = ort.InferenceSession(str(onnx_path), options, providers=["CPUExecutionProvider"])
         self.wanted = [i.name for i in self.session.get_inputs()]
 
@@ -201,7 +221,9 @@ def _check(encoder: OnnxEncoder, expected: np.ndarray, bound: float, what: str) 
         raise OnnxUnsupported(f"{what} differs from the reference model (cosine gap {gap:.2e})")
 
 
-def _export_fp32(model_path: Path, target: Path, max_length: int, threads: int, load_torch_model) -> OnnxEncoder:
+def _export_fp32(
+    model_path: Path, target: Path, max_length: int, threading: Threading, load_torch_model
+) -> OnnxEncoder:
     try:
         import onnx  # noqa: F401  (the exporter needs it)
         import onnxruntime  # noqa: F401
@@ -216,7 +238,7 @@ def _export_fp32(model_path: Path, target: Path, max_length: int, threads: int, 
             raise
         except Exception as exc:  # the exporter's errors are many and undocumented
             raise OnnxUnsupported(f"export failed: {type(exc).__name__}: {exc}") from exc
-        encoder = OnnxEncoder(staged, model_path, max_length, threads)
+        encoder = OnnxEncoder(staged, model_path, max_length, threading)
         expected = np.asarray(st_model.encode(list(PROBES), normalize_embeddings=True), dtype=np.float32)
         _check(encoder, expected, MAX_COSINE_GAP, "the export")
         os.replace(staged, target)
@@ -241,7 +263,9 @@ def _fuse_attention(st_model: Any, model_path: Path, target: Path) -> None:
     fused.save_model_to_file(str(target))
 
 
-def _quantize_int8(fp32: OnnxEncoder, model_path: Path, target: Path, max_length: int, threads: int, load_torch_model):
+def _quantize_int8(
+    fp32: OnnxEncoder, model_path: Path, target: Path, max_length: int, threading: Threading, load_torch_model
+):
     """Dynamic int8 quantization of the attention-fused export (ONNX Runtime's ``quantize_dynamic``), checked
     against the fp32 export."""
     try:
@@ -259,7 +283,7 @@ def _quantize_int8(fp32: OnnxEncoder, model_path: Path, target: Path, max_length
             raise
         except Exception as exc:  # the optimizer's and quantizer's errors are as undocumented as the exporter's
             raise OnnxUnsupported(f"int8 quantization failed: {type(exc).__name__}: {exc}") from exc
-        encoder = OnnxEncoder(staged, model_path, max_length, threads)
+        encoder = OnnxEncoder(staged, model_path, max_length, threading)
         _check(encoder, fp32.encode(PROBES), MAX_INT8_COSINE_GAP, "the int8 model")
         os.replace(staged, target)
     log.info("quantized %s to int8 at %s", target.stem, target)
@@ -267,7 +291,7 @@ def _quantize_int8(fp32: OnnxEncoder, model_path: Path, target: Path, max_length
 
 
 def load_onnx_encoder(
-    model_path: Path, cache_dir: Path, name: str, threads: int, load_torch_model, precision: str = "fp32"
+    model_path: Path, cache_dir: Path, name: str, threading: Threading, load_torch_model, precision: str = "fp32"
 ) -> OnnxEncoder:
     """The cached ONNX export of ``model_path`` at ``precision`` ("fp32" or "int8"), made and checked first if
     needed (int8 from the fp32 export, which is made too).
@@ -279,12 +303,12 @@ def load_onnx_encoder(
     max_length = _layout(model_path)
     target = export_path(cache_dir, model_path, name, precision)
     if target.is_file():
-        return OnnxEncoder(target, model_path, max_length, threads)
+        return OnnxEncoder(target, model_path, max_length, threading)
     fp32_path = export_path(cache_dir, model_path, name, "fp32")
     if fp32_path.is_file():
-        fp32 = OnnxEncoder(fp32_path, model_path, max_length, threads)
+        fp32 = OnnxEncoder(fp32_path, model_path, max_length, threading)
     else:
-        fp32 = _export_fp32(model_path, fp32_path, max_length, threads, load_torch_model)
+        fp32 = _export_fp32(model_path, fp32_path, max_length, threading, load_torch_model)
     if precision == "fp32":
         return fp32
-    return _quantize_int8(fp32, model_path, target, max_length, threads, load_torch_model)
+    return _quantize_int8(fp32, model_path, target, max_length, threading, load_torch_model)

@@ -10,7 +10,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from anaphora.embeddings.onnx_runtime import OnnxEncoder, OnnxUnsupported, load_onnx_encoder, precision_name
+from anaphora.embeddings.onnx_runtime import (
+    OnnxEncoder,
+    OnnxUnsupported,
+    Threading,
+    load_onnx_encoder,
+    precision_name,
+)
 from anaphora.errors import ConfigurationError, ModelError, ModelNotFoundError, require
 
 log = logging.getLogger("anaphora.embeddings")
@@ -64,6 +70,7 @@ class SentenceTransformerEmbedder:
         cache_dir: Path | None = None,
         threads: int = 0,
         precision: Precision = "fp32",
+        spin_wait: bool = True,
     ) -> None:
         self.model_path = Path(model_path).expanduser()
         if not (self.model_path / "config.json").is_file() and not (self.model_path / "modules.json").is_file():
@@ -84,7 +91,7 @@ class SentenceTransformerEmbedder:
         self.batch_size = batch_size
         self.runtime = runtime
         self.cache_dir = cache_dir
-        self.threads = threads
+        self.threading = Threading(threads, spin_wait)
         self._model: Any = None  # the PyTorch model, loaded when used or needed to export
         self._onnx: OnnxEncoder | None = None
         self._ready = False
@@ -105,7 +112,7 @@ class SentenceTransformerEmbedder:
                         self.model_path,
                         self.cache_dir / "onnx",
                         self.model_name,
-                        self.threads,
+                        self.threading,
                         self._torch_model,
                         self.precision,
                     )
