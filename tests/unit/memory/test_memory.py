@@ -177,6 +177,18 @@ async def test_a_question_about_last_year_prefers_what_was_said_then(store) -> N
     assert "said in the time asked about" not in undated.why
 
 
+async def test_a_question_naming_a_day_prefers_what_was_said_that_day_without_a_now(store) -> None:
+    recorder = TurnRecorder(store, EMBEDDER)
+    june_3 = datetime(2023, 6, 3, 15, tzinfo=UTC).timestamp()
+    await recorder.record(turn("I started volunteering at the dog shelter", index=0, at=MAY_8_2023))
+    await recorder.record(turn("I started volunteering at the dog shelter", index=1, at=june_3))
+    recall = MemoryRecall(store, EMBEDDER)
+    best = (await recall.rank("alice", "What did I start, as I said on 3 June, 2023?"))[0]
+    assert best.item.time == june_3 and "said in the time asked about" in best.why
+    other_day = (await recall.rank("alice", "What did I start, as I said on 4 June, 2023?"))[0]
+    assert "said in the time asked about" not in other_day.why
+
+
 async def test_the_stage_injects_only_what_passes_the_threshold_at_most_k(store) -> None:
     await _remember(store, "My chart version is 2.3.1", "My chart version is 2.3.1 on k3s", "We hiked a volcano")
     stage = RecallMemory(MemoryRecall(store, EMBEDDER), store, k=1, min_score=0.3, timeout_s=5)
