@@ -973,7 +973,7 @@ episode's vector is of the turn after the previous one (context), pseudo-relevan
 min-max CombSUM (dense 0.7 : BM25 1), a damped boost for names of the question the item mentions, and neighbour
 smoothing (a turn next to well-matching turns of its conversation gains a share of their scores, half at two turns'
 distance), and a share of its session's strength (issue 24), and a day or month the question names ("on 3 June,
-2023", "in July 2023") raises what was said in it and is left out of the searches' query (issue 24, round 3); the
+2023", "in July 2023") raises what was said in it (issue 24, round 3); the
 item stays one turn, so it costs one of the k.
 {ablations_text}
 

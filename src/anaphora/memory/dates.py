@@ -126,17 +126,6 @@ def _named_date(question: str, now: float | None) -> tuple[date, date] | None:
     return found[0] if found else None
 
 
-def without_named_date(question: str, now: float | None) -> str:
-    """``question`` without the day or month it names ("What did I start on 3 June, 2023?" -> "What did I start?"):
-    once it is a span of time, its words only make every item that notes a date in June look relevant."""
-    found = _named_match(question, now)
-    if found is None:
-        return question
-    start, end = found[1].span()
-    before = re.search(r"(?:\b(?:on|in|during|of|since|as of)\s+)?$", question[:start], re.I)
-    return re.sub(r"\s+([?.!,])", r"\1", f"{question[: before.start()]} {question[end:]}".strip()).replace("  ", " ")
-
-
 def _named_match(question: str, now: float | None) -> tuple[tuple[date, date], re.Match[str]] | None:
     for pattern in _NAMED:
         match = pattern.search(question)

@@ -14,8 +14,7 @@
      of the user's items raises little);
    - a fact that was superseded ranks below the current one, unless the question asks about the past;
    - a question about a span of time ("last year", "yesterday", "in 2022", "on 3 June, 2023", "in July", resolved
-     against ``now``) raises the items said in it (the
-     date named is then left out of the searches' query: it is a span of time, not a topic);
+     against ``now``) raises the items said in it;
    - among equals, the more recent item wins.
 4. Each recalled item says why it was recalled (which lists found it, at what rank, which boosts applied).
 """
@@ -29,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from anaphora.embeddings.base import Embedder
-from anaphora.memory.dates import period_asked, without_named_date
+from anaphora.memory.dates import period_asked
 from anaphora.memory.extract import extract_entities
 from anaphora.memory.protocols import MemoryReader
 from anaphora.memory.types import MemoryHit, MemoryItem
@@ -87,9 +86,8 @@ class MemoryRecall:
     async def rank(self, user_id: str, question: str, *, now: float | None = None) -> list[Recalled]:
         """The user's items for ``question``, best first, at most ``depth``; ``now`` (when the question is asked)
         resolves the relative dates it names (without it, only a year it names counts)."""
-        query = without_named_date(question, now)  # the date named is a span of time (below), not a topic
-        vector = await self._embed(query)
-        lexical_task = self.store.lexical(user_id, [query], self.weights.depth)
+        vector = await self._embed(question)
+        lexical_task = self.store.lexical(user_id, [question], self.weights.depth)
         if vector is not None:
             (lexical,), (dense,) = await asyncio.gather(
                 lexical_task, self.store.dense(user_id, vector, self.weights.depth)
@@ -104,7 +102,7 @@ class MemoryRecall:
         items = await self.store.get_many(user_id, [item_id for item_id, _ in first])
         if self.weights.feedback_items and first:
             best = [items[i].text for i, _ in first[: self.weights.feedback_items] if i in items]
-            (feedback,) = await self.store.lexical(user_id, [" ".join([query, *best])], self.weights.depth)
+            (feedback,) = await self.store.lexical(user_id, [" ".join([question, *best])], self.weights.depth)
             lists["feedback"] = (self.weights.feedback_weight, feedback)
         fused = self._fuse(lists)[: self.weights.depth]
         missing = [item_id for item_id, _ in fused if item_id not in items]

@@ -13,7 +13,7 @@ import pytest
 
 from anaphora import Anaphora, FakeChatModel, Settings
 from anaphora.embeddings.hashing import HashingEmbedder
-from anaphora.memory.dates import period_asked, resolve_relative_dates, without_named_date
+from anaphora.memory.dates import period_asked, resolve_relative_dates
 from anaphora.memory.extract import extract_entities, extract_facts
 from anaphora.memory.model_facts import ModelFactExtractor
 from anaphora.memory.recall import MemoryRecall, RecallWeights
@@ -95,15 +95,6 @@ def test_a_day_or_month_the_question_names_is_the_span_asked_about() -> None:
     assert period_asked("what did I cook in June?", None) is None
     assert period_asked("I may go there; May I ask?", MAY_8_2023) is None  # "may" the verb is no month
     assert days(period_asked("on 31 June, 2023", None)) == ["2023-06-01", "2023-07-01"]  # no such day: the month
-
-
-def test_the_date_named_is_left_out_of_the_query() -> None:
-    assert without_named_date("What did I start, as I said on 3 June, 2023?", None) == "What did I start, as I said?"
-    assert without_named_date("What setback did I face in October 2023?", None) == "What setback did I face?"
-    assert without_named_date("On 3 June, 2023 what did I say?", None) == "what did I say?"
-    assert without_named_date("When did I go camping in June?", None) == "When did I go camping in June?"  # no now
-    assert without_named_date("When did I go camping in June?", MAY_8_2023) == "When did I go camping?"
-    assert without_named_date("what do I cook last year?", MAY_8_2023) == "what do I cook last year?"
 
 
 # --- writing -------------------------------------------------------------------------------------------------------
