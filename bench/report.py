@@ -984,7 +984,9 @@ baseline (c) in the same run (targets: ≥ 0.75 and ≥ +25%). What the memory s
 episode's vector is of the turn after the previous one (context), pseudo-relevance feedback from the best three items,
 min-max CombSUM (dense 0.7 : BM25 1), a damped boost for names of the question the item mentions, and neighbour
 smoothing (a turn next to well-matching turns of its conversation gains a share of their scores, half at two turns'
-distance), and a share of its session's strength (issue 24); the item stays one turn, so it costs one of the k.
+distance), and a share of its session's strength (issue 24), and a day or month the question names ("on 3 June,
+2023", "in July 2023") raises what was said in it (issue 24, round 3); the
+item stays one turn, so it costs one of the k.
 {ablations_text}
 
 Costs, same run (the machine is shared with other jobs, so timings vary by up to 2x between runs):

@@ -88,11 +88,82 @@ _PERIOD = re.compile(
     r"(?:in|during) (?P<year>(?:19|20)\d\d))\b",
     re.I,
 )
+_MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
+_SHORT_MONTHS = r"(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)\.?"
+_MONTH = r"(?P<month>" + "|".join(m.capitalize() for m in _MONTHS) + "|" + _SHORT_MONTHS + ")"
+_DAY = r"(?P<day>[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?"
+_YEAR = r"(?P<year>(?:19|20)\d\d)"
+# a calendar date the question names: "on 3 June, 2023", "October 13, 2023", "in July 2023", "2023-06-03", and, with
+# a "now" to place them, "on June 3" and "in June" (the latest such day or month up to now). Month names are
+# capitalised, so "may" the verb is no month.
+_NAMED = (
+    re.compile(rf"\b{_DAY} (?:of )?{_MONTH},? {_YEAR}\b"),
+    re.compile(rf"\b{_MONTH} {_DAY},? {_YEAR}\b"),
+    re.compile(rf"\b{_MONTH},? {_YEAR}\b"),
+    re.compile(r"\b(?P<iso>(?:19|20)\d\d-[01]\d-[0-3]\d)\b"),
+    re.compile(rf"\b(?:on|of|since) {_DAY} (?:of )?{_MONTH}\b"),
+    re.compile(rf"\b(?:on|of|since) {_MONTH} {_DAY}\b"),
+    re.compile(rf"\b(?:in|during|of|since) (?:early |late |mid-)?{_MONTH}\b"),
+)
+
+
+def _named_date(question: str, now: float | None) -> tuple[date, date] | None:
+    """The day or month a question names, as [start, end) dates; a date without a year needs ``now``."""
+    found = _named_match(question, now)
+    return found[0] if found else None
+
+
+def _named_match(question: str, now: float | None) -> tuple[tuple[date, date], re.Match[str]] | None:
+    for pattern in _NAMED:
+        match = pattern.search(question)
+        if match is None:
+            continue
+        found = match.groupdict()
+        if found.get("iso"):
+            try:
+                day = date.fromisoformat(found["iso"])
+            except ValueError:
+                continue
+            return (day, day + timedelta(days=1)), match
+        month = next(i for i, m in enumerate(_MONTHS, 1) if m.startswith(found["month"].rstrip(".").lower()))
+        if found.get("year"):
+            year = int(found["year"])
+        elif now is None:
+            return None
+        else:
+            today = datetime.fromtimestamp(now, UTC).date()
+            year = today.year if (month, int(found.get("day") or 1)) <= (today.month, today.day) else today.year - 1
+        if not found.get("day"):
+            return (date(year, month, 1), _month_shift(date(year, month, 1), 1)), match
+        try:
+            day = date(year, month, int(found["day"]))
+        except ValueError:  # "31 June"
+            continue
+        return (day, day + timedelta(days=1)), match
+    return None
 
 
 def period_asked(question: str, now: float | None) -> tuple[float, float] | None:
-    """The span of time a question asks about ("last year", "yesterday", "in 2022"), resolved against ``now``,
-    as [start, end) timestamps; ``None`` when it names none (or only a relative one and ``now`` is unknown)."""
+    """The span of time a question asks about ("last year", "yesterday", "in 2022", "on 3 June, 2023", "in July"),
+    resolved against ``now``, as [start, end) timestamps; ``None`` when it names none (or only a relative one and
+    ``now`` is unknown). A named day or month wins over a year or a relative span."""
+    to_ts = lambda d: datetime(d.year, d.month, d.day, tzinfo=UTC).timestamp()  # noqa: E731
+    named = _named_date(question, now)
+    if named is not None:
+        return to_ts(named[0]), to_ts(named[1])
     match = _PERIOD.search(question)
     if match is None or (now is None and not match.group("year")):
         return None
@@ -114,5 +185,4 @@ def period_asked(question: str, now: float | None) -> tuple[float, float] | None
     else:
         year = today.year - 1 if e.startswith("last") else today.year
         start, end = date(year, 1, 1), date(year + 1, 1, 1)
-    to_ts = lambda d: datetime(d.year, d.month, d.day, tzinfo=UTC).timestamp()  # noqa: E731
     return to_ts(start), to_ts(end)

@@ -13,8 +13,8 @@
    - names the question mentions (people, products) that an item mentions too raise it (damped: a name in most
      of the user's items raises little);
    - a fact that was superseded ranks below the current one, unless the question asks about the past;
-   - a question about a span of time ("last year", "yesterday", "in 2022", resolved against ``now``) raises the
-     items said in it;
+   - a question about a span of time ("last year", "yesterday", "in 2022", "on 3 June, 2023", "in July", resolved
+     against ``now``) raises the items said in it;
    - among equals, the more recent item wins.
 4. Each recalled item says why it was recalled (which lists found it, at what rank, which boosts applied).
 """

@@ -80,6 +80,24 @@ def test_the_span_a_question_asks_about_is_resolved_against_now() -> None:
     assert days(period_asked("the trip in 2021", None)) == ["2021-01-01", "2022-01-01"]
 
 
+def test_a_day_or_month_the_question_names_is_the_span_asked_about() -> None:
+    def days(span):
+        return [datetime.fromtimestamp(t, UTC).date().isoformat() for t in span]
+
+    assert days(period_asked("What did I start, as I said on 3 June, 2023?", None)) == ["2023-06-03", "2023-06-04"]
+    assert days(period_asked("the painting I showed you on October 13, 2023", None)) == ["2023-10-13", "2023-10-14"]
+    assert days(period_asked("What setback did I face in October 2023?", None)) == ["2023-10-01", "2023-11-01"]
+    assert days(period_asked("the call of 2023-06-03", None)) == ["2023-06-03", "2023-06-04"]
+    assert days(period_asked("the trip on 3 June, 2021", MAY_8_2023)) == ["2021-06-03", "2021-06-04"]  # beats "now"
+    # without a year: the latest such month or day up to now, and nothing without a now
+    assert days(period_asked("what did I cook in June?", MAY_8_2023)) == ["2022-06-01", "2022-07-01"]
+    assert days(period_asked("what did I say in May", MAY_8_2023)) == ["2023-05-01", "2023-06-01"]
+    assert days(period_asked("the plan on May 2", MAY_8_2023)) == ["2023-05-02", "2023-05-03"]
+    assert period_asked("what did I cook in June?", None) is None
+    assert period_asked("I may go there; May I ask?", MAY_8_2023) is None  # "may" the verb is no month
+    assert days(period_asked("on 31 June, 2023", None)) == ["2023-06-01", "2023-07-01"]  # no such day: the month
+
+
 # --- writing -------------------------------------------------------------------------------------------------------
 
 
@@ -187,6 +205,18 @@ async def test_a_question_about_last_year_prefers_what_was_said_then(store) -> N
     assert best.item.time == last_year and "said in the time asked about" in best.why
     undated = (await recall.rank("alice", "What did we cook at the party last year?"))[0]
     assert "said in the time asked about" not in undated.why
+
+
+async def test_a_question_naming_a_day_prefers_what_was_said_that_day_without_a_now(store) -> None:
+    recorder = TurnRecorder(store, EMBEDDER)
+    june_3 = datetime(2023, 6, 3, 15, tzinfo=UTC).timestamp()
+    await recorder.record(turn("I started volunteering at the dog shelter", index=0, at=MAY_8_2023))
+    await recorder.record(turn("I started volunteering at the dog shelter", index=1, at=june_3))
+    recall = MemoryRecall(store, EMBEDDER)
+    best = (await recall.rank("alice", "What did I start, as I said on 3 June, 2023?"))[0]
+    assert best.item.time == june_3 and "said in the time asked about" in best.why
+    other_day = (await recall.rank("alice", "What did I start, as I said on 4 June, 2023?"))[0]
+    assert "said in the time asked about" not in other_day.why
 
 
 async def test_the_stage_injects_only_what_passes_the_threshold_at_most_k(store) -> None:
