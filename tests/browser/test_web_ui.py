@@ -361,7 +361,10 @@ def test_the_composer_waits_until_the_conversation_on_screen_has_loaded(dev_serv
     page.route(f"**/v1/conversations/{created['id']}", lambda route: held.append(route))
     page.goto(f"/#/c/{created['id']}")
     page.wait_for_function("() => document.getElementById('app').hidden === false")
-    page.wait_for_timeout(200)
+    for _ in range(100):  # the request is held by the route as soon as it is made; a busy machine may take a while
+        if held:
+            break
+        page.wait_for_timeout(100)
     assert held, "the page did not ask for the conversation"
     assert page.locator("#question").is_disabled() and page.locator("#send").is_disabled()
     held[0].continue_()
