@@ -122,11 +122,6 @@ _NAMED = (
 
 def _named_date(question: str, now: float | None) -> tuple[date, date] | None:
     """The day or month a question names, as [start, end) dates; a date without a year needs ``now``."""
-    found = _named_match(question, now)
-    return found[0] if found else None
-
-
-def _named_match(question: str, now: float | None) -> tuple[tuple[date, date], re.Match[str]] | None:
     for pattern in _NAMED:
         match = pattern.search(question)
         if match is None:
@@ -137,7 +132,7 @@ def _named_match(question: str, now: float | None) -> tuple[tuple[date, date], r
                 day = date.fromisoformat(found["iso"])
             except ValueError:
                 continue
-            return (day, day + timedelta(days=1)), match
+            return day, day + timedelta(days=1)
         month = next(i for i, m in enumerate(_MONTHS, 1) if m.startswith(found["month"].rstrip(".").lower()))
         if found.get("year"):
             year = int(found["year"])
@@ -147,12 +142,12 @@ def _named_match(question: str, now: float | None) -> tuple[tuple[date, date], r
             today = datetime.fromtimestamp(now, UTC).date()
             year = today.year if (month, int(found.get("day") or 1)) <= (today.month, today.day) else today.year - 1
         if not found.get("day"):
-            return (date(year, month, 1), _month_shift(date(year, month, 1), 1)), match
+            return date(year, month, 1), _month_shift(date(year, month, 1), 1)
         try:
             day = date(year, month, int(found["day"]))
         except ValueError:  # "31 June"
             continue
-        return (day, day + timedelta(days=1)), match
+        return day, day + timedelta(days=1)
     return None
 
 

@@ -67,7 +67,6 @@ class SQLiteMemoryStore:
 
     def __init__(self, db: Database, *, cached_users: int = 64) -> None:
         self.db = db
-        self.cached_users = cached_users
         self._indexes: Lru[str, UserMemoryIndex] = Lru(cached_users)
         self._indexes_lock = threading.RLock()  # held while an index is brought up to date
 

@@ -21,7 +21,6 @@ MAX_COUNTS = 16_384  # about 1.5 MB
 class TokenCounts:
     def __init__(self, count: Callable[[str], int], *, max_entries: int = MAX_COUNTS) -> None:
         self.count = count
-        self.max_entries = max_entries
         self._counts: Lru[bytes, int] = Lru(max_entries)
         self._lock = threading.Lock()
         self.hits = self.misses = 0

@@ -35,7 +35,6 @@ class _Memo:
 
     def __init__(self, embedder: Embedder, max_entries: int) -> None:
         self.embedder = embedder
-        self.max_entries = max_entries
         self.entries: Lru[Hashable, np.ndarray] = Lru(max_entries)
         self.lock = threading.Lock()
         self.hits = self.misses = 0

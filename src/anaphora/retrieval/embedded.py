@@ -28,7 +28,6 @@ class EmbeddedPassageIndex:
     def __init__(self, corpus: SQLiteCorpus, indexes: IndexCache, *, cached_passages: int = 20_000) -> None:
         self.corpus = corpus
         self.indexes = indexes
-        self.cached_passages = cached_passages
         self._cache: Lru[int, Chunk] = Lru(cached_passages)
         self._cache_generation = -1
         self._cache_lock = threading.Lock()
