@@ -116,7 +116,12 @@ async def answer_task(engine, capture: Capture, checks: dict[str, AnswerCheck], 
     ms["extractive"] = retrieval_ms + (time.perf_counter() - started) * 1000
     outputs["lead-2"] = lead(shown[0]) if shown else ABSTAIN
     ms["lead-2"] = retrieval_ms
-    quoted = [p.text for p in state.selected]  # what the extractive answerer reads (not cut by the prompt budget)
+    # what the extractive answerer reads (not cut by the prompt budget), and the passages of the same pages it
+    # quoted from (the product adds those to the turn's selection, so they are cited like the others)
+    selected = {p.id for p in state.selected}
+    quoted = [p.text for p in state.selected] + [
+        p.text for p in (extract.quoted if extract else ()) if p.id not in selected
+    ]
     record = {"task_id": task.task_id, "ms": ms, "outputs": outputs, "systems": {}}
     for name, text in outputs.items():
         knowledge = quoted if name == "extractive" else shown

@@ -23,7 +23,7 @@ from __future__ import annotations
 from anaphora.models.base import ChatModel, ChatOptions
 from anaphora.pipeline.answer_guard import ANSWER_STOP
 from anaphora.pipeline.check import ABSTAIN, AnswerCheck, AnswerMode
-from anaphora.pipeline.extractive import ExtractiveAnswerer
+from anaphora.pipeline.extractive import ExtractiveAnswerer, quoted_turn
 from anaphora.pipeline.generate import Relay, generate
 from anaphora.pipeline.prompt import build_messages
 from anaphora.pipeline.stage import Stage, StageResult
@@ -51,6 +51,7 @@ class Answer(Stage):
         "selected",
         "memory",
         "profile",
+        "said_back",
         "prompt",
         "calls",
     )
@@ -91,9 +92,9 @@ class Answer(Stage):
         state, detail, checked = await self._generate(state)
         if not state.answer and not checked:  # unchecked, no usable answer: quote the passages, not nothing
             quoted = await self.extractive.answer_turn(state) if self.extractive is not None else None
-            answer = quoted.text if quoted is not None else NO_ANSWER
             note = "model gave no usable answer: quoted the best passages instead"
-            return StageResult(state.update(answer=answer, answer_source="extractive"), "ok", note)
+            after = quoted_turn(state, quoted) if quoted is not None else state.update(answer=NO_ANSWER)
+            return StageResult(after.update(answer_source="extractive"), "ok", note)
         if not self.check.applies(state):
             return StageResult(state, "ok", detail)
         checked = await self.check.run(state)
@@ -105,10 +106,7 @@ class Answer(Stage):
         if extract is None:
             after = state.update(answer=ABSTAIN, answer_source="abstain")
             return StageResult(after, "skipped", "abstained: no passage sentence is relevant enough")
-        shown = {p.id for p in state.sources}
-        selected = (*state.selected, *(p for p in extract.quoted if p.id not in shown))  # its page's other passages
-        after = state.update(answer=extract.text, answer_source="extractive", selected=selected)
-        return StageResult(after, "ok", f"{len(extract.points)} sentences quoted, no model call")
+        return StageResult(quoted_turn(state, extract), "ok", f"{len(extract.points)} sentences quoted, no model call")
 
     def _options(self, state: TurnState) -> ChatOptions:
         request = state.request

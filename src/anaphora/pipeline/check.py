@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Literal
 
 from anaphora.pipeline.citations import BRACKETED
-from anaphora.pipeline.extractive import ExtractiveAnswerer
+from anaphora.pipeline.extractive import ExtractiveAnswerer, quoted_turn
 from anaphora.pipeline.stage import Stage, StageResult
 from anaphora.pipeline.state import TurnState
 from anaphora.pipeline.support import FENCE, SupportChecker, Unit, split_units
@@ -141,8 +141,19 @@ class AnswerCheck(Stage):
     answer stage; a stage of its own only where it is run alone (benchmarks re-check captured answers)."""
 
     name = "check"
-    reads = ("answer", "answer_source", "prompt", "question", "summary", "history", "skip", "selected", "memory")
-    writes = ("answer", "answer_source", "support")
+    reads = (
+        "answer",
+        "answer_source",
+        "prompt",
+        "question",
+        "summary",
+        "history",
+        "skip",
+        "selected",
+        "memory",
+        "said_back",
+    )
+    writes = ("answer", "answer_source", "support", "selected")
 
     def __init__(
         self, mode: CheckMode, answer_mode: AnswerMode, threshold: float, extractive: ExtractiveAnswerer | None
@@ -186,7 +197,6 @@ class AnswerCheck(Stage):
         if self.answer_mode == "auto" and self.extractive is not None:
             extract = await self.extractive.answer_turn(state)
         if extract is not None:
-            after = state.update(answer=extract.text, answer_source="extractive")
-            return StageResult(after, "ok", f"{counts}: answered from the passages instead")
+            return StageResult(quoted_turn(state, extract), "ok", f"{counts}: answered from the passages instead")
         after = state.update(answer=ABSTAIN, answer_source="abstain")
         return StageResult(after, "ok", f"{counts}: abstained")

@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from anaphora.memory.personal import AS_YOU_SAID
 from anaphora.pipeline.intents import ConversationRequest, Intent, recognise
 from anaphora.pipeline.support import Unit, risky_tokens, split_units
 from anaphora.text import content_set
@@ -69,6 +70,8 @@ def earlier_answers(history: Sequence[Message], unanswered: Sequence[str] = ()) 
         if message.role != "assistant" or question is None:
             continue
         answer = message.content.strip()
+        if answer.startswith(AS_YOU_SAID):  # the user's own words said back, not what the answer said
+            answer = answer.partition("\n\n")[2].strip()
         if answer and recognise(question) is None and not answer.startswith(tuple(u for u in unanswered if u)):
             units = tuple(u for u in split_units(without_markers(answer)) if u.text.strip())
             if units:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -150,9 +150,11 @@ class ExtractiveAnswerer:
         documents = (*documents, *same_page(state.candidates, documents))
         query = state.plan.query if state.plan and state.retrieves else state.question
         leading = state.leading_facts
-        others = tuple(p for p in state.memory_passages if p not in leading)
+        # what the user said in this conversation is in its history: quoting it back answers nothing
+        earlier = {m.passage_id for m in state.memory if m.conversation_id != state.request.conversation_id}
+        others = tuple(p for p in state.memory_passages if p not in leading and p.id in earlier)
         quoted = await self.answer(query, state.question, documents, others, user=state.request.user_id)
-        return facts_first(leading, quoted)
+        return said_back_first(state.said_back, facts_first(leading, quoted))
 
     async def answer(
         self,
@@ -301,6 +303,22 @@ def facts_first(facts: Sequence[Passage], quoted: ExtractiveAnswer | None) -> Ex
     points = lead + (quoted.points if quoted is not None else ())
     text = "\n\n".join([*(f"{p.text} [{p.passage_id}]" for p in lead), *([quoted.text] if quoted else [])])
     return ExtractiveAnswer(text, points, (*facts, *(quoted.quoted if quoted is not None else ())))
+
+
+def quoted_turn(state: TurnState, extract: ExtractiveAnswer) -> TurnState:
+    """The turn answered with ``extract``: its text, and beside the selection the passages of the selected pages
+    it quoted from (what the citations then find)."""
+    shown = {p.id for p in state.sources}
+    selected = (*state.selected, *(p for p in extract.quoted if p.id not in shown))
+    return state.update(answer=extract.text, answer_source="extractive", selected=selected)
+
+
+def said_back_first(line: str, quoted: ExtractiveAnswer | None) -> ExtractiveAnswer | None:
+    """The quoted answer opened with what of the user's previous message it took into account (nothing to say
+    when nothing was quoted)."""
+    if not line or quoted is None:
+        return quoted
+    return replace(quoted, text=f"{line}\n\n{quoted.text}")
 
 
 def quotable_units(text: str) -> list[tuple[int, str, str]]:

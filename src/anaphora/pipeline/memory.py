@@ -19,9 +19,11 @@ from dataclasses import replace
 from anaphora.memory.extract import NO_LONGER, extract_facts
 from anaphora.memory.personal import (
     acknowledgement,
+    as_you_said,
     asks_about_user,
     evidence_for,
     fact_answers,
+    second_person,
     states_about_user,
 )
 from anaphora.memory.protocols import MemoryReader
@@ -118,7 +120,7 @@ class PersonalQuery(Stage):
 
     name = "personal_query"
     reads = ("request", "question", "plan", "skip")
-    writes = ("plan", "personal")
+    writes = ("plan", "personal", "said_back")
     retrieval = True
     counter = "memory_recall"
 
@@ -129,8 +131,11 @@ class PersonalQuery(Stage):
     def applies(self, state: TurnState) -> bool:
         return state.request.memory and state.retrieves and state.plan is not None
 
-    def _bearing(self, state: TurnState, episodes: list[MemoryItem], facts: list[MemoryItem]) -> list[str]:
-        """What this turn's query is personalised with, newest first."""
+    def _bearing(
+        self, state: TurnState, episodes: list[MemoryItem], facts: list[MemoryItem]
+    ) -> tuple[list[str], list[str]]:
+        """What this turn's query is personalised with, newest first, and what of it the user's previous message
+        stated, as said back to them."""
         here = state.request.conversation_id
         by_turn: dict[int, list[MemoryItem]] = {}
         for f in facts:
@@ -138,7 +143,8 @@ class PersonalQuery(Stage):
                 for turn in f.turns:
                     by_turn.setdefault(turn, []).append(f)
         current = {f.attribute: f for f in reversed(facts) if f.current}  # the newest current fact per key
-        said, used = [], set()
+        said, back, used = [], [], set()
+        previous = state.turns_before - 1
         for episode in (e for e in episodes if e.conversation_id == here and e.turns):
             # the turn's facts, read again from its words: a restated fact the store kept from an earlier
             # conversation counts as stated here too, and an outdated one is said as its current value
@@ -147,10 +153,13 @@ class PersonalQuery(Stage):
             kept = [current[k] for k in dict.fromkeys(keys) if k in current]
             fresh = [f for f in kept if f.id not in used and not f.value.startswith(NO_LONGER)]
             used.update(f.id for f in kept)
+            just_said = episode.turns[0] == previous
             if fresh:
                 said.append(" ".join(map(personal_words, fresh)))
+                back += [second_person(f.text) for f in fresh] if just_said else []
             elif not keys and states_about_user(episode.text, []):  # a statement no fact rule reads: its words
                 said.append(episode.text)
+                back += [f'"{episode.text.strip()}"'] if just_said else []
         about_user = asks_about_user(state.question)
         elsewhere = [
             personal_words(f)
@@ -161,7 +170,7 @@ class PersonalQuery(Stage):
             and about_user
             and fact_answers(state.question, f.text, f.value)
         ]
-        return (said + elsewhere)[:PERSONAL_FACTS]
+        return (said + elsewhere)[:PERSONAL_FACTS], back
 
     async def run(self, state: TurnState) -> StageResult:
         assert state.plan is not None
@@ -171,13 +180,13 @@ class PersonalQuery(Stage):
         # facts count only beside a statement made in this conversation, or for a question about the user
         wanted = any(e.conversation_id == here and e.turns for e in episodes) or asks_about_user(state.question)
         facts = list((await self.memory.list(user, kind="fact", limit=50)).items) if wanted else []
-        bearing = self._bearing(state, episodes, facts)
+        bearing, back = self._bearing(state, episodes, facts)
         if not bearing:
             return StageResult(state, "skipped", "nothing the user stated bears on this turn")
         said = " ".join(bearing)
         plan = state.plan
         personal = replace(plan, query=f"{plan.query} {said}", lead=f"{plan.lead} {said}" if plan.lead else None)
-        after = state.update(plan=personal, personal=said)
+        after = state.update(plan=personal, personal=said, said_back=as_you_said(back))
         return StageResult(after, "ok", f"query personalised with {len(bearing)} of the user's statements")
 
     def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:

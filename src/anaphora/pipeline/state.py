@@ -78,6 +78,7 @@ class TurnState:
     turn_time: float | None = None
     memory_epoch: int | None = None  # the user's erase epoch when the turn began (what the memory write checks)
     personal: str = ""  # the user's stated facts the plan's queries were personalised with (appended to them)
+    said_back: str = ""  # what of them the user's previous message stated, as a quoted answer says it back
 
     @property
     def retrieves(self) -> bool:
@@ -169,6 +170,7 @@ INITIAL = frozenset(
         "memory",
         "profile",
         "personal",
+        "said_back",
         "calls",
     }
 )

@@ -136,3 +136,13 @@ async def test_an_outdated_statement_is_said_as_its_current_value(store) -> None
     await said(store, "we moved to Fluent Bit 3.2", "c3", index=1, day=3)
     after, _ = await planned(store, QUESTION, "c3")
     assert after.personal == "runs Fluent Bit 3.2 on ARM64 nodes"  # once, though two turns of c3 stated it
+
+
+async def test_only_what_the_previous_message_stated_is_said_back(store) -> None:
+    await said(store, "fyi all our docker hosts are ARM64 (graviton boxes)", "c1", index=0)
+    request = TurnRequest(QUESTION, user_id="alice", conversation_id="c1")
+    for turns_before, expected in ((1, "As you said, your docker hosts are ARM64 (graviton boxes)."), (2, "")):
+        state = turn_state(QUESTION, plan=QueryPlan(QUESTION, "question"), turns_before=turns_before)
+        after, _ = await run_stage(PersonalQuery(store, timeout_s=2.0), state.update(request=request))
+        assert after.said_back == expected
+        assert after.personal == "docker hosts are ARM64 (graviton boxes)"  # the query is personalised either way

@@ -130,3 +130,26 @@ def test_questions_about_the_documents_are_not_about_the_user(question: str) -> 
     from anaphora.memory.personal import asks_about_user
 
     assert not asks_about_user(question)
+
+
+def test_the_answer_after_a_statement_says_back_what_it_took_into_account(rag: Anaphora) -> None:
+    """A quoted answer cannot adapt the documents to the user's setup: the one right after a statement says which
+    statement it took into account, once; it quotes the documents, not the user's own words of this conversation
+    (they are in its history); a recap of the conversation leaves the said-back line out."""
+    conversation = rag.new_conversation(user_id="bob")
+    ask(rag, "fyi all our nodes are ARM64", conversation, user="bob")
+    answered = ask(rag, "how do I limit memory?", conversation, user="bob")
+    assert answered.answer.startswith("As you said, your nodes are ARM64.\n\n")
+    assert "[resources-and-limits.md#" in answered.answer and not MEMORY_ID.search(answered.answer)
+    later = ask(rag, "how do I limit memory on linux?", conversation, user="bob")
+    assert not later.answer.startswith("As you said") and not MEMORY_ID.search(later.answer)
+    recap = ask(rag, "summarize our conversation", conversation, user="bob")
+    assert "As you said" not in recap.answer and "ARM64" not in recap.answer
+
+
+def test_a_statement_no_fact_rule_reads_is_said_back_in_the_users_words(rag: Anaphora) -> None:
+    conversation = rag.new_conversation(user_id="carol")
+    statement = "context: we're multi-tenant. tenant `payments` has to keep its buffers 90 days"
+    ask(rag, statement, conversation, user="carol")
+    answered = ask(rag, "how do I limit memory?", conversation, user="carol")
+    assert answered.answer.startswith(f'As you said: "{statement}"\n\n')
