@@ -31,6 +31,7 @@ REALDOCS_RUNS = (  # (label, results file) of the issue-23 realdocs-dev runs
     ("embedded defaults, round 3 merged (22, 23c, 24, 26, 27; index and sentence vectors cached)", "realdocs-round3"),
     ("session 7 start: main's code, fresh index (cold sentence vectors)", "realdocs-s7-start"),
     ("session 7: said-back statements, no quotes of this conversation's memories (cached)", "realdocs-s7-back"),
+    ("session 7: and a how-question leads with the block a sentence introduces (cached)", "realdocs-s7-how"),
     ("session 7, generate, fake model", "realdocs-s7-generate-fake"),
 )
 LOSS_STAGES = ("answered", "answer_misses", "fact_not_shown", "not_shown", "not_in_candidates", "not_in_index")

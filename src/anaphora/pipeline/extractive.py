@@ -3,7 +3,8 @@ at no model cost.
 
 Sentences (and whole code blocks) are scored by embedding similarity to the turn's *retrieval query* (the rewrite
 or expansion, so "And on ARM?" pulls the ARM sentences) and to the question, plus lexical overlap with the query,
-plus a little for quoting code (in a docs answer, what to type); MMR keeps them from repeating each other. The most
+plus a little for quoting code (in a docs answer, what to type; twice for the block a sentence introduces when the
+question asks how to do something); MMR keeps them from repeating each other. The most
 relevant sentence leads (what answers the question comes first, even from a recalled memory, which is shown after
 the documents); the points that support it come preferably from the same passage and page, and follow in their
 passages' order. A sentence that introduces what follows it ("Run this command:", "Use the following settings") is
@@ -44,6 +45,10 @@ PROSE = ("sentence", "item", "lead-in")  # what can lead an answer
 MAX_BLOCK_ITEMS = 8  # list items or table rows quoted with the sentence that introduces them
 SAME_PAGE = 4  # candidates of the selected passages' pages the selection left out, also quoted from
 _DELIMITER_ROW = re.compile(r"^\|(\s*:?-+:?\s*\|)+$")
+# a question that asks for a procedure: "how do I turn on retention?", "how to enable TLS", "what do I set?"
+_HOW = re.compile(
+    r"\bhow (do|can|should|would) (i|we|you)\b|\bhow to\b|\bwhat (do|should) (i|we) (set|add|change|put)\b", re.I
+)
 _INTRODUCES = re.compile(r"(:|\bas follows[.:]?|\bthe following\b.*)$", re.IGNORECASE)
 _QUOTE_MARK = re.compile(r"^(\s*>)+\s?", re.MULTILINE)
 # items, rows, headings, quotes, tags, thematic breaks: lines a paragraph does not run into
@@ -179,9 +184,10 @@ class ExtractiveAnswerer:
         similarity = (sentences @ asked.T).mean(axis=1)
         wanted = content_set(query) | content_set(question)
         overlap = np.array([len(content_set(t) & wanted) / (len(wanted) or 1) for t in texts])
-        quotes_code = np.array([c.kind == "code" or "`" in c.text for c in found])
+        quotes_code = np.array([c.kind == "code" or "`" in c.text for c in found], dtype=float)
         ranks = np.array([c.rank for c in found])
-        relevance = similarity + 0.2 * overlap + CODE_BONUS * quotes_code - RANK_PENALTY * ranks
+        procedure = np.array([c.kind == "lead-in" and "```" in c.text for c in found]) & asks_how(question)
+        relevance = similarity + 0.2 * overlap + CODE_BONUS * (quotes_code + procedure) - RANK_PENALTY * ranks
         chosen = self._select(found, relevance, similarity, sentences)
         if not chosen:
             return None
@@ -282,6 +288,12 @@ def same_page(candidates: Sequence[Passage], selected: Sequence[Passage], limit:
 def repeats(candidate: Candidate, chosen: Candidate) -> bool:
     """The same words as a chosen point, or a part of it (overlapping chunks repeat their edges)."""
     return candidate.text in chosen.text or chosen.text in candidate.text
+
+
+def asks_how(question: str) -> bool:
+    """The question asks for a procedure ("how do I turn on retention?"): what to type answers it, so a sentence
+    that introduces a code block counts as quoting code twice."""
+    return bool(_HOW.search(question))
 
 
 def closeness(candidate: Candidate, lead: Candidate) -> float:

@@ -131,3 +131,30 @@ async def test_of_two_equally_relevant_sentences_the_one_quoting_code_leads() ->
     )
     assert answer is not None
     assert answer.points[0].passage_id == "retention.md#2"
+
+
+@pytest.mark.parametrize(
+    ("question", "leads"),
+    [
+        ("How do I turn on retention in the compactor?", "minimum.md#1"),  # a procedure: what to type leads
+        ("Does retention in the compactor use `retention_enabled`?", "compactor.md#1"),  # not a procedure
+    ],
+)
+async def test_a_how_question_is_answered_with_the_block_a_sentence_introduces(question: str, leads: str) -> None:
+    sentence = Passage(id="compactor.md#1", text="Retention in the compactor uses `retention_enabled` for old chunks.")
+    block = Passage(
+        id="minimum.md#1",
+        text="Minimum retention configuration for the compactor:\n\n```yaml\ncompactor:\n"
+        "  retention_enabled: true\n```",
+    )
+    answer = await ExtractiveAnswerer(HashingEmbedder(), min_relevance=0.0, max_points=1).answer(
+        "retention compactor retention_enabled", question, [sentence, block]
+    )
+    assert answer is not None and answer.points[0].passage_id == leads
+
+
+def test_how_questions_are_told_from_others() -> None:
+    from anaphora.pipeline.extractive import asks_how
+
+    assert asks_how("how do i turn on retention?") and asks_how("How to enable TLS") and asks_how("what do I set?")
+    assert not asks_how("does it support TLS?") and not asks_how("which limit applies?") and not asks_how("how much?")
