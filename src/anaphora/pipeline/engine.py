@@ -133,6 +133,7 @@ class Engine:
         if memory_writer is not None:
             check_order([memory_writer], self._written() | STORED)
         self._background: set[asyncio.Task] = set()
+        self._remembering: dict[str, asyncio.Task] = {}  # each user's latest memory write, while it runs
 
     def add_stage(self, stage: Stage, *, after: str) -> None:
         """Insert ``stage`` after the stage named ``after`` (e.g. ``"answer"``); refused (the list unchanged) when
@@ -275,6 +276,8 @@ class Engine:
             turns_before = conversation.turn_count
         else:
             turns_before = sum(1 for m in request.history or () if m.role == "user")
+        if request.memory:
+            await self._remembered(request.user_id)
         state, records = await self._run_stages(self.stages, await self._start(request, sink, turns_before))
         sink.release(state.answer)  # what the answer phase decided, now final
         trace = trace_of(state, records)
@@ -318,6 +321,17 @@ class Engine:
         task = asyncio.get_running_loop().create_task(self.observer.run(self.memory_writer, state, []))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+        user = state.request.user_id
+        self._remembering[user] = task
+        task.add_done_callback(lambda done: self._remembering.get(user) is done and self._remembering.pop(user))
+
+    async def _remembered(self, user: str) -> None:
+        """Wait (within the writer's time budget) for the memory write of ``user``'s last turn: a message sent
+        right after an answer ("fyi our nodes are ARM64", then at once "how do I install it?") is answered with
+        what that turn taught. The write is short; a user who types never waits."""
+        pending = self._remembering.get(user)
+        if pending is not None and self.memory_writer is not None:
+            await asyncio.wait({pending}, timeout=self.memory_writer.timeout_s)
 
     def _schedule_summary(self, request: TurnRequest, covers: int) -> None:
         """Summarise turns that will not be shown verbatim any more, after the answer, without blocking it."""

@@ -153,3 +153,12 @@ def test_a_statement_no_fact_rule_reads_is_said_back_in_the_users_words(rag: Ana
     ask(rag, statement, conversation, user="carol")
     answered = ask(rag, "how do I limit memory?", conversation, user="carol")
     assert answered.answer.startswith(f'As you said: "{statement}"\n\n')
+
+
+def test_a_message_sent_right_after_a_statement_is_answered_with_it(rag: Anaphora) -> None:
+    """No settling between the turns: the next turn waits for the statement's memory write (read your writes)."""
+    conversation = rag.new_conversation(user_id="dave")
+    rag.ask("fyi all our nodes are ARM64", conversation, user_id="dave")
+    answered = rag.ask("how do I limit memory?", conversation, user_id="dave")
+    assert answered.answer.startswith("As you said, your nodes are ARM64.\n\n")
+    assert any(s.name == "personal_query" and s.status == "ok" for s in answered.trace.stages)
