@@ -42,6 +42,9 @@ def turns_to_messages(turns: Sequence[StoredTurn]) -> list[Message]:
     return messages
 
 
+READ_YOUR_WRITES_S = 2.0  # the longest a turn waits for the memory write of the same user's last turn
+
+
 class TurnStream:
     """Text deltas as they are generated, then :meth:`result`. Reading the deltas is optional."""
 
@@ -326,12 +329,13 @@ class Engine:
         task.add_done_callback(lambda done: self._remembering.get(user) is done and self._remembering.pop(user))
 
     async def _remembered(self, user: str) -> None:
-        """Wait (within the writer's time budget) for the memory write of ``user``'s last turn: a message sent
+        """Wait (at most :data:`READ_YOUR_WRITES_S`) for the memory write of ``user``'s last turn: a message sent
         right after an answer ("fyi our nodes are ARM64", then at once "how do I install it?") is answered with
-        what that turn taught. The write is short; a user who types never waits."""
+        what that turn taught. The embedded write takes milliseconds and a user who types never waits; a write
+        that asks a chat model for facts may take longer, and the turn goes on without what it has not written."""
         pending = self._remembering.get(user)
-        if pending is not None and self.memory_writer is not None:
-            await asyncio.wait({pending}, timeout=self.memory_writer.timeout_s)
+        if pending is not None:
+            await asyncio.wait({pending}, timeout=READ_YOUR_WRITES_S)
 
     def _schedule_summary(self, request: TurnRequest, covers: int) -> None:
         """Summarise turns that will not be shown verbatim any more, after the answer, without blocking it."""

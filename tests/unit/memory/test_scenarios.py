@@ -162,3 +162,26 @@ def test_a_message_sent_right_after_a_statement_is_answered_with_it(rag: Anaphor
     answered = rag.ask("how do I limit memory?", conversation, user_id="dave")
     assert answered.answer.startswith("As you said, your nodes are ARM64.\n\n")
     assert any(s.name == "personal_query" and s.status == "ok" for s in answered.trace.stages)
+
+
+def test_a_slow_memory_write_holds_the_next_turn_only_so_long(rag: Anaphora, monkeypatch) -> None:
+    """A write that takes longer than the bound (a chat model extracting facts) is not waited for: the next turn
+    goes on without what it has not written yet."""
+    import asyncio
+
+    from anaphora.pipeline import engine as engine_module
+
+    writer = rag.components.engine.memory_writer
+    write = writer.run
+
+    async def slow(state):
+        await asyncio.sleep(1.0)
+        return await write(state)
+
+    monkeypatch.setattr(writer, "run", slow)
+    monkeypatch.setattr(engine_module, "READ_YOUR_WRITES_S", 0.05)
+    conversation = rag.new_conversation(user_id="erin")
+    rag.ask("fyi all our nodes are ARM64", conversation, user_id="erin")
+    answered = rag.ask("how do I limit memory?", conversation, user_id="erin")
+    assert not answered.answer.startswith("As you said")
+    assert any(s.name == "personal_query" and s.status == "skipped" for s in answered.trace.stages)
