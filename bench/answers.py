@@ -27,7 +27,7 @@ from anaphora.evaluation import load_tasks
 from anaphora.evaluation.metrics import k_precision, rouge_l_recall, unsupported_risky_tokens
 from anaphora.pipeline.check import ABSTAIN, LEFT_OUT, AnswerCheck
 from anaphora.pipeline.engine import TurnRequest
-from anaphora.pipeline.extractive import ExtractiveAnswerer
+from anaphora.pipeline.extractive import ExtractiveAnswerer, quoted_turn
 from anaphora.pipeline.stage import Stage, StageResult
 from anaphora.pipeline.state import TurnState
 from anaphora.pipeline.support import split_units
@@ -116,12 +116,9 @@ async def answer_task(engine, capture: Capture, checks: dict[str, AnswerCheck], 
     ms["extractive"] = retrieval_ms + (time.perf_counter() - started) * 1000
     outputs["lead-2"] = lead(shown[0]) if shown else ABSTAIN
     ms["lead-2"] = retrieval_ms
-    # what the extractive answerer reads (not cut by the prompt budget), and the passages of the same pages it
-    # quoted from (the product adds those to the turn's selection, so they are cited like the others)
-    selected = {p.id for p in state.selected}
-    quoted = [p.text for p in state.selected] + [
-        p.text for p in (extract.quoted if extract else ()) if p.id not in selected
-    ]
+    # what the extractive answerer reads (not cut by the prompt budget), with the passages of the same pages it
+    # quoted from, which the product adds to the turn's selection (so they are cited like the others)
+    quoted = [p.text for p in (quoted_turn(state, extract) if extract else state).selected]
     record = {"task_id": task.task_id, "ms": ms, "outputs": outputs, "systems": {}}
     for name, text in outputs.items():
         knowledge = quoted if name == "extractive" else shown

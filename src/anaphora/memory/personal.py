@@ -111,15 +111,14 @@ def second_person(fact_text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def as_you_said(statements: list[str]) -> str:
+def as_you_said(facts: Sequence[str] = (), words: str = "") -> str:
     """The line a quoted answer opens with when it used what the user's previous message stated ("As you said, your
     docker hosts are ARM64."): the quote cannot adapt the documents' words to the user's setup, so it says which of
-    the user's words it took into account. ``statements``: facts said to the user, or the user's words quoted."""
-    if not statements:
-        return ""
-    if statements[0].startswith('"'):
-        return f"{AS_YOU_SAID}: {' '.join(statements)}"
-    return f"{AS_YOU_SAID}, " + "; ".join(_lower_first(s).rstrip(".") for s in statements) + "."
+    the user's words it took into account. ``facts``: the statement's facts as said to the user; ``words``: a
+    statement no fact rule reads, quoted as the user wrote it."""
+    if facts:
+        return f"{AS_YOU_SAID}, " + "; ".join(_lower_first(s).rstrip(".") for s in facts) + "."
+    return f'{AS_YOU_SAID}: "{words.strip()}"' if words.strip() else ""
 
 
 AS_YOU_SAID = "As you said"  # how that line begins: what the assistant said of the conversation leaves it out

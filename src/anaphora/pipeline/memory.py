@@ -131,11 +131,9 @@ class PersonalQuery(Stage):
     def applies(self, state: TurnState) -> bool:
         return state.request.memory and state.retrieves and state.plan is not None
 
-    def _bearing(
-        self, state: TurnState, episodes: list[MemoryItem], facts: list[MemoryItem]
-    ) -> tuple[list[str], list[str]]:
-        """What this turn's query is personalised with, newest first, and what of it the user's previous message
-        stated, as said back to them."""
+    def _bearing(self, state: TurnState, episodes: list[MemoryItem], facts: list[MemoryItem]) -> tuple[list[str], str]:
+        """What this turn's query is personalised with, newest first, and the line that says back what of it the
+        user's previous message stated (:func:`~anaphora.memory.personal.as_you_said`)."""
         here = state.request.conversation_id
         by_turn: dict[int, list[MemoryItem]] = {}
         for f in facts:
@@ -143,7 +141,7 @@ class PersonalQuery(Stage):
                 for turn in f.turns:
                     by_turn.setdefault(turn, []).append(f)
         current = {f.attribute: f for f in reversed(facts) if f.current}  # the newest current fact per key
-        said, back, used = [], [], set()
+        said, back, used = [], "", set()
         previous = state.turns_before - 1
         for episode in (e for e in episodes if e.conversation_id == here and e.turns):
             # the turn's facts, read again from its words: a restated fact the store kept from an earlier
@@ -156,10 +154,10 @@ class PersonalQuery(Stage):
             just_said = episode.turns[0] == previous
             if fresh:
                 said.append(" ".join(map(personal_words, fresh)))
-                back += [second_person(f.text) for f in fresh] if just_said else []
+                back = as_you_said(facts=[second_person(f.text) for f in fresh]) if just_said else back
             elif not keys and states_about_user(episode.text, []):  # a statement no fact rule reads: its words
                 said.append(episode.text)
-                back += [f'"{episode.text.strip()}"'] if just_said else []
+                back = as_you_said(words=episode.text) if just_said else back
         about_user = asks_about_user(state.question)
         elsewhere = [
             personal_words(f)
@@ -186,7 +184,7 @@ class PersonalQuery(Stage):
         said = " ".join(bearing)
         plan = state.plan
         personal = replace(plan, query=f"{plan.query} {said}", lead=f"{plan.lead} {said}" if plan.lead else None)
-        after = state.update(plan=personal, personal=said, said_back=as_you_said(back))
+        after = state.update(plan=personal, personal=said, said_back=back)
         return StageResult(after, "ok", f"query personalised with {len(bearing)} of the user's statements")
 
     def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
