@@ -64,18 +64,23 @@ _SOCIAL_KINDS = {
     r"(that )?helped|(that('s| is| was) )?(very |really |super |so )?(helpful|useful|clear|great|perfect|nice|"
     r"better|way better|much better)|you('re| are) (the best|great|awesome)|that'?s (it|great|better)",
 }
-_SOCIAL = re.compile(r"\b(?:" + "|".join(f"(?P<{k}>{v})" for k, v in _SOCIAL_KINDS.items()) + r")\b", re.IGNORECASE)
+_SOCIAL = re.compile(r"\b(?:" + "|".join(f"(?P<{k}>{v})" for k, v in _SOCIAL_KINDS.items()) + r")\b")
 # a remark that comes with thanks or an ack: "that's already way better than what we had"
-_REMARK = re.compile(r"\b(than|what|we|had|already|now|way|so|really|super|it|that|this|is|was|but|and|just)\b", re.I)
+_REMARK = re.compile(r"\b(than|what|we|had|already|now|way|so|really|super|it|that|this|is|was|but|and|just)\b")
 
 
 # a remark on what was said: "that's less scary than I thought", "this is way better"; never a question
-_REMARK_CLAUSE = re.compile(r"^\s*(that'?s|that (is|was)|this (is|was)|so)\b[^?\d`]*$", re.I)
+_REMARK_CLAUSE = re.compile(r"^\s*(that'?s|that (is|was)|this (is|was)|so)\b[^?\d`]*$")
 
 
 def is_chit_chat(message: str) -> bool:
     """Only social phrases: at least one, and nothing of substance besides ("thanks, and on ARM?" is not)."""
-    return _social_kind(message) is not None
+    return _social_kind(_normal(message)) is not None
+
+
+def _normal(message: str) -> str:
+    """Lower case with single spaces: the rules are written in lower case (a case-blind pattern is 2-3x slower)."""
+    return " ".join(message.replace("\u2019", "'").lower().split())
 
 
 @lru_cache(maxsize=2048)
@@ -113,26 +118,23 @@ LINE_WORDS = 20  # what one line or sentence of a recap may hold
 BULLET_WORDS = 12
 _COUNT = r"(?P<n>\d{1,3}|" + "|".join(_NUMBERS) + r")"
 _LENGTH = re.compile(
-    _COUNT + r"[- ]?(?P<unit>words?|lines?|liners?|sentences?|bullets?( points?)?|points?|paragraphs?)\b", re.I
+    _COUNT + r"[- ]?(?P<unit>words?|lines?|liners?|sentences?|bullets?( points?)?|points?|paragraphs?)\b"
 )
-_STEP_NUMBER = re.compile(r"\b(step|item|point|option|command) (?P<n>\d{1,2})\b", re.I)
-_ORDINAL = re.compile(r"\b(?P<o>" + "|".join(_ORDINALS) + r"|next)\b", re.I)
+_STEP_NUMBER = re.compile(r"\b(step|item|point|option|command) (?P<n>\d{1,2})\b")
+_ORDINAL = re.compile(r"\b(?P<o>" + "|".join(_ORDINALS) + r"|next)\b")
 
 _SHORTEN = re.compile(
     r"\b(shorter|briefer|shorten|condense|more concise|concisely|tl;? ?dr|in a nutshell|(the )?gist|boil (it|that|"
     r"this) down|fewer words|less detail|short version|briefly|brief|keep it short|cut (it|that|this) down|"
-    r"key points?|essentials|sum (that|it|this) up|one[- ]liner|too long|squeeze|compress)\b",
-    re.I,
+    r"key points?|essentials|sum (that|it|this) up|one[- ]liner|too long|squeeze|compress)\b"
 )
 _REPEAT = re.compile(
     r"\b(say (that|it|this) (again|once more|one more time)|repeat|come again|once more|one more time|"
     r"(show|paste|give) (me )?(that|it|this|your \w+ answer) again|go back to what|missed that|rephrase|reword|"
-    r"put (it|that|this) (another|a different) way|(say|explain|put) (it|that|this) differently|in other words)\b",
-    re.I,
+    r"put (it|that|this) (another|a different) way|(say|explain|put) (it|that|this) differently|in other words)\b"
 )
 _RECAP = re.compile(
-    r"\b(summari[sz]e|summary|recap|sum up|sum it all up|wrap up|overview|takeaways|main points|notes version)\b",
-    re.I,
+    r"\b(summari[sz]e|summary|recap|sum up|sum it all up|wrap up|overview|takeaways|main points|notes version)\b"
 )
 # the assistant's words as the object of the request
 _YOU_SAID = re.compile(
@@ -140,35 +142,31 @@ _YOU_SAID = re.compile(
     r"name|use|call)\b|\byou('ve| have)?( just)? (said|gave|told|mentioned|suggested|recommended|listed|showed|"
     r"shown|pointed|wrote|written|described|quoted|meant|named|used|called)\b|"
     r"\byour( very)? ((first|last|previous|earlier|original|second|latest) )?"
-    r"(answer|reply|response|message|suggestion|example)s?\b|\bremind me\b",
-    re.I,
+    r"(answer|reply|response|message|suggestion|example)s?\b|\bremind me\b"
 )
 # the user's own earlier messages: "what was my first question?", "what did I ask before?"
 _I_ASKED = re.compile(
     r"\b(my|i) ((very )?(first|last|previous|earlier|original|second|third) )(question|message)\b|"
-    r"\bwhat (did|have) i (ask|asked|say|said|write|wrote)\b",
-    re.I,
+    r"\bwhat (did|have) i (ask|asked|say|said|write|wrote)\b"
 )
 # "the backup part", "the bit about certificates": a piece of what was said
-_PART = re.compile(r"\b(part|bit|section|piece)( about| on| with)?\b", re.I)
+_PART = re.compile(r"\b(part|bit|section|piece)( about| on| with)?\b")
 # the whole conversation as the object
 _CONVERSATION = re.compile(
     r"\b((our|this|the whole|the) (conversation|chat|discussion|thread|session)|so far|everything( (above|we|"
     r"so far))?|all (of )?(that|this|the above|of it)|the above|we('ve)? (discussed|discuss|talked|talk|covered|"
     r"cover|changed|change|did|do|decided|decide|went|came|settled|settle|agreed|agree|touched|set up|"
     r"configured|looked)|"
-    r"today'?s? (session|chat))\b",
-    re.I,
+    r"today'?s? (session|chat))\b"
 )
-_AGAIN = re.compile(r"\b(again|earlier|before|previously|at the start|from before|to begin with|once more)\b", re.I)
-_WAS = re.compile(r"\b(was|were|did)\b", re.I)
-_WH_WAS = re.compile(r"^\W*(\w+,? )?(what|which)\b.*\b(was|were|did)\b", re.I)
-_POINTER = re.compile(r"\b(that|it|this|those|these)\b", re.I)
+_AGAIN = re.compile(r"\b(again|earlier|before|previously|at the start|from before|to begin with|once more)\b")
+_WAS = re.compile(r"\b(was|were|did)\b")
+_WH_WAS = re.compile(r"^\W*(\w+,? )?(what|which)\b.*\b(was|were|did)\b")
+_POINTER = re.compile(r"\b(that|it|this|those|these)\b")
 # a question put to the documents: a question of its own unless it also points at what was said
 _ASKS_DOCS = re.compile(
     r"^\W*(\w+[,!]?\s+)?(how (do|can|does|should|would|to)|can (i|we|it|you list)|does|is there|are there|"
-    r"where|why|should|which (one|command|option|setting)s? (is|are|do|does|should)|when)\b",
-    re.I,
+    r"where|why|should|which (one|command|option|setting)s? (is|are|do|does|should)|when)\b"
 )
 _WANTS = {
     "command": r"commands?|query|queries|snippet|code|config(uration)?|example|line i (should|need to) run",
@@ -176,7 +174,7 @@ _WANTS = {
     "identifier": r"flags?|settings?|options?|values?|defaults?|names?|variables?|env|urls?|paths?|files?|"
     r"ports?|endpoints?|headers?|labels?|packages?|keys?|parameters?|fields?",
 }
-_WANTED = {kind: re.compile(rf"\b({pattern})\b", re.I) for kind, pattern in _WANTS.items()}
+_WANTED = {kind: re.compile(rf"\b({pattern})\b") for kind, pattern in _WANTS.items()}
 # words that say how the request is put, not what it is about
 _REQUEST_WORDS = content_set(
     """say said tell told give gave show showed repeat mention mentioned suggest suggested recommend recommended list
@@ -195,9 +193,13 @@ _REQUEST_WORDS = content_set(
 )
 
 
+# every request below needs one of these (or shorten / repeat / recap): without them a message asks the documents
+_POINTING = (_I_ASKED, _YOU_SAID, _CONVERSATION, _AGAIN, _LENGTH, _ORDINAL, _STEP_NUMBER)
+
+
 def _length(message: str) -> tuple[int | None, int | None, bool]:
     """(max words, lines, bullets) the message asks for."""
-    bullets = bool(re.search(r"\b(list|bullets?|bullet points?)\b", message, re.I))
+    bullets = bool(re.search(r"\b(list|bullets?|bullet points?)\b", message))
     match = _LENGTH.search(message)
     if match is None:
         return None, None, bullets
@@ -243,12 +245,14 @@ def _topic(message: str) -> frozenset[str]:
 def recognise(message: str) -> ConversationRequest | None:
     """The request about the conversation this message makes, or ``None`` when it asks the documents. Cached (the
     request is immutable): the route, the skip gate and the history expansion ask it of the same messages."""
-    text = " ".join(message.replace("\u2019", "'").split())
+    text = _normal(message)
     shorten, repeat, recap = (bool(p.search(text)) for p in (_SHORTEN, _REPEAT, _RECAP))
     if not (shorten or repeat or recap):
         social = _social_kind(text)
         if social is not None:
             return ConversationRequest(Intent.CHIT_CHAT, social=social)
+        if not any(cue.search(text) for cue in _POINTING):  # most messages: a question with no cue at all
+            return None
     topic = _topic(text)
     max_words, lines, bullets = _length(text)
     you_said = bool(_YOU_SAID.search(text))
@@ -269,7 +273,7 @@ def recognise(message: str) -> ConversationRequest | None:
     def request(intent: Intent) -> ConversationRequest:
         return ConversationRequest(intent, max_words, lines, bullets, ordinal, wants, topic if pointed else frozenset())
 
-    single_answer = re.search(r"\byour( very)? ((last|previous|latest) )?(answer|reply|response)\b", text, re.I)
+    single_answer = re.search(r"\byour( very)? ((last|previous|latest) )?(answer|reply|response)\b", text)
     if recap and (whole or not (pointer or single_answer)):
         return request(Intent.RECAP)
     if shorten or recap:
@@ -278,7 +282,7 @@ def recognise(message: str) -> ConversationRequest | None:
         return request(Intent.POINT_BACK)
     if max_words is not None and not (you_said and wants):
         return request(Intent.RECAP if whole else Intent.SHORTEN)
-    if whole and re.search(r"\bwhat (have|did) we\b", text, re.I):
+    if whole and re.search(r"\bwhat (have|did) we\b", text):
         return request(Intent.RECAP)
     if repeat or (you_said and ordinal in (None, -1) and wants is None and not topic):
         return request(Intent.REPEAT)
@@ -294,5 +298,5 @@ def recognise(message: str) -> ConversationRequest | None:
 def _bare(text: str) -> bool:
     """A message that is only a pointer: "the second step?", "and the next one after that?"."""
     return len(text.split()) <= 7 and bool(
-        re.match(r"^\W*((and|so|ok|okay|then),? )?(the|that|what about the)\b", text, re.I)
+        re.match(r"^\W*((and|so|ok|okay|then),? )?(the|that|what about the)\b", text)
     )

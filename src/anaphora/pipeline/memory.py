@@ -119,7 +119,7 @@ class PersonalQuery(Stage):
     them: recalling by them would only find the statements again."""
 
     name = "personal_query"
-    reads = ("request", "question", "plan", "skip")
+    reads = ("request", "question", "turns_before", "plan", "skip")
     writes = ("plan", "personal", "said_back")
     retrieval = True
     counter = "memory_recall"
@@ -129,7 +129,12 @@ class PersonalQuery(Stage):
         self.timeout_s = timeout_s
 
     def applies(self, state: TurnState) -> bool:
-        return state.request.memory and state.retrieves and state.plan is not None
+        if not (state.request.memory and state.retrieves and state.plan is not None):
+            return False
+        # statements of this conversation exist only after its first stored turn; others count for questions
+        # about the user: a first turn, or a stateless one, that does not ask about the user reads no memory
+        said_before = state.request.conversation_id is not None and state.turns_before > 0
+        return said_before or asks_about_user(state.question)
 
     def _bearing(self, state: TurnState, episodes: list[MemoryItem], facts: list[MemoryItem]) -> tuple[list[str], str]:
         """What this turn's query is personalised with, newest first, and the line that says back what of it the

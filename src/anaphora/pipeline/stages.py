@@ -109,8 +109,8 @@ class SkipGate(Stage):
         plan, route = state.plan, state.route
         assert plan is not None and route is not None  # the router and the query stage ran before
         routed_away = not route.needs_retrieval  # the router's rules (the router itself skips when the gate is on)
-        covered = history_covers(state.question, [m.content for m in state.history])
-        if not covered or not (routed_away or plan.proposes_skip):
+        proposed = routed_away or plan.proposes_skip
+        if not (proposed and history_covers(state.question, [m.content for m in state.history])):
             return StageResult(state, "ok", "retrieval needed")
         said_by = route.reason if routed_away or plan.proposed_kind is None else "model analysis"
         skip = Skip("answered_by_conversation", f"{said_by}: the conversation holds the answer")

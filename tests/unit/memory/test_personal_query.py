@@ -34,10 +34,40 @@ async def said(store, message: str, conversation: str, index: int = 0, day: int 
     await TurnRecorder(store, HashingEmbedder(64)).record(turn)
 
 
-async def planned(store, question: str, conversation: str, *, memory: bool = True):
+async def planned(store, question: str, conversation: str | None, *, memory: bool = True, turns_before: int = 1):
+    """The stage on a turn of ``conversation`` after ``turns_before`` stored turns."""
     request = TurnRequest(question, user_id="alice", conversation_id=conversation, memory=memory)
-    state = turn_state(question, plan=QueryPlan(question, "question")).update(request=request)
-    return await run_stage(PersonalQuery(store, timeout_s=2.0), state)
+    state = turn_state(question, plan=QueryPlan(question, "question"), turns_before=turns_before)
+    return await run_stage(PersonalQuery(store, timeout_s=2.0), state.update(request=request))
+
+
+class CountingReads:
+    """A memory reader that counts its reads."""
+
+    def __init__(self, store: SQLiteMemoryStore) -> None:
+        self.store, self.reads = store, 0
+
+    async def list(self, *args, **kwargs):
+        self.reads += 1
+        return await self.store.list(*args, **kwargs)
+
+
+@pytest.mark.parametrize(("conversation", "turns_before"), [("c2", 0), (None, 3)])
+async def test_a_first_or_stateless_turn_reads_memory_only_for_a_question_about_the_user(
+    store, conversation, turns_before
+) -> None:
+    """No statement of this conversation can exist yet (or it has no stored turns): only facts of other
+    conversations could bear, and those only on a question about the user."""
+    await said(store, "I run Fluent Bit 2.1 on ARM64 nodes", "c1")
+    reads = CountingReads(store)
+    request = TurnRequest(QUESTION, user_id="alice", conversation_id=conversation)
+    state = turn_state(QUESTION, plan=QueryPlan(QUESTION, "question"), turns_before=turns_before)
+    after, record = await run_stage(PersonalQuery(reads, timeout_s=2.0), state.update(request=request))
+    assert record is None and reads.reads == 0 and after.plan.query == QUESTION
+    about_me = "which version did I say I run?"
+    state = turn_state(about_me, plan=QueryPlan(about_me, "question"), turns_before=turns_before)
+    after, record = await run_stage(PersonalQuery(reads, timeout_s=2.0), state.update(request=request))
+    assert record.status == "ok" and after.plan.query == f"{about_me} runs Fluent Bit 2.1 on ARM64 nodes"
 
 
 async def test_a_fact_stated_in_this_conversation_joins_the_query_that_leads(store) -> None:
@@ -73,7 +103,7 @@ async def test_a_follow_ups_leading_expansion_is_personalised_too(store) -> None
     await said(store, "our DNS is hosted on cloudflare btw", "c1")
     request = TurnRequest("so what do I set for the provider?", user_id="alice", conversation_id="c1")
     plan = QueryPlan("so what do I set for the provider? dns challenge", "rewrite", lead="provider dns challenge")
-    state = turn_state(request.question, plan=plan).update(request=request)
+    state = turn_state(request.question, plan=plan, turns_before=1).update(request=request)
     after, _ = await run_stage(PersonalQuery(store, timeout_s=2.0), state)
     assert after.plan.lead == "provider dns challenge DNS is hosted on cloudflare"
     assert after.plan.query == "so what do I set for the provider? dns challenge DNS is hosted on cloudflare"
