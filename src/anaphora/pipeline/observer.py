@@ -48,25 +48,24 @@ class StageObserver:
         not declare fails the turn (:func:`~anaphora.pipeline.stage.check_writes`)."""
         if not stage.applies(state):
             return state
-        record = StageRecord(name=stage.name)
-        records.append(record)
         with self._span(f"anaphora.{stage.name}") as span:
             started = time.perf_counter()
-            try:
-                result = await self._attempt(stage, state)
-            finally:
-                record.ms = (time.perf_counter() - started) * 1000
-            record.status, record.detail = result.status, result.detail
+            result = await self._attempt(stage, state)
+            ms = (time.perf_counter() - started) * 1000
             if span is not None:
-                span.set_attribute("anaphora.status", record.status)
-                if record.detail:
-                    span.set_attribute("anaphora.detail", record.detail)
+                span.set_attribute("anaphora.status", result.status)
+                if result.detail:
+                    span.set_attribute("anaphora.detail", result.detail)
+        record = StageRecord(name=stage.name, status=result.status, ms=ms, detail=result.detail)
+        records.append(record)
         check_writes(stage, state, result.state)
         self._count(stage, record, state, result.state)
         return result.state
 
     async def _attempt(self, stage: Stage, state: TurnState) -> StageResult:
         try:
+            if stage.timeout_s is None:
+                return await stage.run(state)
             # a deadline on the running task, not wait_for's new task: no extra trip through the event loop
             async with asyncio.timeout(stage.timeout_s):
                 return await stage.run(state)
