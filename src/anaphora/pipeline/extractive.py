@@ -45,9 +45,14 @@ PROSE = ("sentence", "item", "lead-in")  # what can lead an answer
 MAX_BLOCK_ITEMS = 8  # list items or table rows quoted with the sentence that introduces them
 SAME_PAGE = 4  # candidates of the selected passages' pages the selection left out, also quoted from
 _DELIMITER_ROW = re.compile(r"^\|(\s*:?-+:?\s*\|)+$")
-# a question that asks for a procedure: "how do I turn on retention?", "how to enable TLS", "what do I set?"
+# a question that asks for a procedure or what to type: "how do I turn on retention?", "how to enable TLS", "what do
+# I set?", "what would the config look like?", "show me an example"
 _HOW = re.compile(
-    r"\bhow (do|can|should|would) (i|we|you)\b|\bhow to\b|\bwhat (do|should) (i|we) (set|add|change|put)\b", re.I
+    r"\bhow (do|can|should|would) (i|we|you)\b|\bhow to\b|"
+    r"\bwhat (do|should) (i|we) (set|add|change|put)\b|"
+    r"\b(config|configuration|yaml|toml|values|command|snippet|example|file)s?\b[^?.]*\blooks? like\b|"
+    r"\bshow me (the|an?|that) (config|configuration|example|command|snippet|yaml)\b",
+    re.I,
 )
 _INTRODUCES = re.compile(r"(:|\bas follows[.:]?|\bthe following\b.*)$", re.IGNORECASE)
 _QUOTE_MARK = re.compile(r"^(\s*>)+\s?", re.MULTILINE)

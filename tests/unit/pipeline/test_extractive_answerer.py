@@ -158,3 +158,5 @@ def test_how_questions_are_told_from_others() -> None:
 
     assert asks_how("how do i turn on retention?") and asks_how("How to enable TLS") and asks_how("what do I set?")
     assert not asks_how("does it support TLS?") and not asks_how("which limit applies?") and not asks_how("how much?")
+    assert asks_how("ok so what would the config look like for that?") and asks_how("show me an example")
+    assert not asks_how("what does the dashboard look like?") and not asks_how("is the config file required?")
