@@ -24,7 +24,8 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 @lru_cache(maxsize=1)
-def _stemmer() -> Stemmer.Stemmer:
+def english_stemmer() -> Stemmer.Stemmer:
+    """The one Snowball stemmer: content words and the BM25 tokens stem alike."""
     return Stemmer.Stemmer("english")
 
 
@@ -34,12 +35,12 @@ def words(text: str) -> list[str]:
 
 
 def stem(word: str) -> str:
-    return _stemmer().stemWord(word)
+    return english_stemmer().stemWord(word)
 
 
 def content_words(text: str) -> list[str]:
     """Stemmed words that are not English stop-words, in order (duplicates kept)."""
-    stemmer = _stemmer()
+    stemmer = english_stemmer()
     return stemmer.stemWords([w for w in words(text) if w not in STOPWORDS])
 
 

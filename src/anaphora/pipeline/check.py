@@ -141,14 +141,17 @@ class AnswerCheck(Stage):
     answer stage; a stage of its own only where it is run alone (benchmarks re-check captured answers)."""
 
     name = "check"
-    reads = (
+    reads = (  # the extractive fallback (auto) reads what the answer stage's quote reads
         "answer",
         "answer_source",
         "prompt",
         "question",
+        "request",
         "summary",
         "history",
         "skip",
+        "plan",
+        "candidates",
         "selected",
         "memory",
         "said_back",

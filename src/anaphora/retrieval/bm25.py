@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from pathlib import Path
 
 import bm25s
 import numpy as np
-import Stemmer
 from bm25s.stopwords import STOPWORDS_EN
 
+from anaphora.text import english_stemmer
+
 K1, B = 1.5, 0.75  # Lucene's BM25 defaults (and bm25s's): the passage index and the memory indexes use them
-
-
-@lru_cache(maxsize=1)
-def _stemmer() -> Stemmer.Stemmer:
-    return Stemmer.Stemmer("english")
 
 
 _TOKEN = re.compile(r"(?u)\b\w\w+\b")  # bm25s.tokenize's default token pattern (scikit-learn's)
@@ -27,7 +22,7 @@ def bm25_tokens(texts: list[str]) -> list[list[str]]:
     """Each text's tokens exactly as ``bm25s.tokenize(texts, stopwords="en", stemmer=...)`` makes them for the
     index (a test holds the two equal). Written out because queries are tokenized several times per turn and
     bm25s's function builds a progress bar and the stop-word set again for every text: ~0.3 ms per turn."""
-    stemmer = _stemmer()
+    stemmer = english_stemmer()
     return [
         stemmer.stemWords([token for token in _TOKEN.findall(text.lower()) if token not in _STOPWORDS])
         for text in texts
@@ -46,7 +41,7 @@ class BM25Index:
         if not texts:
             return cls(None, keys)
         retriever = bm25s.BM25(k1=K1, b=B)
-        tokens = bm25s.tokenize(texts, stopwords="en", stemmer=_stemmer(), show_progress=False)
+        tokens = bm25s.tokenize(texts, stopwords="en", stemmer=english_stemmer(), show_progress=False)
         retriever.index(tokens, show_progress=False)
         return cls(retriever, keys)
 
