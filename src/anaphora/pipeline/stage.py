@@ -18,14 +18,13 @@ To add a stage: subclass :class:`Stage`, give it a ``name``, ``reads`` and ``wri
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from operator import attrgetter
 
 from anaphora.errors import PipelineError
-from anaphora.pipeline.state import INITIAL, UNTRACKED, TurnState
+from anaphora.pipeline.state import FIELDS, INITIAL, UNTRACKED, TurnState
 from anaphora.types import StageStatus
 
-FIELDS = frozenset(f.name for f in fields(TurnState))
 _TRACKED = tuple(sorted(FIELDS - UNTRACKED))
 _tracked_values = attrgetter(*_TRACKED)  # every tracked field in one call: this runs after every stage
 

@@ -143,7 +143,7 @@ class TurnState:
         for name, value in zip(_NAMES, _values(self), strict=True):
             _set(new, name, value)
         for name, value in changes.items():
-            if name not in _FIELDS:
+            if name not in FIELDS:
                 raise TypeError(f"TurnState has no field {name!r}")
             _set(new, name, value)
         return new
@@ -189,5 +189,5 @@ UNTRACKED = frozenset({"sink"})  # not data: the engine's stream, which no stage
 
 _NAMES = tuple(f.name for f in fields(TurnState))
 _values = attrgetter(*_NAMES)
-_FIELDS = frozenset(_NAMES)
+FIELDS = frozenset(_NAMES)  # what a stage may declare it reads or writes
 _new, _set = object.__new__, object.__setattr__  # a frozen dataclass is built this way by its own __init__
