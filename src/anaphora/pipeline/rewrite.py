@@ -95,8 +95,10 @@ class HistoryExpansion:
             return any(n < referring[0] for n in named)
         return looks_standalone(question) or bool(named)
 
-    def expand(self, question: str, history: Sequence[Message]) -> tuple[str, bool]:
-        if not history or self.stands_alone(question):
+    def expand(self, question: str, history: Sequence[Message], alone: bool | None = None) -> tuple[str, bool]:
+        """The query and whether it was expanded; ``alone``: :meth:`stands_alone`'s verdict when the caller has
+        it already (it reads the corpus statistics for every word)."""
+        if not history or (self.stands_alone(question) if alone is None else alone):
             return question, False
         statistics = self.statistics() if self.statistics else None
         terms = on_topic(disambiguating(self.candidates(question, history), statistics)[: self.max_terms], statistics)
@@ -104,9 +106,9 @@ class HistoryExpansion:
             return question, False
         return f"{question} {' '.join(terms)}", True
 
-    def plan(self, question: str, history: Sequence[Message], **fields) -> QueryPlan:
+    def plan(self, question: str, history: Sequence[Message], alone: bool | None = None, **fields) -> QueryPlan:
         """The expanded query, with the message itself as an alternate so its own ranking still counts."""
-        query, expanded = self.expand(question, history)
+        query, expanded = self.expand(question, history, alone)
         if not expanded:
             return QueryPlan(question, "question", **fields)
         return QueryPlan(query, "expansion", alternates=(question,), **fields)
@@ -214,26 +216,30 @@ class GuardedRewriter:
         """Raises when the model fails; the query stage that runs it falls back (and times it out)."""
         if not history:
             return QueryPlan(question, "question", "skipped", "turn 1: no rewrite")
-        if not self.style.structured and self.fallback.stands_alone(question):
+        alone = None if self.style.structured else self.fallback.stands_alone(question)
+        if alone:
             # the message is the query: a rewrite could only ride along, and the call costs a model round trip
             # (and, in llama.cpp, the answer prompt's cached prefix)
             return QueryPlan(question, "question", "ok", "stands alone: no rewrite needed")
         reply = await self.model.chat(self.messages(question, history), self.options)
-        return replace(self._judge(question, history, reply.text), usage=reply.usage)
+        return replace(self._judge(question, history, reply.text, alone), usage=reply.usage)
 
-    def _judge(self, question: str, history: Sequence[Message], text: str) -> QueryPlan:
-        """The plan for the model's reply ``text``: the rewrite if the guard accepts it, else the fallback."""
+    def _judge(self, question: str, history: Sequence[Message], text: str, alone: bool | None = None) -> QueryPlan:
+        """The plan for the model's reply ``text``: the rewrite if the guard accepts it, else the fallback.
+        ``alone``: whether the message stands alone, when already known."""
+        if alone is None:
+            alone = self.fallback.stands_alone(question)
         analysis = self.style.parse(text)
         if isinstance(analysis, str):
-            return self._fall_back(question, history, "rejected", analysis, text.strip())
+            return self._fall_back(question, history, "rejected", analysis, text.strip(), alone)
         rewrite = strip_preamble(analysis.query)
         reasons = validate_rewrite(question, history, rewrite)
         kind = TurnKind(analysis.kind) if self.style.structured else None
         if reasons:
-            plan = self._fall_back(question, history, "rejected", "; ".join(reasons), rewrite)
+            plan = self._fall_back(question, history, "rejected", "; ".join(reasons), rewrite, alone)
             return replace(plan, proposed_kind=kind, answered_by_conversation=analysis.answered_by_conversation)
         log.info("rewrite accepted", extra={"original": question, "rewrite": rewrite})
-        if self.fallback.stands_alone(question):
+        if alone:
             # a message that stands alone is the query; the rewrite only rides along, weighed against it by the
             # retriever (HybridRetriever.run_many), so it can never outweigh what the user typed
             plan = QueryPlan(
@@ -249,7 +255,7 @@ class GuardedRewriter:
             return plan
         # the model-free queries ride along and the expansion leads the fusion: a guard-accepted rewrite of a small
         # model is still a hypothesis, weighed by its own ranking's head (a clear rewrite reaches the lead's weight)
-        fallback = self.fallback.plan(question, history)
+        fallback = self.fallback.plan(question, history, alone)
         alternates = tuple(q for q in fallback.queries if q != rewrite)
         return QueryPlan(
             rewrite,
@@ -267,8 +273,10 @@ class GuardedRewriter:
         """The model-free history expansion (what a model error or timeout degrades to)."""
         return self.fallback.plan(question, history)
 
-    def _fall_back(self, question: str, history: Sequence[Message], status, reason: str, rewrite: str) -> QueryPlan:
-        plan = self.fallback.plan(question, history, status=status, model_calls=1)
+    def _fall_back(
+        self, question: str, history: Sequence[Message], status, reason: str, rewrite: str, alone: bool
+    ) -> QueryPlan:
+        plan = self.fallback.plan(question, history, alone, status=status, model_calls=1)
         log.info(
             "rewrite %s, falling back to %s",
             status,

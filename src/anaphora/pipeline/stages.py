@@ -33,6 +33,7 @@ from anaphora.pipeline.select import PassageSelector
 from anaphora.pipeline.stage import Stage, StageResult
 from anaphora.pipeline.state import Skip, TurnState
 from anaphora.pipeline.window import ConversationWindow, WindowPolicy
+from anaphora.rerank.base import NoModelReranker
 from anaphora.retrieval.base import Retriever
 from anaphora.retrieval.entity_boost import boost, conversation_entities
 from anaphora.retrieval.terms import TermStatistics
@@ -180,7 +181,8 @@ class Select(Stage):
     def __init__(self, selector: PassageSelector, *, top_k: int) -> None:
         self.selector = selector
         self.top_k = top_k
-        self.timeout_s = selector.timeout_s
+        # the null reranker answers at once: no budget to keep, and no timeout scope entered on every turn
+        self.timeout_s = None if isinstance(selector.reranker, NoModelReranker) else selector.timeout_s
 
     def applies(self, state: TurnState) -> bool:
         return state.retrieves
