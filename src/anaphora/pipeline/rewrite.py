@@ -216,19 +216,17 @@ class GuardedRewriter:
         """Raises when the model fails; the query stage that runs it falls back (and times it out)."""
         if not history:
             return QueryPlan(question, "question", "skipped", "turn 1: no rewrite")
-        alone = None if self.style.structured else self.fallback.stands_alone(question)
-        if alone:
+        alone = self.fallback.stands_alone(question)  # asked once: it reads the corpus statistics for every word
+        if alone and not self.style.structured:
             # the message is the query: a rewrite could only ride along, and the call costs a model round trip
             # (and, in llama.cpp, the answer prompt's cached prefix)
             return QueryPlan(question, "question", "ok", "stands alone: no rewrite needed")
         reply = await self.model.chat(self.messages(question, history), self.options)
         return replace(self._judge(question, history, reply.text, alone), usage=reply.usage)
 
-    def _judge(self, question: str, history: Sequence[Message], text: str, alone: bool | None = None) -> QueryPlan:
+    def _judge(self, question: str, history: Sequence[Message], text: str, alone: bool) -> QueryPlan:
         """The plan for the model's reply ``text``: the rewrite if the guard accepts it, else the fallback.
-        ``alone``: whether the message stands alone, when already known."""
-        if alone is None:
-            alone = self.fallback.stands_alone(question)
+        ``alone``: whether the message stands alone."""
         analysis = self.style.parse(text)
         if isinstance(analysis, str):
             return self._fall_back(question, history, "rejected", analysis, text.strip(), alone)
