@@ -198,7 +198,11 @@ def build_memory_store(stores: StoreSettings, database: Database) -> MemoryStore
 
 
 def build_memory_stages(
-    settings: Settings, memory: MemoryStore, embedder: CachedEmbedder, chat_model: ChatModel
+    settings: Settings,
+    memory: MemoryStore,
+    embedder: CachedEmbedder,
+    chat_model: ChatModel,
+    statistics: Callable[[], TermStatistics | None] | None = None,
 ) -> tuple[RecallMemory | None, PersonalQuery | None, RememberTurn | None]:
     """The engine's long-term memory stages (none with ``memory = "off"``): recall, which sees no item past
     ``memory_ttl_days``, and the background writer (model facts too, with a capable ``chat_model``). The writer
@@ -208,7 +212,7 @@ def build_memory_stages(
     if not settings.memory.enabled:
         return None, None, None
     reader = within_ttl(memory, settings.memory.memory_ttl_s)
-    personal = PersonalQuery(reader, timeout_s=settings.memory.memory_recall_timeout_s)
+    personal = PersonalQuery(reader, timeout_s=settings.memory.memory_recall_timeout_s, statistics=statistics)
     recall = RecallMemory(
         MemoryRecall(reader, embedder),
         reader,
@@ -216,6 +220,7 @@ def build_memory_stages(
         min_score=settings.memory.memory_min_score,
         timeout_s=settings.memory.memory_recall_timeout_s,
         fact_min_score=settings.memory.memory_fact_min_score,
+        statistics=statistics,
     )
     capable = uses_model_facts(settings.memory, chat_model.capabilities)
     facts = ModelFactExtractor(chat_model, threshold=settings.answers.support_threshold) if capable else None
@@ -337,7 +342,7 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None, l
     clients.push_async_callback(memory.aclose)
     chat_model = model or load_chat_model(settings.models)
     clients.push_async_callback(chat_model.aclose)
-    recall, personal, writer = build_memory_stages(settings, memory, embedder, chat_model)
+    recall, personal, writer = build_memory_stages(settings, memory, embedder, chat_model, passages.term_statistics)
     metrics = Metrics()
     summarizer = RollingSummarizer(
         chat_model,

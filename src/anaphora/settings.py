@@ -479,8 +479,9 @@ class MemorySettings(SettingsGroup):
         default=0.25,
         ge=-1,
         le=1,
-        description="for a question about the user ('which version do I run?'): the cosine similarity a current "
-        "fact needs to be shown first when it shares no word with the question (one that does is shown anyway)",
+        description="for a question that asks what the user said or has ('which version do I run?'): the cosine "
+        "similarity a current fact needs to be shown first when it shares no telling word with the question (one "
+        "that does is shown anyway; a question that only mentions the user's setup needs the shared word)",
     )
     memory_personal_query: bool = Field(
         default=True,

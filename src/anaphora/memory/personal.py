@@ -11,19 +11,20 @@ from the documents. Both are read by patterns on the user's words, like the fact
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from anaphora.memory.extract import ExtractedFact, extract_entities, extract_facts
 from anaphora.text import content_set
 
-# "did I say", "I told you", "my version", "our cluster", "what do I run", "am I on": the question is about the user
-_ABOUT_USER = re.compile(
-    r"\b(?:my|our|mine|ours)\b|\b(?:did|have|had) (?:i|we) (?:say|said|tell|told|mention|state|write)\b|"
+# "did I say", "I told you", "what do I run", "am I on": the question asks what the user said or has
+_ASKS_WHAT_USER_SAID = re.compile(
+    r"\b(?:did|have|had) (?:i|we) (?:say|said|tell|told|mention|state|write)\b|"
     r"\b(?:i|we) (?:said|told you|mentioned|stated)\b|"
     r"\b(?:what|which)\b[^?]{0,40}\b(?:do|did|am|are|was|were) (?:i|we) (?:run|use|have|own|prefer|on)\b|"
     r"\b(?:am i|are we) (?:running|using|on)\b",
     re.I,
 )
+_POSSESSIVE = re.compile(r"\b(?:my|our|mine|ours)\b", re.I)  # "my version", "our cluster"
 # statements: the user says something about themselves or their setup and asks nothing
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|we|we're|we've|our|my|us)\b", re.I)
 _MARKER = re.compile(r"^\s*(?:fyi|context|heads up|btw|by the way|setup|for context|note|for the record)\b", re.I)
@@ -46,7 +47,13 @@ _NOT_EVIDENCE = frozenset(content_set("user said say tell told mention"))
 
 def asks_about_user(question: str) -> bool:
     """Whether the question is about the user ("my version", "did I say"), not only about the documents."""
-    return bool(_ABOUT_USER.search(question))
+    return bool(_POSSESSIVE.search(question)) or asks_what_user_said(question)
+
+
+def asks_what_user_said(question: str) -> bool:
+    """Whether the question asks what the user said or has ("which version did I say I run?", "am I on v3?"):
+    what the user stated answers it, while "our IdP only speaks SAML: can traefik do SAML?" asks the documents."""
+    return bool(_ASKS_WHAT_USER_SAID.search(question))
 
 
 def states_about_user(message: str, facts: list[ExtractedFact]) -> bool:
@@ -74,12 +81,12 @@ def evidence_for(question: str, episode_text: str, said_here: Sequence[str] = ()
     return not said or all(len(said & content_set(m)) / len(said) < REPEATS for m in (question, *said_here))
 
 
-def fact_answers(question: str, fact_text: str, fact_value: str) -> bool:
+def fact_answers(question: str, fact_text: str, fact_value: str, generic: Collection[str] = ()) -> bool:
     """Whether a fact is relevant to a question about the user: they share a word that is not only a name both
-    mention (a shared product name alone is not relevance), or the question asks for a version and the fact has
-    one."""
+    mention, nor a word the documents use everywhere (``generic``: the docs site's own product name), so a shared
+    product name alone is not relevance; or the question asks for a version and the fact has one."""
     asked, stated = content_set(question), content_set(fact_text)
-    names = content_set(" ".join(name for name, _ in extract_entities(question)))
+    names = content_set(" ".join([*(name for name, _ in extract_entities(question)), *generic]))
     shared = (asked & stated) - _NOT_EVIDENCE - names
     return bool(shared) or (bool(asked & _VERSION_WORDS) and bool(_VERSION.search(fact_value)))
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 from anaphora.memory.extract import NO_LONGER, extract_facts
@@ -21,6 +22,7 @@ from anaphora.memory.personal import (
     acknowledgement,
     as_you_said,
     asks_about_user,
+    asks_what_user_said,
     evidence_for,
     fact_answers,
     second_person,
@@ -32,10 +34,12 @@ from anaphora.memory.types import MemoryItem
 from anaphora.memory.writer import TurnRecorder, TurnToRemember
 from anaphora.pipeline.stage import Stage, StageResult
 from anaphora.pipeline.state import Skip, TurnRequest, TurnState
+from anaphora.retrieval.terms import TermStatistics, generic
 from anaphora.sanitize import sanitize
 from anaphora.types import RecalledMemory
 
 TRACED = 10  # recalled items the trace lists (shown or not)
+Statistics = Callable[[], TermStatistics | None] | None  # the documents' term statistics, when there are any
 ACKNOWLEDGED = "acknowledged"  # the answer source of a statement's acknowledgement
 
 
@@ -102,6 +106,12 @@ PERSONAL_FACTS = 3  # stated facts a query is personalised with, newest first
 _USER_PREFIX = re.compile(r"^the user(?:'s)?\s+", re.I)
 
 
+def everyday_words(question: str, statistics: Statistics) -> list[str]:
+    """The question's words the documents use everywhere (:func:`~anaphora.retrieval.terms.generic`): sharing one
+    with a fact does not make the fact relevant."""
+    return generic(re.findall(r"[\w\-]+", question), statistics() if statistics else None)
+
+
 def personal_words(fact: MemoryItem) -> str:
     """What a fact adds to a query: its statement without "the user" ("docker hosts are ARM64 (graviton boxes)")."""
     return _USER_PREFIX.sub("", fact.text)
@@ -124,9 +134,10 @@ class PersonalQuery(Stage):
     retrieval = True
     counter = "memory_recall"
 
-    def __init__(self, memory: MemoryReader, *, timeout_s: float) -> None:
+    def __init__(self, memory: MemoryReader, *, timeout_s: float, statistics: Statistics = None) -> None:
         self.memory = memory
         self.timeout_s = timeout_s
+        self.statistics = statistics
 
     def applies(self, state: TurnState) -> bool:
         if not (state.request.memory and state.retrieves and state.plan is not None):
@@ -164,6 +175,7 @@ class PersonalQuery(Stage):
                 said.append(episode.text)
                 back = as_you_said(words=episode.text) if just_said else back
         about_user = asks_about_user(state.question)
+        everyday = everyday_words(state.question, self.statistics) if about_user else []
         elsewhere = [
             personal_words(f)
             for f in facts
@@ -171,7 +183,7 @@ class PersonalQuery(Stage):
             and f.current
             and not f.value.startswith(NO_LONGER)
             and about_user
-            and fact_answers(state.question, f.text, f.value)
+            and fact_answers(state.question, f.text, f.value, everyday)
         ]
         return (said + elsewhere)[:PERSONAL_FACTS], back
 
@@ -228,9 +240,10 @@ def in_history(recalled: Recalled, state: TurnState) -> bool:
 
 class RecallMemory(Stage):
     """Recalls the user's memories for this turn's query; injects at most ``k`` whose cosine similarity to it is
-    at least ``min_score``. For a question about the user, the current facts that answer it come first and are
-    shown if their similarity is at least ``fact_min_score`` or they share a word with the question that is not
-    only a name. An episode the user asked (an earlier question, shown only for a question about what the user
+    at least ``min_score``. For a question about the user, the current facts that answer it come first: those that
+    share a word with the question that is neither a name nor one the documents use everywhere (the docs site's
+    product name), and, for a question that asks what the user said or has, those whose similarity is at least
+    ``fact_min_score``. An episode the user asked (an earlier question, shown only for a question about what the user
     said), or one that says what this question or a message already in the prompt says and states nothing about
     the user (the same problem reported again), is no evidence and is not shown. A turn whose documents gave
     nothing but whose memory did is answered from memory. A turn that skips retrieval (chit-chat, answered by the
@@ -251,8 +264,10 @@ class RecallMemory(Stage):
         min_score: float,
         timeout_s: float,
         fact_min_score: float | None = None,
+        statistics: Statistics = None,
     ) -> None:
         self.recall = recall
+        self.statistics = statistics
         self.profiles = profiles
         self.k = k
         self.min_score = min_score
@@ -263,14 +278,16 @@ class RecallMemory(Stage):
         """The current facts a question about the user asks for, best first (none for other questions)."""
         if not asks_about_user(question):
             return []
+        everyday = everyday_words(question, self.statistics)
+        asked = asks_what_user_said(question)  # then a fact close in meaning is shown without a shared word
         return [
             r
             for r in ranked
             if r.item.kind == "fact"
             and r.item.current
             and (
-                fact_answers(question, r.item.text, r.item.value)
-                or (r.similarity is not None and r.similarity >= self.fact_min_score)
+                fact_answers(question, r.item.text, r.item.value, everyday)
+                or (asked and r.similarity is not None and r.similarity >= self.fact_min_score)
             )
         ]
 

@@ -75,6 +75,21 @@ def disambiguating(words: Sequence[str], statistics: TermStatistics | None) -> l
     return [word for word in words if scores[word] >= GENERIC_BELOW]
 
 
+def generic(words: Sequence[str], statistics: TermStatistics | None) -> list[str]:
+    """The words, in their order, that the corpus uses everywhere: each of their tokens occurs in more than
+    ``N^0.8`` passages (a docs site's own product name, "traefik" on Traefik's site). Sharing one says nothing about
+    relevance. None without statistics."""
+    if statistics is None or statistics.passages <= 1 or not words:
+        return []
+    tokens, frequencies = token_frequencies(words, statistics)
+    passages = statistics.passages
+    return [
+        word
+        for word, ts in zip(words, tokens, strict=True)
+        if ts and all(frequencies.get(t, 0) > 0 and specificity(frequencies[t], passages) < GENERIC_BELOW for t in ts)
+    ]
+
+
 def naming(words: Sequence[str], statistics: TermStatistics | None) -> list[bool]:
     """For each word, whether it names a topic on its own in this corpus: it singles out at most ``sqrt(N)``
     passages, or no passage uses it at all (then it names something the corpus does not cover, which no earlier

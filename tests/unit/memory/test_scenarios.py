@@ -125,6 +125,18 @@ def test_a_fact_answers_a_question_about_the_user_by_more_than_a_shared_name(que
     assert fact_answers(question, fact, "Fluent Bit 2.1 on ARM64 nodes") is answers
 
 
+def test_a_word_the_documents_use_everywhere_is_no_evidence_either() -> None:
+    """On a docs site every page says the product's name: sharing it does not make a fact answer the question."""
+    from anaphora.memory.personal import asks_about_user, asks_what_user_said, fact_answers
+
+    question = "our IdP only speaks SAML. can traefik do SAML login in front of the dashboard?"
+    fact = "the user runs traefik v3 as a plain binary on a VM"
+    assert asks_about_user(question) and not asks_what_user_said(question)  # it asks the documents
+    assert fact_answers(question, fact, "traefik v3")
+    assert not fact_answers(question, fact, "traefik v3", generic=["traefik"])
+    assert asks_what_user_said("which version did I say I run?") and asks_what_user_said("am I on v3?")
+
+
 @pytest.mark.parametrize("question", ["how do I install Kestrel?", "can I use TLS?", "what is Loki?"])
 def test_questions_about_the_documents_are_not_about_the_user(question: str) -> None:
     from anaphora.memory.personal import asks_about_user
@@ -185,3 +197,23 @@ def test_a_slow_memory_write_holds_the_next_turn_only_so_long(rag: Anaphora, mon
     answered = rag.ask("how do I limit memory?", conversation, user_id="erin")
     assert not answered.answer.startswith("As you said")
     assert any(s.name == "personal_query" and s.status == "skipped" for s in answered.trace.stages)
+
+
+def test_closeness_alone_leads_with_a_fact_only_when_the_question_asks_what_the_user_said(tmp_path) -> None:
+    """With the similarity floor at its lowest, every fact is close enough: a question that only mentions the
+    user's setup ("our IdP") and asks the documents gets no fact leading its answer, nor one made of it alone."""
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        chat_model="fake",
+        embedder="hashing",
+        answer_mode="extractive",
+        memory_fact_min_score=-1.0,
+    )
+    with Anaphora(settings, model=FakeChatModel()) as rag:
+        rag.ingest([SAMPLE_DOCS])
+        ask(rag, "I run Fluent Bit 2.1 on ARM64 nodes", rag.new_conversation(user_id="alice"))
+        later = rag.new_conversation(user_id="alice")
+        docs = ask(rag, "our IdP only speaks SAML. can it do SAML login?", later)
+        assert not [m for m in docs.trace.memory if m.leads] and not MEMORY_ID.search(docs.answer)
+        said = ask(rag, "which version did I say I run?", rag.new_conversation(user_id="alice"))
+        assert [m.kind for m in said.trace.memory if m.leads] == ["fact"]

@@ -9,7 +9,14 @@ import pytest
 
 from anaphora.pipeline.rewrite import HistoryExpansion
 from anaphora.retrieval.bm25 import BM25Index
-from anaphora.retrieval.terms import GENERIC_BELOW, disambiguating, on_topic, specificity, word_specificity
+from anaphora.retrieval.terms import (
+    GENERIC_BELOW,
+    disambiguating,
+    generic,
+    on_topic,
+    specificity,
+    word_specificity,
+)
 from anaphora.types import Message
 
 pytestmark = pytest.mark.unit
@@ -50,6 +57,13 @@ def test_generic_vocabulary_carries_no_weight():
     assert scores["prod007x"] == pytest.approx(math.log(50) / math.log(100))
     assert scores["kubernetes"] == 0.0  # absent from this corpus
     assert disambiguating(["service", "Instances", "prod007x", "kubernetes", "console"], index) == ["prod007x"]
+
+
+def test_generic_words_are_those_the_corpus_uses_everywhere():
+    """Not the rare ones, nor those no passage uses (unknown is not everyday), nor stop-words."""
+    words = ["the", "service", "Instances", "prod007x", "kubernetes", "console"]
+    assert generic(words, cloud_docs()) == ["service", "Instances", "console"]  # half of 100 is over N^0.8
+    assert generic(words, None) == []
 
 
 def test_without_statistics_every_word_is_kept():
