@@ -117,6 +117,11 @@ def personal_words(fact: MemoryItem) -> str:
     return _USER_PREFIX.sub("", fact.text)
 
 
+def said_before(state: TurnState) -> bool:
+    """The turn's conversation has stored turns: statements of it may exist (they do only after its first turn)."""
+    return state.request.conversation_id is not None and state.turns_before > 0
+
+
 class PersonalQuery(Stage):
     """The user's stated setup joins the retrieval query. A user who says "fyi all our docker hosts are ARM64" and
     then asks "how do I get container logs into Loki?" wants the answer for ARM64 hosts, though the question does
@@ -144,8 +149,7 @@ class PersonalQuery(Stage):
             return False
         # statements of this conversation exist only after its first stored turn; others count for questions
         # about the user: a first turn, or a stateless one, that does not ask about the user reads no memory
-        said_before = state.request.conversation_id is not None and state.turns_before > 0
-        return said_before or asks_about_user(state.question)
+        return said_before(state) or asks_about_user(state.question)
 
     def _bearing(self, state: TurnState, episodes: list[MemoryItem], facts: list[MemoryItem]) -> tuple[list[str], str]:
         """What this turn's query is personalised with, newest first, and the line that says back what of it the
@@ -174,24 +178,21 @@ class PersonalQuery(Stage):
             elif not keys and states_about_user(episode.text, []):  # a statement no fact rule reads: its words
                 said.append(episode.text)
                 back = as_you_said(words=episode.text) if just_said else back
-        about_user = asks_about_user(state.question)
+        candidates = [f for f in facts if f.conversation_id != here and f.current and not f.value.startswith(NO_LONGER)]
+        about_user = bool(candidates) and asks_about_user(state.question)
         everyday = everyday_words(state.question, self.statistics) if about_user else []
         elsewhere = [
             personal_words(f)
-            for f in facts
-            if f.conversation_id != here
-            and f.current
-            and not f.value.startswith(NO_LONGER)
-            and about_user
-            and fact_answers(state.question, f.text, f.value, everyday)
+            for f in candidates
+            if about_user and fact_answers(state.question, f.text, f.value, everyday)
         ]
         return (said + elsewhere)[:PERSONAL_FACTS], back
 
     async def run(self, state: TurnState) -> StageResult:
         assert state.plan is not None
         user = state.request.user_id
-        episodes = list((await self.memory.list(user, kind="episode", limit=50)).items)
         here = state.request.conversation_id
+        episodes = list((await self.memory.list(user, kind="episode", limit=50)).items) if said_before(state) else []
         # facts count only beside a statement made in this conversation, or for a question about the user
         wanted = any(e.conversation_id == here and e.turns for e in episodes) or asks_about_user(state.question)
         facts = list((await self.memory.list(user, kind="fact", limit=50)).items) if wanted else []
@@ -276,19 +277,16 @@ class RecallMemory(Stage):
 
     def _leading(self, question: str, ranked: list[Recalled]) -> list[Recalled]:
         """The current facts a question about the user asks for, best first (none for other questions)."""
-        if not asks_about_user(question):
+        facts = [r for r in ranked if r.item.kind == "fact" and r.item.current]
+        if not facts or not asks_about_user(question):
             return []
         everyday = everyday_words(question, self.statistics)
         asked = asks_what_user_said(question)  # then a fact close in meaning is shown without a shared word
         return [
             r
-            for r in ranked
-            if r.item.kind == "fact"
-            and r.item.current
-            and (
-                fact_answers(question, r.item.text, r.item.value, everyday)
-                or (asked and r.similarity is not None and r.similarity >= self.fact_min_score)
-            )
+            for r in facts
+            if fact_answers(question, r.item.text, r.item.value, everyday)
+            or (asked and r.similarity is not None and r.similarity >= self.fact_min_score)
         ]
 
     def applies(self, state: TurnState) -> bool:

@@ -142,7 +142,11 @@ class HybridRetriever:
             k=self.settings.rrf_k,
         )
         ids = list(by_id)
-        ranked = [by_id[ids[key]].model_copy(update={"score": score}) for key, score in fused[:limit]]
+        ranked = []
+        for key, score in fused[:limit]:
+            passage = by_id[ids[key]]
+            passage.score = score  # the passages are this call's own (made by _search): rescored, not copied
+            ranked.append(passage)
         if typed is not None:
             ranked = keep_in_head(ranked, rankings[typed], head=self.settings.top_k)[:limit]
         return ranked
