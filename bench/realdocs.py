@@ -233,6 +233,7 @@ async def run_conversation(
             corpus=conversation["corpus"],
             turn=index,
             ms=round(ms, 1),
+            stage_ms=result.trace.timings_ms,
             user=turn["user"],
             answer=result.answer,
             query=result.trace.query,
