@@ -33,7 +33,6 @@ from anaphora.pipeline.select import PassageSelector
 from anaphora.pipeline.stage import Stage, StageResult
 from anaphora.pipeline.state import Skip, TurnState
 from anaphora.pipeline.window import ConversationWindow, WindowPolicy
-from anaphora.rerank.base import NoModelReranker
 from anaphora.retrieval.base import Retriever
 from anaphora.retrieval.entity_boost import boost, conversation_entities
 from anaphora.retrieval.terms import TermStatistics
@@ -182,7 +181,7 @@ class Select(Stage):
         self.selector = selector
         self.top_k = top_k
         # the null reranker answers at once: no budget to keep, and no timeout scope entered on every turn
-        self.timeout_s = None if isinstance(selector.reranker, NoModelReranker) else selector.timeout_s
+        self.timeout_s = selector.timeout_s if selector.reranker.calls_model else None
 
     def applies(self, state: TurnState) -> bool:
         return state.retrieves

@@ -13,6 +13,10 @@ from anaphora.errors import ModelNotFoundError
 
 
 class CrossEncoderReranker:
+    """A local sentence-transformers cross-encoder, run in a worker thread."""
+
+    calls_model = True
+
     def __init__(self, model_path: str | Path, *, batch_size: int = 32) -> None:
         self.model_path = Path(model_path).expanduser()
         if not (self.model_path / "config.json").is_file():

@@ -15,6 +15,8 @@ class HTTPReranker:
     "relevance_score"}]}``. ``style="tei"``: POST {url} ``{"query", "texts", "raw_scores": false}`` ->
     ``[{"index", "score"}]``. ``url`` is the full endpoint, e.g. ``http://127.0.0.1:8080/rerank``."""
 
+    calls_model = True
+
     def __init__(
         self,
         url: str,

@@ -35,6 +35,7 @@ class Scripted:
     """A reranker that returns scores looked up by passage text, and records what it was asked."""
 
     name = "scripted"
+    calls_model = True
 
     def __init__(self, scores: dict[str, float], *, delay_s: float = 0.0, error: Exception | None = None) -> None:
         self.scores = scores
@@ -159,6 +160,7 @@ async def test_reranker_error_fails_open_in_first_stage_order() -> None:
 async def test_wrong_number_of_scores_counts_as_an_error() -> None:
     class Short:
         name = "short"
+        calls_model = True
 
         async def score(self, query: str, texts: Sequence[str]) -> list[float]:
             return [0.9]
@@ -198,3 +200,10 @@ async def test_metrics_count_each_outcome() -> None:
 async def test_without_metrics_nothing_is_counted_and_nothing_breaks() -> None:
     selection = await select(PassageSelector(Scripted({"a": 0.9})), CANDIDATES[:1])
     assert selection.status == "ok"
+
+
+def test_the_select_stage_keeps_a_time_budget_only_for_a_reranker_that_calls_a_model() -> None:
+    """The null reranker answers at once: no deadline is entered for it on every turn (a declared capability,
+    not a type check)."""
+    assert Select(PassageSelector(NoModelReranker(), timeout_s=2.0), top_k=5).timeout_s is None
+    assert Select(PassageSelector(Scripted({}), timeout_s=2.0), top_k=5).timeout_s == 2.0
