@@ -36,6 +36,7 @@ from anaphora.pipeline.stage import Stage, StageResult
 from anaphora.pipeline.state import Skip, TurnRequest, TurnState
 from anaphora.retrieval.terms import TermStatistics, generic
 from anaphora.sanitize import sanitize
+from anaphora.text import words
 from anaphora.types import RecalledMemory
 
 TRACED = 10  # recalled items the trace lists (shown or not)
@@ -109,7 +110,7 @@ _USER_PREFIX = re.compile(r"^the user(?:'s)?\s+", re.I)
 def everyday_words(question: str, statistics: Statistics) -> list[str]:
     """The question's words the documents use everywhere (:func:`~anaphora.retrieval.terms.generic`): sharing one
     with a fact does not make the fact relevant."""
-    return generic(re.findall(r"[\w\-]+", question), statistics() if statistics else None)
+    return generic(words(question), statistics() if statistics else None)
 
 
 def personal_words(fact: MemoryItem) -> str:
@@ -178,14 +179,11 @@ class PersonalQuery(Stage):
             elif not keys and states_about_user(episode.text, []):  # a statement no fact rule reads: its words
                 said.append(episode.text)
                 back = as_you_said(words=episode.text) if just_said else back
-        candidates = [f for f in facts if f.conversation_id != here and f.current and not f.value.startswith(NO_LONGER)]
-        about_user = bool(candidates) and asks_about_user(state.question)
-        everyday = everyday_words(state.question, self.statistics) if about_user else []
-        elsewhere = [
-            personal_words(f)
-            for f in candidates
-            if about_user and fact_answers(state.question, f.text, f.value, everyday)
-        ]
+        # facts of other conversations count only for a question about the user
+        others = [f for f in facts if f.conversation_id != here and f.current and not f.value.startswith(NO_LONGER)]
+        others = others if asks_about_user(state.question) else []
+        everyday = everyday_words(state.question, self.statistics) if others else []  # read only when it counts
+        elsewhere = [personal_words(f) for f in others if fact_answers(state.question, f.text, f.value, everyday)]
         return (said + elsewhere)[:PERSONAL_FACTS], back
 
     async def run(self, state: TurnState) -> StageResult:
