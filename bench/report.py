@@ -36,7 +36,10 @@ REALDOCS_RUNS = (  # (label, results file) of the issue-23 realdocs-dev runs
     ("session 8: framework cuts of issue 22, behaviour unchanged (slower box, cold index)", "realdocs-s8"),
     ("session 8: a question that asks what the config looks like asks what to type (cached)", "realdocs-s8-how"),
     ("session 9: start of session on this box (fresh index; same code as session 8's end)", "realdocs-s9-start"),
-    ("session 10: no fact leads by closeness alone; units judged by 600 characters (cold sentence vectors)", "realdocs-s10"),
+    (
+        "session 10: no fact leads by closeness alone; units judged by 600 characters (cold sentence vectors)",
+        "realdocs-s10",
+    ),
     ("session 10, generate, fake model", "realdocs-s10-generate-fake"),
 )
 LOSS_STAGES = ("answered", "answer_misses", "fact_not_shown", "not_shown", "not_in_candidates", "not_in_index")

@@ -46,6 +46,7 @@ MAX_BLOCK_ITEMS = 8  # list items or table rows quoted with the sentence that in
 # a unit is judged by its first 600 characters (about 150 tokens): a long code block or table by its opening lines,
 # at a third of the cost of embedding all of it (on realdocs-dev, cold: turn p95 1476 -> 1283 ms, same answers)
 JUDGED_CHARS = 600
+TITLE_WORDS = 10  # a line longer than this is not a heading
 SAME_PAGE = 4  # candidates of the selected passages' pages the selection left out, also quoted from
 _DELIMITER_ROW = re.compile(r"^\|(\s*:?-+:?\s*\|)+$")
 # a question that asks for a procedure or what to type: "how do I turn on retention?", "how to enable TLS", "what do
@@ -58,6 +59,7 @@ _HOW = re.compile(
     re.I,
 )
 _INTRODUCES = re.compile(r"(:|\bas follows[.:]?|\bthe following\b.*)$", re.IGNORECASE)
+_ENDS_SENTENCE = re.compile(r"[.!?:;)\]\"'`*]$")
 _QUOTE_MARK = re.compile(r"^(\s*>)+\s?", re.MULTILINE)
 # items, rows, headings, quotes, tags, thematic breaks: lines a paragraph does not run into
 _BLOCK_LINE = re.compile(r"^\s*([-*+•]\s|\d{1,3}[.)]\s|\||#{1,6}\s|>|\{[{%]|<|(-{3,}|\*{3,}|_{3,})\s*$)")
@@ -372,13 +374,28 @@ def quotable_spans(text: str) -> list[tuple[int, int, str, str]]:
             if block:
                 found.append((position, end, f"{line}\n\n{block}", "lead-in"))
             continue
-        if unit.kind == "code" or (len(line.split()) >= MIN_WORDS and not line.endswith("?")):
+        if unit.kind == "code" or (
+            len(line.split()) >= MIN_WORDS and not line.endswith("?") and not is_title(units, position, line)
+        ):
             found.append((position, position, line, unit.kind))
         opening = paragraph_start(units, position - 1) if unit.kind == "code" else None
         if opening is not None and len(lines[opening].split()) >= MIN_WORDS and not lines[opening].endswith("?"):
             # the paragraph just before a code block says what it is for: its first sentence introduces it
             found.append((opening, position, f"{lines[opening]}\n\n{line}", "lead-in"))
     return found
+
+
+def is_title(units: Sequence[Unit], position: int, line: str) -> bool:
+    """A short line in title case that is a paragraph of its own and ends without punctuation: a heading that a
+    merged section kept as text ("Postgres STARTTLS with TCP TLS PassThrough routers"), which names what follows
+    and answers nothing. (A forum post's unpunctuated sentence is not in title case.)"""
+    tokens = line.split()
+    if units[position].kind != "sentence" or _ENDS_SENTENCE.search(line) or len(tokens) > TITLE_WORDS:
+        return False
+    if 2 * sum(t[:1].isupper() for t in tokens) < len(tokens):
+        return False
+    alone_before = position == 0 or "\n\n" in units[position - 1].separator
+    return alone_before and ("\n\n" in units[position].separator or position == len(units) - 1)
 
 
 def paragraph_start(units: Sequence[Unit], last: int) -> int | None:

@@ -16,7 +16,16 @@ from pydantic import BaseModel, ValidationError
 from anaphora.models.base import ChatModel, ChatOptions
 from anaphora.pipeline.query import QueryPlan
 from anaphora.pipeline.rewrite_guard import strip_preamble, validate_rewrite
-from anaphora.pipeline.route import REFERRING, TurnKind, continues, is_chit_chat, is_meta, looks_standalone
+from anaphora.pipeline.route import (
+    REFERRING,
+    TurnKind,
+    continues,
+    is_chit_chat,
+    is_meta,
+    looks_standalone,
+    returns_to_topic,
+    shifts_topic,
+)
 from anaphora.retrieval.terms import TermStatistics, disambiguating, naming, on_topic
 from anaphora.sanitize import speaker_line
 from anaphora.text import STOPWORDS, content_set, content_words, words
@@ -59,11 +68,8 @@ class HistoryExpansion:
         present = content_set(question)
         terms: list[str] = []
         seen: set[str] = set()
-        # the recent user turns that carry a topic (thanks and "say that again" carry none)
-        topical = [
-            m.content for m in history if m.role == "user" and not (is_chit_chat(m.content) or is_meta(m.content))
-        ]
-        recent = topical[-self.turns :]
+        # the recent user turns of the topic the message is on (thanks and "say that again" carry none)
+        recent = topic_turns(question, history)[-self.turns :]
         for text in reversed(recent):
             for word in re.findall(r"[\w\-.]+", text):
                 key = word.lower().strip(".-")
@@ -79,11 +85,15 @@ class HistoryExpansion:
     def stands_alone(self, question: str) -> bool:
         """The message names its own topic and does not point back into the conversation.
 
-        Without corpus statistics: no continuation, no pronoun, three content words. With them, a word that names
-        a topic in this corpus (:func:`~anaphora.retrieval.terms.naming`) is enough ("What is taurine?"), and a
-        pronoun in a later clause than such a word refers to it ("What is the Galileo system and why is it
-        important?"; but "Is prod007x in it?" still points back)."""
-        if continues(question):
+        A message that says it changes the topic ("unrelated: ...") stands alone; one that goes back to an earlier
+        topic ("back to postgres: ...") does not. Without corpus statistics: no
+        continuation, no pronoun, three content words. With them, a word that names a topic in this corpus
+        (:func:`~anaphora.retrieval.terms.naming`) is enough ("What is taurine?"), and a pronoun in a later clause
+        than such a word refers to it ("What is the Galileo system and why is it important?"; but "Is prod007x in
+        it?" still points back)."""
+        if shifts_topic(question):
+            return True
+        if continues(question) or returns_to_topic(question):
             return False
         statistics = self.statistics() if self.statistics else None
         clauses = [words(clause) for clause in _CLAUSE.split(question)]
@@ -122,6 +132,45 @@ class HistoryExpansion:
         plan = self.plan(question, history, status="ok")
         detail = "expanded with earlier turns" if plan.source == "expansion" else "stands alone"
         return QueryPlan(plan.query, plan.source, "ok", detail, alternates=plan.alternates)
+
+
+def topic_turns(question: str, history: Sequence[Message]) -> list[str]:
+    """The user's earlier messages on the topic ``question`` is about, oldest first, without chit-chat and requests
+    about the conversation. A message that says it changes the topic ("unrelated: ...") starts a new one; one that
+    goes back ("back to postgres for a sec: ...") resumes the earlier topic it shares most words with (the latest
+    of equals; with no change announced before it, the turns it shares words with), and the turns after it carry
+    that topic on. ``question`` itself: a new topic has no earlier turns,
+    a return resumes its topic's."""
+    topics: list[list[str]] = [[]]
+    for message in history:
+        text = message.content
+        if message.role != "user" or is_chit_chat(text) or is_meta(text):
+            continue
+        if shifts_topic(text):
+            topics.append([text])
+        elif returns_to_topic(text) and len(topics) > 1:
+            topics.append([*resumed(text, topics[:-1]), text])
+        else:
+            topics[-1].append(text)
+    if shifts_topic(question):
+        return []
+    if returns_to_topic(question):  # no change announced before: the turns it names are the topic it resumes
+        return resumed(question, topics[:-1]) if len(topics) > 1 else naming_turns(question, topics[0])
+    return topics[-1]
+
+
+def naming_turns(message: str, turns: list[str]) -> list[str]:
+    """The turns that share a content word with ``message`` (all of them when none does)."""
+    wanted = content_set(message)
+    return [t for t in turns if wanted & content_set(t)] or turns
+
+
+def resumed(message: str, topics: Sequence[list[str]]) -> list[str]:
+    """The earlier topic a message goes back to: the one whose turns share most content words with it."""
+    wanted = content_set(message)
+    overlap = [len(wanted & content_set(" ".join(turns))) for turns in topics]
+    best = max(range(len(topics)), key=lambda n: (overlap[n], n))
+    return list(topics[best])
 
 
 ANALYSIS_INSTRUCTIONS = (

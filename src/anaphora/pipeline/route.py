@@ -30,20 +30,49 @@ _CONTINUATIONS = re.compile(
 )
 
 
+# the user says the topic changes, at the start of the message ("unrelated: ...", "different problem: ...",
+# "switching topics, ...", "ok, separately: ...") or that it goes back to an earlier one ("back to postgres for a
+# sec: ...", "going back to the tenant thing: ...")
+_OPENING = r"^\s*(?:(?:ok(?:ay)?|oh|so|hey|also|btw|and|one more thing)\b[\s,.:!-]*)*"
+_TOPIC_SHIFT = re.compile(
+    _OPENING + r"(?:(?:totally |completely |a |an )?(?:unrelated|different|separate|new|another|other)"
+    r"(?: (?:problem|question|topic|issue|thing|subject|one))?\s*[:,.;!-]|separately\s*[:,.;!-]|"
+    r"(?:switching|changing|change of) (?:topics?|gears|subjects?|the (?:topic|subject))\b|"
+    r"on (?:another|a different|an unrelated|a separate) (?:note|topic)\b)",
+    re.IGNORECASE,
+)
+_TOPIC_RETURN = re.compile(
+    _OPENING + r"(?:(?:going|coming|getting|circling|jumping|switching) )?(?:back|returning) to\b", re.IGNORECASE
+)
+
+
 def continues(question: str) -> bool:
     """The message carries on from the last turn ("and on ARM?", "what about the other one?")."""
     return bool(_CONTINUATIONS.match(question))
 
 
+def shifts_topic(question: str) -> bool:
+    """The message says it leaves the conversation's topic ("unrelated: can traefik load-balance UDP?"): it
+    stands alone, whatever its pronouns point at."""
+    return bool(_TOPIC_SHIFT.match(question))
+
+
+def returns_to_topic(question: str) -> bool:
+    """The message goes back to an earlier topic ("back to postgres for a sec: ..."): the turns it resumes are
+    not the most recent ones."""
+    return bool(_TOPIC_RETURN.match(question))
+
+
 def refers_back(question: str) -> bool:
-    """The message points into the conversation: a pronoun or demonstrative, or it continues."""
-    return continues(question) or any(t in REFERRING for t in words(question))
+    """The message points into the conversation: a pronoun or demonstrative, it continues, or it goes back."""
+    return continues(question) or returns_to_topic(question) or any(t in REFERRING for t in words(question))
 
 
 def looks_standalone(question: str) -> bool:
-    """A message stands alone unless it refers back or is too short to name a topic by word count alone (the
-    history expansion also asks the corpus which of a message's words name a topic)."""
-    return not refers_back(question) and len(content_set(question)) >= 3
+    """A message stands alone when it says it changes the topic, or when it does not refer back and has enough
+    words to name a topic by word count alone (the history expansion also asks the corpus which of a message's
+    words name a topic)."""
+    return shifts_topic(question) or (not refers_back(question) and len(content_set(question)) >= 3)
 
 
 class TurnKind(StrEnum):
@@ -89,6 +118,8 @@ def route_by_rules(question: str, has_history: bool) -> Route | None:
 
 def route_by_standalone_test(question: str) -> Route:
     """For a later turn the rules left undecided: a new query if it stands alone, else a follow-up."""
+    if shifts_topic(question):
+        return Route(TurnKind.NEW_QUERY, "says it changes the topic")
     if looks_standalone(question):
         return Route(TurnKind.NEW_QUERY, "stands alone")
     return Route(TurnKind.FOLLOW_UP, "refers back to the conversation")

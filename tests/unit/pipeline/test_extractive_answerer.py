@@ -160,3 +160,19 @@ def test_how_questions_are_told_from_others() -> None:
     assert not asks_how("does it support TLS?") and not asks_how("which limit applies?") and not asks_how("how much?")
     assert asks_how("ok so what would the config look like for that?") and asks_how("show me an example")
     assert not asks_how("what does the dashboard look like?") and not asks_how("is the config file required?")
+
+
+def test_a_heading_kept_as_a_line_of_text_is_not_quoted() -> None:
+    text = (
+        "Postgres STARTTLS\n\nTraefik supports the Postgres STARTTLS protocol for TLS routing.\n\n"
+        "Postgres STARTTLS with TCP TLS PassThrough routers"
+    )
+    assert [t for _, t, _ in quotable_units(text)] == [
+        "Traefik supports the Postgres STARTTLS protocol for TLS routing."
+    ]
+
+
+def test_an_unpunctuated_sentence_in_lower_case_is_still_quoted() -> None:
+    assert [t for _, t, _ in quotable_units("i think you should just buy an index fund")] == [
+        "i think you should just buy an index fund"
+    ]
