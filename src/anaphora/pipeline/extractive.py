@@ -58,6 +58,15 @@ _HOW = re.compile(
     r"\bshow me (the|an?|that) (config|configuration|example|command|snippet|yaml)\b",
     re.I,
 )
+# a question that asks for an amount ("how far can I push it?", "how long until it's gone?", "what's it set to out
+# of the box?", "how many teams?"): a unit that states a quantity answers it
+_AMOUNT = re.compile(
+    r"\bhow (far|much|many|long|big|large|high|low|often|fast|soon)\b|\bout of the box\b|\bset to\b|"
+    r"\bdefault (value|setting|size|limit)s?\b|"
+    r"\bwhat(?:'s| is) the (limit|maximum|minimum|max|min|value|size|timeout|interval)\b",
+    re.IGNORECASE,
+)
+_QUANTITY = re.compile(r"(?<![\w.:/-])\d+(?:[.,]\d+)?\s?(?:%|[A-Za-z]{1,7})?(?![\w/:-])")
 _INTRODUCES = re.compile(r"(:|\bas follows[.:]?|\bthe following\b.*)$", re.IGNORECASE)
 _ENDS_SENTENCE = re.compile(r"[.!?:;)\]\"'`*]$")
 _QUOTE_MARK = re.compile(r"^(\s*>)+\s?", re.MULTILINE)
@@ -197,7 +206,8 @@ class ExtractiveAnswerer:
         quotes_code = np.array([c.kind == "code" or "`" in c.text for c in found], dtype=float)
         ranks = np.array([c.rank for c in found])
         procedure = np.array([c.kind == "lead-in" and "```" in c.text for c in found]) & asks_how(question)
-        relevance = similarity + 0.2 * overlap + CODE_BONUS * (quotes_code + procedure) - RANK_PENALTY * ranks
+        amount = np.array([bool(_QUANTITY.search(c.text)) for c in found]) & asks_amount(question)
+        relevance = similarity + 0.2 * overlap + CODE_BONUS * (quotes_code + procedure + amount) - RANK_PENALTY * ranks
         chosen = self._select(found, relevance, similarity, sentences)
         if not chosen:
             return None
@@ -304,6 +314,12 @@ def asks_how(question: str) -> bool:
     """The question asks for a procedure ("how do I turn on retention?"): what to type answers it, so a sentence
     that introduces a code block counts as quoting code twice."""
     return bool(_HOW.search(question))
+
+
+def asks_amount(question: str) -> bool:
+    """The question asks how much, how long or what a setting is set to: a unit that states a quantity ("no higher
+    than 5MB", "2h by default", "32 teams") is worth as much more as one that quotes code."""
+    return bool(_AMOUNT.search(question))
 
 
 def closeness(candidate: Candidate, lead: Candidate) -> float:

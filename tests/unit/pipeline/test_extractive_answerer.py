@@ -176,3 +176,27 @@ def test_an_unpunctuated_sentence_in_lower_case_is_still_quoted() -> None:
     assert [t for _, t, _ in quotable_units("i think you should just buy an index fund")] == [
         "i think you should just buy an index fund"
     ]
+
+
+@pytest.mark.parametrize(
+    ("question", "leads"),
+    [
+        ("How far can I push the per stream rate limit?", "limits.md#2"),  # an amount: the quantity leads
+        ("Why does the per stream rate limit exist?", "limits.md#1"),  # not an amount
+    ],
+)
+async def test_a_question_about_an_amount_is_answered_with_the_quantity(question: str, leads: str) -> None:
+    reason = Passage(id="limits.md#1", text="The per stream rate limit keeps one stream from overwhelming ingesters.")
+    amount = Passage(id="limits.md#2", text="Keep the per stream rate limit no higher than 5MB for each stream.")
+    answer = await ExtractiveAnswerer(HashingEmbedder(), min_relevance=0.0, max_points=1).answer(
+        "per stream rate limit", question, [reason, amount]
+    )
+    assert answer is not None and answer.points[0].passage_id == leads
+
+
+def test_amount_questions_are_told_from_others() -> None:
+    from anaphora.pipeline.extractive import asks_amount
+
+    assert asks_amount("how long until it's gone?") and asks_amount("what's it set to out of the box?")
+    assert asks_amount("How many teams are in the NFL?") and asks_amount("what is the maximum size?")
+    assert not asks_amount("how do I make it the default for every container?") and not asks_amount("which limit?")
