@@ -120,6 +120,8 @@ def route_by_standalone_test(question: str) -> Route:
     """For a later turn the rules left undecided: a new query if it stands alone, else a follow-up."""
     if shifts_topic(question):
         return Route(TurnKind.NEW_QUERY, "says it changes the topic")
+    if returns_to_topic(question):
+        return Route(TurnKind.FOLLOW_UP, "goes back to an earlier topic")
     if looks_standalone(question):
         return Route(TurnKind.NEW_QUERY, "stands alone")
     return Route(TurnKind.FOLLOW_UP, "refers back to the conversation")

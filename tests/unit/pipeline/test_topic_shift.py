@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from anaphora.pipeline.rewrite import HistoryExpansion, topic_turns
-from anaphora.pipeline.route import TurnKind, returns_to_topic, route_turn, shifts_topic
+from anaphora.pipeline.route import Route, TurnKind, returns_to_topic, route_turn, shifts_topic
 from anaphora.types import Message
 
 pytestmark = pytest.mark.unit
@@ -68,6 +68,7 @@ def test_no_topic_change(message: str) -> None:
 def test_return_to_a_topic(message: str) -> None:
     assert returns_to_topic(message)
     assert not shifts_topic(message)
+    assert route_turn(message, has_history=True) == Route(TurnKind.FOLLOW_UP, "goes back to an earlier topic")
 
 
 def test_follow_up_after_a_topic_change_takes_no_words_from_before_it() -> None:
