@@ -195,6 +195,15 @@ async def test_a_standalone_message_is_the_query_without_a_model_call(fake_model
     assert fake_model.calls == []
 
 
+async def test_a_message_that_announces_a_new_topic_makes_no_model_call(fake_model: FakeChatModel) -> None:
+    """A message opening with "unrelated:" stands alone for a capable model too: its pronouns point inside it."""
+    question = "unrelated: can I rotate its token?"
+    fake_model.enqueue("How do I rotate the Kestrel Helm chart token?")  # never asked
+    plan = await GuardedRewriter(fake_model).run(question, HISTORY)
+    assert (plan.query, plan.source, plan.model_calls) == (question, "question", 0)
+    assert fake_model.calls == []
+
+
 async def test_accepted_rewrite_rides_behind_the_model_free_expansion(fake_model: FakeChatModel) -> None:
     fake_model.enqueue(GOOD_REWRITE)
     plan = await GuardedRewriter(fake_model).run(FOLLOW_UP, HISTORY)
