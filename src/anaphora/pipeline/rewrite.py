@@ -86,11 +86,10 @@ class HistoryExpansion:
         """The message names its own topic and does not point back into the conversation.
 
         A message that says it changes the topic ("unrelated: ...") stands alone; one that goes back to an earlier
-        topic ("back to postgres: ...") does not. Without corpus statistics: no
-        continuation, no pronoun, three content words. With them, a word that names a topic in this corpus
-        (:func:`~anaphora.retrieval.terms.naming`) is enough ("What is taurine?"), and a pronoun in a later clause
-        than such a word refers to it ("What is the Galileo system and why is it important?"; but "Is prod007x in
-        it?" still points back)."""
+        topic ("back to postgres: ...") does not. Without corpus statistics: no continuation, no pronoun, three
+        content words. With them, a word that names a topic in this corpus (:func:`~anaphora.retrieval.terms.
+        naming`) is enough ("What is taurine?"), and a pronoun in a later clause than such a word refers to it
+        ("What is the Galileo system and why is it important?"; but "Is prod007x in it?" still points back)."""
         if shifts_topic(question):
             return True
         if continues(question) or returns_to_topic(question):
@@ -139,8 +138,7 @@ def topic_turns(question: str, history: Sequence[Message]) -> list[str]:
     about the conversation. A message that says it changes the topic ("unrelated: ...") starts a new one; one that
     goes back ("back to postgres for a sec: ...") resumes the earlier topic it shares most words with (the latest
     of equals; with no change announced before it, the turns it shares words with), and the turns after it carry
-    that topic on. ``question`` itself: a new topic has no earlier turns,
-    a return resumes its topic's."""
+    that topic on. For ``question`` itself: an announced change has no earlier turns, a return has its topic's."""
     topics: list[list[str]] = [[]]
     for message in history:
         text = message.content

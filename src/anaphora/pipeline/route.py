@@ -35,9 +35,9 @@ _CONTINUATIONS = re.compile(
 # sec: ...", "going back to the tenant thing: ...")
 _OPENING = r"^\s*(?:(?:ok(?:ay)?|oh|so|hey|also|btw|and|one more thing)\b[\s,.:!-]*)*"
 _TOPIC_SHIFT = re.compile(
-    _OPENING + r"(?:(?:totally |completely |a |an )?(?:unrelated|different|separate|new|another|other)"
-    r"(?: (?:problem|question|topic|issue|thing|subject|one))?\s*[:,.;!-]|separately\s*[:,.;!-]|"
-    r"(?:switching|changing|change of) (?:topics?|gears|subjects?|the (?:topic|subject))\b|"
+    _OPENING + r"(?:(?:totally |completely )?(?:unrelated|separately)(?: (?:problem|question|topic|issue|thing))?"
+    r"\s*[:,.;!-]|(?:a |an )?(?:different|separate|new|another|other) (?:problem|question|topic|issue|thing|subject)"
+    r"\s*[:,.;!-]|(?:switching|changing|change of) (?:topics?|gears|subjects?|the (?:topic|subject))\b|"
     r"on (?:another|a different|an unrelated|a separate) (?:note|topic)\b)",
     re.IGNORECASE,
 )
