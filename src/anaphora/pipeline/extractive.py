@@ -206,7 +206,7 @@ class ExtractiveAnswerer:
         quotes_code = np.array([c.kind == "code" or "`" in c.text for c in found], dtype=float)
         ranks = np.array([c.rank for c in found])
         procedure = np.array([c.kind == "lead-in" and "```" in c.text for c in found]) & asks_how(question)
-        amount = np.array([bool(_QUANTITY.search(c.text)) for c in found]) & asks_amount(question)
+        amount = np.array([bool(_QUANTITY.search(c.text)) for c in found] if asks_amount(question) else [False])
         relevance = similarity + 0.2 * overlap + CODE_BONUS * (quotes_code + procedure + amount) - RANK_PENALTY * ranks
         chosen = self._select(found, relevance, similarity, sentences)
         if not chosen:

@@ -69,10 +69,10 @@ def refers_back(question: str) -> bool:
 
 
 def looks_standalone(question: str) -> bool:
-    """A message stands alone when it says it changes the topic, or when it does not refer back and has enough
-    words to name a topic by word count alone (the history expansion also asks the corpus which of a message's
-    words name a topic)."""
-    return shifts_topic(question) or (not refers_back(question) and len(content_set(question)) >= 3)
+    """A message stands alone unless it refers back or is too short to name a topic by word count alone (the
+    history expansion also asks the corpus which of a message's words name a topic; both callers take a message
+    that announces a new topic, :func:`shifts_topic`, as standalone before asking)."""
+    return not refers_back(question) and len(content_set(question)) >= 3
 
 
 class TurnKind(StrEnum):
