@@ -22,13 +22,13 @@ from anaphora.memory.sqlite_store import SQLiteMemoryStore
 from anaphora.memory.ttl import within_ttl
 from anaphora.memory.writer import TurnRecorder
 from anaphora.metrics import Metrics
-from anaphora.model_defaults import answer_mode, query_rewriter, uses_model_facts, window_policy
+from anaphora.model_defaults import answer_mode, embeds_answer_units, query_rewriter, uses_model_facts, window_policy
 from anaphora.models import ChatModel, load_chat_model
 from anaphora.pipeline.answer import Answer
 from anaphora.pipeline.budget import PromptBudget, PromptLimits
 from anaphora.pipeline.check import AnswerCheck
 from anaphora.pipeline.engine import LOCAL_USER, Engine, TurnRequest
-from anaphora.pipeline.extractive import ExtractiveAnswerer
+from anaphora.pipeline.extractive import ExtractiveAnswerer, judged_texts
 from anaphora.pipeline.memory import (
     AcknowledgeStatement,
     PersonalQuery,
@@ -319,6 +319,13 @@ def build_components(settings: Settings, *, model: ChatModel | None = None) -> C
         raise
 
 
+def answer_units_ahead(settings: Settings, chat_model: ChatModel) -> Callable[[str], list[str]] | None:
+    """What ingestion embeds ahead of a chunk besides the chunk: the units a quoted answer judges, when answers
+    are quoted (:func:`~anaphora.model_defaults.embeds_answer_units`)."""
+    mode = answer_mode(settings.answers, chat_model.capabilities)
+    return judged_texts if embeds_answer_units(settings.ingest, mode) else None
+
+
 def limit_blas_threads(threads: int) -> None:
     """Cap the BLAS thread pool of this process (0: leave it). Process-wide, so it is a setting applied when the
     components are built, never an import side effect."""
@@ -398,7 +405,7 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None, l
         conversations,
         chat_model,
         engine,
-        Ingestor(corpus, embedder, settings.ingest),
+        Ingestor(corpus, embedder, settings.ingest, ahead=answer_units_ahead(settings, chat_model)),
         memory,
         local,
         clients,
@@ -458,9 +465,9 @@ def ingest_with_workers(components: Components, workers: int, paths: Sequence[st
 
     cached = components.embedder
     with ProcessPoolEmbedder(components.settings, workers, cached.inner) as pool:
-        return Ingestor(components.corpus, CachedEmbedder(pool, cached.cache), components.settings.ingest).run(
-            paths, **options
-        )
+        embedder = CachedEmbedder(pool, cached.cache)
+        ingestor = Ingestor(components.corpus, embedder, components.settings.ingest, components.ingestor.ahead)
+        return ingestor.run(paths, **options)
 
 
 class Anaphora:

@@ -11,7 +11,7 @@ from anaphora.errors import ConfigurationError
 from anaphora.models.base import ModelCapabilities
 from anaphora.pipeline.check import AnswerMode
 from anaphora.pipeline.window import WindowPolicy
-from anaphora.settings import AnswerSettings, MemorySettings, PromptSettings, RetrievalSettings
+from anaphora.settings import AnswerSettings, IngestSettings, MemorySettings, PromptSettings, RetrievalSettings
 
 RewriterChoice = Literal["analysis", "model", "expansion", "off"]
 CACHED_WINDOW = (16, 8)  # a model whose provider caches prefixes: a longer window folds less often (prefix 0.89)
@@ -24,6 +24,13 @@ def answer_mode(settings: AnswerSettings, capabilities: ModelCapabilities) -> An
     if settings.answer_mode is not None:
         return settings.answer_mode
     return "auto" if capabilities.reliable_answers else "extractive"
+
+
+def embeds_answer_units(settings: IngestSettings, mode: AnswerMode) -> bool:
+    """``embed_answer_units``, or whether every answer is quoted (then every quoted passage's units are judged)."""
+    if settings.embed_answer_units is not None:
+        return settings.embed_answer_units
+    return mode == "extractive"
 
 
 def query_rewriter(settings: RetrievalSettings, capabilities: ModelCapabilities) -> RewriterChoice:

@@ -246,6 +246,13 @@ class IngestSettings(SettingsGroup):
     embed_batch_size: int = Field(
         default=32, ge=1, description="texts per embedder batch (ingestion embeds a few batches per window)"
     )
+    embed_answer_units: bool | None = Field(
+        default=None,
+        description="also embed each passage's sentences, code blocks and table rows (what a quoted answer judges) "
+        "into the embedding cache while ingesting: the first answer from a passage then embeds nothing (about twice "
+        "the embedding time of ingestion); unset: on when answers are quoted (answer_mode 'extractive', the "
+        "embedded default), else off",
+    )
     max_file_bytes: int = Field(
         default=64 * 1024 * 1024,
         ge=1,

@@ -3,6 +3,10 @@
 A file that cannot be read or parsed is reported and skipped; it never disturbs what is already indexed, because
 each document is replaced in one transaction only after it parsed, chunked and embedded successfully.
 
+A chunk's *ahead* texts (the units an extractive answer judges, given by the caller) are embedded at the same time
+into the embedder's cache, so the first answer that quotes a passage finds their vectors there instead of embedding
+them while the user waits.
+
 Throughput: files are parsed and chunked in a thread running ahead of the embedder (a bounded queue,
 :mod:`anaphora.ingest.read_ahead`); the embedder gets windows of chunks from many documents at once (it sorts each
 window by length, so its batches pad little), and each window's documents are written in one transaction.
@@ -117,10 +121,18 @@ def _empty_reason(file: Path, data: bytes) -> str:
 
 
 class Ingestor:
-    def __init__(self, corpus: DocumentRegistry, embedder: Embedder, settings: IngestSettings) -> None:
+    def __init__(
+        self,
+        corpus: DocumentRegistry,
+        embedder: Embedder,
+        settings: IngestSettings,
+        ahead: Callable[[str], Sequence[str]] | None = None,
+    ) -> None:
+        """``ahead``: the texts of a chunk's text to embed ahead (``embedder`` caches them); ``None``: none."""
         self.corpus = corpus
         self.embedder = embedder
         self.settings = settings
+        self.ahead = ahead
         self._limits = ParseLimits(max_pdf_chars=settings.max_pdf_chars, max_pdf_seconds=settings.max_pdf_seconds)
 
     def _fingerprint(self, data: bytes) -> str:
@@ -288,6 +300,9 @@ class Ingestor:
         """Embed a window's chunks in one call and write its documents in one transaction. Passage ids taken by
         another process since they were chosen (two ingestions into one PostgreSQL) are chosen again."""
         vectors = self._embed([c for item in window for c in item.chunks])
+        if self.ahead is not None:
+            ahead = dict.fromkeys(t for item in window for c in item.chunks for t in self.ahead(c.text))
+            self.embedder.embed(list(ahead))  # into the cache; a text met before costs a lookup
         offsets = np.cumsum([0, *(len(item.chunks) for item in window)])
         versions = {
             id(item): DocumentVersion(item.root, item.source, item.content_hash, item.chunks, vectors[a:b])

@@ -142,29 +142,12 @@ class ExtractiveAnswerer:
     @staticmethod
     def candidates(passages: Sequence[Passage], memories: Sequence[Passage] = ()) -> list[Candidate]:
         """Every quotable unit of the documents, then of the memories."""
-        found = []
         shown = [*enumerate(passages), *enumerate(memories)]
-        for order, (rank, passage) in enumerate(shown):
-            spans = quotable_spans(passage.text)
-            running = running_on(passage.text)
-            for n, (start, end, text, kind) in enumerate(spans):
-                before = spans[n - 1] if n else None  # a code block says little alone: score it with its sentence
-                context = f"{before[2]}\n{text}" if kind == "code" and before and before[1] == start - 1 else ""
-                found.append(
-                    Candidate(
-                        passage.id,
-                        order,
-                        rank,
-                        start,
-                        text,
-                        kind,
-                        end,
-                        passage.source,
-                        context,
-                        continued=kind == "sentence" and end in running,
-                    )
-                )
-        return found
+        return [
+            Candidate(passage.id, order, rank, u.position, u.text, u.kind, u.end, passage.source, u.context, u.continued)
+            for order, (rank, passage) in enumerate(shown)
+            for u in passage_units(passage.text)
+        ]
 
     async def answer_turn(self, state: TurnState) -> ExtractiveAnswer | None:
         """This turn's extract: from the passages selected and the memories recalled (what the prompt would show,
@@ -194,7 +177,7 @@ class ExtractiveAnswerer:
         found = self.candidates(passages, memories)
         if not found:
             return None
-        texts = [(c.context or c.text)[:JUDGED_CHARS] for c in found]
+        texts = [judged(c.context or c.text) for c in found]
         queries = list(dict.fromkeys([query, question]))
         documents = sum(1 for c in found if c.order < len(passages))  # the documents' units come first
         asked, sentences = await asyncio.to_thread(
@@ -262,6 +245,42 @@ class ExtractiveAnswerer:
             chosen.append(best)
             blocked |= np.array([c.overlaps(found[best]) or repeats(c, found[best]) for c in found])
         return chosen
+
+
+@dataclass(frozen=True, slots=True)
+class PassageUnit:
+    """A quotable unit of one passage (what a :class:`Candidate` adds is where the passage was shown)."""
+
+    position: int
+    text: str
+    kind: str
+    end: int
+    context: str  # what it is scored by, when not its text (a code block: with the sentence before it)
+    continued: bool  # a sentence the next unit of its paragraph continues
+
+
+def passage_units(text: str) -> list[PassageUnit]:
+    """The quotable units of one passage's text, in order."""
+    spans = quotable_spans(text)
+    running = running_on(text)
+    units = []
+    for n, (start, end, unit, kind) in enumerate(spans):
+        before = spans[n - 1] if n else None  # a code block says little alone: score it with its sentence
+        context = f"{before[2]}\n{unit}" if kind == "code" and before and before[1] == start - 1 else ""
+        continued = kind == "sentence" and end in running
+        units.append(PassageUnit(start, unit, kind, end, context, continued))
+    return units
+
+
+def judged(text: str) -> str:
+    """What of a unit (or its context) the answerer embeds: its opening :data:`JUDGED_CHARS` characters."""
+    return text[:JUDGED_CHARS]
+
+
+def judged_texts(text: str) -> list[str]:
+    """Every text the answerer embeds when it reads a passage of ``text``: what ingestion embeds ahead (into the
+    embedding cache) so that a passage's first quote costs no embedding."""
+    return list(dict.fromkeys(judged(unit.context or unit.text) for unit in passage_units(text)))
 
 
 def running_on(text: str) -> set[int]:
