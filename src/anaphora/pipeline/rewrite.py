@@ -28,7 +28,7 @@ from anaphora.pipeline.route import (
 )
 from anaphora.retrieval.terms import TermStatistics, disambiguating, naming, on_topic
 from anaphora.sanitize import speaker_line
-from anaphora.text import STOPWORDS, content_set, content_words, words
+from anaphora.text import STOPWORDS, content_set, english_stemmer, words
 from anaphora.types import Message
 
 log = logging.getLogger("anaphora.rewrite")
@@ -66,20 +66,25 @@ class HistoryExpansion:
     def candidates(self, question: str, history: Sequence[Message]) -> list[str]:
         """Salient words of the recent topical user turns, most recent turn first, without the message's own."""
         present = content_set(question)
-        terms: list[str] = []
-        seen: set[str] = set()
         # the recent user turns of the topic the message is on (thanks and "say that again" carry none)
         recent = topic_turns(question, history)[-self.turns :]
-        for text in reversed(recent):
-            for word in re.findall(r"[\w\-.]+", text):
-                key = word.lower().strip(".-")
-                if not key or key in STOPWORDS or key in REFERRING or len(key) < 2:
-                    continue
-                stemmed = next(iter(content_words(key)), key)  # the first word: a set has no stable order
-                if stemmed in present or stemmed in seen:
-                    continue
-                seen.add(stemmed)
-                terms.append(word.strip(".-"))
+        found = [
+            (word.strip(".-"), key)
+            for text in reversed(recent)
+            for word in re.findall(r"[\w\-.]+", text)
+            if (key := word.lower().strip(".-")) and key not in STOPWORDS and key not in REFERRING and len(key) >= 2
+        ]
+        # each word by the stem of its first content word (one stemmer call for all of them)
+        firsts = [next((w for w in words(key) if w not in STOPWORDS), "") for _, key in found]
+        stems = english_stemmer().stemWords(firsts)
+        terms: list[str] = []
+        seen: set[str] = set()
+        for (word, key), first, stemmed in zip(found, firsts, stems, strict=True):
+            stemmed = stemmed if first else key
+            if stemmed in present or stemmed in seen:
+                continue
+            seen.add(stemmed)
+            terms.append(word)
         return terms
 
     def stands_alone(self, question: str) -> bool:

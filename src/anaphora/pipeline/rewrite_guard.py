@@ -135,8 +135,8 @@ def validate_rewrite(question: str, history: Sequence[Message], rewrite: str) ->
     if asked and len(asked & kept) / len(asked) < 0.5:
         reasons.append("drops the user's words")
     invented = kept - asked - _FRAMING
-    if invented:  # only then is the history worth reading
-        invented -= {w for m in history for w in content_set(m.content)}
+    if invented:  # only then is the history worth reading (each message's words are a cached set)
+        invented = {w for w in invented if not any(w in content_set(m.content) for m in history)}
     if invented:
         reasons.append(f"introduces words from nowhere ({', '.join(sorted(invented)[:5])})")
     if _script(question) and _script(text) and _script(question) != _script(text):
