@@ -190,7 +190,8 @@ def print_ingest_report(console: Console, report: IngestReport, *, verbose: bool
     console.print(
         f"[bold]Ingested[/bold] in {report.seconds:.1f}s: {len(report.added)} added, {len(report.updated)} updated, "
         f"{len(report.unchanged)} unchanged, {len(report.removed)} removed, {len(report.skipped)} skipped; "
-        f"{report.chunks_written} chunks written."
+        f"{report.chunks_written} chunks written"
+        + (f" ({report.ahead_embedded} answer units embedded with them)." if report.ahead_embedded else ".")
     )
     if verbose:
         for path, reason in report.skipped:

@@ -50,6 +50,7 @@ class IngestReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
     warnings: list[tuple[str, str]] = field(default_factory=list)
     chunks_written: int = 0
+    ahead_embedded: int = 0  # texts of the written chunks embedded ahead (answer units), new to the cache or not
     seconds: float = 0.0
 
 
@@ -303,6 +304,7 @@ class Ingestor:
         if self.ahead is not None:
             ahead = dict.fromkeys(t for item in window for c in item.chunks for t in self.ahead(c.text))
             self.embedder.embed(list(ahead))  # into the cache; a text met before costs a lookup
+            report.ahead_embedded += len(ahead)
         offsets = np.cumsum([0, *(len(item.chunks) for item in window)])
         versions = {
             id(item): DocumentVersion(item.root, item.source, item.content_hash, item.chunks, vectors[a:b])

@@ -144,7 +144,9 @@ class ExtractiveAnswerer:
         """Every quotable unit of the documents, then of the memories."""
         shown = [*enumerate(passages), *enumerate(memories)]
         return [
-            Candidate(passage.id, order, rank, u.position, u.text, u.kind, u.end, passage.source, u.context, u.continued)
+            Candidate(
+                passage.id, order, rank, u.position, u.text, u.kind, u.end, passage.source, u.context, u.continued
+            )
             for order, (rank, passage) in enumerate(shown)
             for u in passage_units(passage.text)
         ]

@@ -30,7 +30,7 @@ async def first_answer_misses(tmp_path: Path, **overrides) -> tuple[int, int]:
     settings = Settings(data_dir=tmp_path / "data", embedder="hashing", chat_model="fake", **overrides)
     app = build_components(settings)
     try:
-        app.ingestor.run([docs])
+        report = app.ingestor.run([docs])
         rows = app.database.query("SELECT id, text FROM chunks ORDER BY key")
         passages = [Passage(id=r["id"], text=r["text"]) for r in rows]
         judged = {t for p in passages for t in judged_texts(p.text)}
@@ -39,6 +39,7 @@ async def first_answer_misses(tmp_path: Path, **overrides) -> tuple[int, int]:
             "turn on retention", "how do I turn on retention?", passages
         )
         assert answer is not None
+        assert report.ahead_embedded == (len(judged) if app.ingestor.ahead else 0)
         return app.embedder.misses - before, len(judged)
     finally:
         app.database.close()
