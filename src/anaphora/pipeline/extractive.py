@@ -196,6 +196,7 @@ class ExtractiveAnswerer:
         chosen = self._select(found, relevance, similarity, sentences)
         if not chosen:
             return None
+        chosen = with_lead_ins(found, chosen)
         texts_of = with_what_it_names(found, chosen)
         lead, *rest = (
             Extract(
@@ -293,6 +294,18 @@ def running_on(text: str) -> set[int]:
         for n, unit in enumerate(units[:-1])
         if unit.kind == "sentence" and units[n + 1].kind == "sentence" and "\n" not in unit.separator
     }
+
+
+def with_lead_ins(found: Sequence[Candidate], chosen: Sequence[int]) -> list[int]:
+    """Each chosen bare code block replaced by the unit that quotes it with the sentence introducing it ("Run the
+    following command ..., changing the architecture if needed:"), when there is one: a command says what to type,
+    its sentence says what it is for."""
+    introducing = {(c.order, c.end): n for n, c in enumerate(found) if c.kind == "lead-in"}
+    out: list[int] = []
+    for i in chosen:
+        j = introducing.get((found[i].order, found[i].position)) if found[i].kind == "code" else None
+        out.append(j if j is not None and j not in chosen else i)
+    return out
 
 
 def with_what_it_names(found: Sequence[Candidate], chosen: Sequence[int]) -> dict[int, str]:

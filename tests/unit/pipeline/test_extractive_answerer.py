@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from anaphora.embeddings.hashing import HashingEmbedder
-from anaphora.pipeline.extractive import ExtractiveAnswerer, quotable_units
+from anaphora.pipeline.extractive import ExtractiveAnswerer, quotable_units, with_lead_ins
 from anaphora.types import Passage
 
 pytestmark = pytest.mark.unit
@@ -200,3 +200,33 @@ def test_amount_questions_are_told_from_others() -> None:
     assert asks_amount("how long until it's gone?") and asks_amount("what's it set to out of the box?")
     assert asks_amount("How many teams are in the NFL?") and asks_amount("what is the maximum size?")
     assert not asks_amount("how do I make it the default for every container?") and not asks_amount("which limit?")
+
+
+
+DRIVER = Passage(
+    id="docker-driver.md#2",
+    text="Loki ships a Docker logging driver that reads the containers' logs.\n\n"
+    "Run the following command to install the plugin, changing the architecture (`arm64` and `amd64` are "
+    "supported) if needed:\n\n```bash\ndocker plugin install grafana/loki-docker-driver:3.6.0-amd64 --alias loki\n```",
+)
+
+
+def test_a_chosen_code_block_is_quoted_with_the_sentence_that_introduces_it() -> None:
+    """The block may match the words best, but its sentence says what to change in it."""
+    found = ExtractiveAnswerer.candidates([DRIVER])
+    kinds = [c.kind for c in found]
+    code, sentence = kinds.index("code"), kinds.index("sentence")
+    first, swapped = with_lead_ins(found, [sentence, code])
+    assert first == sentence and found[swapped].kind == "lead-in" and found[swapped].end == found[code].position
+    assert found[swapped].text.startswith("Run the following command") and found[code].text in found[swapped].text
+    assert with_lead_ins(found, [swapped, code]) == [swapped, code]  # never the same unit twice
+    assert with_lead_ins(found, [sentence]) == [sentence]
+
+
+async def test_an_answer_never_quotes_a_block_without_the_sentence_that_introduces_it() -> None:
+    answer = await ExtractiveAnswerer(HashingEmbedder(), min_relevance=0.0).answer(
+        "loki docker logging driver plugin install", "how do I get docker logs into loki?", [DRIVER]
+    )
+    assert answer is not None
+    assert all(point.kind != "code" for point in answer.points)
+    assert "changing the architecture" in answer.text and answer.text.count("docker plugin install") == 1
