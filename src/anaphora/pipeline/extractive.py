@@ -299,12 +299,16 @@ def running_on(text: str) -> set[int]:
 def with_lead_ins(found: Sequence[Candidate], chosen: Sequence[int]) -> list[int]:
     """Each chosen bare code block replaced by the unit that quotes it with the sentence introducing it ("Run the
     following command ..., changing the architecture if needed:"), when there is one: a command says what to type,
-    its sentence says what it is for."""
+    its sentence says what it is for. Not when that sentence is already quoted (a paragraph's opening sentence is a
+    point of its own too) or the lead-in repeats another point."""
     introducing = {(c.order, c.end): n for n, c in enumerate(found) if c.kind == "lead-in"}
     out: list[int] = []
     for i in chosen:
         j = introducing.get((found[i].order, found[i].position)) if found[i].kind == "code" else None
-        out.append(j if j is not None and j not in chosen else i)
+        said = j is not None and any(
+            found[j].overlaps(found[k]) or repeats(found[k], found[j]) for k in chosen if k != i
+        )
+        out.append(j if j is not None and not said else i)
     return out
 
 

@@ -202,7 +202,6 @@ def test_amount_questions_are_told_from_others() -> None:
     assert not asks_amount("how do I make it the default for every container?") and not asks_amount("which limit?")
 
 
-
 DRIVER = Passage(
     id="docker-driver.md#2",
     text="Loki ships a Docker logging driver that reads the containers' logs.\n\n"
@@ -221,6 +220,19 @@ def test_a_chosen_code_block_is_quoted_with_the_sentence_that_introduces_it() ->
     assert found[swapped].text.startswith("Run the following command") and found[code].text in found[swapped].text
     assert with_lead_ins(found, [swapped, code]) == [swapped, code]  # never the same unit twice
     assert with_lead_ins(found, [sentence]) == [sentence]
+
+
+def test_a_code_block_keeps_its_place_when_its_sentence_is_already_quoted() -> None:
+    """A paragraph's opening sentence is a point of its own and also introduces the block after it: quoted once."""
+    passage = Passage(
+        id="log_queries.md#11",
+        text='Filter operators can be chained.\n\n```logql\n{job="mysql"} |= "error" != "timeout"\n```',
+    )
+    found = ExtractiveAnswerer.candidates([passage])
+    kinds = [c.kind for c in found]
+    assert "lead-in" in kinds
+    sentence, code = kinds.index("sentence"), kinds.index("code")
+    assert with_lead_ins(found, [sentence, code]) == [sentence, code]
 
 
 async def test_an_answer_never_quotes_a_block_without_the_sentence_that_introduces_it() -> None:
