@@ -143,7 +143,8 @@ def topic_turns(question: str, history: Sequence[Message]) -> list[str]:
     about the conversation. A message that says it changes the topic ("unrelated: ...") starts a new one; one that
     goes back ("back to postgres for a sec: ...") resumes the earlier topic it shares most words with (the latest
     of equals; with no change announced before it, the turns it shares words with), and the turns after it carry
-    that topic on. For ``question`` itself: an announced change has no earlier turns, a return has its topic's."""
+    that topic on, whether it is an earlier message or ``question`` itself. For ``question``: an announced change
+    has no earlier turns, a return has its topic's."""
     topics: list[list[str]] = [[]]
     for message in history:
         text = message.content
@@ -151,15 +152,21 @@ def topic_turns(question: str, history: Sequence[Message]) -> list[str]:
             continue
         if shifts_topic(text):
             topics.append([text])
-        elif returns_to_topic(text) and len(topics) > 1:
-            topics.append([*resumed(text, topics[:-1]), text])
+        elif returns_to_topic(text):
+            topics.append([*resumed_turns(text, topics[:-1], topics[-1]), text])
         else:
             topics[-1].append(text)
     if shifts_topic(question):
         return []
-    if returns_to_topic(question):  # no change announced before: the turns it names are the topic it resumes
-        return resumed(question, topics[:-1]) if len(topics) > 1 else naming_turns(question, topics[0])
+    if returns_to_topic(question):
+        return resumed_turns(question, topics[:-1], topics[-1])
     return topics[-1]
+
+
+def resumed_turns(message: str, earlier: Sequence[list[str]], current: list[str]) -> list[str]:
+    """The turns a "back to ..." message resumes: the earlier topic it shares most words with, or, when no change
+    was announced before it (one topic so far), the turns of that topic it names."""
+    return resumed(message, earlier) if earlier else naming_turns(message, current)
 
 
 def naming_turns(message: str, turns: list[str]) -> list[str]:

@@ -113,3 +113,18 @@ def test_return_without_an_announced_change_resumes_the_turns_it_names() -> None
     )
     message = "going back to the tenant thing: could one query cover both teams?"
     assert topic_turns(message, history) == [history[2].content]
+
+
+def test_turns_after_a_return_without_an_announced_change_carry_the_turns_it_named() -> None:
+    """The same return is read the same way as the question and, later, as history: the turns after it expand
+    with what it resumed, not with the whole conversation."""
+    history = conversation(
+        "curl gives me a 401 with no org id",
+        "it's just our team on this loki, we don't need tenants",
+        "does loki have a built-in password login?",
+    )
+    back = "going back to the tenant thing: could one query cover both teams?"
+    resumed = topic_turns(back, history)
+    later = topic_turns("and with a header?", [*history, *conversation(back)])
+    assert later == [*resumed, back]
+    assert history[4].content not in later  # the password-login turn it did not name
