@@ -40,9 +40,10 @@ from realdocs_loss import RecordingRetriever, diagnose, facts_indexed, loss_tabl
 
 import anaphora.ingest
 from anaphora import Settings
-from anaphora.app import aclose_components, build_components, close_local, erase_user_data
+from anaphora.app import aclose_components, answer_units_ahead, build_components, close_local, erase_user_data
 from anaphora.embeddings.onnx_runtime import precision_name
 from anaphora.evaluation.metrics import unsupported_risky_tokens
+from anaphora.models import load_chat_model
 from anaphora.pipeline.engine import ABSTAIN, NO_ANSWER, TurnRequest
 from anaphora.store.sqlite_corpus import search_text
 from anaphora.text import STOPWORDS
@@ -81,10 +82,11 @@ def abstains(answer: str) -> bool:
     return any(p.search(answer) for p in _ABSTENTION)
 
 
-def ingest_fingerprint(settings: Settings, tree: Path) -> str:
+def ingest_fingerprint(settings: Settings, tree: Path, *, units_ahead: bool = True) -> str:
     """What decides the index: the ingest package's code (parsers, dialects, chunker), what of a chunk is embedded
-    and indexed (:func:`~anaphora.store.sqlite_corpus.search_text`), the chunking and embedder settings and the
-    corpus."""
+    and indexed (:func:`~anaphora.store.sqlite_corpus.search_text`), the chunking and embedder settings, whether
+    the answer units were embedded with the chunks (``units_ahead``: an index built with them answers its first
+    turns warm), and the corpus."""
     digest = hashlib.sha256()
     for path in sorted(Path(anaphora.ingest.__file__).parent.glob("*.py")):
         digest.update(path.name.encode() + path.read_bytes())
@@ -92,6 +94,8 @@ def ingest_fingerprint(settings: Settings, tree: Path) -> str:
     # fp32 keeps the older fingerprints
     embedder = precision_name(settings.models.embedder, settings.models.embedder_precision)
     digest.update(f"{embedder}|{settings.ingest.chunk_tokens}|{settings.ingest.chunk_overlap}".encode())
+    if not units_ahead:  # with the units ahead (the embedded default) the older fingerprints are kept
+        digest.update(b"|no answer units ahead")
     for path in corpus_files(tree):
         digest.update(path.relative_to(tree).as_posix().encode() + path.read_bytes())
     return digest.hexdigest()[:16]
@@ -101,9 +105,9 @@ def corpus_files(tree: Path) -> list[Path]:
     return sorted(p for p in tree.rglob("*") if p.is_file() and p.name not in EXCLUDED)
 
 
-def prepare_corpus(settings: Settings, source: Path, cache: Path) -> tuple[Path, Path]:
+def prepare_corpus(settings: Settings, source: Path, cache: Path, *, units_ahead: bool = True) -> tuple[Path, Path]:
     """(data dir, document tree): the corpus copied without SOURCE.md into a dir keyed by the ingest fingerprint."""
-    data_dir = cache / f"{source.name}-{ingest_fingerprint(settings, source)}"
+    data_dir = cache / f"{source.name}-{ingest_fingerprint(settings, source, units_ahead=units_ahead)}"
     tree = data_dir / "docs" / source.name
     if not tree.is_dir():
         staging = data_dir / "docs" / ".staging"
@@ -314,9 +318,11 @@ async def run_corpus(name: str, conversations: list[dict], args, data: Path, row
     ``done(stats)`` after each conversation (the results so far are saved: a run that dies keeps them)."""
     overrides = parse_overrides(args.set)
     base = Settings(chat_model=args.model, answer_mode=args.answer_mode, **overrides)
-    data_dir, tree = prepare_corpus(base, data / name, CACHE / "realdocs")
+    model = load_chat_model(base.models)  # not loaded yet: its declared capabilities decide the answer mode
+    units_ahead = answer_units_ahead(base, model) is not None
+    data_dir, tree = prepare_corpus(base, data / name, CACHE / "realdocs", units_ahead=units_ahead)
     settings = base.model_copy(update={"data_dir": data_dir})
-    components = build_components(settings)
+    components = build_components(settings, model=model)
     try:
         stats = ingest(components, tree, data_dir)
         print(f"{name}: {stats['chunks']} chunks from {stats['files']} files (ingest {stats['seconds']} s)", flush=True)
