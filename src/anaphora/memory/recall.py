@@ -38,6 +38,11 @@ FOUND = 0.01  # what being in a list at all adds to an item's normalised score
 _PAST = re.compile(r"\b(before|previous(?:ly)?|used to|earlier|formerly|old|former|originally|last time)\b", re.I)
 
 
+def asks_about_past(question: str) -> bool:
+    """The question asks what was true before ("which version did I run before?"): superseded facts answer it."""
+    return bool(_PAST.search(question))
+
+
 @dataclass(frozen=True, slots=True)
 class Recalled:
     """An item recalled for a question, its fused score and the cosine similarity of item and question."""
@@ -179,7 +184,7 @@ class MemoryRecall:
         mentioned = {item_id: [n for n, p in patterns.items() if p.search(t)] for item_id, t in texts.items()}
         # a name in most of the candidates distinguishes nothing: damp its boost by its share of them
         share = {n: sum(n in m for m in mentioned.values()) / max(len(texts), 1) for n in names}
-        asks_past = bool(_PAST.search(question))
+        asks_past = asks_about_past(question)
         newest = max((i.time for i in items.values()), default=0.0)
         oldest = min((i.time for i in items.values()), default=0.0)
         recalled: list[Recalled] = []

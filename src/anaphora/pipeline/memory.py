@@ -29,7 +29,7 @@ from anaphora.memory.personal import (
     states_about_user,
 )
 from anaphora.memory.protocols import MemoryReader
-from anaphora.memory.recall import MemoryRecall, Recalled
+from anaphora.memory.recall import MemoryRecall, Recalled, asks_about_past
 from anaphora.memory.types import MemoryItem
 from anaphora.memory.writer import TurnRecorder, TurnToRemember
 from anaphora.pipeline.stage import Stage, StageResult
@@ -244,7 +244,8 @@ class RecallMemory(Stage):
     product name), and, for a question that asks what the user said or has, those whose similarity is at least
     ``fact_min_score``. An episode the user asked (an earlier question, shown only for a question about what the user
     said), or one that says what this question or a message already in the prompt says and states nothing about
-    the user (the same problem reported again), is no evidence and is not shown. A turn whose documents gave
+    the user (the same problem reported again), is no evidence and is not shown; neither is a fact superseded since,
+    unless the question asks about the past ("which version did I run before?"). A turn whose documents gave
     nothing but whose memory did is answered from memory. A turn that skips retrieval (chit-chat, answered by the
     conversation) recalls nothing, but still gets the profile. Episodes that only repeat the turns already verbatim
     in the prompt are left out."""
@@ -304,9 +305,14 @@ class RecallMemory(Stage):
         shown = 0
         records = []
         said_here = [m.content for m in state.history if m.role == "user"]
+        past = asks_about_past(state.question)
         for recalled in ranked[:TRACED]:
             leads = recalled.item.id in first
-            evidence = recalled.item.kind == "fact" or evidence_for(state.question, recalled.item.text, said_here)
+            evidence = (
+                (recalled.item.current or past)
+                if recalled.item.kind == "fact"
+                else evidence_for(state.question, recalled.item.text, said_here)
+            )
             inject = (
                 shown < self.k
                 and evidence

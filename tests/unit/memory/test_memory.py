@@ -195,6 +195,19 @@ async def test_a_current_fact_ranks_above_the_one_it_superseded_unless_the_past_
     assert "earlier fact" in next(r.why for r in past if r.item.value == "2.3.1")
 
 
+async def test_a_superseded_fact_is_shown_only_for_a_question_about_the_past(store) -> None:
+    """Its current value answers "which chart version do I use?"; the old one, quoted beside it in the present
+    tense ("the user's chart version is 2.3.1"), would contradict it."""
+    await _remember(store, "My chart version is 2.3.1", "My chart version is 2.4.0")
+    stage = RecallMemory(MemoryRecall(store, EMBEDDER), store, k=5, min_score=-1, timeout_s=5)
+    now, _ = await run_stage(stage, asked("which chart version do I use?", "alice"))
+    shown = [m.text for m in now.memory if m.injected and m.kind == "fact"]
+    assert any("2.4.0" in t for t in shown) and not any("2.3.1" in t for t in shown)
+    assert any("2.3.1" in m.text and not m.injected for m in now.memory if m.kind == "fact")  # recalled, traced
+    before, _ = await run_stage(stage, asked("which chart version did I use before?", "alice"))
+    assert any("2.3.1" in m.text for m in before.memory if m.injected and m.kind == "fact")
+
+
 async def test_a_question_about_last_year_prefers_what_was_said_then(store) -> None:
     recorder = TurnRecorder(store, EMBEDDER)
     last_year = datetime(2022, 7, 1, tzinfo=UTC).timestamp()
