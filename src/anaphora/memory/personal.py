@@ -45,6 +45,18 @@ _VERSION = re.compile(r"(?<![\w.])v?\d+(?:\.\d+)+|(?<![\w.])v\d+\b", re.I)
 _NOT_EVIDENCE = frozenset(content_set("user said say tell told mention"))
 
 
+# the words a question about the user asks with, not about what: "which version did I say we run now?"
+_ASKING_WORDS = frozenset(content_set("user said say tell told mention version versions release now current currently"))
+
+
+def facts_answer(question: str, facts: Sequence[str]) -> bool:
+    """Whether the user's facts say everything the question asks: each of its content words, but for the words it
+    asks with, is in them ("which loki version did I say we run?" against "the user runs loki 3.2 on ARM64"). Then
+    the documents have nothing to add; "is the setting you described available for my version?" still asks them."""
+    known = frozenset().union(*(content_set(f) for f in facts))
+    return bool(facts) and content_set(question) - _ASKING_WORDS <= known
+
+
 def asks_about_user(question: str) -> bool:
     """Whether the question is about the user ("my version", "did I say"), not only about the documents."""
     return bool(_POSSESSIVE.search(question)) or asks_what_user_said(question)

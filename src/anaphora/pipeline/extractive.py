@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from anaphora.embeddings.base import Embedder
-from anaphora.memory.personal import second_person
+from anaphora.memory.personal import facts_answer, second_person
 from anaphora.pipeline.sentence_vectors import SentenceVectors
 from anaphora.pipeline.state import TurnState
 from anaphora.pipeline.support import FENCE, Unit, risky_tokens, split_units
@@ -162,6 +162,8 @@ class ExtractiveAnswerer:
         # what the user said in this conversation is in its history: quoting it back answers nothing
         earlier = {m.passage_id for m in state.memory if m.conversation_id != state.request.conversation_id}
         others = tuple(p for p in state.memory_passages if p not in leading and p.id in earlier)
+        if facts_answer(state.question, [f.text for f in leading]):  # "which version did I say we run?"
+            return said_back_first(state.said_back, facts_first(leading, None))
         quoted = await self.answer(query, state.question, documents, others, user=state.request.user_id)
         return said_back_first(state.said_back, facts_first(leading, quoted))
 

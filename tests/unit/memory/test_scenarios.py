@@ -45,6 +45,7 @@ def test_state_update_ask_forget_erase_across_conversations_and_users(rag: Anaph
     second = rag.new_conversation(user_id="alice")
     asked = ask(rag, "which version did I say I run?", second)
     assert asked.answer.startswith("You run Fluent Bit 2.1 on ARM64 nodes. [memory:")  # the fact leads, cited
+    assert MEMORY_ID.sub("", asked.answer).strip() == "You run Fluent Bit 2.1 on ARM64 nodes."  # nothing else to say
     assert any(c.id.startswith("memory:") for c in asked.citations)
     (lead,) = [m for m in asked.trace.memory if m.leads]
     assert lead.kind == "fact" and lead.injected and lead.current
@@ -82,6 +83,17 @@ def test_state_update_ask_forget_erase_across_conversations_and_users(rag: Anaph
     assert [m.text for m in rag.memories(user_id="bob").items] == ["which version did I say I run?"]
     fifth = rag.new_conversation(user_id="alice")
     assert ask(rag, "which version did I say I run?", fifth).trace.memory == []
+
+
+def test_a_question_the_facts_answer_whole_is_answered_with_them_alone(rag: Anaphora) -> None:
+    """Before, the fact came with document sentences that only shared "Kestrel" and "version" (an x86-64 tarball
+    for an ARM64 user); a question the fact does not cover whole still gets the documents."""
+    ask(rag, "I run Kestrel 3.4.1 on ARM64 nodes", rag.new_conversation(user_id="alice"))
+    now = ask(rag, "what Kestrel version are we on now?", rag.new_conversation(user_id="alice"))
+    assert MEMORY_ID.sub("", now.answer).strip() == "You run Kestrel 3.4.1 on ARM64 nodes."
+    assert [c.id for c in now.citations if not c.id.startswith("memory:")] == []
+    upgrade = ask(rag, "how do I upgrade my Kestrel version with Helm?", rag.new_conversation(user_id="alice"))
+    assert "helm" in MEMORY_ID.sub("", upgrade.answer).lower()
 
 
 def test_a_statement_in_a_temporary_chat_says_it_is_not_kept(rag: Anaphora) -> None:
@@ -123,6 +135,26 @@ def test_a_fact_answers_a_question_about_the_user_by_more_than_a_shared_name(que
     assert asks_about_user(question)
     fact = "the user runs Fluent Bit 2.1 on ARM64 nodes"
     assert fact_answers(question, fact, "Fluent Bit 2.1 on ARM64 nodes") is answers
+
+
+@pytest.mark.parametrize(
+    ("question", "alone"),
+    [
+        ("which version did I say I run?", True),
+        ("what version are we on now?", True),
+        ("which Fluent Bit version do I run?", True),
+        ("is the setting you described available for my version?", False),
+        ("is there a Helm chart for my version?", False),
+        ("what architecture are my nodes?", False),  # "architecture" is not in them: the documents may help
+        ("how do I limit Fluent Bit's memory on my nodes?", False),
+    ],
+)
+def test_the_facts_alone_answer_a_question_they_say_everything_of(question: str, alone: bool) -> None:
+    """Then the answer is the facts, without document sentences that only share a word ("version")."""
+    from anaphora.memory.personal import facts_answer
+
+    assert facts_answer(question, ["the user runs Fluent Bit 2.1 on ARM64 nodes"]) is alone
+    assert not facts_answer(question, [])
 
 
 def test_a_word_the_documents_use_everywhere_is_no_evidence_either() -> None:
