@@ -41,6 +41,11 @@ class Unit:
     kind: UnitKind
 
 
+def without_item_mark(text: str) -> str:
+    """A list item's text without its mark ("- ", "2. ")."""
+    return _ITEM.sub("", text, count=1)
+
+
 def split_units(text: str) -> list[Unit]:
     """Sentences, list items, fenced code blocks and table rows, in order. Joining ``text + separator`` of every
     unit gives back ``text``. Splitting is prefix-stable: the units of a prefix, but its last, are units of the

@@ -213,3 +213,25 @@ def test_a_social_phrase_before_the_request_is_no_topic_of_its_own(message: str,
 @pytest.mark.parametrize("message", ["What is an interesting use of Loki?", "thanks, and on ARM?", "ok, and on ARM?"])
 def test_a_social_word_in_a_question_to_the_documents_leaves_it_to_them(message: str) -> None:
     assert recognise(message) is None
+
+
+def test_a_short_gist_gives_a_statement_not_a_bare_lead_in_or_list_mark() -> None:
+    """realdocs-dev's two-line recaps opened with "Minimum required configuration:;" and "- Increase the limit
+    ...:": a lead-in whose block does not fit says nothing, and a list mark inside a recap line is noise."""
+    from anaphora.pipeline.conversation_answers import Said, gist
+    from anaphora.pipeline.support import split_units
+
+    configured = Said(
+        0,
+        "how do i turn on retention?",
+        tuple(
+            split_units(
+                "Minimum required configuration:\n\n```yaml\ncompactor:\n  retention_enabled: true\n"
+                "limits_config:\n  retention_period: 360h\n```\n\nRetention is applied by the compactor."
+            )
+        ),
+    )
+    assert gist(configured, 6) == "Retention is applied by the compactor."
+    assert gist(configured, 40).startswith("Minimum required configuration:")  # its block fits: kept as it was
+    listed = Said(1, "what should i check?", tuple(split_units("- Check the `ingester` logs first.\n- Then the WAL.")))
+    assert gist(listed, 6) == "Check the `ingester` logs first."
