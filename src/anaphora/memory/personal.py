@@ -47,9 +47,7 @@ _NOT_EVIDENCE = frozenset(content_set("user said say tell told mention"))
 
 # the words a question about the user asks with, not about what: "which version did I say we run now?" (the verbs
 # of "what do I run / use / have", as in _ASKS_WHAT_USER_SAID)
-_ASKING_WORDS = frozenset(
-    content_set("user said say tell told mention version versions release now current currently run use have own")
-)
+_ASKING_WORDS = _NOT_EVIDENCE | _VERSION_WORDS | content_set("now current currently run use have own")
 
 
 def facts_answer(question: str, facts: Sequence[str]) -> bool:

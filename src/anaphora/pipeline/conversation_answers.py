@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from anaphora.memory.personal import AS_YOU_SAID
 from anaphora.pipeline.intents import ConversationRequest, Intent, recognise
-from anaphora.pipeline.support import Unit, risky_tokens, split_units, without_item_mark
+from anaphora.pipeline.support import Unit, introduces, risky_tokens, split_units, without_item_mark
 from anaphora.text import content_set
 from anaphora.types import Message
 
@@ -120,9 +120,9 @@ def word_count(text: str) -> int:
     return len(text.split())
 
 
-def introduces(unit: Unit) -> bool:
+def announces(unit: Unit) -> bool:
     """A sentence or item that announces what follows it ("Minimum required configuration:")."""
-    return unit.kind in ("sentence", "item") and unit.text.rstrip().endswith(":")
+    return unit.kind in ("sentence", "item") and introduces(unit.text.rstrip())
 
 
 def gist(said: Said, budget: int) -> str:
@@ -131,9 +131,8 @@ def gist(said: Said, budget: int) -> str:
     only announces what follows ("Minimum required configuration:") gives way to the answer's first statement
     that fits, when what it announces does not fit with it; an item is quoted without its list mark."""
     units = [u for u in said.units if u.text.strip()]
-    announced = units[0].text + (f" {units[1].text}" if len(units) > 1 else "")
-    if introduces(units[0]) and word_count(announced) > budget:
-        stated = [u for u in units if u.kind in ("sentence", "item") and not introduces(u)]
+    if announces(units[0]) and word_count(" ".join(u.text for u in units[:2])) > budget:
+        stated = [u for u in units if u.kind in ("sentence", "item") and not announces(u)]
         fitting = [u for u in stated if word_count(u.text) <= budget]
         if fitting:
             units = units[units.index(fitting[0]) :]

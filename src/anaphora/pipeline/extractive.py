@@ -27,7 +27,7 @@ from anaphora.embeddings.base import Embedder
 from anaphora.memory.personal import facts_answer, second_person
 from anaphora.pipeline.sentence_vectors import SentenceVectors
 from anaphora.pipeline.state import TurnState
-from anaphora.pipeline.support import FENCE, Unit, risky_tokens, split_units
+from anaphora.pipeline.support import FENCE, Unit, introduces, risky_tokens, split_units
 from anaphora.text import content_set
 from anaphora.types import Passage
 
@@ -67,7 +67,6 @@ _AMOUNT = re.compile(
     re.IGNORECASE,
 )
 _QUANTITY = re.compile(r"(?<![\w.:/-])\d+(?:[.,]\d+)?\s?(?:%|[A-Za-z]{1,7})?(?![\w/:-])")
-_INTRODUCES = re.compile(r"(:|\bas follows[.:]?|\bthe following\b.*)$", re.IGNORECASE)
 _ENDS_SENTENCE = re.compile(r"[.!?:;)\]\"'`*]$")
 _QUOTE_MARK = re.compile(r"^(\s*>)+\s?", re.MULTILINE)
 # items, rows, headings, quotes, tags, thematic breaks: lines a paragraph does not run into
@@ -155,15 +154,15 @@ class ExtractiveAnswerer:
         """This turn's extract: from the passages selected and the memories recalled (what the prompt would show,
         not cut by its budget), for the retrieval query and the question. The user's facts that a question about
         the user asks for lead, said back to the user; the documents' best sentences follow."""
+        leading = state.leading_facts
+        if facts_answer(state.question, [f.text for f in leading]):  # "which version did I say we run?"
+            return said_back_first(state.said_back, facts_first(leading, None))
         documents = state.selected if state.retrieves else ()
         documents = (*documents, *same_page(state.candidates, documents))
         query = state.plan.query if state.plan and state.retrieves else state.question
-        leading = state.leading_facts
         # what the user said in this conversation is in its history: quoting it back answers nothing
         earlier = {m.passage_id for m in state.memory if m.conversation_id != state.request.conversation_id}
         others = tuple(p for p in state.memory_passages if p not in leading and p.id in earlier)
-        if facts_answer(state.question, [f.text for f in leading]):  # "which version did I say we run?"
-            return said_back_first(state.said_back, facts_first(leading, None))
         quoted = await self.answer(query, state.question, documents, others, user=state.request.user_id)
         return said_back_first(state.said_back, facts_first(leading, quoted))
 
@@ -425,7 +424,7 @@ def quotable_spans(text: str) -> list[tuple[int, int, str, str]]:
                 first_row = line
             continue
         header, first_row = [], None
-        if unit.kind != "code" and _INTRODUCES.search(line):
+        if unit.kind != "code" and introduces(line):
             end, block = introduced(units, lines, position + 1)
             if block:
                 found.append((position, end, f"{line}\n\n{block}", "lead-in"))

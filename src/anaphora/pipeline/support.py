@@ -24,6 +24,8 @@ UnitKind = Literal["sentence", "item", "code", "row"]
 FENCE = re.compile(r"^\s*(```|~~~)")  # a line that opens or closes a code block
 _ITEM = re.compile(r"^\s*([-*+•]|\d{1,3}[.)])\s+")
 _ROW = re.compile(r"^\s*\|")
+# a line that announces what follows it: "Run this command:", "... as follows", "Use the following settings"
+_INTRODUCES = re.compile(r"(:|\bas follows[.:]?|\bthe following\b.*)$", re.IGNORECASE)
 # a sentence ends at . ! ? followed by white space (not inside "e.g. x" or "3.5", which have no space after)
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
@@ -39,6 +41,11 @@ class Unit:
     text: str
     separator: str
     kind: UnitKind
+
+
+def introduces(line: str) -> bool:
+    """The line announces what follows it (a code block, a list, a table): quoted, it needs what it introduces."""
+    return bool(_INTRODUCES.search(line))
 
 
 def without_item_mark(text: str) -> str:
