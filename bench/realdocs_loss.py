@@ -97,6 +97,7 @@ def diagnose(
         "fact_rank_deep": first_rank(deep, holds_facts),
         "gold_shown": any(is_gold(p) for p in shown),
         "facts_shown": groups_in(shown_text, must) / len(must) if must else None,
+        "shown": [p.id for p in shown],
     }
     if not must:
         stage = None

@@ -434,7 +434,12 @@ def quotable_spans(text: str) -> list[tuple[int, int, str, str]]:
         ):
             found.append((position, position, line, unit.kind))
         opening = paragraph_start(units, position - 1) if unit.kind == "code" else None
-        if opening is not None and len(lines[opening].split()) >= MIN_WORDS and not lines[opening].endswith("?"):
+        if (
+            opening is not None
+            and not (opening == position - 1 and introduces(lines[opening]))  # quoted with it above already
+            and len(lines[opening].split()) >= MIN_WORDS
+            and not lines[opening].endswith("?")
+        ):
             # the paragraph just before a code block says what it is for: its first sentence introduces it
             found.append((opening, position, f"{lines[opening]}\n\n{line}", "lead-in"))
     return found

@@ -162,6 +162,13 @@ def test_how_questions_are_told_from_others() -> None:
     assert not asks_how("what does the dashboard look like?") and not asks_how("is the config file required?")
 
 
+def test_a_block_introduced_by_its_sentence_is_one_unit_not_two() -> None:
+    """The sentence that ends in ":" introduces the block, and it is also the paragraph before the block: one unit,
+    not the same text twice (a second copy spent a point of the answer's selection on nothing)."""
+    text = 'To make it the default, set `log-driver` in `daemon.json`:\n\n```json\n{"log-driver": "loki"}\n```'
+    assert [(position, kind) for position, _, kind in quotable_units(text)] == [(0, "lead-in"), (1, "code")]
+
+
 def test_a_heading_kept_as_a_line_of_text_is_not_quoted() -> None:
     text = (
         "Postgres STARTTLS\n\nTraefik supports the Postgres STARTTLS protocol for TLS routing.\n\n"
