@@ -9,7 +9,8 @@ relevant sentence leads (what answers the question comes first, even from a reca
 the documents); the points that support it come preferably from the same passage and page, and follow in their
 passages' order. A sentence that introduces what follows it ("Run this command:", "Use the following settings") is
 quoted together with the code block, list or table it introduces, and never alone; a quoted sentence comes with the
-next one of its paragraph when that one names the setting or command the first only talks about. A sentence that
+next one of its paragraph when that one names the setting or command the first only talks about, and with the one
+before it when it holds under that one's condition or refers back to it. A sentence that
 asks a question (an FAQ heading, a question the user asked in an earlier conversation, recalled as a memory) answers
 nothing and is never quoted.
 """
@@ -34,7 +35,7 @@ from anaphora.types import Passage
 MIN_WORDS = 4  # shorter sentences are headings or fragments, not answers
 RANK_PENALTY = 0.02  # per passage rank: the selector's order is evidence too
 # what a docs answer is made of is what to type: a unit that quotes code (a `code span` or a block) is worth this much
-# more relevance (realdocs-dev end to end, with the sentence continuation of with_what_it_names: 18 -> 21 of 69
+# more relevance (realdocs-dev end to end, with the sentence continuation of in_context: 18 -> 21 of 69
 # questions and follow-ups answered; 0.05 and 0.15 within a turn of 0.1). Plain text (no Markdown code) gets none.
 CODE_BONUS = 0.1
 SAME_PASSAGE = 0.08  # a supporting point from the lead's passage is worth this much more (and half from its page)
@@ -67,6 +68,12 @@ _AMOUNT = re.compile(
     re.IGNORECASE,
 )
 _QUANTITY = re.compile(r"(?<![\w.:/-])\d+(?:[.,]\d+)?\s?(?:%|[A-Za-z]{1,7})?(?![\w/:-])")
+# a sentence that states the condition the next one holds under, and one that refers back to the sentence before it
+_CONDITION = re.compile(r"^(when|if|unless|once|only (when|if)|with|without)\b", re.IGNORECASE)
+_REFERS_BACK = re.compile(
+    r"^(this|these|that|those|it|they|such|therefore|thus|hence|otherwise|additionally|also|then|however)\b",
+    re.IGNORECASE,
+)
 _ENDS_SENTENCE = re.compile(r"[.!?:;)\]\"'`*]$")
 _QUOTE_MARK = re.compile(r"^(\s*>)+\s?", re.MULTILINE)
 # items, rows, headings, quotes, tags, thematic breaks: lines a paragraph does not run into
@@ -198,7 +205,7 @@ class ExtractiveAnswerer:
         if not chosen:
             return None
         chosen = with_lead_ins(found, chosen)
-        texts_of = with_what_it_names(found, chosen)
+        texts_of = in_context(found, chosen)
         lead, *rest = (
             Extract(
                 found[i].passage_id,
@@ -313,11 +320,18 @@ def with_lead_ins(found: Sequence[Candidate], chosen: Sequence[int]) -> list[int
     return out
 
 
-def with_what_it_names(found: Sequence[Candidate], chosen: Sequence[int]) -> dict[int, str]:
-    """Each chosen point's text, a sentence joined by the next sentence of its paragraph when that one names
-    something the first does not (a setting, a command, a value): "One solution is to increase the rate limits.
-    The config options to use are `ingestion_rate_mb` and `ingestion_burst_size_mb`." - the sentence that matched the
-    question is seldom the one that holds what to type. A next sentence chosen on its own is quoted once, joined."""
+def in_context(found: Sequence[Candidate], chosen: Sequence[int]) -> dict[int, str]:
+    """Each chosen point's text, a sentence quoted with the sentences of its paragraph it cannot do without:
+
+    - the one before it, when that states the condition it holds under ("When configured with `auth_enabled:
+      false`, Loki uses a single tenant. The `X-Scope-OrgID` header is not required ...": alone, the second says
+      something the page does not) or when it refers back to that one ("This field tells Traefik ...",
+      "Therefore, ...");
+    - the one after it, when that names something it does not (a setting, a command, a value): "One solution is to
+      increase the rate limits. The config options to use are `ingestion_rate_mb` and `ingestion_burst_size_mb`." -
+      the sentence that matched the question is seldom the one that holds what to type.
+
+    A sentence chosen on its own as well is quoted once, joined."""
     at = {(c.order, c.position): n for n, c in enumerate(found) if c.kind == "sentence"}
     texts: dict[int, str] = {}
     absorbed: set[int] = set()
@@ -325,14 +339,26 @@ def with_what_it_names(found: Sequence[Candidate], chosen: Sequence[int]) -> dic
         if i in absorbed:
             continue
         text = found[i].text
+        before = at.get((found[i].order, found[i].position - 1)) if found[i].kind == "sentence" else None
+        if before is not None and before not in chosen and depends_on(found[i].text, found[before]):
+            text = f"{found[before].text} {text}"
         following = at.get((found[i].order, found[i].end + 1)) if found[i].continued else None
-        if following is not None and following not in texts:
-            named = set(risky_tokens(found[following].text)) - set(risky_tokens(text))
-            if named:
-                text = f"{text} {found[following].text}"
-                absorbed.add(following)
+        if following is not None and following not in texts and names_more(found[following].text, found[i].text):
+            text = f"{text} {found[following].text}"
+            absorbed.add(following)
         texts[i] = text
     return texts
+
+
+def depends_on(sentence: str, before: Candidate) -> bool:
+    """``sentence`` cannot be quoted without ``before``, the sentence of its paragraph right before it: that one
+    states the condition it holds under, or ``sentence`` refers back to it."""
+    return before.continued and bool(_CONDITION.match(before.text) or _REFERS_BACK.match(sentence))
+
+
+def names_more(following: str, sentence: str) -> bool:
+    """``following`` names a setting, command or value that ``sentence`` does not."""
+    return bool(set(risky_tokens(following)) - set(risky_tokens(sentence)))
 
 
 def same_page(candidates: Sequence[Passage], selected: Sequence[Passage], limit: int = SAME_PAGE) -> list[Passage]:

@@ -26,8 +26,9 @@ _ITEM = re.compile(r"^\s*([-*+•]|\d{1,3}[.)])\s+")
 _ROW = re.compile(r"^\s*\|")
 # a line that announces what follows it: "Run this command:", "... as follows", "Use the following settings"
 _INTRODUCES = re.compile(r"(:|\bas follows[.:]?|\bthe following\b.*)$", re.IGNORECASE)
-# a sentence ends at . ! ? followed by white space (not inside "e.g. x" or "3.5", which have no space after)
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
+# a sentence ends at . ! ? followed by white space (not inside "e.g.x" or "3.5", which have no space after) and
+# not before a lower-case word ("Nomad, Ansible, etc. that can define ...", "e.g. a label": an abbreviation)
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?![a-z])")
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
 _EDGE = "()[]{}<>,;!?\"'`*“”‘’«»"
 _NUMBER_GROUPS = re.compile(r"(?<=\d)[,_](?=\d{3}\b)")

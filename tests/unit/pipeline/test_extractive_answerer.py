@@ -121,6 +121,44 @@ async def test_a_sentence_is_quoted_with_the_next_one_when_that_names_the_settin
     assert "`ingestion_rate_mb` and `ingestion_burst_size_mb`" in answer.points[0].text
 
 
+@pytest.mark.parametrize(
+    ("text", "question", "quoted"),
+    [
+        (  # the condition the chosen sentence holds under comes first
+            "When configured with `auth_enabled: false`, Loki uses a single tenant. The `X-Scope-OrgID` header is "
+            "not required in Loki API requests.",
+            "is the X-Scope-OrgID header required in API requests?",
+            "When configured with `auth_enabled: false`, Loki uses a single tenant. The `X-Scope-OrgID` header",
+        ),
+        (  # a sentence that refers back is quoted with what it refers to
+            "Include a `tls` field in the router definition. This field tells Traefik that the router should "
+            "process only TLS connections.",
+            "will the router process only TLS connections?",
+            "Include a `tls` field in the router definition. This field tells Traefik",
+        ),
+    ],
+)
+async def test_a_sentence_is_quoted_with_the_one_before_it_that_it_depends_on(
+    text: str, question: str, quoted: str
+) -> None:
+    passage = Passage(id="page.md#1", text=text)
+    answer = await ExtractiveAnswerer(HashingEmbedder(), min_relevance=0.0, max_points=1).answer(
+        question, question, [passage]
+    )
+    assert answer is not None and answer.points[0].text.startswith(quoted)
+
+
+async def test_a_sentence_that_stands_alone_is_quoted_alone() -> None:
+    passage = Passage(
+        id="page.md#1",
+        text="Loki stores chunks in object storage. The compactor deletes chunks past the retention period.",
+    )
+    answer = await ExtractiveAnswerer(HashingEmbedder(), min_relevance=0.0, max_points=1).answer(
+        "compactor deletes chunks past retention period", "what deletes chunks past the retention period?", [passage]
+    )
+    assert answer is not None and answer.points[0].text == "The compactor deletes chunks past the retention period."
+
+
 async def test_of_two_equally_relevant_sentences_the_one_quoting_code_leads() -> None:
     """A docs answer is what to type: with the question's words in both, the sentence that names the setting in
     code leads the one that only talks about it."""

@@ -56,6 +56,12 @@ def test_splitting_is_prefix_stable() -> None:
 
 def test_decimals_and_abbreviations_do_not_split_a_sentence() -> None:
     assert len(split_units("Use version 2.4.1 or later, e.g.the arm64 image.")) == 1
+    # an abbreviation before a lower-case word ends no sentence: "etc. that ..." is one sentence, not a fragment
+    text = "Any tool like Nomad, Ansible, etc. that defines labels works. It also works with e.g. a compose file."
+    assert [u.text for u in split_units(text)] == [
+        "Any tool like Nomad, Ansible, etc. that defines labels works.",
+        "It also works with e.g. a compose file.",
+    ]
 
 
 # --- risky tokens -----------------------------------------------------------------------------------------------
