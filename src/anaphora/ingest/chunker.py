@@ -202,33 +202,25 @@ def _pieces(text: str, limit: int, count: TokenCounter) -> list[tuple[str, int]]
     return [(p, count(p)) for p in _split_long(text, max(1, limit), count)]
 
 
-_CELL_BORDER = re.compile(r"(?<!\\)\|")
-
-
-def _cells(row: str) -> list[str]:
-    return [c.strip() for c in _CELL_BORDER.split(row.strip().strip("|"))]
-
-
-def _record(head: str, row: str) -> str:
-    """A table row as ``column: value`` lines, which need no header row to be read."""
-    names = _cells(head.split("\n", 1)[0])
-    values = _cells(row)
-    return "\n".join(f"{name}: {value}" if name else value for name, value in zip(names, values, strict=False) if value)
-
-
 def _block_units(blocks: list[Block], size: int, count: TokenCounter) -> list[_Unit]:
     units: list[_Unit] = []
     for group, block in enumerate(blocks):
         introduced = bool(units) and units[-1].lead_in
         if block.kind == "table":
             head_tokens = count(block.head)
-            units.append(_Unit(block.head, head_tokens, group, lead_in=True, is_header=True))
-            for row in block.parts:
+            header = _Unit(block.head, head_tokens, group, lead_in=True, is_header=True)
+            headed = not block.parts  # the header goes before the first row quoted under it, never alone
+            if headed:
+                units.append(header)
+            for row, record in zip(block.parts, block.records, strict=True):
                 n = count(row) if len(row) <= size * MAX_CHARS_PER_TOKEN else size + 1
                 if n + head_tokens <= size:
+                    if not headed:
+                        units.append(header)
+                        headed = True
                     units.append(_Unit(row, n, group, header=block.head, header_tokens=head_tokens))
                 else:  # a row longer than a chunk: read as "column: value" lines, cut where they must be
-                    units.extend(_Unit(p, m, group) for p, m in _pieces(_record(block.head, row), size, count))
+                    units.extend(_Unit(p, m, group) for p, m in _pieces(record, size, count))
         elif block.kind == "code":
             fence_tokens = count(f"{block.head}\n```")
             room = size - fence_tokens - (units[-1].tokens if introduced else 0)

@@ -257,20 +257,43 @@ def _table(tokens: Sequence) -> list[Block]:
             rows.append([])
             header_rows += in_head
         elif token.type == "inline" and rows:
-            rows[-1].append(render_inline(token.children or []).replace("|", "\\|").strip())
+            rows[-1].append(render_inline(token.children or [], breaks=_BR).strip())
     if not rows:
         return []
-    lines = ["| " + " | ".join(cells) + " |" for cells in rows]
+    lines = ["| " + " | ".join(_cell(c).replace("|", "\\|") for c in cells) + " |" for cells in rows]
     width = max(len(cells) for cells in rows)
-    head = "\n".join([*lines[: max(1, header_rows)], "|" + "---|" * width])
-    body = tuple(lines[max(1, header_rows) :])
+    first = max(1, header_rows)
+    head = "\n".join([*lines[:first], "|" + "---|" * width])
+    body = tuple(lines[first:])
     text = head + ("\n" + "\n".join(body) if body else "")
-    return [Block("table", text, head=head, parts=body)]
+    records = tuple(_record(rows[0], cells) for cells in rows[first:])
+    return [Block("table", text, head=head, parts=body, records=records)]
 
 
-def render_inline(children: Sequence) -> str:
+def _joined(text: str, line_break: str = " ") -> str:
+    """``text`` with each ``<br>`` as ``line_break`` (none between two code spans: a dotted key split over lines)."""
+    return re.sub(r"[ \t]{2,}", " ", text.replace(f"`{_BR}`", "").replace(_BR, line_break))
+
+
+def _cell(text: str, line_break: str = " ") -> str:
+    return _joined(text, line_break).strip()
+
+
+def _record(names: Sequence[str], values: Sequence[str]) -> str:
+    """A table row as ``column: value`` lines, which need no header row to be read (what a row too long for a chunk
+    with its header becomes), each ``<br>`` of a cell a line break: a description's list stays a list."""
+    lines = (
+        f"{_cell(name)}: {_cell(value, chr(10))}" if _cell(name) else _cell(value, chr(10))
+        for name, value in zip(names, values, strict=False)
+        if _cell(value)
+    )
+    return "\n".join(lines)
+
+
+def render_inline(children: Sequence, *, breaks: str = "") -> str:
     """Inline tokens as plain text: code spans in backticks, links as their text, images as their alt text (badges
-    and tracking pixels: nothing), emphasis and inline HTML tags dropped."""
+    and tracking pixels: nothing), emphasis and inline HTML tags dropped; each ``<br>`` as ``breaks`` when given
+    (a table cell's, for :func:`_cell`), else as a space."""
     out: list[str] = []
     for token in children:
         kind = token.type
@@ -287,5 +310,4 @@ def render_inline(children: Sequence) -> str:
                 _BR if re.match(r"<br\s*/?>", token.content, re.IGNORECASE) else strip_inline_html(token.content)
             )
     text = "".join(out)
-    text = text.replace(f"`{_BR}`", "").replace(_BR, " ")
-    return re.sub(r"[ \t]{2,}", " ", text)
+    return text.replace(_BR, breaks) if breaks else _joined(text)

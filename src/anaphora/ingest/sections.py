@@ -10,12 +10,14 @@ from dataclasses import dataclass, field
 class Block:
     """One block of a Markdown section: ``text`` (a paragraph), ``label`` (a tab's or block's title, introducing
     what follows), ``list`` (``parts``: its items), ``code`` (``head``: the opening fence, ``parts``: its lines) or
-    ``table`` (``head``: the header and delimiter rows, ``parts``: the body rows)."""
+    ``table`` (``head``: the header and delimiter rows, ``parts``: the body rows, ``records``: each body row as
+    ``column: value`` lines, for a row too long to be quoted under its header)."""
 
     kind: str
     text: str
     head: str = ""
     parts: tuple[str, ...] = ()
+    records: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)

@@ -107,6 +107,29 @@ def test_every_piece_of_a_long_table_carries_the_header_row():
     assert body == [f"| `option{i}` | What option {i} does to the router. | {i}s |" for i in range(40)]
 
 
+def test_a_row_too_long_for_its_header_reads_as_lines_with_its_cells_breaks_kept():
+    """A row longer than a chunk is quoted as ``column: value`` lines; the ``<br/>`` of its description (a list,
+    a second paragraph) stays a line break there, where in the one-line table row it can only be a space."""
+    description = (
+        'By default, only "running" containers count.<br/><br/>When this label is set to true, Traefik will:<br/>'
+        "- Keep the router configuration<br/>- Return 503 for stopped containers"
+    )
+    row = f"| `traefik.docker.allownonrunning` | {description} | `true` |"
+    source = f"| Label | Description | Value |\n|---|---|---|\n{row}\n"
+    (short,) = chunks_of(source)
+    assert '`traefik.docker.allownonrunning` | By default, only "running" containers count. When this' in short.text
+    (record,) = chunks_of(source, size=34)
+    assert record.text.splitlines() == [
+        "Label: `traefik.docker.allownonrunning`",
+        'Description: By default, only "running" containers count.',
+        "",
+        "When this label is set to true, Traefik will:",
+        "- Keep the router configuration",
+        "- Return 503 for stopped containers",
+        "Value: `true`",
+    ]
+
+
 def test_a_lead_in_is_never_the_end_of_a_chunk():
     filler = " ".join(f"Sentence {i} says something about charts." for i in range(6))
     source = f"""## Helm
