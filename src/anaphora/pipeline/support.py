@@ -26,9 +26,11 @@ _ITEM = re.compile(r"^\s*([-*+•]|\d{1,3}[.)])\s+")
 _ROW = re.compile(r"^\s*\|")
 # a line that announces what follows it: "Run this command:", "... as follows", "Use the following settings"
 _INTRODUCES = re.compile(r"(:|\bas follows[.:]?|\bthe following\b.*)$", re.IGNORECASE)
-# a sentence ends at . ! ? followed by white space (not inside "e.g.x" or "3.5", which have no space after) and
-# not before a lower-case word ("Nomad, Ansible, etc. that can define ...", "e.g. a label": an abbreviation)
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?![a-z])")
+# a sentence ends at . ! ? followed by white space (not inside "e.g.x" or "3.5", which have no space after), but not
+# at an abbreviation before a lower-case word ("Nomad, Ansible, etc. that can define ...", "e.g. a label"); a chat
+# message's lower-case sentences ("we're multi-tenant. tenant `payments` ...") still end there
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
+_ABBREVIATION = re.compile(r"\b(?:etc|e\.g|i\.e|vs|cf|approx|incl|esp|resp|viz|al)\.$", re.IGNORECASE)
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
 _EDGE = "()[]{}<>,;!?\"'`*“”‘’«»"
 _NUMBER_GROUPS = re.compile(r"(?<=\d)[,_](?=\d{3}\b)")
@@ -98,6 +100,8 @@ def _sentences(line: str) -> list[Unit]:
     start = 0
     for match in _SENTENCE_END.finditer(line):
         end = match.end()
+        if line[end : end + 1].islower() and _ABBREVIATION.search(line, 0, match.start()):
+            continue
         found.append(_unit(line[start:end], "sentence"))
         start = end
     if start < len(line):

@@ -62,6 +62,8 @@ def test_decimals_and_abbreviations_do_not_split_a_sentence() -> None:
         "Any tool like Nomad, Ansible, etc. that defines labels works.",
         "It also works with e.g. a compose file.",
     ]
+    # a chat message's sentences in lower case still end at their full stops
+    assert len(split_units("context: we're multi-tenant. tenant `payments` keeps logs 90 days.")) == 2
 
 
 # --- risky tokens -----------------------------------------------------------------------------------------------
