@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -81,21 +81,35 @@ _BLOCK_LINE = re.compile(r"^\s*([-*+•]\s|\d{1,3}[.)]\s|\||#{1,6}\s|>|\{[{%]|<|
 
 
 @dataclass(frozen=True, slots=True)
-class Candidate:
-    """A sentence or code block that could be quoted. ``rank``: its passage's place in its own list (documents by
-    the selector, memories by recall: a memory shown after five documents is not their sixth best); ``order``: its
-    passage's place among all those shown."""
+class PassageUnit:
+    """A quotable unit of one passage."""
+
+    position: int
+    text: str
+    kind: str
+    end: int
+    context: str  # what it is scored by, when not its text (a code block: with the sentence before it)
+    continued: bool  # a sentence the next unit of its paragraph continues
+
+
+def unit_fields(unit: PassageUnit) -> tuple:
+    """``unit``'s fields in order (:func:`dataclasses.astuple` deep-copies each, a cost on every turn's units)."""
+    return tuple(getattr(unit, name) for name in _UNIT_FIELDS)
+
+
+_UNIT_FIELDS = tuple(f.name for f in fields(PassageUnit))
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate(PassageUnit):
+    """A unit of a shown passage that could be quoted, with where the passage was shown. ``rank``: its passage's
+    place in its own list (documents by the selector, memories by recall: a memory shown after five documents is
+    not their sixth best); ``order``: its passage's place among all those shown."""
 
     passage_id: str
     order: int
     rank: int
-    position: int
-    text: str
-    kind: str
-    end: int = -1  # the last unit of its passage it covers (a lead-in covers what it introduces)
-    source: str = ""  # its passage's page
-    context: str = ""  # what it is scored by, when not its text (a code block: with the sentence before it)
-    continued: bool = False  # a sentence the next unit of its paragraph continues
+    source: str  # its passage's page
 
     def overlaps(self, other: Candidate) -> bool:
         return (
@@ -150,9 +164,7 @@ class ExtractiveAnswerer:
         """Every quotable unit of the documents, then of the memories."""
         shown = [*enumerate(passages), *enumerate(memories)]
         return [
-            Candidate(
-                passage.id, order, rank, u.position, u.text, u.kind, u.end, passage.source, u.context, u.continued
-            )
+            Candidate(*unit_fields(u), passage_id=passage.id, order=order, rank=rank, source=passage.source)
             for order, (rank, passage) in enumerate(shown)
             for u in passage_units(passage.text)
         ]
@@ -256,18 +268,6 @@ class ExtractiveAnswerer:
             chosen.append(best)
             blocked |= np.array([c.overlaps(found[best]) or repeats(c, found[best]) for c in found])
         return chosen
-
-
-@dataclass(frozen=True, slots=True)
-class PassageUnit:
-    """A quotable unit of one passage (what a :class:`Candidate` adds is where the passage was shown)."""
-
-    position: int
-    text: str
-    kind: str
-    end: int
-    context: str  # what it is scored by, when not its text (a code block: with the sentence before it)
-    continued: bool  # a sentence the next unit of its paragraph continues
 
 
 def passage_units(text: str) -> list[PassageUnit]:
