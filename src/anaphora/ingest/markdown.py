@@ -257,7 +257,7 @@ def _table(tokens: Sequence) -> list[Block]:
             rows.append([])
             header_rows += in_head
         elif token.type == "inline" and rows:
-            rows[-1].append(render_inline(token.children or [], breaks=_BR).strip())
+            rows[-1].append(inline_text(token.children or []).strip())
     if not rows:
         return []
     lines = ["| " + " | ".join(_cell(c).replace("|", "\\|") for c in cells) + " |" for cells in rows]
@@ -282,18 +282,23 @@ def _cell(text: str, line_break: str = " ") -> str:
 def _record(names: Sequence[str], values: Sequence[str]) -> str:
     """A table row as ``column: value`` lines, which need no header row to be read (what a row too long for a chunk
     with its header becomes), each ``<br>`` of a cell a line break: a description's list stays a list."""
-    lines = (
-        f"{_cell(name)}: {_cell(value, chr(10))}" if _cell(name) else _cell(value, chr(10))
-        for name, value in zip(names, values, strict=False)
-        if _cell(value)
-    )
+    lines = []
+    for name, value in zip(names, values, strict=False):
+        name, value = _cell(name), _cell(value, "\n")
+        if value:
+            lines.append(f"{name}: {value}" if name else value)
     return "\n".join(lines)
 
 
-def render_inline(children: Sequence, *, breaks: str = "") -> str:
+def render_inline(children: Sequence) -> str:
     """Inline tokens as plain text: code spans in backticks, links as their text, images as their alt text (badges
-    and tracking pixels: nothing), emphasis and inline HTML tags dropped; each ``<br>`` as ``breaks`` when given
-    (a table cell's, for :func:`_cell`), else as a space."""
+    and tracking pixels: nothing), emphasis and inline HTML tags dropped."""
+    return _joined(inline_text(children))
+
+
+def inline_text(children: Sequence) -> str:
+    """:func:`render_inline`'s text with each ``<br>`` still a marker (a table cell's: a space in its row, a line
+    break in its record, :func:`_cell`)."""
     out: list[str] = []
     for token in children:
         kind = token.type
@@ -309,5 +314,4 @@ def render_inline(children: Sequence, *, breaks: str = "") -> str:
             out.append(
                 _BR if re.match(r"<br\s*/?>", token.content, re.IGNORECASE) else strip_inline_html(token.content)
             )
-    text = "".join(out)
-    return text.replace(_BR, breaks) if breaks else _joined(text)
+    return "".join(out)

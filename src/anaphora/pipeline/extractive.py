@@ -87,7 +87,7 @@ class PassageUnit:
     position: int
     text: str
     kind: str
-    end: int
+    end: int  # the last unit of its passage it covers (a lead-in covers what it introduces)
     context: str  # what it is scored by, when not its text (a code block: with the sentence before it)
     continued: bool  # a sentence the next unit of its paragraph continues
 
@@ -331,21 +331,23 @@ def in_context(found: Sequence[Candidate], chosen: Sequence[int]) -> dict[int, s
       increase the rate limits. The config options to use are `ingestion_rate_mb` and `ingestion_burst_size_mb`." -
       the sentence that matched the question is seldom the one that holds what to type.
 
-    A sentence chosen on its own as well is quoted once, joined."""
+    A sentence is quoted once: one chosen on its own as well, or needed by two points, comes joined to the first."""
     at = {(c.order, c.position): n for n, c in enumerate(found) if c.kind == "sentence"}
     texts: dict[int, str] = {}
-    absorbed: set[int] = set()
+    joined: set[int] = set()  # sentences quoted inside another point
     for i in chosen:
-        if i in absorbed:
+        if i in joined:
             continue
         text = found[i].text
         before = at.get((found[i].order, found[i].position - 1)) if found[i].kind == "sentence" else None
-        if before is not None and before not in chosen and depends_on(found[i].text, found[before]):
+        if before is not None and before not in {*chosen, *joined} and depends_on(found[i].text, found[before]):
             text = f"{found[before].text} {text}"
+            joined.add(before)
         following = at.get((found[i].order, found[i].end + 1)) if found[i].continued else None
-        if following is not None and following not in texts and names_more(found[following].text, found[i].text):
+        taken = {*texts, *joined}
+        if following is not None and following not in taken and names_more(found[following].text, found[i].text):
             text = f"{text} {found[following].text}"
-            absorbed.add(following)
+            joined.add(following)
         texts[i] = text
     return texts
 

@@ -31,6 +31,7 @@ _INTRODUCES = re.compile(r"(:|\bas follows[.:]?|\bthe following\b.*)$", re.IGNOR
 # message's lower-case sentences ("we're multi-tenant. tenant `payments` ...") still end there
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
 _ABBREVIATION = re.compile(r"\b(?:etc|e\.g|i\.e|vs|cf|approx|incl|esp|resp|viz|al)\.$", re.IGNORECASE)
+_ABBREVIATION_CHARS = 8  # the longest abbreviation with the character before it: the look-back a full stop needs
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
 _EDGE = "()[]{}<>,;!?\"'`*“”‘’«»"
 _NUMBER_GROUPS = re.compile(r"(?<=\d)[,_](?=\d{3}\b)")
@@ -100,7 +101,8 @@ def _sentences(line: str) -> list[Unit]:
     start = 0
     for match in _SENTENCE_END.finditer(line):
         end = match.end()
-        if line[end : end + 1].islower() and _ABBREVIATION.search(line, 0, match.start()):
+        stop = match.start()
+        if line[end : end + 1].islower() and _ABBREVIATION.search(line, max(0, stop - _ABBREVIATION_CHARS), stop):
             continue
         found.append(_unit(line[start:end], "sentence"))
         start = end

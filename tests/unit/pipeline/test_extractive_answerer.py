@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from anaphora.embeddings.hashing import HashingEmbedder
-from anaphora.pipeline.extractive import ExtractiveAnswerer, quotable_units, with_lead_ins
+from anaphora.pipeline.extractive import ExtractiveAnswerer, in_context, quotable_units, with_lead_ins
 from anaphora.types import Passage
 
 pytestmark = pytest.mark.unit
@@ -146,6 +146,19 @@ async def test_a_sentence_is_quoted_with_the_one_before_it_that_it_depends_on(
         question, question, [passage]
     )
     assert answer is not None and answer.points[0].text.startswith(quoted)
+
+
+def test_a_sentence_two_points_need_is_quoted_once() -> None:
+    """The first point takes the next sentence (it names `b`); the second refers back to that same sentence, which
+    is not quoted a second time in front of it."""
+    passage = Passage(
+        id="page.md#1", text="Set `a` before anything else. The `b` option then applies. This option needs `c` too."
+    )
+    found = ExtractiveAnswerer.candidates([passage])
+    first, second = (next(n for n, c in enumerate(found) if c.text.startswith(s)) for s in ("Set", "This"))
+    texts = in_context(found, [first, second])
+    assert texts[first] == "Set `a` before anything else. The `b` option then applies."
+    assert texts[second] == "This option needs `c` too."
 
 
 async def test_a_sentence_that_stands_alone_is_quoted_alone() -> None:
