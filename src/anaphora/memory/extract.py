@@ -91,6 +91,7 @@ _DISCOURSE = frozenset(
     """hey hi hello thanks thank yes yeah no ok okay sure great good nice cool wow oh well so please sorry
     awesome amazing right really maybe also anyway btw lol haha""".split()
 )
+_PARTICLE = re.compile(r"^\w+ed (?:on|off|in|out|up|down|over)$", re.I)  # "switched on", "locked down"
 NO_LONGER = "no longer "  # how a fact's value says the thing is not used any more
 
 
@@ -108,8 +109,11 @@ def _clause(text: str) -> str:
     end = _CLAUSE_END.search(text)
     value = text[: end.start()] if end else text
     value = _TRAILING_TIME.sub("", _ANYMORE.sub("", value.split(" [")[0]))  # "[7 May 2023]": a resolved date
-    words = value.split()[:_MAX_VALUE_WORDS]
+    words = value.split()
+    cut, words = len(words) > _MAX_VALUE_WORDS, words[:_MAX_VALUE_WORDS]
     while len(words) > 1 and (words[-1].lower() in STOPWORDS or words[-1].lower() in _DISCOURSE):
+        if not cut and _PARTICLE.match(" ".join(words[-2:])):
+            break  # a whole clause's phrasal verb: "proxy protocol v2 switched on"
         words.pop()  # cut mid-phrase ("a plain binary on a"), or a closing "btw"
     value = _LEADING_ARTICLE.sub("", " ".join(words)).strip(" \"'`")
     if value.endswith(")") and value.count(")") > value.count("("):

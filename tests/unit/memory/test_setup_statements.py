@@ -34,6 +34,7 @@ pytestmark = pytest.mark.unit
         ("the cluster has 3 nodes", "cluster has", "3 nodes"),
         ("traefik sits behind an AWS NLB", "traefik sits behind", "AWS NLB"),
         ("the NLB has proxy protocol v2 enabled", "nlb has", "proxy protocol v2 enabled"),
+        ("the NLB has proxy protocol v2 switched on", "nlb has", "proxy protocol v2 switched on"),  # a particle
         ("our DNS is hosted on cloudflare btw", "dns is hosted on", "cloudflare"),
         ("setup: loki 3.x in microservices mode on k8s", "setup loki", "loki 3.x in microservices mode on k8s"),
         ("ok so, the workers run Alloy v1.4", "uses alloy", "Alloy v1.4"),
@@ -53,6 +54,11 @@ def test_each_part_under_a_marker_is_a_statement() -> None:
         ("setup lives on", "one GKE cluster"),
     ]
     assert "Your setup lives on one GKE cluster" in acknowledgement(facts, remembered=True).replace("your", "Your")
+
+
+def test_a_value_cut_at_the_word_limit_does_not_end_mid_phrase() -> None:
+    facts = extract_facts("we run traefik v3 as a plain binary on a VM with the file provider")
+    assert [f.value for f in facts] == ["traefik v3 as a plain binary on a VM"]
 
 
 def test_we_are_on_a_bare_version_is_a_fact() -> None:
