@@ -21,6 +21,12 @@ STOPWORDS: frozenset[str] = frozenset(
     weren weren't won won't wouldn wouldn't could would also""".split()
 )
 _WORD = re.compile(r"\w+", re.UNICODE)
+# a sentence ends at . ! ? followed by white space (not inside "e.g.x" or "3.5", which have no space after), but not
+# at an abbreviation before a lower-case word ("Nomad, Ansible, etc. that can define ...", "e.g. a label"); a chat
+# message's lower-case sentences ("we're multi-tenant. tenant `payments` ...") still end there
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
+_ABBREVIATION = re.compile(r"\b(?:etc|e\.g|i\.e|vs|cf|approx|incl|esp|resp|viz|al)\.$", re.IGNORECASE)
+_ABBREVIATION_CHARS = 8  # the longest abbreviation with the character before it: the look-back a full stop needs
 
 
 @lru_cache(maxsize=1)
@@ -49,3 +55,19 @@ def content_set(text: str) -> frozenset[str]:
     """The distinct content words. Cached: a turn asks it of the same history messages in several stages, and
     the next turn asks again."""
     return frozenset(content_words(text))
+
+
+def sentences(text: str) -> list[str]:
+    """``text`` cut into sentences, each with the white space that follows it (joined, they give back ``text``):
+    the one sentence splitter of the answers (what is quoted) and of ingestion (where a long paragraph is cut)."""
+    found: list[str] = []
+    start = 0
+    for match in _SENTENCE_END.finditer(text):
+        end, stop = match.end(), match.start()
+        if text[end : end + 1].islower() and _ABBREVIATION.search(text, max(0, stop - _ABBREVIATION_CHARS), stop):
+            continue
+        found.append(text[start:end])
+        start = end
+    if start < len(text):
+        found.append(text[start:])
+    return found

@@ -7,9 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from anaphora.ingest.sections import Block, Section
+from anaphora.text import sentences
 
 TokenCounter = Callable[[str], int]
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(\[])")
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +29,7 @@ def _units(text: str) -> list[str]:
         if paragraph.startswith(("```", "~~~", "    ", "- ", "* ", "1.", "|")):
             units.append(paragraph)
         else:
-            units.extend(s.strip() for s in _SENTENCE_END.split(paragraph) if s.strip())
+            units.extend(s.strip() for s in sentences(paragraph) if s.strip())
     return units
 
 
@@ -237,8 +237,8 @@ def _block_units(blocks: list[Block], size: int, count: TokenCounter) -> list[_U
         else:
             pieces = _pieces(block.text, size, count)
             if len(pieces) > 1:  # a long paragraph: by sentence, then by word
-                sentences = [s.strip() for s in _SENTENCE_END.split(block.text) if s.strip()]
-                pieces = [p for s in sentences for p in _pieces(s, size, count)]
+                parts = [s.strip() for s in sentences(block.text) if s.strip()]
+                pieces = [p for s in parts for p in _pieces(s, size, count)]
             for number, (piece, n) in enumerate(pieces):
                 lead = number == len(pieces) - 1 and bool(LEAD_IN.search(piece))
                 units.append(_Unit(piece, n, group, joiner=" ", lead_in=lead))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from anaphora.pipeline.citations import BRACKETED
-from anaphora.text import content_words
+from anaphora.text import content_words, sentences
 from anaphora.types import Passage, UnitVerdict
 
 UnitKind = Literal["sentence", "item", "code", "row"]
@@ -26,12 +26,6 @@ _ITEM = re.compile(r"^\s*([-*+•]|\d{1,3}[.)])\s+")
 _ROW = re.compile(r"^\s*\|")
 # a line that announces what follows it: "Run this command:", "... as follows", "Use the following settings"
 _INTRODUCES = re.compile(r"(:|\bas follows[.:]?|\bthe following\b.*)$", re.IGNORECASE)
-# a sentence ends at . ! ? followed by white space (not inside "e.g.x" or "3.5", which have no space after), but not
-# at an abbreviation before a lower-case word ("Nomad, Ansible, etc. that can define ...", "e.g. a label"); a chat
-# message's lower-case sentences ("we're multi-tenant. tenant `payments` ...") still end there
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+")
-_ABBREVIATION = re.compile(r"\b(?:etc|e\.g|i\.e|vs|cf|approx|incl|esp|resp|viz|al)\.$", re.IGNORECASE)
-_ABBREVIATION_CHARS = 8  # the longest abbreviation with the character before it: the look-back a full stop needs
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
 _EDGE = "()[]{}<>,;!?\"'`*“”‘’«»"
 _NUMBER_GROUPS = re.compile(r"(?<=\d)[,_](?=\d{3}\b)")
@@ -86,7 +80,7 @@ def split_units(text: str) -> list[Unit]:
             units.append(_unit(line, "item" if _ITEM.match(line) else "row"))
             index += 1
             continue
-        units.extend(_sentences(line))
+        units.extend(_unit(sentence, "sentence") for sentence in sentences(line))
         index += 1
     return [u for u in units if u.text or u.separator]
 
@@ -96,19 +90,6 @@ def _unit(text: str, kind: UnitKind) -> Unit:
     return Unit(stripped, text[len(stripped) :], kind)
 
 
-def _sentences(line: str) -> list[Unit]:
-    found: list[Unit] = []
-    start = 0
-    for match in _SENTENCE_END.finditer(line):
-        end = match.end()
-        stop = match.start()
-        if line[end : end + 1].islower() and _ABBREVIATION.search(line, max(0, stop - _ABBREVIATION_CHARS), stop):
-            continue
-        found.append(_unit(line[start:end], "sentence"))
-        start = end
-    if start < len(line):
-        found.append(_unit(line[start:], "sentence"))
-    return found
 
 
 def strip_markers(text: str, known: set[str] | None = None) -> str:

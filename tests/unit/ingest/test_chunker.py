@@ -145,3 +145,20 @@ def test_list_and_table_paragraphs_are_not_sentence_split(marker: str):
 
 def test_empty_section_gives_no_chunks():
     assert chunk_section(Section(["H"], "   \n\n  "), size=10, overlap=2, count=words) == []
+
+
+def test_a_long_paragraph_is_cut_where_the_answers_see_a_sentence_end():
+    """Ingestion and the quoting answerer split sentences alike (``anaphora.text.sentences``): a chunk never starts
+    at "that ..." after "etc.", and a sentence that starts in lower case after a full stop is a sentence."""
+    text = (
+        "Tools like Nomad, Terraform, Ansible, etc. that define containers work with it. "
+        "the provider reads their labels. Labels go on the service."
+    )
+    chunks = chunk_section(Section(["H"], text), size=14, overlap=0, count=words)
+    starts = [c.text.split("\n")[0].split()[0] for c in chunks]
+    assert "that" not in starts
+    assert [line for c in chunks for line in c.text.split("\n")] == [
+        "Tools like Nomad, Terraform, Ansible, etc. that define containers work with it.",
+        "the provider reads their labels.",
+        "Labels go on the service.",
+    ]
