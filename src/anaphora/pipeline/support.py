@@ -90,8 +90,6 @@ def _unit(text: str, kind: UnitKind) -> Unit:
     return Unit(stripped, text[len(stripped) :], kind)
 
 
-
-
 def strip_markers(text: str, known: set[str] | None = None) -> str:
     """The text without bracketed citation markers (``[id]``, ``[a, b]``), as metrics and the check see it; with
     ``known``, only markers naming those ids (``[click me](url)`` is text)."""
