@@ -25,7 +25,7 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 from anaphora.embeddings.base import Embedder
-from anaphora.memory.personal import facts_answer, second_person
+from anaphora.memory.personal import asks_about_user, facts_answer, second_person
 from anaphora.pipeline.sentence_vectors import SentenceVectors
 from anaphora.pipeline.state import TurnState
 from anaphora.pipeline.support import FENCE, Unit, introduces, risky_tokens, split_units
@@ -179,9 +179,12 @@ class ExtractiveAnswerer:
         documents = state.selected if state.retrieves else ()
         documents = (*documents, *same_page(state.candidates, documents))
         query = state.plan.query if state.plan and state.retrieves else state.question
-        # what the user said in this conversation is in its history: quoting it back answers nothing
+        # what the user said in this conversation is in its history: quoting it back answers nothing; what the user
+        # said elsewhere answers a question about the user, or one no document answers; beside the documents'
+        # answer to a question about them it is context (the query was personalised with it), not a point
         earlier = {m.passage_id for m in state.memory if m.conversation_id != state.request.conversation_id}
-        others = tuple(p for p in state.memory_passages if p not in leading and p.id in earlier)
+        quotable = not documents or asks_about_user(state.question)
+        others = tuple(p for p in state.memory_passages if p not in leading and p.id in earlier) if quotable else ()
         quoted = await self.answer(query, state.question, documents, others, user=state.request.user_id)
         return said_back_first(state.said_back, facts_first(leading, quoted))
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from anaphora.memory.extract import NO_LONGER, extract_facts
@@ -246,12 +246,14 @@ class RecallMemory(Stage):
     said), or one that says what this question or a message already in the prompt says and states nothing about
     the user (the same problem reported again), is no evidence and is not shown; neither is a fact superseded since,
     unless the question asks about the past ("which version did I run before?"). A turn whose documents gave
-    nothing but whose memory did is answered from memory. A turn that skips retrieval (chit-chat, answered by the
+    nothing but whose memory did is answered from memory; but a question about something no document mentions
+    (``uncovered``: "could loki keep its chunks in mongodb?") is answered only by a memory that names it, not by
+    the user's other statements. A turn that skips retrieval (chit-chat, answered by the
     conversation) recalls nothing, but still gets the profile. Episodes that only repeat the turns already verbatim
     in the prompt are left out."""
 
     name = "memory"
-    reads = ("request", "question", "history", "turns_before", "skip", "plan", "personal")
+    reads = ("request", "question", "history", "turns_before", "skip", "plan", "personal", "uncovered")
     writes = ("profile", "memory")
     counter = "memory_recall"
 
@@ -275,12 +277,15 @@ class RecallMemory(Stage):
         self.timeout_s = timeout_s
 
     def _leading(self, question: str, ranked: list[Recalled]) -> list[Recalled]:
-        """The current facts a question about the user asks for, best first (none for other questions)."""
+        """The current facts a question about the user asks for, best first (none for other questions), but for one
+        the question itself states: the user is saying it, not asking it."""
         facts = [r for r in ranked if r.item.kind == "fact" and r.item.current]
         if not facts or not asks_about_user(question):
             return []
         everyday = everyday_words(question, self.statistics)
         asked = asks_what_user_said(question)  # then a fact close in meaning is shown without a shared word
+        if not asked:  # a fact the message states again ("running traefik v3 in docker compose. how do i ...?")
+            facts = [r for r in facts if r.item.value.lower() not in question.lower()]
         return [
             r
             for r in facts
@@ -312,7 +317,7 @@ class RecallMemory(Stage):
                 (recalled.item.current or past)
                 if recalled.item.kind == "fact"
                 else evidence_for(state.question, recalled.item.text, said_here)
-            )
+            ) and names_any(recalled.item.text, state.uncovered)
             inject = (
                 shown < self.k
                 and evidence
@@ -325,6 +330,11 @@ class RecallMemory(Stage):
 
     def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
         return state, "answered without memory"
+
+
+def names_any(text: str, names: Sequence[str]) -> bool:
+    """Whether ``text`` names one of ``names`` (as a word, in any case); true when there are none to name."""
+    return not names or any(re.search(rf"(?<!\w){re.escape(n)}(?!\w)", text, re.IGNORECASE) for n in names)
 
 
 class RememberTurn(Stage):

@@ -202,11 +202,12 @@ class Select(Stage):
 class CheckCoverage(Stage):
     """Refuses a question about something no passage mentions (:mod:`~anaphora.pipeline.coverage`): the selection
     is emptied, so the turn abstains (``nothing_found``) instead of quoting passages about something else, unless
-    the user's memory answers it. Optional: a failure keeps the selection."""
+    the user's memory names it (``uncovered``: what memory recall then asks of a memory). Optional: a failure keeps
+    the selection."""
 
     name = "coverage"
     reads = ("question", "skip", "candidates", "selected")
-    writes = ("selected",)
+    writes = ("selected", "uncovered")
 
     def __init__(self, statistics: Callable[[], TermStatistics | None], close: float) -> None:
         self.statistics = statistics
@@ -220,7 +221,8 @@ class CheckCoverage(Stage):
         if not missing:
             return StageResult(state, "ok", "every word the question names is in the corpus")
         detail = f"no passage mentions {', '.join(missing[:5])}: nothing selected"
-        return StageResult(state.update(selected=()), "ok", detail)  # nothing found: the answer stage abstains
+        # nothing found (the answer stage abstains), unless a memory names what the documents do not
+        return StageResult(state.update(selected=(), uncovered=tuple(missing)), "ok", detail)
 
     def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
         return state, "selection kept"

@@ -80,6 +80,7 @@ class TurnState:
     memory_epoch: int | None = None  # the user's erase epoch when the turn began (what the memory write checks)
     personal: str = ""  # the user's stated facts the plan's queries were personalised with (appended to them)
     said_back: str = ""  # what of them the user's previous message stated, as a quoted answer says it back
+    uncovered: tuple[str, ...] = ()  # names the question asks about that no document mentions (the coverage check)
 
     @property
     def retrieves(self) -> bool:
@@ -181,6 +182,7 @@ INITIAL = frozenset(
         "profile",
         "personal",
         "said_back",
+        "uncovered",
         "calls",
     }
 )
