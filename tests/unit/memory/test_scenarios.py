@@ -9,6 +9,7 @@ import re
 import pytest
 
 from anaphora import Anaphora, FakeChatModel, Settings
+from anaphora.pipeline.check import ABSTAIN
 from tests.conftest import SAMPLE_DOCS
 
 pytestmark = pytest.mark.unit
@@ -33,6 +34,11 @@ def ask(rag: Anaphora, question: str, conversation: str, user: str = "alice"):
     result = rag.ask(question, conversation, user_id=user)
     rag.settle()  # the memory write runs after the answer, in the background
     return result
+
+
+def ask_anew(rag: Anaphora, question: str, user: str = "alice"):
+    """``question`` as the first message of a new conversation."""
+    return ask(rag, question, rag.new_conversation(user_id=user), user)
 
 
 def test_state_update_ask_forget_erase_across_conversations_and_users(rag: Anaphora) -> None:
@@ -250,3 +256,36 @@ def test_closeness_alone_leads_with_a_fact_only_when_the_question_asks_what_the_
         assert not [m for m in docs.trace.memory if m.leads] and not MEMORY_ID.search(docs.answer)
         said = ask(rag, "which version did I say I run?", rag.new_conversation(user_id="alice"))
         assert [m.kind for m in said.trace.memory if m.leads] == ["fact"]
+
+
+# What the user said in an earlier conversation is context for a question about the documents, not its answer: it
+# is quoted for a question about the user, or where no document answers; a question about something no document
+# mentions is refused unless a memory names it; a fact the message states again is not said back.
+
+
+def test_a_question_no_document_covers_is_not_answered_with_the_users_other_statements(rag: Anaphora) -> None:
+    ask_anew(rag, "context: our Kestrel keeps its data on that one cluster")  # close to the question, word for word
+    refused = ask_anew(rag, "could Kestrel keep its data in mongodb on that cluster?")
+    assert refused.answer == ABSTAIN
+    assert not [m for m in refused.trace.memory if m.injected]
+
+
+def test_a_memory_that_names_what_no_document_mentions_may_answer(rag: Anaphora) -> None:
+    ask_anew(rag, "context: our Kestrel archive lives in mongodb on the ARM64 cluster")
+    answered = ask_anew(rag, "where did I say the Kestrel archive lives, mongodb?")
+    assert "mongodb" in MEMORY_ID.sub("", answered.answer)
+    assert [m for m in answered.trace.memory if m.injected and "mongodb" in m.text]
+
+
+def test_beside_the_documents_a_statement_from_another_conversation_is_no_point_of_the_answer(rag: Anaphora) -> None:
+    ask_anew(rag, "context: we install Kestrel on Kubernetes with the Helm chart, three replicas")
+    answer = ask_anew(rag, "how do I install Kestrel on Kubernetes with the Helm chart?")
+    assert answer.citations and not MEMORY_ID.search(answer.answer)
+    assert "three replicas" not in answer.answer
+
+
+def test_a_fact_the_message_states_again_is_not_said_back(rag: Anaphora) -> None:
+    ask_anew(rag, "I run Kestrel 3.4.1 on ARM64 nodes")
+    answer = ask_anew(rag, "running Kestrel 3.4.1 on ARM64 nodes. how do I upgrade my Kestrel with Helm?")
+    assert not answer.answer.startswith("You run Kestrel 3.4.1")
+    assert not [m for m in answer.trace.memory if m.leads]
