@@ -169,8 +169,8 @@ PAYLOAD = (
     "<a href=\"javascript:alert('a')\">a link</a>.\n\n"
     "```html\n<script>document.title = 'pwned'</script>\n```\n"
 )
-# The chunker starts a new sentence (a new line in the prompt) only before a capital letter, and the fake model
-# quotes one line: sentences that start in lower case make an answer of several sentences, streamed one by one.
+# A short paragraph is one line of its chunk (and of the prompt), and the fake model quotes one line: a paragraph of
+# four sentences makes an answer of four sentences, streamed one by one.
 STREAMED = (
     "# Quokka facts\n\n"
     "Quokkas live on Rottnest Island. they eat leaves and grasses. their young ride in a pouch. visitors may not "
