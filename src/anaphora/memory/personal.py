@@ -58,6 +58,12 @@ def facts_answer(question: str, facts: Sequence[str]) -> bool:
     return bool(facts) and content_set(question) - _ASKING_WORDS <= known
 
 
+def states_again(message: str, value: str) -> bool:
+    """Whether ``message`` itself says a fact's ``value`` ("running traefik v3 in docker compose. how do i ...?"):
+    the user is saying it now, so it is neither said back nor added to the query a second time."""
+    return bool(value) and value.lower() in message.lower()
+
+
 def asks_about_user(question: str) -> bool:
     """Whether the question is about the user ("my version", "did I say"), not only about the documents."""
     return bool(_POSSESSIVE.search(question)) or asks_what_user_said(question)

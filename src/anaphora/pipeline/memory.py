@@ -27,6 +27,7 @@ from anaphora.memory.personal import (
     fact_answers,
     second_person,
     states_about_user,
+    states_again,
 )
 from anaphora.memory.protocols import MemoryReader
 from anaphora.memory.recall import MemoryRecall, Recalled, asks_about_past
@@ -181,7 +182,9 @@ class PersonalQuery(Stage):
                 back = as_you_said(words=episode.text) if just_said else back
         # facts of other conversations count only for a question about the user
         others = [f for f in facts if f.conversation_id != here and f.current and not f.value.startswith(NO_LONGER)]
-        others = others if asks_about_user(state.question) else []
+        others = (
+            [f for f in others if not states_again(state.question, f.value)] if asks_about_user(state.question) else []
+        )
         everyday = everyday_words(state.question, self.statistics) if others else []  # read only when it counts
         elsewhere = [personal_words(f) for f in others if fact_answers(state.question, f.text, f.value, everyday)]
         return (said + elsewhere)[:PERSONAL_FACTS], back
@@ -284,8 +287,8 @@ class RecallMemory(Stage):
             return []
         everyday = everyday_words(question, self.statistics)
         asked = asks_what_user_said(question)  # then a fact close in meaning is shown without a shared word
-        if not asked:  # a fact the message states again ("running traefik v3 in docker compose. how do i ...?")
-            facts = [r for r in facts if r.item.value.lower() not in question.lower()]
+        if not asked:
+            facts = [r for r in facts if not states_again(question, r.item.value)]
         return [
             r
             for r in facts

@@ -70,6 +70,15 @@ async def test_a_first_or_stateless_turn_reads_memory_only_for_a_question_about_
     assert record.status == "ok" and after.plan.query == f"{about_me} runs Fluent Bit 2.1 on ARM64 nodes"
 
 
+async def test_a_fact_of_another_conversation_the_question_states_again_is_not_added_twice(store) -> None:
+    """The user says it now: the query already holds it (a second copy weighed it double in the dense query, and a
+    re-run of a conversation retrieved for its first question what the first run had not)."""
+    await said(store, "we run Traefik v3 in docker compose", "c1")
+    question = "running Traefik v3 in docker compose. how do i get certs for my containers?"
+    after, _ = await planned(store, question, "c2", turns_before=0)
+    assert after.plan.query == question and after.personal == ""
+
+
 async def test_a_fact_stated_in_this_conversation_joins_the_query_that_leads(store) -> None:
     await said(store, "fyi all our docker hosts are ARM64 (graviton boxes)", "c1")
     after, record = await planned(store, QUESTION, "c1")
