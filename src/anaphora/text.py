@@ -1,4 +1,4 @@
-"""Word-level text helpers shared by BM25, the hashing embedder, citation attribution and the metrics."""
+"""Word- and sentence-level text helpers shared by BM25, the hashing embedder, ingestion, answers and metrics."""
 
 from __future__ import annotations
 
