@@ -257,6 +257,17 @@ async def run_conversation(
     return rows
 
 
+def same_answers(first: list[dict], again: list[dict]) -> dict:
+    """How many re-run turns got the first run's answer word for word (memory ids aside, they are new each run):
+    remembering the first run should change nothing a second asking of the same questions reads."""
+    before = {(r["conversation"], r["turn"]): _MEMORY_ID.sub("[memory]", r["answer"]) for r in first}
+    equal = [before.get((r["conversation"], r["turn"])) == _MEMORY_ID.sub("[memory]", r["answer"]) for r in again]
+    return {"hits": sum(equal), "n": len(equal)}
+
+
+_MEMORY_ID = re.compile(r"\[memory:[0-9a-f]+\]")
+
+
 def depends_on_personal(conversation: dict) -> bool:
     """Whether a turn of the conversation refers to a personal turn (a fact the user stated)."""
     turns = conversation["turns"]
@@ -400,7 +411,11 @@ def main() -> None:
             "ingest": ingest_stats,
             "scores": breakdown(first),
             **({"loss": loss_table(first)} if args.diagnose else {}),
-            **({"rerun": {"first": aggregate(first), "again": aggregate(again)}} if again else {}),
+            **(
+                {"rerun": {"first": aggregate(first), "again": aggregate(again), "same": same_answers(first, again)}}
+                if again
+                else {}
+            ),
         }
         if args.dump:
             with args.dump.open("w") as out:
@@ -427,6 +442,8 @@ def main() -> None:
     if "rerun" in payload:
         first, second = payload["rerun"]["first"]["answered"], payload["rerun"]["again"]["answered"]
         print(f"  re-run answered    {second['value']} (first run {first['value']})")
+        same = payload["rerun"]["same"]
+        print(f"  re-run answers equal to the first run's: {same['hits']}/{same['n']}")
     print(f"  invented identifiers: {overall['invented_turns']} turns {overall['invented_tokens'][:10]}")
     print(f"  turn ms p50 {overall['turn_ms']['p50']} p95 {overall['turn_ms']['p95']}")
     print(f"  model calls per turn {overall['model_calls_per_turn']}")
