@@ -16,6 +16,10 @@ from collections.abc import Collection, Sequence
 from anaphora.memory.extract import ExtractedFact, extract_entities, extract_facts
 from anaphora.text import content_set
 
+# a second question joined to the first ("..., and does it support OTLP?")
+_SECOND_QUESTION = re.compile(
+    r"(?:\band|\bbut|[,;])\s+(?:is|are|does|do|can|could|will|would|should|how|what|which|where)\b", re.I
+)
 # "did I say", "I told you", "what do I run", "am I on": the question asks what the user said or has
 _ASKS_WHAT_USER_SAID = re.compile(
     r"\b(?:did|have|had) (?:i|we) (?:say|said|tell|told|mention|state|write)\b|"
@@ -52,10 +56,16 @@ _ASKING_WORDS = _NOT_EVIDENCE | _VERSION_WORDS | content_set("now current curren
 
 def facts_answer(question: str, facts: Sequence[str]) -> bool:
     """Whether the user's facts say everything the question asks: each of its content words, but for the words it
-    asks with, is in them ("which loki version did I say we run?" against "the user runs loki 3.2 on ARM64"). Then
-    the documents have nothing to add; "is the setting you described available for my version?" still asks them."""
+    asks with, is in them ("which loki version did I say we run?" against "the user runs loki 3.2 on ARM64"), or
+    it asks only what the user said or has ("which platform did I say we run traefik on?"), which no document can
+    tell. Then the documents have nothing to add; "is the setting you described available for my version?", or
+    "which version did I say I run, and does it support OTLP?", still asks them."""
+    if not facts:
+        return False
+    if asks_what_user_said(question) and not _SECOND_QUESTION.search(question):
+        return True
     known = frozenset().union(*(content_set(f) for f in facts))
-    return bool(facts) and content_set(question) - _ASKING_WORDS <= known
+    return content_set(question) - _ASKING_WORDS <= known
 
 
 def states_again(message: str, value: str) -> bool:

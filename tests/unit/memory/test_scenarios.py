@@ -149,7 +149,9 @@ def test_a_fact_answers_a_question_about_the_user_by_more_than_a_shared_name(que
         ("which version did I say I run?", True),
         ("what version are we on now?", True),
         ("which Fluent Bit version do I run?", True),
-        ("which chart version did I say I run?", False),  # the chart is not in them
+        ("which chart version did I say I run?", True),  # what the user said: no document can tell
+        ("which platform did I say we run?", True),
+        ("which version did I say I run, and does it support OTLP?", False),  # a second question asks them
         ("is the setting you described available for my version?", False),
         ("is there a Helm chart for my version?", False),
         ("what architecture are my nodes?", False),  # "architecture" is not in them: the documents may help
