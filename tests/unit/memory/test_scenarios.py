@@ -272,6 +272,18 @@ def test_a_question_no_document_covers_is_not_answered_with_the_users_other_stat
     assert not [m for m in refused.trace.memory if m.injected]
 
 
+def test_a_model_is_not_asked_either_when_no_document_covers_and_no_memory_names_it(tmp_path) -> None:
+    """The same with a model answering (generate mode): nothing is shown, so the turn abstains without a call."""
+    settings = Settings(data_dir=tmp_path / "data", chat_model="fake", embedder="hashing", answer_mode="generate")
+    model = FakeChatModel()
+    with Anaphora(settings, model=model) as rag:
+        rag.ingest([SAMPLE_DOCS])
+        ask_anew(rag, "context: our Kestrel keeps its data on that one cluster")
+        model.calls.clear()
+        refused = ask_anew(rag, "could Kestrel keep its data in mongodb on that cluster?")
+    assert refused.answer == ABSTAIN and not model.calls
+
+
 def test_a_memory_that_names_what_no_document_mentions_may_answer(rag: Anaphora) -> None:
     ask_anew(rag, "context: our Kestrel archive lives in mongodb on the ARM64 cluster")
     answered = ask_anew(rag, "where did I say the Kestrel archive lives, mongodb?")
