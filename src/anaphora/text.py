@@ -57,6 +57,13 @@ def content_set(text: str) -> frozenset[str]:
     return frozenset(content_words(text))
 
 
+@lru_cache(maxsize=4096)
+def whole_word(token: str) -> re.Pattern[str]:
+    """``token`` as a whole word: no word character glued to either side (``512`` is not in ``5120``). Case as
+    given: callers fold both sides."""
+    return re.compile(rf"(?<!\w){re.escape(token)}(?!\w)")
+
+
 def sentences(text: str) -> list[str]:
     """``text`` cut into sentences, each with the white space that follows it (joined, they give back ``text``):
     the one sentence splitter of the answers (what is quoted) and of ingestion (where a long paragraph is cut)."""

@@ -33,6 +33,7 @@ from anaphora.memory.extract import extract_entities
 from anaphora.memory.protocols import MemoryReader
 from anaphora.memory.types import MemoryHit, MemoryItem
 from anaphora.retrieval.fusion import normalised_sum
+from anaphora.text import whole_word
 
 FOUND = 0.01  # what being in a list at all adds to an item's normalised score
 _PAST = re.compile(r"\b(before|previous(?:ly)?|used to|earlier|formerly|old|former|originally|last time)\b", re.I)
@@ -179,7 +180,7 @@ class MemoryRecall:
         period: tuple[float, float] | None = None,
     ) -> list[Recalled]:
         names = {name.casefold() for name, _ in extract_entities(question)}
-        patterns = {n: re.compile(rf"(?<!\w){re.escape(n)}(?!\w)") for n in names}
+        patterns = {n: whole_word(n) for n in names}
         texts = {item_id: item.text.casefold() for item_id, item in items.items()}
         mentioned = {item_id: [n for n, p in patterns.items() if p.search(t)] for item_id, t in texts.items()}
         # a name in most of the candidates distinguishes nothing: damp its boost by its share of them

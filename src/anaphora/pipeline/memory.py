@@ -37,7 +37,7 @@ from anaphora.pipeline.stage import Stage, StageResult
 from anaphora.pipeline.state import Skip, TurnRequest, TurnState
 from anaphora.retrieval.terms import TermStatistics, generic
 from anaphora.sanitize import sanitize
-from anaphora.text import words
+from anaphora.text import whole_word, words
 from anaphora.types import RecalledMemory
 
 TRACED = 10  # recalled items the trace lists (shown or not)
@@ -337,7 +337,8 @@ class RecallMemory(Stage):
 
 def names_any(text: str, names: Sequence[str]) -> bool:
     """Whether ``text`` names one of ``names`` (as a word, in any case); true when there are none to name."""
-    return not names or any(re.search(rf"(?<!\w){re.escape(n)}(?!\w)", text, re.IGNORECASE) for n in names)
+    folded = text.casefold()
+    return not names or any(whole_word(n.casefold()).search(folded) for n in names)
 
 
 class RememberTurn(Stage):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from anaphora.pipeline.citations import BRACKETED
-from anaphora.text import content_words, sentences
+from anaphora.text import content_words, sentences, whole_word
 from anaphora.types import Passage, UnitVerdict
 
 UnitKind = Literal["sentence", "item", "code", "row"]
@@ -136,7 +136,7 @@ class SourceText:
 
     def holds(self, token: str) -> bool:
         """The token occurs with no word character glued to either side (``512`` is not in ``5120``)."""
-        return re.search(r"(?<!\w)" + re.escape(token) + r"(?!\w)", self.flat) is not None
+        return whole_word(token).search(self.flat) is not None
 
 
 class SupportChecker:
