@@ -266,7 +266,8 @@ def _table(tokens: Sequence) -> list[Block]:
     head = "\n".join([*lines[:first], "|" + "---|" * width])
     body = tuple(lines[first:])
     text = head + ("\n" + "\n".join(body) if body else "")
-    records = tuple(_record(rows[0], cells) for cells in rows[first:])
+    names = [_cell(name) for name in rows[0]]
+    records = tuple(_record(names, cells) for cells in rows[first:])
     return [Block("table", text, head=head, parts=body, records=records)]
 
 
@@ -280,11 +281,12 @@ def _cell(text: str, line_break: str = " ") -> str:
 
 
 def _record(names: Sequence[str], values: Sequence[str]) -> str:
-    """A table row as ``column: value`` lines, which need no header row to be read (what a row too long for a chunk
-    with its header becomes), each ``<br>`` of a cell a line break: a description's list stays a list."""
+    """A table row as ``column: value`` lines under the header's ``names`` (cleaned cells), which need no header row
+    to be read (what a row too long for a chunk with its header becomes), each ``<br>`` of a cell a line break: a
+    description's list stays a list."""
     lines = []
-    for name, value in zip(names, values, strict=False):
-        name, value = _cell(name), _cell(value, "\n")
+    for name, raw in zip(names, values, strict=False):
+        value = _cell(raw, "\n")
         if value:
             lines.append(f"{name}: {value}" if name else value)
     return "\n".join(lines)
