@@ -83,6 +83,7 @@ _TRAILING_TIME = re.compile(
 )
 _MY_FACT = re.compile(r"\b(?:my|our) ((?:[\w.+-]+ ){0,3}[\w.+-]+) (is|are|was set to|is set to) ", re.I)
 _LEADING_ARTICLE = re.compile(r"^(?:the|a|an|my|our|some)\s+", re.I)
+_ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.I)
 
 _VERSION = re.compile(r"^v?\d+(?:\.\d+)+[a-z0-9-]*$|^v\d+$", re.I)
 _TOKEN = re.compile(r"[A-Za-z0-9][\w.+#-]*[\w+#]|[A-Za-z0-9]")
@@ -121,6 +122,15 @@ def _clause(text: str) -> str:
     if value.startswith("(") and value.count("(") > value.count(")"):
         value = value[1:]
     return value.strip()
+
+
+def _as_written(text: str, value: str) -> str:
+    """The value with the article the user wrote before it ("are a StatefulSet with ..."), for the fact's text:
+    the value itself goes without it, as keys compare values."""
+    article = _ARTICLE.match(text)
+    if article and value and text[article.end() :].startswith(value.split()[0]):
+        return article.group(0) + value
+    return value
 
 
 def thing_key(value: str) -> str:
@@ -190,7 +200,8 @@ def _setup_fact(sentence: str, *, marked: bool) -> ExtractedFact | None:
         value = _clause(sentence[match.end() :])
         if value and _NAMED.search(value) and value.lower().split()[0] not in STOPWORDS:
             subject = match.groupdict().get("subject")
-            text = f"the user's {_owned(subject)} uses {value}" if subject else f"the user uses {value}"
+            said = _as_written(sentence[match.end() :], value)
+            text = f"the user's {_owned(subject)} uses {said}" if subject else f"the user uses {said}"
             return ExtractedFact("user", thing_key(value), value, text)
         return None
     if (match := _DEPLOYED.match(sentence) or _SETUP_IS.match(sentence) or _NAMED_IS.match(sentence)) is not None:
@@ -199,7 +210,8 @@ def _setup_fact(sentence: str, *, marked: bool) -> ExtractedFact | None:
         possessed = match.group("subject").lower().startswith(("our ", "my "))
         if value and (possessed or _NAMED.search(value)) and value.lower().split()[0] not in STOPWORDS:
             attribute = subject.lower() if verb in ("is", "are") else f"{subject.lower()} {verb}"
-            return ExtractedFact("user", attribute, value, f"the user's {subject} {verb} {value}")
+            said = _as_written(sentence[match.end() :], value)
+            return ExtractedFact("user", attribute, value, f"the user's {subject} {verb} {said}")
         return None
     if not marked or _FIRST_PERSON_WORD.search(sentence):
         return None
@@ -271,22 +283,17 @@ def extract_facts(user_words: str) -> list[ExtractedFact]:
             key = (thing_key(value) if verb in _FAMILY else f"{verb} {value.split()[0].lower()}") if many else verb
             if key in stated_stop:
                 continue
-            found.setdefault(("user", key), ExtractedFact("user", key, value, f"the user {verb} {value}"))
+            said = _as_written(user_words[match.end() :], value)
+            found.setdefault(("user", key), ExtractedFact("user", key, value, f"the user {verb} {said}"))
     for fact in setup_facts(user_words):
         found.setdefault((fact.subject, fact.attribute), fact)
     for match in _MY_FACT.finditer(user_words):
         attribute = match.group(1).lower()
         value = _clause(user_words[match.end() :])
+        text = f"the user's {attribute} {match.group(2).lower()} {_as_written(user_words[match.end() :], value)}"
         said = {f.text.lower() for f in found.values()}  # "our DNS is hosted on X" read by the setup rules already
-        if (
-            value
-            and attribute.split()[0] not in STOPWORDS
-            and f"the user's {attribute} {match.group(2).lower()} {value}".lower() not in said
-        ):
-            found.setdefault(
-                ("user", attribute),
-                ExtractedFact("user", attribute, value, f"the user's {attribute} {match.group(2).lower()} {value}"),
-            )
+        if value and attribute.split()[0] not in STOPWORDS and text.lower() not in said:
+            found.setdefault(("user", attribute), ExtractedFact("user", attribute, value, text))
     return list(found.values())
 
 

@@ -4,6 +4,7 @@ forged memory fence reaches a prompt: through the HTTP routes, with the fake mod
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from pathlib import Path
 
@@ -178,11 +179,13 @@ class SlowSummaries:
 
     def __init__(self, store, pause_s: float = 0.15) -> None:
         self.store, self.pause_s = store, pause_s
+        self.saving = threading.Event()  # set once a save is held back: the erase is sent after it, not by luck
 
     def __getattr__(self, name):
         return getattr(self.store, name)
 
     async def save_summary(self, *args, **kwargs):
+        self.saving.set()
         await asyncio.sleep(self.pause_s)
         return await self.store.save_summary(*args, **kwargs)
 
@@ -192,11 +195,12 @@ def test_a_summary_in_flight_when_the_user_is_erased_is_not_stored(tmp_path) -> 
     settings = settings_for(tmp_path, history_turns=4, history_min_turns=4)
     components = components_for(settings, FakeChatModel(default="a summary of what alice said"), ingest=False)
     summarizer = components.engine.summarizer
-    summarizer.summaries = SlowSummaries(summarizer.summaries)
+    summarizer.summaries = slow = SlowSummaries(summarizer.summaries, pause_s=0.5)
     with serve(settings, components) as running, running.client("alice") as http:
         conversation = http.post("/v1/conversations", json={}).json()["id"]
         for n in range(6):
             http.post(f"/v1/conversations/{conversation}/messages", json={"content": f"{STATEMENT} {n}"})
+        assert slow.saving.wait(timeout=10)
         assert http.delete("/v1/users/alice/data").status_code == 200  # while a summary save is pending
         running.stop()  # the lifespan drains the background work
         assert components.database.query("SELECT COUNT(*) FROM summaries")[0][0] == 0

@@ -126,7 +126,24 @@ async def test_a_setup_statement_supersedes_like_a_first_person_one(store, first
 def test_the_acknowledgement_reads_as_one_sentence_in_the_users_case() -> None:
     facts = extract_facts("traefik sits behind an AWS NLB, and the NLB has proxy protocol v2 enabled")
     assert acknowledgement(facts, remembered=True) == (
-        "Noted: your traefik sits behind AWS NLB; your NLB has proxy protocol v2 enabled. I'll remember that."
+        "Noted: your traefik sits behind an AWS NLB; your NLB has proxy protocol v2 enabled. I'll remember that."
     )
     (dns,) = extract_facts("our DNS is hosted on cloudflare btw")  # one fact, though two rules read it
     assert dns.text == "the user's DNS is hosted on cloudflare"
+
+
+@pytest.mark.parametrize(
+    ("message", "value", "said_back"),
+    [
+        ("our ingesters are a StatefulSet with 3 replicas", "StatefulSet with 3 replicas", "a StatefulSet"),
+        ("traefik sits behind an AWS NLB", "AWS NLB", "an AWS NLB"),
+        ("we run the Loki helm chart 6.2", "Loki helm chart 6.2", "the Loki helm chart 6.2"),
+        ("our nodes are ARM64", "ARM64", "are ARM64"),  # no article written, none added
+    ],
+)
+def test_a_fact_is_said_back_with_the_article_the_user_wrote(message: str, value: str, said_back: str) -> None:
+    """The value goes without its article (values are compared), the fact's text keeps it: "your ingesters are a
+    StatefulSet ...", not "are StatefulSet ..."."""
+    (fact,) = [f for f in extract_facts(message) if f.value == value]
+    assert said_back in fact.text
+    assert said_back in acknowledgement([fact], remembered=True)
