@@ -148,11 +148,37 @@ async def test_a_sentence_is_quoted_with_the_one_before_it_that_it_depends_on(
     assert answer is not None and answer.points[0].text.startswith(quoted)
 
 
+# a sentence that makes its paragraph too long to be quoted whole (PARAGRAPH_WORDS)
+LONG = " ".join(["Operators of large clusters read the capacity planning guide before they change any of these"] * 5)
+
+
+async def test_a_sentence_of_a_short_paragraph_is_quoted_with_the_whole_paragraph() -> None:
+    """The sentence that matches is seldom all the paragraph says: here the operator it applies to is in the
+    sentence before the one before it."""
+    text = (
+        "When using `|~` and `!~`, RE2 syntax regex may be used. The matching is case-sensitive by default. "
+        "Switch to case-insensitive matching by prefixing the regular expression with `(?i)`.\n\n"
+        "Line filters are best placed at the beginning of a pipeline."
+    )
+    question = "how do I switch to case-insensitive matching?"
+    answer = await ExtractiveAnswerer(HashingEmbedder(), min_relevance=0.0, max_points=1).answer(
+        question, question, [Passage(id="page.md#1", text=text)]
+    )
+    assert answer is not None
+    assert answer.points[0].text == text.split("\n\n")[0]  # the paragraph, not the next one
+    long = Passage(id="page.md#2", text=f"{text.split(chr(10))[0]} {LONG}")
+    answer = await ExtractiveAnswerer(HashingEmbedder(), min_relevance=0.0, max_points=1).answer(
+        question, question, [long]
+    )
+    assert answer is not None and answer.points[0].text.startswith("Switch to case-insensitive")  # too long: alone
+
+
 def test_a_sentence_two_points_need_is_quoted_once() -> None:
     """The first point takes the next sentence (it names `b`); the second refers back to that same sentence, which
     is not quoted a second time in front of it."""
     passage = Passage(
-        id="page.md#1", text="Set `a` before anything else. The `b` option then applies. This option needs `c` too."
+        id="page.md#1",
+        text=f"Set `a` before anything else. The `b` option then applies. This option needs `c` too. {LONG}",
     )
     found = ExtractiveAnswerer.candidates([passage])
     first, second = (next(n for n, c in enumerate(found) if c.text.startswith(s)) for s in ("Set", "This"))
@@ -164,7 +190,7 @@ def test_a_sentence_two_points_need_is_quoted_once() -> None:
 async def test_a_sentence_that_stands_alone_is_quoted_alone() -> None:
     passage = Passage(
         id="page.md#1",
-        text="Loki stores chunks in object storage. The compactor deletes chunks past the retention period.",
+        text=f"Loki stores chunks in object storage. The compactor deletes chunks past the retention period. {LONG}",
     )
     answer = await ExtractiveAnswerer(HashingEmbedder(), min_relevance=0.0, max_points=1).answer(
         "compactor deletes chunks past retention period", "what deletes chunks past the retention period?", [passage]
