@@ -173,6 +173,18 @@ async def test_a_sentence_of_a_short_paragraph_is_quoted_with_the_whole_paragrap
     assert answer is not None and answer.points[0].text.startswith("Switch to case-insensitive")  # too long: alone
 
 
+async def test_a_memorys_sentence_is_quoted_alone() -> None:
+    """What the user said is a few statements, each its own: not a paragraph of a page to quote whole."""
+    said = Passage(
+        id="memory:1", text="We moved to Loki 3.2 last month. The team also hired two new SREs.", source="memory"
+    )
+    question = "which Loki version did we move to?"
+    answer = await ExtractiveAnswerer(HashingEmbedder(), min_relevance=0.0, max_points=1).answer(
+        question, question, [], [said]
+    )
+    assert answer is not None and answer.points[0].text == "We moved to Loki 3.2 last month."
+
+
 def test_a_sentence_two_points_need_is_quoted_once() -> None:
     """The first point takes the next sentence (it names `b`); the second refers back to that same sentence, which
     is not quoted a second time in front of it."""
