@@ -29,6 +29,12 @@ _CONTINUATIONS = re.compile(
     re.IGNORECASE,
 )
 
+# what the assistant said, named by the user: "what you told me", "you mentioned", "your last answer"
+_POINTS_AT_ANSWER = re.compile(
+    r"\b(?:you|u)(?: just)? (?:told|said|gave|showed|mentioned|suggested|recommended|described|wrote|listed)\b|"
+    r"\byour (?:(?:last|first|previous|earlier) )?(?:answer|reply|suggestion|example|snippet|command)s?\b",
+    re.IGNORECASE,
+)
 
 # the user says the topic changes, at the start of the message ("unrelated: ...", "different problem: ...",
 # "switching topics, ...", "ok, separately: ...") or that it goes back to an earlier one ("back to postgres for a
@@ -47,8 +53,9 @@ _TOPIC_RETURN = re.compile(
 
 
 def continues(question: str) -> bool:
-    """The message carries on from the last turn ("and on ARM?", "what about the other one?")."""
-    return bool(_CONTINUATIONS.match(question))
+    """The message carries on from the last turn ("and on ARM?", "what about the other one?") or points at what
+    the assistant said ("does any of what you told me change?")."""
+    return bool(_CONTINUATIONS.match(question) or _POINTS_AT_ANSWER.search(question))
 
 
 def shifts_topic(question: str) -> bool:

@@ -34,6 +34,9 @@ HISTORY = [
         "How about the disk buffer size?",
         "Tell me more",
         "Also for macOS laptops and desktops?",
+        "does any of what you told me change for Kestrel agents?",  # points at what the assistant said
+        "is the command you gave me for ARM nodes too?",
+        "does your last answer hold for Windows servers?",
         "Helm chart?",  # too short to name a topic
         "Why?",
         "ok",
