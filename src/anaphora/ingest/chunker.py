@@ -161,8 +161,10 @@ class _Unit:
     joiner: str = "\n"
     lead_in: bool = False  # introduces the next unit (a lead-in sentence, a label, a heading, a table header)
     follows: bool = False  # belongs with the unit before it (a code block after the sentence that introduces it)
-    header: str = ""  # a table row's header rows, repeated when a chunk starts inside the table
-    header_tokens: int = 0
+    header: str = ""  # a table row's header rows (a code piece's introducing sentence), repeated when a chunk
+    header_tokens: int = 0  # starts inside the table (the block)
+    header_joiner: str = "\n"
+    header_group: int | None = None  # the group of the unit the header repeats (the sentence before a block)
     is_header: bool = False
 
 
@@ -170,22 +172,30 @@ def _bound(first: _Unit, second: _Unit) -> bool:
     return first.lead_in or second.follows
 
 
+def _headed(window: list[_Unit]) -> set[int]:
+    """The groups whose header the window holds already: a table's header row, a code block's introducing
+    sentence."""
+    groups = {u.group for u in window}
+    return {u.group for u in window if u.is_header or (u.header_group is not None and u.header_group in groups)}
+
+
 def _cost(window: list[_Unit]) -> int:
-    """Tokens of the window as a chunk: its units, plus the header of each table whose rows it holds without it."""
+    """Tokens of the window as a chunk: its units, plus the header of each table (or introduced code block) whose
+    rows (pieces) it holds without it."""
     total = sum(u.tokens for u in window)
-    headed = {u.group for u in window if u.is_header}
+    headed = _headed(window)
     missing = {u.group: u.header_tokens for u in window if u.header and u.group not in headed}
     return total + sum(missing.values())
 
 
 def _render(window: list[_Unit]) -> str:
     parts: list[str] = []
-    headed = {u.group for u in window if u.is_header}
+    headed = _headed(window)
     previous: _Unit | None = None
     for unit in window:
         text = unit.text
-        if unit.header and unit.group not in headed:  # a chunk that starts inside a table repeats its header
-            text = f"{unit.header}\n{text}"
+        if unit.header and unit.group not in headed:  # a chunk that starts inside a table or block repeats its head
+            text = f"{unit.header}{unit.header_joiner}{text}"
             headed.add(unit.group)
         if previous is not None:
             parts.append(unit.joiner if previous.group == unit.group else "\n\n")
@@ -223,15 +233,42 @@ def _block_units(blocks: list[Block], size: int, count: TokenCounter) -> list[_U
                     units.extend(_Unit(p, m, group) for p, m in _pieces(record, size, count))
         elif block.kind == "code":
             fence_tokens = count(f"{block.head}\n```")
-            room = size - fence_tokens - (units[-1].tokens if introduced else 0)
+            intro = units[-1] if introduced else None
+            room = size - fence_tokens - (intro.tokens if intro else 0)
             pieces = _pieces("\n".join(block.parts), max(1, room), count)
             for number, (piece, n) in enumerate(pieces):
                 text = f"{block.head}\n{piece}\n```"
-                units.append(_Unit(text, n + fence_tokens, group, follows=number == 0 and bool(units)))
+                # a block too long for one chunk: a chunk that starts inside it repeats the sentence introducing it
+                header = intro.text if intro and number else ""
+                units.append(
+                    _Unit(
+                        text,
+                        n + fence_tokens,
+                        group,
+                        follows=number == 0 and bool(units),
+                        header=header,
+                        header_tokens=intro.tokens if header and intro else 0,
+                        header_joiner="\n\n",
+                        header_group=intro.group if header and intro else None,
+                    )
+                )
         elif block.kind == "list":
+            intro = units[-1] if introduced else None
+            room = max(1, size - (intro.tokens if intro else 0))
             for item in block.parts:
-                for piece, n in _pieces(item, size, count):
-                    units.append(_Unit(piece, n, group))
+                for piece, n in _pieces(item, room, count):
+                    # a chunk that starts inside an introduced list repeats the sentence introducing it
+                    units.append(
+                        _Unit(
+                            piece,
+                            n,
+                            group,
+                            header=intro.text if intro else "",
+                            header_tokens=intro.tokens if intro else 0,
+                            header_joiner="\n\n",
+                            header_group=intro.group if intro else None,
+                        )
+                    )
         elif block.kind in ("label", "heading"):
             units.append(_Unit(block.text, count(block.text), group, lead_in=True))
         else:

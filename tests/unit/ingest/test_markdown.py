@@ -167,6 +167,35 @@ compactor:
     assert "This Compactor configuration example activates retention." in holding.text
 
 
+def test_every_piece_of_a_long_code_block_carries_the_sentence_that_introduces_it():
+    """A block too long for one chunk is cut at lines; a chunk that starts inside it begins with the sentence that
+    says what it is (alone, "  - --certificatesresolvers.le.acme.storage=..." is a fragment of nothing)."""
+    lines = "\n".join(f'  - "--certificatesresolvers.le.acme.option{i}=value{i}"' for i in range(30))
+    source = (
+        f"## Let's Encrypt\n\nAdd the certificate resolver to the command section:\n\n```yaml\ncommand:\n{lines}\n```\n"
+    )
+    chunks = chunks_of(source, size=40)
+    assert len(chunks) >= 3
+    for chunk in chunks:
+        assert chunk.text.startswith("Add the certificate resolver to the command section:\n\n```yaml\n")
+        assert chunk.text.count("Add the certificate resolver") == 1
+        assert words(chunk.text) <= 40
+    body = [line for c in chunks for line in c.text.splitlines() if line.startswith("  - ")]
+    assert body == lines.splitlines()  # every line once, in order
+
+
+def test_every_piece_of_a_long_list_carries_the_sentence_that_introduces_it():
+    items = "\n".join(f"- Step {i}: restart the ingester number {i} and wait for it." for i in range(20))
+    source = f"## Scaling down\n\nBefore you remove ingesters, do the following:\n\n{items}\n"
+    chunks = chunks_of(source, size=40)
+    assert len(chunks) >= 3
+    for chunk in chunks:
+        assert chunk.text.startswith("Before you remove ingesters, do the following:\n\n- Step ")
+        assert words(chunk.text) <= 40
+    steps = [line for c in chunks for line in c.text.splitlines() if line.startswith("- Step")]
+    assert steps == items.splitlines()
+
+
 def test_tab_labels_lead_their_code_and_diagrams_are_not_indexed():
     source = """## Enable
 
