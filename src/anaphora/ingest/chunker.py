@@ -161,8 +161,8 @@ class _Unit:
     joiner: str = "\n"
     lead_in: bool = False  # introduces the next unit (a lead-in sentence, a label, a heading, a table header)
     follows: bool = False  # belongs with the unit before it (a code block after the sentence that introduces it)
-    header: str = ""  # a table row's header rows (a code piece's introducing sentence), repeated when a chunk
-    header_tokens: int = 0  # starts inside the table (the block)
+    header: str = ""  # a table row's header rows (a code or list piece's introducing sentence), repeated when a
+    header_tokens: int = 0  # chunk starts inside the table (the block)
     header_joiner: str = "\n"
     header_group: int | None = None  # the group of the unit the header repeats (the sentence before a block)
     is_header: bool = False
@@ -212,10 +212,18 @@ def _pieces(text: str, limit: int, count: TokenCounter) -> list[tuple[str, int]]
     return [(p, count(p)) for p in _split_long(text, max(1, limit), count)]
 
 
+def _under(intro: _Unit | None) -> dict:
+    """The header fields of a piece of a block that ``intro`` (the sentence before it) introduces: a chunk that
+    starts inside a long code block or list repeats that sentence, as a table's pieces repeat its header row."""
+    if intro is None:
+        return {}
+    return {"header": intro.text, "header_tokens": intro.tokens, "header_joiner": "\n\n", "header_group": intro.group}
+
+
 def _block_units(blocks: list[Block], size: int, count: TokenCounter) -> list[_Unit]:
     units: list[_Unit] = []
     for group, block in enumerate(blocks):
-        introduced = bool(units) and units[-1].lead_in
+        intro = units[-1] if units and units[-1].lead_in else None  # the sentence that introduces the block
         if block.kind == "table":
             head_tokens = count(block.head)
             header = _Unit(block.head, head_tokens, group, lead_in=True, is_header=True)
@@ -233,42 +241,15 @@ def _block_units(blocks: list[Block], size: int, count: TokenCounter) -> list[_U
                     units.extend(_Unit(p, m, group) for p, m in _pieces(record, size, count))
         elif block.kind == "code":
             fence_tokens = count(f"{block.head}\n```")
-            intro = units[-1] if introduced else None
             room = size - fence_tokens - (intro.tokens if intro else 0)
             pieces = _pieces("\n".join(block.parts), max(1, room), count)
             for number, (piece, n) in enumerate(pieces):
                 text = f"{block.head}\n{piece}\n```"
-                # a block too long for one chunk: a chunk that starts inside it repeats the sentence introducing it
-                header = intro.text if intro and number else ""
-                units.append(
-                    _Unit(
-                        text,
-                        n + fence_tokens,
-                        group,
-                        follows=number == 0 and bool(units),
-                        header=header,
-                        header_tokens=intro.tokens if header and intro else 0,
-                        header_joiner="\n\n",
-                        header_group=intro.group if header and intro else None,
-                    )
-                )
+                units.append(_Unit(text, n + fence_tokens, group, follows=number == 0 and bool(units), **_under(intro)))
         elif block.kind == "list":
-            intro = units[-1] if introduced else None
             room = max(1, size - (intro.tokens if intro else 0))
             for item in block.parts:
-                for piece, n in _pieces(item, room, count):
-                    # a chunk that starts inside an introduced list repeats the sentence introducing it
-                    units.append(
-                        _Unit(
-                            piece,
-                            n,
-                            group,
-                            header=intro.text if intro else "",
-                            header_tokens=intro.tokens if intro else 0,
-                            header_joiner="\n\n",
-                            header_group=intro.group if intro else None,
-                        )
-                    )
+                units.extend(_Unit(piece, n, group, **_under(intro)) for piece, n in _pieces(item, room, count))
         elif block.kind in ("label", "heading"):
             units.append(_Unit(block.text, count(block.text), group, lead_in=True))
         else:

@@ -184,6 +184,15 @@ def test_every_piece_of_a_long_code_block_carries_the_sentence_that_introduces_i
     assert body == lines.splitlines()  # every line once, in order
 
 
+def test_a_code_block_carried_into_the_next_chunk_as_overlap_keeps_its_sentence():
+    filler = " ".join(f"Sentence {i} says something about certificates." for i in range(3))
+    tail = " ".join(f"Later {i} covers renewal timing in detail." for i in range(3))
+    source = f"## Setup\n\n{filler}\n\nCreate a directory:\n\n```bash\nmkdir -p letsencrypt\n```\n\n{tail}\n"
+    chunks = chunks_of(source, size=15, overlap=5)
+    assert chunks[2].text.startswith("Create a directory:\n\n```bash\nmkdir -p letsencrypt\n```\n\nLater 0")
+    assert not any(c.text.startswith("```") for c in chunks)  # never a bare block without what it is for
+
+
 def test_every_piece_of_a_long_list_carries_the_sentence_that_introduces_it():
     items = "\n".join(f"- Step {i}: restart the ingester number {i} and wait for it." for i in range(20))
     source = f"## Scaling down\n\nBefore you remove ingesters, do the following:\n\n{items}\n"
