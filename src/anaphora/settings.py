@@ -439,8 +439,8 @@ class AnswerSettings(SettingsGroup):
         default=0.25,
         ge=-1,
         le=1,
-        description="similarity to the turn's query a passage sentence needs to be quoted; when none has it, the "
-        "extractive answer abstains",
+        description="similarity to the turn's retrieval query or to the message a passage sentence needs to be "
+        "quoted; when none has it, the extractive answer abstains",
     )
 
 

@@ -173,6 +173,15 @@ async def test_a_sentence_of_a_short_paragraph_is_quoted_with_the_whole_paragrap
     assert answer is not None and answer.points[0].text.startswith("Switch to case-insensitive")  # too long: alone
 
 
+async def test_a_sentence_close_to_the_expanded_query_is_quoted_for_a_message_close_to_nothing() -> None:
+    """"does any of what you told me change?" names no topic; its expansion does. A sentence needs to be close to
+    the query or the message, not to their mean, which a message with no topic halves."""
+    message = "does any of what you told me change?"
+    passage = Passage(id="page.md#1", text="Use the swarm provider when Traefik runs on Docker Swarm managers.")
+    answer = await ExtractiveAnswerer(HashingEmbedder()).answer(f"{message} docker swarm", message, [passage])
+    assert answer is not None and answer.points[0].passage_id == "page.md#1"
+
+
 async def test_a_memorys_sentence_is_quoted_alone() -> None:
     """What the user said is a few statements, each its own: not a paragraph of a page to quote whole."""
     said = Passage(
