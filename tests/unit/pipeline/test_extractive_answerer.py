@@ -174,7 +174,7 @@ async def test_a_sentence_of_a_short_paragraph_is_quoted_with_the_whole_paragrap
 
 
 async def test_a_sentence_close_to_the_expanded_query_is_quoted_for_a_message_close_to_nothing() -> None:
-    """"does any of what you told me change?" names no topic; its expansion does. A sentence needs to be close to
+    """ "does any of what you told me change?" names no topic; its expansion does. A sentence needs to be close to
     the query or the message, not to their mean, which a message with no topic halves."""
     message = "does any of what you told me change?"
     passage = Passage(id="page.md#1", text="Use the swarm provider when Traefik runs on Docker Swarm managers.")
