@@ -129,6 +129,10 @@ class HybridRetriever:
             return await self.run(queries[0] if queries else "", limit=limit)
         rankings, dense = await self._search_with_dense(queries, max(LIST_DEPTH, limit))
         typed = queries.index(message) if message in queries else None
+        if typed is not None and dense[typed] and dense[typed][0][1] < self.settings.similarity_threshold:
+            # nothing the message finds alone passes the similarity floor: a clear head among passages that are
+            # all off the topic ("does any of what you told me change?") is no reason to retrieve it alone
+            typed = None
         if weights is None:
             weights = query_weights(
                 [head_margin(d) for d in dense], self.settings.alternate_query_weight, message=typed

@@ -183,6 +183,20 @@ async def test_a_message_clearer_than_its_expansion_is_retrieved_alone(app: Comp
     assert unguarded[0].id == "faq-1"  # the expansion leads
 
 
+async def test_a_message_that_finds_nothing_above_the_floor_is_never_retrieved_alone(app: Components, monkeypatch):
+    """ "does any of what you told me change?" finds only passages below the similarity floor; a clear head among
+    them is no reason to drop its expansion, which found the topic."""
+    r = retriever(app)
+    message, expansion = "does any of what you told me change?", "sourdough bread oven"
+    margins = iter([0.1, 0.3] * 2)  # the message's head looks the clearer
+    monkeypatch.setattr("anaphora.retrieval.hybrid.head_margin", lambda dense: next(margins))
+    own = await r.run(message)
+    assert own and max(p.dense_score or 0.0 for p in own) < r.settings.similarity_threshold
+    fused = await r.run_many([expansion, message], message=message)
+    assert fused[0].id == "cooking.md#1"  # the expansion leads, as without the message named
+    assert fused[0].id == (await r.run_many([expansion, message]))[0].id
+
+
 async def test_the_messages_own_best_passages_keep_a_minority_of_the_prompts_places(app: Components, monkeypatch):
     """Even when a clearer expansion leads the fusion, the message's own top ``top_k // 2`` reach the prompt."""
     r = retriever(app)
