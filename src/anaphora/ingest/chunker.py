@@ -173,15 +173,15 @@ def _bound(first: _Unit, second: _Unit) -> bool:
 
 
 def _headed(window: list[_Unit]) -> set[int]:
-    """The groups whose header the window holds already: a table's header row, a code block's introducing
-    sentence."""
+    """The groups whose header the window holds already: a table's header row, the sentence that introduces a code
+    block or list."""
     groups = {u.group for u in window}
     return {u.group for u in window if u.is_header or (u.header_group is not None and u.header_group in groups)}
 
 
 def _cost(window: list[_Unit]) -> int:
-    """Tokens of the window as a chunk: its units, plus the header of each table (or introduced code block) whose
-    rows (pieces) it holds without it."""
+    """Tokens of the window as a chunk: its units, plus the header of each table (introduced code block or list)
+    whose rows (pieces) it holds without it."""
     total = sum(u.tokens for u in window)
     headed = _headed(window)
     missing = {u.group: u.header_tokens for u in window if u.header and u.group not in headed}
