@@ -136,13 +136,13 @@ _REPEAT = re.compile(
 _RECAP = re.compile(
     r"\b(summari[sz]e|summary|recap|sum up|sum it all up|wrap up|overview|takeaways|main points|notes version)\b"
 )
-# the assistant's words as the object of the request
+# the assistant's words as the object of the request ("what you told me", "your last answer", "did you say")
 _YOU_SAID = re.compile(
-    r"\b(did|have) you( just)? (say|give|tell|mention|suggest|recommend|list|show|point|write|describe|quote|mean|"
-    r"name|use|call)\b|\byou('ve| have)?( just)? (said|gave|told|mentioned|suggested|recommended|listed|showed|"
-    r"shown|pointed|wrote|written|described|quoted|meant|named|used|called)\b|"
+    r"\b(did|have) (you|u)( just)? (say|give|tell|mention|suggest|recommend|list|show|point|write|describe|quote|"
+    r"mean|name|use|call)\b|\b(you|u)('ve| have)?( just)? (said|gave|told|mentioned|suggested|recommended|listed|"
+    r"showed|shown|pointed|wrote|written|described|quoted|meant|named|used|called)\b|"
     r"\byour( very)? ((first|last|previous|earlier|original|second|latest) )?"
-    r"(answer|reply|response|message|suggestion|example)s?\b|\bremind me\b"
+    r"(answer|reply|response|message|suggestion|example|snippet|command)s?\b|\bremind me\b"
 )
 # the user's own earlier messages: "what was my first question?", "what did I ask before?"
 _I_ASKED = re.compile(
@@ -195,6 +195,12 @@ _REQUEST_WORDS = content_set(
 
 # every request below needs one of these (or shorten / repeat / recap): without them a message asks the documents
 _POINTING = (_I_ASKED, _YOU_SAID, _CONVERSATION, _AGAIN, _LENGTH, _ORDINAL, _STEP_NUMBER)
+
+
+def points_at_answer(message: str) -> bool:
+    """The message names what the assistant said ("does any of what you told me change?", "your last answer"):
+    it carries on from the conversation, whatever else it asks."""
+    return bool(_YOU_SAID.search(_normal(message)))
 
 
 def _length(message: str) -> tuple[int | None, int | None, bool]:

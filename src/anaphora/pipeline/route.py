@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-from anaphora.pipeline.intents import is_chit_chat, recognise
+from anaphora.pipeline.intents import is_chit_chat, points_at_answer, recognise
 from anaphora.text import content_set, words
 
 # words that point back into the conversation ("there" and "other" are left out: "is there", "other than")
@@ -26,13 +26,6 @@ REFERRING = frozenset(
 _CONTINUATIONS = re.compile(
     r"^\s*(and|or|but|so|also|then|what about|how about|and what|and how|why not|same for|what else|"
     r"anything else|more on|tell me more|go on|continue)\b",
-    re.IGNORECASE,
-)
-
-# what the assistant said, named by the user: "what you told me", "you mentioned", "your last answer"
-_POINTS_AT_ANSWER = re.compile(
-    r"\b(?:you|u)(?: just)? (?:told|said|gave|showed|mentioned|suggested|recommended|described|wrote|listed)\b|"
-    r"\byour (?:(?:last|first|previous|earlier) )?(?:answer|reply|suggestion|example|snippet|command)s?\b",
     re.IGNORECASE,
 )
 
@@ -55,7 +48,7 @@ _TOPIC_RETURN = re.compile(
 def continues(question: str) -> bool:
     """The message carries on from the last turn ("and on ARM?", "what about the other one?") or points at what
     the assistant said ("does any of what you told me change?")."""
-    return bool(_CONTINUATIONS.match(question) or _POINTS_AT_ANSWER.search(question))
+    return bool(_CONTINUATIONS.match(question)) or points_at_answer(question)
 
 
 def shifts_topic(question: str) -> bool:

@@ -37,6 +37,8 @@ HISTORY = [
         "does any of what you told me change for Kestrel agents?",  # points at what the assistant said
         "is the command you gave me for ARM nodes too?",
         "does your last answer hold for Windows servers?",
+        "did u mention Windows servers at all?",  # one pattern for "what the assistant said" (intents and route)
+        "remind me which port the Kestrel agent listens on",
         "Helm chart?",  # too short to name a topic
         "Why?",
         "ok",

@@ -47,6 +47,7 @@ META = [
     "rephrase your answer",
     "put it another way",
     "what was the second step you listed?",
+    "what was your first snippet?",
 ]
 
 # social words around a real question do not make it chit-chat
