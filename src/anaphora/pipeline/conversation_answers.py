@@ -9,12 +9,12 @@ markers left out: their passages are not shown on this turn), so nothing is inve
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from anaphora.memory.personal import AS_YOU_SAID
 from anaphora.pipeline.intents import ConversationRequest, Intent, recognise
-from anaphora.pipeline.support import Unit, introduces, risky_tokens, split_units, without_item_mark
+from anaphora.pipeline.support import DELIMITER_ROW, Unit, introduces, risky_tokens, split_units, without_item_mark
 from anaphora.text import content_set
 from anaphora.types import Message
 
@@ -50,6 +50,38 @@ class Said:
         return "".join(u.text + u.separator for u in self.units).strip()
 
 
+def whole_tables(units: Iterable[Unit]) -> tuple[Unit, ...]:
+    """The units with each table's lines (header, delimiter, rows) joined into one: a quoted table row is said
+    back whole, never as its header line alone."""
+    joined: list[Unit] = []
+    for unit in units:
+        last = joined[-1] if joined else None
+        if last is not None and unit.kind == last.kind == "row" and last.separator.count("\n") <= 1:
+            joined[-1] = Unit(f"{last.text}{last.separator}{unit.text}", unit.separator, "row")
+        else:
+            joined.append(unit)
+    return tuple(joined)
+
+
+def as_sentence(unit: Unit) -> Unit:
+    """A table said as a sentence, for a gist that reads as prose: its first row's cells, the description after
+    the first cell and the other columns by name ("`port`: TCP port of the instance. (Default: `9200`)")."""
+    if unit.kind != "row":
+        return unit
+    rows = [cells(line) for line in unit.text.splitlines() if not DELIMITER_ROW.match(line.strip())]
+    header, first = (rows[0], rows[1]) if len(rows) > 1 else ([], rows[0])
+    names = [*header[1:], *[""] * len(first)]
+    pairs = [(name, value) for name, value in zip(names, first[1:], strict=False) if value]
+    said = " ".join(value for name, value in pairs if not name or name.lower() == "description")
+    named = "; ".join(f"{name}: {value}" for name, value in pairs if name and name.lower() != "description")
+    text = first[0] + (f": {said}" if said else "") + (f" ({named})" if named else "")
+    return Unit(text, unit.separator, "sentence")
+
+
+def cells(line: str) -> list[str]:
+    return [cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
+
+
 def without_markers(text: str) -> str:
     """The answer without its citation markers, and its links as their text (outside code blocks, where
     ``[OUTPUT]`` is code)."""
@@ -73,7 +105,7 @@ def earlier_answers(history: Sequence[Message], unanswered: Sequence[str] = ()) 
         if answer.startswith(AS_YOU_SAID):  # the user's own words said back, not what the answer said
             answer = answer.partition("\n\n")[2].strip()
         if answer and recognise(question) is None and not answer.startswith(tuple(u for u in unanswered if u)):
-            units = tuple(u for u in split_units(without_markers(answer)) if u.text.strip())
+            units = whole_tables(u for u in split_units(without_markers(answer)) if u.text.strip())
             if units:
                 found.append(Said(turn, question, units))
         question = None
@@ -130,7 +162,7 @@ def gist(said: Said, budget: int) -> str:
     (commands, settings, values), in their order. A lead longer than the budget is cut at a word. A lead that
     only announces what follows ("Minimum required configuration:") gives way to the answer's first statement
     that fits, when what it announces does not fit with it; an item is quoted without its list mark."""
-    units = [u for u in said.units if u.text.strip()]
+    units = [as_sentence(u) for u in said.units if u.text.strip()]
     if announces(units[0]) and word_count(" ".join(u.text for u in units[:2])) > budget:
         stated = [u for u in units if u.kind in ("sentence", "item") and not announces(u)]
         fitting = [u for u in stated if word_count(u.text) <= budget]

@@ -29,7 +29,7 @@ from anaphora.embeddings.base import Embedder
 from anaphora.memory.personal import asks_about_user, facts_answer, second_person
 from anaphora.pipeline.sentence_vectors import SentenceVectors
 from anaphora.pipeline.state import TurnState
-from anaphora.pipeline.support import FENCE, Unit, introduces, risky_tokens, split_units
+from anaphora.pipeline.support import DELIMITER_ROW, FENCE, Unit, introduces, risky_tokens, split_units
 from anaphora.text import content_set
 from anaphora.types import Passage
 
@@ -54,7 +54,6 @@ TITLE_WORDS = 10  # a line longer than this is not a heading
 # the regular expression with `(?i)`."); realdocs-dev answered 32 -> 33 / 34 / 34 / 34 of 75 at 40 / 60 / 90 / 120
 PARAGRAPH_WORDS = 60
 SAME_PAGE = 4  # candidates of the selected passages' pages the selection left out, also quoted from
-_DELIMITER_ROW = re.compile(r"^\|(\s*:?-+:?\s*\|)+$")
 # a question that asks for a procedure or what to type: "how do I turn on retention?", "how to enable TLS", "what do
 # I set?", "what would the config look like?", "show me an example"
 _HOW = re.compile(
@@ -490,7 +489,7 @@ def quotable_spans(text: str) -> list[tuple[int, int, str, str]]:
         if unit.kind == "row":
             if header:
                 found.append((position, position, "\n".join([*header, line]), "row"))
-            elif first_row is not None and _DELIMITER_ROW.match(line):
+            elif first_row is not None and DELIMITER_ROW.match(line):
                 header = [first_row, line]
             else:
                 first_row = line

@@ -24,6 +24,7 @@ UnitKind = Literal["sentence", "item", "code", "row"]
 FENCE = re.compile(r"^\s*(```|~~~)")  # a line that opens or closes a code block
 _ITEM = re.compile(r"^\s*([-*+•]|\d{1,3}[.)])\s+")
 _ROW = re.compile(r"^\s*\|")
+DELIMITER_ROW = re.compile(r"^\|(\s*:?-+:?\s*\|)+$")  # a table's header / body separator line
 # a line that announces what follows it: "Run this command:", "... as follows", "Use the following settings"
 _INTRODUCES = re.compile(r"(:|\bas follows[.:]?|\bthe following\b.*)$", re.IGNORECASE)
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")

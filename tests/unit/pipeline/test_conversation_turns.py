@@ -235,3 +235,28 @@ def test_a_short_gist_gives_a_statement_not_a_bare_lead_in_or_list_mark() -> Non
     assert gist(configured, 40).startswith("Minimum required configuration:")  # its block fits: kept as it was
     listed = Said(1, "what should i check?", tuple(split_units("- Check the `ingester` logs first.\n- Then the WAL.")))
     assert gist(listed, 6) == "Check the `ingester` logs first."
+
+
+TABLE_ANSWER = [
+    Message(role="user", content="How do I send logs to Elasticsearch?"),
+    Message(
+        role="assistant",
+        content="| Key | Description | Default |\n|---|---|---|\n| `port` | TCP port of the target Elasticsearch "
+        "instance. | `9200` |\n\n[outputs/es.md#10]\n\nThe `es` output plugin ingests your records into an "
+        "Elasticsearch database. [outputs/es.md#1]",
+    ),
+]
+
+
+def test_pointing_back_at_an_answer_that_opens_on_a_table_row_gives_the_row_not_its_header() -> None:
+    """A Fluent Bit docs answer opened on an option-table row; "what was the first thing you told me?" said back
+    "| Key | Description | Default |", the header line alone: a table is one unit of what was said."""
+    text = answer_about_conversation(recognise("what was the first thing you told me?"), TABLE_ANSWER)
+    assert text.startswith("| Key | Description | Default |\n|---|---|---|\n| `port` |")
+
+
+@pytest.mark.parametrize("message", ["say that shorter", "recap our conversation in one line"])
+def test_a_gist_says_a_table_row_as_a_sentence(message: str) -> None:
+    text = answer_about_conversation(recognise(message), TABLE_ANSWER)
+    assert text.startswith("`port`: TCP port of the target Elasticsearch instance. (Default: `9200`)")
+    assert "|" not in text
