@@ -7,11 +7,20 @@ back to :meth:`PassageSelector.first_stage`; fail open, counted).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from anaphora.pipeline.support import DELIMITER_ROW
 from anaphora.rerank.base import Reranker
+from anaphora.text import content_set
 from anaphora.types import Passage, StageStatus
+
+# Without a reranker, a passage made only of table rows whose keys the query does not name has its first-stage score
+# scaled by this: a page's option reference matches a question on the product's name alone ("How do I send logs to
+# Elasticsearch?" against the twelve chunks of the Elasticsearch output's option table) and fills the top k with rows
+# nobody asked for. realdocs-dev answered 35 -> 37 of 75 (the same at 0.3, 0.5 and 0.7); docs/benchmarks.md.
+UNASKED_TABLE = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,16 +49,17 @@ class PassageSelector:
         # without a dense score (BM25-only retrieval) the similarity threshold cannot apply
         return passage.dense_score is None or passage.dense_score >= self.similarity_threshold
 
-    def first_stage(self, candidates: Sequence[Passage]) -> Selection:
-        """The candidates above the similarity threshold, in first-stage order: no reranking."""
-        kept = [p for p in candidates if self._similar_enough(p)]
+    def first_stage(self, candidates: Sequence[Passage], query: str = "") -> Selection:
+        """The candidates above the similarity threshold, in first-stage order (tables the ``query`` does not ask
+        about after the rest, :data:`UNASKED_TABLE`): no reranking."""
+        kept = unasked_tables_later([p for p in candidates if self._similar_enough(p)], query)
         dropped = len(candidates) - len(kept)
         note = f"{dropped} below similarity {self.similarity_threshold:g}" if dropped else ""
         return Selection(kept, "skipped", note or "first-stage order")
 
     async def run(self, query: str, candidates: Sequence[Passage]) -> Selection:
         """Raises when the reranker fails (the caller keeps :meth:`first_stage`)."""
-        first = self.first_stage(candidates)
+        first = self.first_stage(candidates, query)
         kept = first.passages
         if not kept:
             return first
@@ -67,3 +77,25 @@ class PassageSelector:
         note = first.detail if first.detail != "first-stage order" else ""
         detail = "; ".join(x for x in (note, f"{below} below rerank {self.rerank_threshold:g}" if below else "") if x)
         return Selection(survivors, "ok", detail or f"reranked by {self.reranker.name}")
+
+
+def unasked_tables_later(passages: list[Passage], query: str) -> list[Passage]:
+    """``passages`` reordered by score, each that is only table rows none of whose keys ``query`` names scaled by
+    :data:`UNASKED_TABLE` (ties keep their order)."""
+    wanted = content_set(query)
+    if not wanted or not any(p.text.lstrip().startswith("|") for p in passages):
+        return passages
+    scaled = [(p.score * (UNASKED_TABLE if unasked_table(p.text, wanted) else 1), n) for n, p in enumerate(passages)]
+    return [passages[n] for _, n in sorted(scaled, key=lambda pair: (-pair[0], pair[1]))]
+
+
+def unasked_table(text: str, wanted: frozenset[str]) -> bool:
+    """Every line of ``text`` is a table row, and no row's key (its first cell: `per_stream_rate_limit`,
+    `entryPoints.web.http.redirections`) shares a word or a part of its name with ``wanted``."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines or not all(line.startswith("|") for line in lines):
+        return False
+    header = 2 if len(lines) > 1 and DELIMITER_ROW.match(lines[1]) else 0
+    keys = " ".join(line.strip("|").split("|")[0] for line in lines[header:] if not DELIMITER_ROW.match(line))
+    named = content_set(keys) | set(re.split(r"[^0-9a-z]+", keys.lower()))
+    return not wanted & named

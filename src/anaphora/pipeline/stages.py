@@ -196,7 +196,8 @@ class Select(Stage):
         return StageResult(self._selected(state, selection.passages), selection.status, selection.detail)
 
     def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
-        return self._selected(state, self.selector.first_stage(state.candidates).passages), "first-stage order"
+        query = state.plan.query if state.plan else state.question
+        return self._selected(state, self.selector.first_stage(state.candidates, query).passages), "first-stage order"
 
 
 class CheckCoverage(Stage):

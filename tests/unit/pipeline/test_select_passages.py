@@ -207,3 +207,24 @@ def test_the_select_stage_keeps_a_time_budget_only_for_a_reranker_that_calls_a_m
     not a type check)."""
     assert Select(PassageSelector(NoModelReranker(), timeout_s=2.0), top_k=5).timeout_s is None
     assert Select(PassageSelector(Scripted({}), timeout_s=2.0), top_k=5).timeout_s == 2.0
+
+
+OPTION_ROWS = (
+    "| Key | Description | Default |\n|---|---|---|\n| `trace_output` | Print all Elasticsearch API request payloads. "
+    "| `Off` |\n| `port` | TCP port of the target Elasticsearch instance. | `9200` |"
+)
+GET_STARTED = "To insert records into an Elasticsearch service, run the plugin from the command line."
+
+
+def test_a_table_the_query_does_not_name_a_key_of_goes_after_the_prose() -> None:
+    """Fluent Bit docs: twelve chunks of the Elasticsearch output's option table took the top 5 for "How do I send
+    logs to Elasticsearch?" (the product's name is in every row); its "Get started" paragraph ranked below them."""
+    rows = Passage(id="es.md#12", text=OPTION_ROWS, score=1.48, dense_score=0.67)
+    prose = Passage(id="es.md#16", text=GET_STARTED, score=0.83, dense_score=0.59)
+    selector = PassageSelector(NoModelReranker())
+    chosen = asyncio.run(select(selector, [rows, prose], query="How do I send logs to Elasticsearch?"))
+    assert [p.id for p in chosen.passages] == ["es.md#16", "es.md#12"]
+    # a question that names a key (or a part of one) asks the table
+    for query in ("which port does the elasticsearch output use?", "how do I turn on trace_output?"):
+        chosen = asyncio.run(select(selector, [rows, prose], query=query))
+        assert [p.id for p in chosen.passages] == ["es.md#12", "es.md#16"], query
