@@ -172,7 +172,7 @@ def gist(said: Said, budget: int) -> str:
     if lead.kind == "item":
         units[0] = lead = Unit(without_item_mark(lead.text), lead.separator, "sentence")
     if word_count(lead.text) > budget:
-        fits = [u for u in units[:3] if u.kind == "sentence" and word_count(u.text) <= budget]
+        fits = [u for u in units[:3] if u.kind == "sentence" and not announces(u) and word_count(u.text) <= budget]
         return fits[0].text.strip() if fits else cut(lead.text, budget)
     chosen = [0]
     used = word_count(lead.text)

@@ -260,3 +260,18 @@ def test_a_gist_says_a_table_row_as_a_sentence(message: str) -> None:
     text = answer_about_conversation(recognise(message), TABLE_ANSWER)
     assert text.startswith("`port`: TCP port of the target Elasticsearch instance. (Default: `9200`)")
     assert "|" not in text
+
+
+def test_a_gist_never_says_a_bare_label() -> None:
+    """A Fluent Bit answer opened on a long lead-in, its command, then a tab's label ("fluent-bit.conf:") and its
+    block; a two-line recap of six answers gave that answer as "fluent-bit.conf:"."""
+    from anaphora.pipeline.conversation_answers import Said, gist
+    from anaphora.pipeline.support import split_units
+
+    text = (
+        "Then the `grep` filter applies a regular expression rule over the `log` field created by the `tail` plugin:"
+        "\n\n```shell\nfluent-bit -i tail -F grep -p 'regex=log aa' -o stdout\n```\n\nfluent-bit.conf:\n\n"
+        "```text\n[FILTER]\n    name   grep\n    regex  log aa\n```"
+    )
+    said = Said(0, "how can I drop records whose log field matches a regex?", tuple(split_units(text)))
+    assert gist(said, 6) == "Then the `grep` filter applies …"
