@@ -175,8 +175,10 @@ def gist(said: Said, budget: int) -> str:
         fits = [u for u in units[:3] if u.kind == "sentence" and not announces(u) and word_count(u.text) <= budget]
         return fits[0].text.strip() if fits else cut(lead.text, budget)
     chosen = [0]
-    used = word_count(lead.text)
-    ranked = sorted(range(1, len(units)), key=lambda i: (-len(risky_tokens(units[i].text)), i))
+    if announces(lead) and len(units) > 1 and word_count(lead.text) + word_count(units[1].text) <= budget:
+        chosen.append(1)  # what it announces is part of the lead
+    used = sum(word_count(units[i].text) for i in chosen)
+    ranked = sorted(range(len(chosen), len(units)), key=lambda i: (-len(risky_tokens(units[i].text)), i))
     for i in ranked:
         size = word_count(units[i].text)
         if risky_tokens(units[i].text) and used + size <= budget:

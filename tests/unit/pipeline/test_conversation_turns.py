@@ -275,3 +275,20 @@ def test_a_gist_never_says_a_bare_label() -> None:
     )
     said = Said(0, "how can I drop records whose log field matches a regex?", tuple(split_units(text)))
     assert gist(said, 6) == "Then the `grep` filter applies …"
+
+
+def test_a_gist_keeps_a_lead_in_with_what_it_introduces() -> None:
+    """The demo's "Can you say that again, shorter?" gave "... and the journal contains: Raise
+    `resources.limits.memory` to ...": the lead-in kept, its log line dropped for a sentence with more identifiers."""
+    from anaphora.pipeline.conversation_answers import Said, gist
+    from anaphora.pipeline.support import split_units
+
+    text = (
+        "`systemctl status kestreld` then shows `Main process exited, code=killed, status=9/KILL`, and the journal "
+        "contains:\n\n```text\nkestreld.service: A process of this unit has been killed by the OOM killer.\n```\n\n"
+        "Raise `resources.limits.memory` to at least `buffer.max_memory` plus 192 MiB."
+    )
+    said = Said(0, "How do I check whether it was OOMKilled?", tuple(split_units(text)))
+    short = gist(said, 30)
+    assert "journal contains:\n\n```text\nkestreld.service:" in short
+    assert "contains: Raise" not in short
