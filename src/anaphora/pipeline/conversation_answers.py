@@ -161,13 +161,15 @@ def gist(said: Said, budget: int) -> str:
     """The most of one answer that fits ``budget`` words: its lead, then the units that carry identifiers
     (commands, settings, values), in their order. A lead longer than the budget is cut at a word. A lead that
     only announces what follows ("Minimum required configuration:") gives way to the answer's first statement
-    that fits, when what it announces does not fit with it; an item is quoted without its list mark."""
+    that fits, when what it announces does not fit with it, and so does a code block that opens the answer (cut into
+    a line, code reads as noise); an item is quoted without its list mark."""
     units = [as_sentence(u) for u in said.units if u.text.strip()]
-    if announces(units[0]) and word_count(" ".join(u.text for u in units[:2])) > budget:
+    opens_on_code = units[0].kind == "code"
+    if opens_on_code or (announces(units[0]) and word_count(" ".join(u.text for u in units[:2])) > budget):
         stated = [u for u in units if u.kind in ("sentence", "item") and not announces(u)]
         fitting = [u for u in stated if word_count(u.text) <= budget]
-        if fitting:
-            units = units[units.index(fitting[0]) :]
+        if fitting or (opens_on_code and stated):  # a code block is no gist: a statement, cut if it must be
+            units = units[units.index((fitting or stated)[0]) :]
     lead = units[0]
     if lead.kind == "item":
         units[0] = lead = Unit(without_item_mark(lead.text), lead.separator, "sentence")
@@ -213,6 +215,7 @@ def recap(request: ConversationRequest, said: Sequence[Said]) -> str:
     """One gist per earlier answer (those about the topic, if the user named one), within the words the user
     gave; as the number of lines asked for, or as a list."""
     turns = about(request.topic, said) or list(said)
+    turns = [s for s in turns if any(u.kind != "code" for u in s.units)] or turns  # a config block is no gist
     budget = request.max_words or (BRIEF_RECAP_WORDS if request.bullets else DEFAULT_RECAP_WORDS)
     lines = request.lines if request.lines and not request.bullets else None
     if request.bullets:

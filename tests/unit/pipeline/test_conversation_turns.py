@@ -292,3 +292,29 @@ def test_a_gist_keeps_a_lead_in_with_what_it_introduces() -> None:
     short = gist(said, 30)
     assert "journal contains:\n\n```text\nkestreld.service:" in short
     assert "contains: Raise" not in short
+
+
+def test_a_gist_of_an_answer_that_opens_on_code_is_a_statement() -> None:
+    """realdocs-dev's "sum up the plan in two sentences" had "```yaml # CLI flag: -memberlist.pullpush-interval
+    [pull_push_interval: <duration> | default` …": a config block flattened into the recap and cut."""
+    from anaphora.pipeline.conversation_answers import Said, gist
+    from anaphora.pipeline.support import split_units
+
+    text = (
+        "```yaml\n# CLI flag: -memberlist.pullpush-interval\n[pull_push_interval: <duration> | default = 30s]\n```\n\n"
+        "Loki uses memberlist to share the hash ring between replicas, so any of them can take over a dead node's work."
+    )
+    said = Said(0, "what if it has to survive a node dying?", tuple(split_units(text)))
+    short = gist(said, 8)
+    assert short.startswith("Loki uses memberlist") and "```" not in short
+
+
+def test_a_recap_leaves_out_an_answer_that_is_only_code() -> None:
+    history = [
+        Message(role="user", content="how do I install it?"),
+        Message(role="assistant", content="Run `helm install kestrel kestrel/kestrel` in its own namespace. [a.md#1]"),
+        Message(role="user", content="what if it has to survive a node dying?"),
+        Message(role="assistant", content="```yaml\n# CLI flag: -memberlist.pullpush-interval\n[pull_push_interval: 30s]\n```"),
+    ]
+    text = answer_about_conversation(recognise("sum up the plan in two sentences"), history)
+    assert "helm install" in text and "```" not in text and "CLI flag" not in text
