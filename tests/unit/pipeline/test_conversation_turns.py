@@ -314,7 +314,7 @@ def test_a_recap_leaves_out_an_answer_that_is_only_code() -> None:
         Message(role="user", content="how do I install it?"),
         Message(role="assistant", content="Run `helm install kestrel kestrel/kestrel` in its own namespace. [a.md#1]"),
         Message(role="user", content="what if it has to survive a node dying?"),
-        Message(role="assistant", content="```yaml\n# CLI flag: -memberlist.pullpush-interval\n[pull_push_interval: 30s]\n```"),
+        Message(role="assistant", content="```yaml\n# CLI flag: -memberlist.pullpush-interval\n[interval: 30s]\n```"),
     ]
     text = answer_about_conversation(recognise("sum up the plan in two sentences"), history)
     assert "helm install" in text and "```" not in text and "CLI flag" not in text
