@@ -256,7 +256,7 @@ def point_back(request: ConversationRequest, said: Sequence[Said]) -> str:
     pool = pool or list(said)
     wanted = [s for s in pool if _pieces(s, request.wants)] or pool
     chosen = pick(wanted, request.ordinal or (1 if request.wants is None and request.topic else -1))
-    pieces = _pieces(chosen, request.wants)
+    pieces = _pieces(chosen, request.wants, alone=request.alone or request.max_words is not None)
     if request.wants is None and request.topic and not any(request.topic & content_set(p) for p in pieces):
         # "which exporter was it?": the thing named may be said only in the answer's config block
         pieces += [u.text.strip() for u in chosen.units if u.kind == "code" and request.topic & content_set(u.text)]
@@ -266,7 +266,8 @@ def point_back(request: ConversationRequest, said: Sequence[Said]) -> str:
         return trim("\n\n".join(pieces[:3]), request.max_words or DEFAULT_RECAP_WORDS)
 
     def fit(piece: str) -> tuple[int, int, int]:
-        shell = request.wants == "command" and bool(_SHELL.match(piece) or not piece.startswith("```"))
+        code = piece[piece.find("```") :] if "```" in piece else piece  # a block without its lead-in
+        shell = request.wants == "command" and bool(_SHELL.match(code) or not code.startswith("```"))
         return len(request.topic & content_set(piece)), shell, -pieces.index(piece)
 
     best = max(pieces, key=fit)
@@ -284,16 +285,26 @@ def pick(items: Sequence, ordinal: int):
     return items[min(ordinal, len(items)) - 1]
 
 
-def _pieces(said: Said, wants: str | None) -> list[str]:
-    """What of an answer can be pointed at: its code (blocks and spans) for a command, its units holding an
-    identifier for a setting, a flag or a file, its lead for the answer itself."""
+def _pieces(said: Said, wants: str | None, alone: bool = False) -> list[str]:
+    """What of an answer can be pointed at: its code (blocks, with the sentence that introduced each unless
+    ``alone``, and spans) for a command, its units holding an identifier for a setting, a flag or a file, its lead
+    for the answer itself."""
     if wants == "command":
-        blocks = [u.text.strip() for u in said.units if u.kind == "code"]
+        codes = [n for n, u in enumerate(said.units) if u.kind == "code"]
+        blocks = [said.units[n].text.strip() if alone else introduced(said.units, n) for n in codes]
         spans = [s.strip("`") for u in said.units if u.kind != "code" for s in _CODE_SPAN.findall(u.text)]
         return blocks + [s for s in spans if " " in s or "/" in s]
     if wants == "identifier":
         return [u.text.strip() for u in said.units if risky_tokens(u.text)]
     return statements(said)
+
+
+def introduced(units: Sequence[Unit], n: int) -> str:
+    """Code block ``n`` with the sentence that introduced it in the answer, if one did ("Run the following command
+    ..., changing the architecture (`arm64` and `amd64` are supported), if needed:"): what it is for and what to
+    adapt were said with it."""
+    block = units[n].text.strip()
+    return f"{units[n - 1].text.strip()}\n\n{block}" if n and announces(units[n - 1]) else block
 
 
 def statements(said: Said) -> list[str]:

@@ -33,7 +33,8 @@ class ConversationRequest:
     lines"), if any; ``lines``: how many lines or sentences; ``bullets``: a list was asked for; ``ordinal``: which
     one ("first" 1, "second" 2, "last" -1); ``wants``: the kind of thing pointed at ("command", "step", ...);
     ``topic``: stemmed content words that say what it is about ("the access-log part": access, log);
-    ``social``: for chit-chat, which kind (thanks, greeting, farewell, identity, ack)."""
+    ``social``: for chit-chat, which kind (thanks, greeting, farewell, identity, ack); ``alone``: the thing pointed at
+    is wanted without what was said around it ("just the query please", "only the command")."""
 
     intent: Intent
     max_words: int | None = None
@@ -43,6 +44,7 @@ class ConversationRequest:
     wants: str | None = None
     topic: frozenset[str] = field(default_factory=frozenset)
     social: str | None = None
+    alone: bool = False
 
     @property
     def is_meta(self) -> bool:
@@ -193,6 +195,10 @@ _REQUEST_WORDS = content_set(
 )
 
 
+# the thing pointed at without its context: "just the query please", "only the command", "nothing else"
+_ALONE = re.compile(
+    r"\b(just|only)( the| that| your)? (\w+ )?(query|command|snippet|code|line|one|bit)\b|\bnothing else\b"
+)
 # every request below needs one of these (or shorten / repeat / recap): without them a message asks the documents
 _POINTING = (_I_ASKED, _YOU_SAID, _CONVERSATION, _AGAIN, _LENGTH, _ORDINAL, _STEP_NUMBER)
 
@@ -277,7 +283,8 @@ def recognise(message: str) -> ConversationRequest | None:
     asks_back = asks_back and bool(wants or topic or ordinal not in (None, -1))
 
     def request(intent: Intent) -> ConversationRequest:
-        return ConversationRequest(intent, max_words, lines, bullets, ordinal, wants, topic if pointed else frozenset())
+        kept, alone = (topic if pointed else frozenset()), bool(_ALONE.search(text))
+        return ConversationRequest(intent, max_words, lines, bullets, ordinal, wants, kept, alone=alone)
 
     single_answer = re.search(r"\byour( very)? ((last|previous|latest) )?(answer|reply|response)\b", text)
     if recap and (whole or not (pointer or single_answer)):

@@ -318,3 +318,35 @@ def test_a_recap_leaves_out_an_answer_that_is_only_code() -> None:
     ]
     text = answer_about_conversation(recognise("sum up the plan in two sentences"), history)
     assert "helm install" in text and "```" not in text and "CLI flag" not in text
+
+
+INSTALL_ANSWER = [
+    Message(role="user", content="how do I get container logs into loki from my ARM64 docker hosts?"),
+    Message(
+        role="assistant",
+        content="Run the following command to install the plugin, changing the architecture (`arm64` and `amd64` are "
+        "supported), if needed:\n\n```bash\ndocker plugin install grafana/loki-docker-driver:3.6.0-amd64 --alias loki"
+        "\n```\n[docker-driver.md#2]",
+    ),
+]
+
+
+def test_a_command_pointed_back_at_comes_with_the_sentence_that_introduced_it() -> None:
+    """realdocs-dev loki-02: "what was the exact install command you gave me?" said back the amd64 command alone;
+    the answer had said it with "changing the architecture (`arm64` and `amd64` are supported)"."""
+    text = answer_about_conversation(recognise("what was the exact install command you gave me?"), INSTALL_ANSWER)
+    assert text.startswith("Run the following command") and "`arm64`" in text
+    assert text.endswith("--alias loki\n```")
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "what was the install command you gave me? just the command please",
+        "what was that command again? only the command",
+    ],
+)
+def test_just_the_command_is_the_block_alone(message: str) -> None:
+    request = recognise(message)
+    assert request is not None and request.alone
+    assert answer_about_conversation(request, INSTALL_ANSWER).startswith("```bash\ndocker plugin install")
