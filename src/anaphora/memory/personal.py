@@ -50,10 +50,8 @@ _NOT_EVIDENCE = frozenset(content_set("user said say tell told mention"))
 
 
 # the words a question about the user asks with, not about what: "which version did I say we run now?" (the verbs
-# of "what do I run / use / have", as in _ASKS_WHAT_USER_SAID), and the kind of value asked for, which a fact states
-# without naming ("what architecture are my nodes?" against "the user runs Fluent Bit 2.1 on ARM64 nodes")
-_VALUE_KINDS = content_set("architecture arch platform os")
-_ASKING_WORDS = _NOT_EVIDENCE | _VERSION_WORDS | _VALUE_KINDS | content_set("now current currently run use have own")
+# of "what do I run / use / have", as in _ASKS_WHAT_USER_SAID)
+_ASKING_WORDS = _NOT_EVIDENCE | _VERSION_WORDS | content_set("now current currently run use have own")
 
 
 def facts_answer(question: str, facts: Sequence[str]) -> bool:

@@ -14,7 +14,15 @@ from dataclasses import dataclass
 
 from anaphora.memory.personal import AS_YOU_SAID
 from anaphora.pipeline.intents import ConversationRequest, Intent, recognise
-from anaphora.pipeline.support import DELIMITER_ROW, Unit, introduces, risky_tokens, split_units, without_item_mark
+from anaphora.pipeline.support import (
+    Unit,
+    introduces,
+    risky_tokens,
+    split_units,
+    table_cells,
+    table_lines,
+    without_item_mark,
+)
 from anaphora.text import content_set
 from anaphora.types import Message
 
@@ -68,18 +76,29 @@ def as_sentence(unit: Unit) -> Unit:
     the first cell and the other columns by name ("`port`: TCP port of the instance. (Default: `9200`)")."""
     if unit.kind != "row":
         return unit
-    rows = [cells(line) for line in unit.text.splitlines() if not DELIMITER_ROW.match(line.strip())]
-    header, first = (rows[0], rows[1]) if len(rows) > 1 else ([], rows[0])
-    names = [*header[1:], *[""] * len(first)]
+    header, rows = table_lines(unit.text)
+    if not rows:  # a header or a delimiter line alone: nothing to say
+        return unit
+    first = table_cells(rows[0])
+    names = [*(table_cells(header[0])[1:] if header else []), *[""] * len(first)]
     pairs = [(name, value) for name, value in zip(names, first[1:], strict=False) if value]
     said = " ".join(value for name, value in pairs if not name or name.lower() == "description")
     named = "; ".join(f"{name}: {value}" for name, value in pairs if name and name.lower() != "description")
-    text = first[0] + (f": {said}" if said else "") + (f" ({named})" if named else "")
-    return Unit(text, unit.separator, "sentence")
+    text = " ".join(part for part in (f"{first[0]}:" if first[0] and said else first[0], said) if part)
+    return Unit(text + (f" ({named})" if named else ""), unit.separator, "sentence")
 
 
-def cells(line: str) -> list[str]:
-    return [cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
+def row_by_row(units: Sequence[Unit]) -> list[Unit]:
+    """The units with each table split back into its rows, each under the table's header: what can be pointed at
+    is one row ("the port setting you mentioned"), said with what its columns are."""
+    split: list[Unit] = []
+    for unit in units:
+        header, rows = table_lines(unit.text) if unit.kind == "row" else ([], [])
+        if len(rows) > 1:
+            split.extend(Unit("\n".join([*header, row]), unit.separator, "row") for row in rows)
+        else:
+            split.append(unit)
+    return split
 
 
 def without_markers(text: str) -> str:
@@ -157,15 +176,19 @@ def announces(unit: Unit) -> bool:
     return unit.kind in ("sentence", "item") and introduces(unit.text.rstrip())
 
 
-def gist(said: Said, budget: int) -> str:
+def gist(said: Said, budget: int, *, prose: bool = False) -> str:
     """The most of one answer that fits ``budget`` words: its lead, then the units that carry identifiers
     (commands, settings, values), in their order. A lead longer than the budget is cut at a word. A lead that
     only announces what follows ("Minimum required configuration:") gives way to the answer's first statement
     that fits, when what it announces does not fit with it, and so does a code block that opens the answer (cut into
-    a line, code reads as noise); an item is quoted without its list mark."""
+    a line, code reads as noise); an item is quoted without its list mark. ``prose``: no code at all (a recap's
+    line or bullet, where a block would break the lines asked for), so a lead-in gives way too."""
     units = [as_sentence(u) for u in said.units if u.text.strip()]
+    if prose and any(u.kind != "code" for u in units):
+        units = [u for u in units if u.kind != "code"]
     opens_on_code = units[0].kind == "code"
-    if opens_on_code or (announces(units[0]) and word_count(" ".join(u.text for u in units[:2])) > budget):
+    overlong = word_count(" ".join(u.text for u in units[:2])) > budget
+    if opens_on_code or (announces(units[0]) and (prose or overlong)):
         stated = [u for u in units if u.kind in ("sentence", "item") and not announces(u)]
         fitting = [u for u in stated if word_count(u.text) <= budget]
         if fitting or (opens_on_code and stated):  # a code block is no gist: a statement, cut if it must be
@@ -177,7 +200,7 @@ def gist(said: Said, budget: int) -> str:
         fits = [u for u in units[:3] if u.kind == "sentence" and not announces(u) and word_count(u.text) <= budget]
         return fits[0].text.strip() if fits else cut(lead.text, budget)
     chosen = [0]
-    if announces(lead) and len(units) > 1 and word_count(lead.text) + word_count(units[1].text) <= budget:
+    if not prose and announces(lead) and len(units) > 1 and word_count(" ".join(u.text for u in units[:2])) <= budget:
         chosen.append(1)  # what it announces is part of the lead
     used = sum(word_count(units[i].text) for i in chosen)
     ranked = sorted(range(len(chosen), len(units)), key=lambda i: (-len(risky_tokens(units[i].text)), i))
@@ -220,15 +243,15 @@ def recap(request: ConversationRequest, said: Sequence[Said]) -> str:
     lines = request.lines if request.lines and not request.bullets else None
     if request.bullets:
         each = max(3, budget // len(turns) - 1)  # the bullet mark counts as a word
-        text = "\n".join(f"- {gist(s, each)}" for s in turns)
+        text = "\n".join(f"- {gist(s, each, prose=True)}" for s in turns)
     elif lines:
         groups = [turns[i::lines] for i in range(min(lines, len(turns)))]
         groups = [sorted(g, key=lambda s: s.index) for g in groups]
         groups.sort(key=lambda g: g[0].index)
         each_line = budget // len(groups)
-        text = "\n".join("; ".join(gist(s, max(3, each_line // len(g))) for s in g) for g in groups)
+        text = "\n".join("; ".join(gist(s, max(3, each_line // len(g)), prose=True) for s in g) for g in groups)
     else:
-        text = " ".join(gist(s, max(4, budget // len(turns))) for s in turns)
+        text = " ".join(gist(s, max(4, budget // len(turns)), prose=True) for s in turns)
     return trim(text, budget)
 
 
@@ -291,15 +314,15 @@ def _pieces(said: Said, wants: str | None, alone: bool = False) -> list[str]:
     for the answer itself."""
     if wants == "command":
         codes = [n for n, u in enumerate(said.units) if u.kind == "code"]
-        blocks = [said.units[n].text.strip() if alone else introduced(said.units, n) for n in codes]
+        blocks = [said.units[n].text.strip() if alone else with_lead_in(said.units, n) for n in codes]
         spans = [s.strip("`") for u in said.units if u.kind != "code" for s in _CODE_SPAN.findall(u.text)]
         return blocks + [s for s in spans if " " in s or "/" in s]
     if wants == "identifier":
-        return [u.text.strip() for u in said.units if risky_tokens(u.text)]
+        return [u.text.strip() for u in row_by_row(said.units) if risky_tokens(u.text)]
     return statements(said)
 
 
-def introduced(units: Sequence[Unit], n: int) -> str:
+def with_lead_in(units: Sequence[Unit], n: int) -> str:
     """Code block ``n`` with the sentence that introduced it in the answer, if one did ("Run the following command
     ..., changing the architecture (`arm64` and `amd64` are supported), if needed:"): what it is for and what to
     adapt were said with it."""
@@ -311,7 +334,7 @@ def statements(said: Said) -> list[str]:
     """The answer's units other than code, in order; one that introduces what follows ("Labels:", "Run this:") comes
     with the unit it introduces, and is left out when nothing follows it: alone it says nothing."""
     found = []
-    units = said.units
+    units = row_by_row(said.units)
     for n, unit in enumerate(units):
         if unit.kind == "code":
             continue

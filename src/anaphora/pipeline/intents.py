@@ -141,8 +141,8 @@ _RECAP = re.compile(
 # the assistant's words as the object of the request ("what you told me", "your last answer", "did you say")
 _YOU_SAID = re.compile(
     r"\b(did|have) (you|u)( just)? (say|give|tell|mention|suggest|recommend|list|show|point|write|describe|quote|"
-    r"mean|name|use|call)\b|\b(you|u)('ve| have)?( just)? (said|gave|told|mentioned|suggested|recommended|listed|"
-    r"showed|shown|pointed|wrote|written|described|quoted|meant|named|used|called)\b|"
+    r"mean|name|use|call)\b|(?<!\bif )(?<!\bwhen )(\byou|(?<![-\w])u)('ve| have)?( just)? (said|gave|told|mentioned|"
+    r"suggested|recommended|listed|showed|shown|pointed|wrote|written|described|quoted|meant|named|used|called)\b|"
     r"\byour( very)? ((first|last|previous|earlier|original|second|latest) )?"
     r"(answer|reply|response|message|suggestion|example|snippet|command)s?\b|\bremind me\b"
 )
@@ -197,7 +197,8 @@ _REQUEST_WORDS = content_set(
 
 # the thing pointed at without its context: "just the query please", "only the command", "nothing else"
 _ALONE = re.compile(
-    r"\b(just|only)( the| that| your)? (\w+ )?(query|command|snippet|code|line|one|bit)\b|\bnothing else\b"
+    r"\b(just|only)( give me)?( the| that| your)? (\w+ )?(query|command|snippet|code|line|one|bit)s?\b|"
+    r"\b(query|command|snippet|code) only\b|\bnothing else\b"
 )
 # every request below needs one of these (or shorten / repeat / recap): without them a message asks the documents
 _POINTING = (_I_ASKED, _YOU_SAID, _CONVERSATION, _AGAIN, _LENGTH, _ORDINAL, _STEP_NUMBER)

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from anaphora.pipeline.support import DELIMITER_ROW
+from anaphora.pipeline.support import table_cells, table_lines
 from anaphora.rerank.base import Reranker
 from anaphora.text import content_set
 from anaphora.types import Passage, StageStatus
@@ -21,6 +21,7 @@ from anaphora.types import Passage, StageStatus
 # Elasticsearch?" against the twelve chunks of the Elasticsearch output's option table) and fills the top k with rows
 # nobody asked for. realdocs-dev answered 35 -> 37 of 75 (the same at 0.3, 0.5 and 0.7); docs/benchmarks.md.
 UNASKED_TABLE = 0.5
+_NAME_BREAK = re.compile(r"[^0-9A-Za-z]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +52,7 @@ class PassageSelector:
 
     def first_stage(self, candidates: Sequence[Passage], query: str = "") -> Selection:
         """The candidates above the similarity threshold, in first-stage order (tables the ``query`` does not ask
-        about after the rest, :data:`UNASKED_TABLE`): no reranking."""
+        about after the rest, :data:`UNASKED_TABLE`; a reranker, if any, then orders them itself)."""
         kept = unasked_tables_later([p for p in candidates if self._similar_enough(p)], query)
         dropped = len(candidates) - len(kept)
         note = f"{dropped} below similarity {self.similarity_threshold:g}" if dropped else ""
@@ -91,11 +92,13 @@ def unasked_tables_later(passages: list[Passage], query: str) -> list[Passage]:
 
 def unasked_table(text: str, wanted: frozenset[str]) -> bool:
     """Every line of ``text`` is a table row, and no row's key (its first cell: `per_stream_rate_limit`,
-    `entryPoints.web.http.redirections`) shares a word or a part of its name with ``wanted``."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    if not lines or not all(line.startswith("|") for line in lines):
+    `entryPoints.web.http.redirections`) shares a word with ``wanted``, the key read whole or as the parts of its
+    name as written. The parts are not stemmed as the query's words are, so "retention" does not name
+    `retention_period` (measured: stemming them gave back the gain, as "default" then names `defaults.command`
+    and "pod" `podManagementPolicy`; docs/benchmarks.md)."""
+    if not all(line.lstrip().startswith("|") for line in text.splitlines() if line.strip()):
         return False
-    header = 2 if len(lines) > 1 and DELIMITER_ROW.match(lines[1]) else 0
-    keys = " ".join(line.strip("|").split("|")[0] for line in lines[header:] if not DELIMITER_ROW.match(line))
-    named = content_set(keys) | set(re.split(r"[^0-9a-z]+", keys.lower()))
+    _, rows = table_lines(text)
+    keys = " ".join(table_cells(row)[0] for row in rows)
+    named = content_set(keys) | set(_NAME_BREAK.split(keys.lower()))
     return not wanted & named

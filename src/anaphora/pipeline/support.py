@@ -25,6 +25,7 @@ FENCE = re.compile(r"^\s*(```|~~~)")  # a line that opens or closes a code block
 _ITEM = re.compile(r"^\s*([-*+•]|\d{1,3}[.)])\s+")
 _ROW = re.compile(r"^\s*\|")
 DELIMITER_ROW = re.compile(r"^\|(\s*:?-+:?\s*\|)+$")  # a table's header / body separator line
+
 # a line that announces what follows it: "Run this command:", "... as follows", "Use the following settings"
 _INTRODUCES = re.compile(r"(:|\bas follows[.:]?|\bthe following\b.*)$", re.IGNORECASE)
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
@@ -45,6 +46,20 @@ class Unit:
 def introduces(line: str) -> bool:
     """The line announces what follows it (a code block, a list, a table): quoted, it needs what it introduces."""
     return bool(_INTRODUCES.search(line))
+
+
+def table_lines(text: str) -> tuple[list[str], list[str]]:
+    """A Markdown table's header lines (its first line and the delimiter under it, when there is one) and its body
+    lines."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) > 1 and DELIMITER_ROW.match(lines[1]):
+        return lines[:2], [line for line in lines[2:] if not DELIMITER_ROW.match(line)]
+    return [], [line for line in lines if not DELIMITER_ROW.match(line)]
+
+
+def table_cells(line: str) -> list[str]:
+    """A table line's cells; an escaped pipe (`a\\|b`, as ingestion writes one inside a cell) is a pipe."""
+    return [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
 
 
 def without_item_mark(text: str) -> str:

@@ -350,3 +350,61 @@ def test_just_the_command_is_the_block_alone(message: str) -> None:
     request = recognise(message)
     assert request is not None and request.alone
     assert answer_about_conversation(request, INSTALL_ANSWER).startswith("```bash\ndocker plugin install")
+
+
+def test_a_table_cut_down_to_its_delimiter_line_does_not_break_a_gist() -> None:
+    from anaphora.pipeline.conversation_answers import as_sentence
+    from anaphora.pipeline.support import Unit
+
+    lone = Unit("|---|---|", "", "row")
+    assert as_sentence(lone) == lone
+
+
+OPTIONS_ANSWER = [
+    Message(role="user", content="which options does the es output have?"),
+    Message(
+        role="assistant",
+        content="| Key | Description | Default |\n|---|---|---|\n| `host` | Target host. | `127.0.0.1` |\n"
+        "| `port` | TCP port of the target instance. | `9200` |\n| `index` | Index name. | `fluent-bit` |",
+    ),
+]
+
+
+def test_pointing_back_at_one_setting_of_a_quoted_table_gives_its_row() -> None:
+    text = answer_about_conversation(recognise("what was the port setting you mentioned?"), OPTIONS_ANSWER)
+    assert (
+        text == "| Key | Description | Default |\n|---|---|---|\n| `port` | TCP port of the target instance. | `9200` |"
+    )
+
+
+def test_a_recap_line_holds_no_code_block() -> None:
+    """A gist keeps a lead-in with its block when one answer is shortened, but a recap's lines and bullets are
+    prose: a fenced block inside them breaks the lines asked for and the list."""
+    history = [
+        Message(role="user", content="how do I check it was OOM killed?"),
+        Message(
+            role="assistant",
+            content="Check the unit status, and the journal contains:\n\n```text\nservice killed by the OOM killer\n"
+            "```\n\nRaise `MemoryMax` in the drop-in.",
+        ),
+        Message(role="user", content="how do I install it?"),
+        Message(role="assistant", content="Install the chart with `helm install kestrel kestrel/kestrel`."),
+    ]
+    for message in ("recap our conversation in two lines", "summarize our conversation as a short list"):
+        text = answer_about_conversation(recognise(message), history)
+        assert "```" not in text and "contains:" not in text, message
+
+
+@pytest.mark.parametrize(
+    ("table", "said"),
+    [
+        ("| `port` | TCP port |\n| `host` | the host |", "`port`: TCP port"),  # no header row: no column names
+        ("| Key | Description |\n|---|---|\n| `a\\|b` | match a or b |", "`a|b`: match a or b"),  # escaped pipe
+        ("| Key | Description |\n|---|---|\n|  | continued text |", "continued text"),  # empty first cell
+    ],
+)
+def test_a_table_row_said_as_a_sentence(table: str, said: str) -> None:
+    from anaphora.pipeline.conversation_answers import as_sentence
+    from anaphora.pipeline.support import Unit
+
+    assert as_sentence(Unit(table, "", "row")).text == said

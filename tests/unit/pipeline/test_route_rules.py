@@ -202,3 +202,11 @@ def test_function_word_follow_ups_are_not_chit_chat(message: str) -> None:
 )
 def test_document_questions_with_meta_words_still_retrieve(message: str) -> None:
     assert route_turn(message, True).needs_retrieval
+
+
+@pytest.mark.parametrize(
+    "message", ["is -u meant for unbuffered output?", "what is the flag -u called in the config file?"]
+)
+def test_a_flag_named_u_is_no_pointer_at_the_conversation(message: str) -> None:
+    """ "u" stands for "you" ("did u mention ..."), but not in `-u`: a question about that flag asks the documents."""
+    assert not is_meta(message)
