@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from anaphora.pipeline.support import table_cells, table_lines
+from anaphora.pipeline.support import only_table, table_cells, table_lines
 from anaphora.rerank.base import Reranker
 from anaphora.text import content_set
 from anaphora.types import Passage, StageStatus
@@ -84,10 +84,11 @@ def unasked_tables_later(passages: list[Passage], query: str) -> list[Passage]:
     """``passages`` reordered by score, each that is only table rows none of whose keys ``query`` names scaled by
     :data:`UNASKED_TABLE` (ties keep their order)."""
     wanted = content_set(query)
-    if not wanted or not any(p.text.lstrip().startswith("|") for p in passages):
+    unasked = [bool(wanted) and unasked_table(p.text, wanted) for p in passages]
+    if not any(unasked):
         return passages
-    scaled = [(p.score * (UNASKED_TABLE if unasked_table(p.text, wanted) else 1), n) for n, p in enumerate(passages)]
-    return [passages[n] for _, n in sorted(scaled, key=lambda pair: (-pair[0], pair[1]))]
+    scaled = [p.score * (UNASKED_TABLE if down else 1) for p, down in zip(passages, unasked, strict=True)]
+    return [passages[n] for n in sorted(range(len(passages)), key=lambda n: (-scaled[n], n))]
 
 
 def unasked_table(text: str, wanted: frozenset[str]) -> bool:
@@ -96,7 +97,7 @@ def unasked_table(text: str, wanted: frozenset[str]) -> bool:
     name as written. The parts are not stemmed as the query's words are, so "retention" does not name
     `retention_period` (measured: stemming them gave back the gain, as "default" then names `defaults.command`
     and "pod" `podManagementPolicy`; docs/benchmarks.md)."""
-    if not all(line.lstrip().startswith("|") for line in text.splitlines() if line.strip()):
+    if not only_table(text):
         return False
     _, rows = table_lines(text)
     keys = " ".join(table_cells(row)[0] for row in rows)

@@ -48,6 +48,12 @@ def introduces(line: str) -> bool:
     return bool(_INTRODUCES.search(line))
 
 
+def only_table(text: str) -> bool:
+    """Every non-blank line of ``text`` is a table row."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    return bool(lines) and all(_ROW.match(line) for line in lines)
+
+
 def table_lines(text: str) -> tuple[list[str], list[str]]:
     """A Markdown table's header lines (its first line and the delimiter under it, when there is one) and its body
     lines."""

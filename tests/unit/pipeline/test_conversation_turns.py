@@ -7,8 +7,16 @@ import json
 
 import pytest
 
-from anaphora.pipeline.conversation_answers import answer_about_conversation, earlier_answers, without_markers
+from anaphora.pipeline.conversation_answers import (
+    Said,
+    answer_about_conversation,
+    as_sentence,
+    earlier_answers,
+    gist,
+    without_markers,
+)
 from anaphora.pipeline.intents import Intent, recognise
+from anaphora.pipeline.support import Unit, split_units
 from anaphora.types import Message
 from tests.conftest import ROOT
 
@@ -17,6 +25,12 @@ pytestmark = pytest.mark.unit
 EXAMPLES = ROOT / "tests" / "data" / "conversation_intents.jsonl"
 ROWS = [json.loads(line) for line in EXAMPLES.read_text().splitlines() if line.strip()]
 ABSTAIN = "The documents do not cover this."
+
+
+def said_of(text: str, question: str = "how?", index: int = 0) -> Said:
+    """One earlier answer as the conversation answers read it."""
+    return Said(index, question, tuple(split_units(text)))
+
 
 HISTORY = [
     Message(role="user", content="How do I install Kestrel on Kubernetes?"),
@@ -218,22 +232,14 @@ def test_a_social_word_in_a_question_to_the_documents_leaves_it_to_them(message:
 def test_a_short_gist_gives_a_statement_not_a_bare_lead_in_or_list_mark() -> None:
     """realdocs-dev's two-line recaps opened with "Minimum required configuration:;" and "- Increase the limit
     ...:": a lead-in whose block does not fit says nothing, and a list mark inside a recap line is noise."""
-    from anaphora.pipeline.conversation_answers import Said, gist
-    from anaphora.pipeline.support import split_units
-
-    configured = Said(
-        0,
+    configured = said_of(
+        "Minimum required configuration:\n\n```yaml\ncompactor:\n  retention_enabled: true\n"
+        "limits_config:\n  retention_period: 360h\n```\n\nRetention is applied by the compactor.",
         "how do i turn on retention?",
-        tuple(
-            split_units(
-                "Minimum required configuration:\n\n```yaml\ncompactor:\n  retention_enabled: true\n"
-                "limits_config:\n  retention_period: 360h\n```\n\nRetention is applied by the compactor."
-            )
-        ),
     )
     assert gist(configured, 6) == "Retention is applied by the compactor."
     assert gist(configured, 40).startswith("Minimum required configuration:")  # its block fits: kept as it was
-    listed = Said(1, "what should i check?", tuple(split_units("- Check the `ingester` logs first.\n- Then the WAL.")))
+    listed = said_of("- Check the `ingester` logs first.\n- Then the WAL.", "what should i check?", 1)
     assert gist(listed, 6) == "Check the `ingester` logs first."
 
 
@@ -265,30 +271,24 @@ def test_a_gist_says_a_table_row_as_a_sentence(message: str) -> None:
 def test_a_gist_never_says_a_bare_label() -> None:
     """A Fluent Bit answer opened on a long lead-in, its command, then a tab's label ("fluent-bit.conf:") and its
     block; a two-line recap of six answers gave that answer as "fluent-bit.conf:"."""
-    from anaphora.pipeline.conversation_answers import Said, gist
-    from anaphora.pipeline.support import split_units
-
     text = (
         "Then the `grep` filter applies a regular expression rule over the `log` field created by the `tail` plugin:"
         "\n\n```shell\nfluent-bit -i tail -F grep -p 'regex=log aa' -o stdout\n```\n\nfluent-bit.conf:\n\n"
         "```text\n[FILTER]\n    name   grep\n    regex  log aa\n```"
     )
-    said = Said(0, "how can I drop records whose log field matches a regex?", tuple(split_units(text)))
+    said = said_of(text, "how can I drop records whose log field matches a regex?")
     assert gist(said, 6) == "Then the `grep` filter applies …"
 
 
 def test_a_gist_keeps_a_lead_in_with_what_it_introduces() -> None:
     """The demo's "Can you say that again, shorter?" gave "... and the journal contains: Raise
     `resources.limits.memory` to ...": the lead-in kept, its log line dropped for a sentence with more identifiers."""
-    from anaphora.pipeline.conversation_answers import Said, gist
-    from anaphora.pipeline.support import split_units
-
     text = (
         "`systemctl status kestreld` then shows `Main process exited, code=killed, status=9/KILL`, and the journal "
         "contains:\n\n```text\nkestreld.service: A process of this unit has been killed by the OOM killer.\n```\n\n"
         "Raise `resources.limits.memory` to at least `buffer.max_memory` plus 192 MiB."
     )
-    said = Said(0, "How do I check whether it was OOMKilled?", tuple(split_units(text)))
+    said = said_of(text, "How do I check whether it was OOMKilled?")
     short = gist(said, 30)
     assert "journal contains:\n\n```text\nkestreld.service:" in short
     assert "contains: Raise" not in short
@@ -297,14 +297,11 @@ def test_a_gist_keeps_a_lead_in_with_what_it_introduces() -> None:
 def test_a_gist_of_an_answer_that_opens_on_code_is_a_statement() -> None:
     """realdocs-dev's "sum up the plan in two sentences" had "```yaml # CLI flag: -memberlist.pullpush-interval
     [pull_push_interval: <duration> | default` …": a config block flattened into the recap and cut."""
-    from anaphora.pipeline.conversation_answers import Said, gist
-    from anaphora.pipeline.support import split_units
-
     text = (
         "```yaml\n# CLI flag: -memberlist.pullpush-interval\n[pull_push_interval: <duration> | default = 30s]\n```\n\n"
         "Loki uses memberlist to share the hash ring between replicas, so any of them can take over a dead node's work."
     )
-    said = Said(0, "what if it has to survive a node dying?", tuple(split_units(text)))
+    said = said_of(text, "what if it has to survive a node dying?")
     short = gist(said, 8)
     assert short.startswith("Loki uses memberlist") and "```" not in short
 
@@ -353,9 +350,6 @@ def test_just_the_command_is_the_block_alone(message: str) -> None:
 
 
 def test_a_table_cut_down_to_its_delimiter_line_does_not_break_a_gist() -> None:
-    from anaphora.pipeline.conversation_answers import as_sentence
-    from anaphora.pipeline.support import Unit
-
     lone = Unit("|---|---|", "", "row")
     assert as_sentence(lone) == lone
 
@@ -404,7 +398,4 @@ def test_a_recap_line_holds_no_code_block() -> None:
     ],
 )
 def test_a_table_row_said_as_a_sentence(table: str, said: str) -> None:
-    from anaphora.pipeline.conversation_answers import as_sentence
-    from anaphora.pipeline.support import Unit
-
     assert as_sentence(Unit(table, "", "row")).text == said
