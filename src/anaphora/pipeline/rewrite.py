@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ValidationError
 
+from anaphora.memory.extract import extract_facts
+from anaphora.memory.personal import states_about_user
 from anaphora.models.base import ChatModel, ChatOptions
 from anaphora.pipeline.query import QueryPlan
 from anaphora.pipeline.rewrite_guard import strip_preamble, validate_rewrite
@@ -121,11 +123,27 @@ class HistoryExpansion:
         return f"{question} {' '.join(terms)}", True
 
     def plan(self, question: str, history: Sequence[Message], alone: bool | None = None, **fields) -> QueryPlan:
-        """The expanded query, with the message itself as an alternate so its own ranking still counts."""
+        """The expanded query, with the message itself as an alternate so its own ranking still counts; for a
+        message that stands alone, the message, with the topic's words as an alternate (:meth:`topic_alternate`)."""
         query, expanded = self.expand(question, history, alone)
-        if not expanded:
-            return QueryPlan(question, "question", **fields)
-        return QueryPlan(query, "expansion", alternates=(question,), **fields)
+        if expanded:
+            return QueryPlan(query, "expansion", alternates=(question,), **fields)
+        topic = self.topic_alternate(question, history)
+        return QueryPlan(question, "question", alternates=(topic,) if topic else (), **fields)
+
+    def topic_alternate(self, question: str, history: Sequence[Message]) -> str | None:
+        """The message expanded with the words of what the user asked before on this topic, as a query that rides
+        along with a message that stands alone. A message can look standalone and still carry the topic on
+        ("what if the clients don't use TLS at all?" after asking about postgres routing); the fusion weighs the
+        expansion by how clear its head is against the message's and never above it
+        (:mod:`anaphora.retrieval.query_fusion`), so a real new topic keeps the message's ranking. Statements of
+        the user's setup are left out: they are no topic, and the personal stage adds what bears on the turn.
+        ``None`` on a first turn, an announced change of topic, or when nothing is left to add."""
+        if not history or shifts_topic(question):
+            return None
+        asked = [m for m in history if m.role != "user" or not states_setup(m.content)]
+        query, expanded = self.expand(question, asked, alone=False)
+        return query if expanded else None
 
     def fallback_plan(self, question: str, history: Sequence[Message]) -> QueryPlan:
         return self.plan(question, history)
@@ -134,8 +152,16 @@ class HistoryExpansion:
         if not history:
             return QueryPlan(question, "question", "skipped", "turn 1: no history")
         plan = self.plan(question, history, status="ok")
-        detail = "expanded with earlier turns" if plan.source == "expansion" else "stands alone"
+        if plan.source == "expansion":
+            detail = "expanded with earlier turns"
+        else:
+            detail = "stands alone" + ("; the topic's words ride along" if plan.alternates else "")
         return QueryPlan(plan.query, plan.source, "ok", detail, alternates=plan.alternates)
+
+
+def states_setup(message: str) -> bool:
+    """The user's message states the user's setup and asks nothing ("fyi all our docker hosts are ARM64")."""
+    return states_about_user(message, extract_facts(message))
 
 
 def topic_turns(question: str, history: Sequence[Message]) -> list[str]:
@@ -278,8 +304,8 @@ class GuardedRewriter:
         alone = self.fallback.stands_alone(question)  # asked once: it reads the corpus statistics for every word
         if alone and not self.style.structured:
             # the message is the query: a rewrite could only ride along, and the call costs a model round trip
-            # (and, in llama.cpp, the answer prompt's cached prefix)
-            return QueryPlan(question, "question", "ok", "stands alone: no rewrite needed")
+            # (and, in llama.cpp, the answer prompt's cached prefix); the topic's words still ride along
+            return self.fallback.plan(question, history, alone, status="ok", detail="stands alone: no rewrite needed")
         reply = await self.model.chat(self.messages(question, history), self.options)
         return replace(self._judge(question, history, reply.text, alone), usage=reply.usage)
 
@@ -298,18 +324,19 @@ class GuardedRewriter:
         log.info("rewrite accepted", extra={"original": question, "rewrite": rewrite})
         if alone:
             # a message that stands alone is the query; the rewrite only rides along, weighed against it by the
-            # retriever (HybridRetriever.run_many), so it can never outweigh what the user typed
-            plan = QueryPlan(
+            # retriever (HybridRetriever.run_many), so it can never outweigh what the user typed; so does the
+            # topic's model-free expansion
+            topic = self.fallback.plan(question, history, alone).alternates
+            return QueryPlan(
                 question,
                 "question",
                 "ok",
                 "accepted; the message stands alone and stays the query",
                 1,
-                (rewrite,) if rewrite != question else (),
+                tuple(dict.fromkeys(q for q in (rewrite, *topic) if q != question)),
                 proposed_kind=kind,
                 answered_by_conversation=analysis.answered_by_conversation,
             )
-            return plan
         # the model-free queries ride along and the expansion leads the fusion: a guard-accepted rewrite of a small
         # model is still a hypothesis, weighed by its own ranking's head (a clear rewrite reaches the lead's weight)
         fallback = self.fallback.plan(question, history, alone)

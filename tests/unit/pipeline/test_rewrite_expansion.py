@@ -159,3 +159,36 @@ def test_a_condition_on_what_the_user_did_does_not_point_at_the_answer() -> None
 
     assert not continues("does the installer need root if you used sudo?")
     assert continues("does any of what you told me change?")
+
+
+# --- a message that stands alone: the topic's words ride along --------------------------------------------------
+
+
+def test_a_standalone_message_leads_with_the_topics_words_as_an_alternate() -> None:
+    """ "what if the clients don't use TLS at all?" looks standalone but carries the topic on: the message is the
+    query, its expansion an alternate the fusion weighs against it."""
+    question = "What memory limit does the Kestrel agent need?"
+    plan = HistoryExpansion().plan(question, HISTORY)
+    expanded, _ = HistoryExpansion().expand(question, HISTORY, alone=False)
+    assert (plan.query, plan.source) == (question, "question")
+    assert plan.queries == [question, expanded]
+    assert expanded.startswith(question) and expanded != question
+
+
+def test_no_topic_alternate_after_an_announced_change_of_topic_or_on_a_first_turn() -> None:
+    assert HistoryExpansion().plan("unrelated: what memory limit does the agent need?", HISTORY).alternates == ()
+    assert HistoryExpansion().plan("What memory limit does the Kestrel agent need?", []).alternates == ()
+
+
+def test_the_users_statements_are_no_topic_for_the_alternate() -> None:
+    """A statement of the user's setup is what the personal stage adds; as a topic it would pull the setup's
+    pages into a question about something else."""
+    history = [
+        Message(role="user", content="fyi we run Kestrel as a plain binary on Graviton VMs"),
+        Message(role="assistant", content="Noted: you run Kestrel as a plain binary on Graviton VMs."),
+    ]
+    question = "How do I put a password on the dashboard page?"
+    assert HistoryExpansion().plan(question, history).alternates == ()
+    asked = [*history, Message(role="user", content="Which Helm chart version supports Kestrel?")]
+    (alternate,) = HistoryExpansion().plan(question, asked).alternates
+    assert "Helm" in alternate and "Graviton" not in alternate

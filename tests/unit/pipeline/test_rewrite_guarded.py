@@ -191,7 +191,8 @@ async def test_a_standalone_message_is_the_query_without_a_model_call(fake_model
     fake_model.enqueue("Yes, the agent needs 512 MiB.")  # would be rejected; it is never asked
     plan = await GuardedRewriter(fake_model).run(question, HISTORY)
     assert (plan.query, plan.source, plan.status, plan.model_calls) == (question, "question", "ok", 0)
-    assert plan.queries == [question]
+    # the message leads; the topic's model-free expansion rides along (HistoryExpansion.topic_alternate)
+    assert plan.queries == [question, HistoryExpansion().topic_alternate(question, HISTORY)]
     assert fake_model.calls == []
 
 
@@ -221,7 +222,8 @@ async def test_the_analysis_style_still_asks_the_model_about_a_standalone_messag
     plan = await GuardedRewriter(fake_model, style=JSON_ANALYSIS).run(question, HISTORY)
     assert plan.status == "ok" and plan.model_calls == 1
     assert plan.query == question and plan.source == "question"
-    assert plan.queries == [question, rewrite]  # the message leads; the rewrite only rides along
+    # the message leads; the rewrite and the topic's expansion only ride along
+    assert plan.queries == [question, rewrite, HistoryExpansion().topic_alternate(question, HISTORY)]
 
 
 # --- failures fail open -----------------------------------------------------------------------------------------
