@@ -76,7 +76,7 @@ def test_a_message_at_least_as_clear_as_its_expansion_is_retrieved_alone():
     assert query_weights([message, expansion], 0.5, message=1) == query_weights([message, expansion], 0.5)
     # with a rewrite riding along (lead, rewrite, message): every phrasing vaguer than the message gives way
     assert query_weights([0.1, 0.3, 0.2], 0.5, message=2) == [0.0, 0.0, 1.0]
-    # the message leading, or unknown, or without a margin: nothing changes
+    # the message leading with a much clearer alternate, or unknown, or without a margin: nothing changes
     assert query_weights([0.1, 0.3], 0.5, message=0) == query_weights([0.1, 0.3], 0.5)
     assert query_weights([0.1, None], 0.5, message=1) == [1.0, 0.5]
 
@@ -97,3 +97,14 @@ def test_keep_in_head_moves_the_missing_ones_into_the_heads_last_places():
     assert keep_in_head(fused, passages("a", "c"), head=5) == fused  # both shown already
     assert [p.id for p in keep_in_head(fused, passages("z"), head=2)] == ["a", "z", "b", "c", "d", "e", "f", "g"]
     assert keep_in_head(fused, own, head=1) == fused  # one place: none is the message's
+
+
+def test_a_message_that_leads_drops_a_vaguer_alternate_and_keeps_a_clearer_one():
+    """A message that stands alone leads; the topic's expansion (or a rewrite riding along) joins only where its
+    head is much clearer than the message's (:data:`TOPIC_CLARITY`), weighed as any alternate; a vaguer one would
+    only blur the message's ranking."""
+    assert query_weights([0.2, 0.1], 0.5, message=0) == [1.0, 0.0]
+    assert query_weights([0.2, 0.2], 0.5, message=0) == [1.0, 0.0]  # as clear: nothing gained by blurring it
+    assert query_weights([0.2, 0.4], 0.5, message=0) == [1.0, pytest.approx(1.0)]
+    assert query_weights([0.2, 0.2, 0.32], 0.5, message=0) == [1.0, 0.0, pytest.approx(0.8)]
+    assert query_weights([0.2, 0.1], 0.5) == [1.0, pytest.approx(0.25)]  # a message that is no query of the turn
