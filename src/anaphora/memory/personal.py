@@ -35,6 +35,8 @@ _MARKER = re.compile(r"^\s*(?:fyi|context|heads up|btw|by the way|setup|for cont
 _ASKS = re.compile(
     r"\?|^\s*(?:how|what|which|why|where|when|who|can|could|would|should|is|are|does|do|did|will|please|show|tell|"
     r"explain|give|help|list|write|make|set|configure|fix)\b|"
+    # a later clause that asks, typed without a question mark: "we run 3 replicas, can all of them do it"
+    r"[,;:.]\s*(?:how|what|can|could|would|should|is|are|does|do|did|will)\b|"
     r"\b(?:i|we) (?:need|want|would like|'d like|am trying|'m trying|are trying|'re trying|am looking|'m looking|"
     r"have to|must|wonder)\b",
     re.I,

@@ -50,7 +50,7 @@ QUESTION_SNIPPET_WORDS = 100
 class HistoryExpansion:
     """Model-free history-aware query: a non-standalone message gets the words of the recent user turns that are
     specific in this corpus (most recent first, in the spirit of historical query expansion); a standalone one is
-    used as it is.
+    the query, with that expansion only as an alternate (:meth:`topic_alternate`).
 
     ``statistics`` (the lexical index's document frequencies) decides which words disambiguate: generic domain
     vocabulary, words no passage uses and words that do not co-occur with the rest of the conversation's topic are
@@ -123,8 +123,9 @@ class HistoryExpansion:
         return f"{question} {' '.join(terms)}", True
 
     def plan(self, question: str, history: Sequence[Message], alone: bool | None = None, **fields) -> QueryPlan:
-        """The expanded query, with the message itself as an alternate so its own ranking still counts; for a
-        message that stands alone, the message, with the topic's words as an alternate (:meth:`topic_alternate`)."""
+        """The expanded query, with the message itself as an alternate so its own ranking still counts; else (the
+        message stands alone, or no earlier word is specific enough to add) the message, with the topic's words as
+        an alternate (:meth:`topic_alternate`)."""
         query, expanded = self.expand(question, history, alone)
         if expanded:
             return QueryPlan(query, "expansion", alternates=(question,), **fields)
@@ -136,12 +137,13 @@ class HistoryExpansion:
         along with a message that stands alone. A message can look standalone and still carry the topic on
         ("what if the clients don't use TLS at all?" after asking about postgres routing); the fusion weighs the
         expansion by how clear its head is against the message's and never above it
-        (:mod:`anaphora.retrieval.query_fusion`), so a real new topic keeps the message's ranking. Statements of
-        the user's setup are left out: they are no topic, and the personal stage adds what bears on the turn.
+        (:mod:`anaphora.retrieval.query_fusion`: it joins only where its head is much clearer), so a real new topic
+        keeps the message's ranking. Statements of the user's setup are left out (they are no topic, and the personal
+        stage adds what bears on the turn), but not the topic boundaries they announce.
         ``None`` on a first turn, an announced change of topic, or when nothing is left to add."""
         if not history or shifts_topic(question):
             return None
-        asked = [m for m in history if m.role != "user" or not states_setup(m.content)]
+        asked = [m for m in history if m.role != "user" or announces(m.content) or not states_setup(m.content)]
         query, expanded = self.expand(question, asked, alone=False)
         return query if expanded else None
 
@@ -162,6 +164,12 @@ class HistoryExpansion:
 def states_setup(message: str) -> bool:
     """The user's message states the user's setup and asks nothing ("fyi all our docker hosts are ARM64")."""
     return states_about_user(message, extract_facts(message))
+
+
+def announces(message: str) -> bool:
+    """The message says the topic changes or goes back to an earlier one: a boundary :func:`topic_turns` needs,
+    whatever else the message says ("switching topics, we run everything on ARM64 now")."""
+    return shifts_topic(message) or returns_to_topic(message)
 
 
 def topic_turns(question: str, history: Sequence[Message]) -> list[str]:

@@ -120,8 +120,9 @@ class HybridRetriever:
         and the rankings are fused by reciprocal rank fusion, the first query at weight 1 and each other one at
         ``alternate_query_weight`` scaled by how clear its dense list's head is against the first query's
         (:mod:`anaphora.retrieval.query_fusion`), never above 1; when ``message`` (the user's words) is one of them
-        and its head is at least as clear as the first query's, it is retrieved alone, and in any case its own best
-        ``top_k // 2`` passages stay within the first ``top_k``. ``weights`` (one per distinct query, in order)
+        and its head is at least as clear as the first query's, it is retrieved alone; when it is the first query,
+        an alternate joins only with a head much clearer than its own; and in any case its own best ``top_k // 2``
+        passages stay within the first ``top_k``. ``weights`` (one per distinct query, in order)
         overrides the weights, for experiments."""
         limit = limit or self.settings.candidates
         queries = list(dict.fromkeys(q for q in queries if q.strip()))
@@ -129,7 +130,7 @@ class HybridRetriever:
             return await self.run(queries[0] if queries else "", limit=limit)
         rankings, dense = await self._search_with_dense(queries, max(LIST_DEPTH, limit))
         typed = queries.index(message) if message in queries else None
-        if typed is not None and dense[typed] and dense[typed][0][1] < self.settings.similarity_threshold:
+        if typed and dense[typed] and dense[typed][0][1] < self.settings.similarity_threshold:
             # nothing the message finds alone passes the similarity floor: a clear head among passages that are
             # all off the topic ("does any of what you told me change?") is no reason to retrieve it alone
             typed = None

@@ -23,10 +23,10 @@ rewrite that made it vaguer, typically a message that stood alone although it di
 retrieved alone (weight 1, every other query 0). Measured on both dev domains against the weighted fusion alone
 (docs/benchmarks.md, issue 13): it removes most of the follow-ups the expansion harmed. Its mirror: when the message
 leads (it stands alone) and an alternate (the topic's expansion, a rewrite that rides along) has a head less than
-``TOPIC_CLARITY`` times as clear, that alternate gets 0: the conversation's words join a standalone message only
-where they make its head much clearer (the topic expansion weighed by the margin ratio alone took follow-up R@5 from
-0.3787 to 0.3762 on clapnq and from 0.2458 to 0.2357 on fiqa, follow-ups harmed 1.1% -> 6.7% and 1.3% -> 6.4%; with
-the rule, 0.3889 and 0.2458, harmed 1.1% and 1.3%).
+``TOPIC_CLARITY`` times as clear, or no margin to compare (BM25-only retrieval), that alternate gets 0: the
+conversation's words join a standalone message only where they make its head much clearer (the topic expansion
+weighed by the margin ratio alone took follow-up R@5 from 0.3787 to 0.3762 on clapnq and from 0.2458 to 0.2357 on
+fiqa, follow-ups harmed 1.1% -> 6.7% and 1.3% -> 6.4%; with the rule, 0.3889 and 0.2458, harmed 1.1% and 1.3%).
 
 And whatever the weights, the message keeps a minority of the places that reach the prompt: its own best
 ``top_k // 2`` passages stay within the fused ``top_k`` (:func:`keep_in_head`). The history decides most of what
@@ -70,10 +70,10 @@ def query_weights(margins: Sequence[float | None], prior: float, *, message: int
         return [1.0 if index == message else 0.0 for index in range(len(margins))]
     weights = [1.0]
     for margin in margins[1:]:
-        if main is None or margin is None or main <= 0:
+        if message == 0 and (main is None or margin is None or margin < TOPIC_CLARITY * main):
+            weights.append(0.0)  # the message leads: only a head shown to be much clearer joins it
+        elif main is None or margin is None or main <= 0:
             weights.append(prior)
-        elif message == 0 and margin < TOPIC_CLARITY * main:  # the message leads: only a clearer head joins it
-            weights.append(0.0)
         else:
             weights.append(min(CAP, prior * (max(margin, 0.0) / main) ** SHARPNESS))
     return weights

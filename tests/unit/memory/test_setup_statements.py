@@ -96,6 +96,24 @@ def test_questions_documents_and_trouble_are_no_facts(message: str) -> None:
     assert not states_about_user(message, [])
 
 
+@pytest.mark.parametrize(
+    "message",
+    [
+        "we run 3 replicas, can all of them do rolling upgrades",
+        "our ingesters use the WAL on local disk, how do we scale them down",
+        "we are on loki 2.9; is the OTLP endpoint there",
+    ],
+)
+def test_a_later_clause_that_asks_makes_a_question_without_a_question_mark(message: str) -> None:
+    """Typed without "?", the setup is context for a question: answered from the documents, not acknowledged."""
+    assert not states_about_user(message, extract_facts(message))
+
+
+@pytest.mark.parametrize("message", ["we run loki 3.x, which is the latest", "fyi: we run 3 ingesters. all ARM64"])
+def test_a_relative_clause_or_a_second_statement_is_still_a_statement(message: str) -> None:
+    assert states_about_user(message, extract_facts(message))
+
+
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[SQLiteMemoryStore]:
     database = Database(tmp_path / "memory.db")

@@ -165,8 +165,8 @@ def test_a_condition_on_what_the_user_did_does_not_point_at_the_answer() -> None
 
 
 def test_a_standalone_message_leads_with_the_topics_words_as_an_alternate() -> None:
-    """ "what if the clients don't use TLS at all?" looks standalone but carries the topic on: the message is the
-    query, its expansion an alternate the fusion weighs against it."""
+    """A message can look standalone and carry the topic on: the message is the query, its expansion an alternate
+    the fusion weighs against it."""
     question = "What memory limit does the Kestrel agent need?"
     plan = HistoryExpansion().plan(question, HISTORY)
     expanded, _ = HistoryExpansion().expand(question, HISTORY, alone=False)
@@ -192,3 +192,31 @@ def test_the_users_statements_are_no_topic_for_the_alternate() -> None:
     asked = [*history, Message(role="user", content="Which Helm chart version supports Kestrel?")]
     (alternate,) = HistoryExpansion().plan(question, asked).alternates
     assert "Helm" in alternate and "Graviton" not in alternate
+
+
+def test_a_statement_that_announces_a_new_topic_still_ends_the_old_one() -> None:
+    """Statements leave the topic alternate, but a statement that also says the topic changes keeps its boundary:
+    nothing from before it comes back."""
+    history = [
+        Message(role="user", content="How do I route Postgres read replicas through pgbouncer?"),
+        Message(role="assistant", content="Use the pgbouncer routing rules."),
+        Message(role="user", content="switching topics, we run everything on ARM64 hosts now"),
+        Message(role="assistant", content="Noted."),
+    ]
+    alternate = HistoryExpansion().topic_alternate("What memory limit does the Kestrel agent need?", history)
+    assert alternate is None or ("pgbouncer" not in alternate and "Postgres" not in alternate)
+
+
+def test_a_question_typed_without_a_question_mark_is_a_topic_not_a_statement() -> None:
+    history = [
+        Message(role="user", content="our ingesters use the WAL on local disk, how do we scale them down safely"),
+        Message(role="assistant", content="Flush them first."),
+    ]
+    alternate = HistoryExpansion().topic_alternate("What happens to unflushed chunks during shutdown?", history)
+    assert alternate is not None and "WAL" in alternate
+
+
+async def test_the_plan_says_the_topic_rides_along() -> None:
+    plan = await HistoryExpansion().run("What memory limit does the Kestrel agent need?", HISTORY)
+    assert plan.source == "question" and plan.detail == "stands alone; the topic's words ride along"
+    assert plan.alternates

@@ -197,6 +197,26 @@ async def test_a_message_that_finds_nothing_above_the_floor_is_never_retrieved_a
     assert fused[0].id == (await r.run_many([expansion, message]))[0].id
 
 
+async def test_a_leading_message_keeps_its_ranking_against_a_vaguer_alternate(app: Components, monkeypatch):
+    """A message that stands alone leads; the topic's expansion riding along joins only with a much clearer head
+    (query_fusion.TOPIC_CLARITY), also when nothing the message finds passes the similarity floor."""
+    r = retriever(app)
+    for message in ("sourdough bread oven", "does any of what you told me change?"):
+        margins = iter([0.2, 0.25] * 2)  # the alternate's head is clearer, but not by half again
+        monkeypatch.setattr("anaphora.retrieval.hybrid.head_margin", lambda dense, margins=margins: next(margins))
+        fused = await r.run_many([message, "invoices emailed monthly"], message=message)
+        assert [p.id for p in fused] == [p.id for p in await r.run(message)]
+
+
+async def test_a_leading_message_is_joined_by_a_much_clearer_alternate(app: Components, monkeypatch):
+    r = retriever(app)
+    message, topic = "does any of what you told me change?", "sourdough bread oven"
+    margins = iter([0.1, 0.3])  # the topic singles out its passages three times as clearly
+    monkeypatch.setattr("anaphora.retrieval.hybrid.head_margin", lambda dense: next(margins))
+    fused = await r.run_many([message, topic], message=message)
+    assert fused[0].id == "cooking.md#1"
+
+
 async def test_the_messages_own_best_passages_keep_a_minority_of_the_prompts_places(app: Components, monkeypatch):
     """Even when a clearer expansion leads the fusion, the message's own top ``top_k // 2`` reach the prompt."""
     r = retriever(app)

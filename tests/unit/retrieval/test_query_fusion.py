@@ -108,3 +108,6 @@ def test_a_message_that_leads_drops_a_vaguer_alternate_and_keeps_a_clearer_one()
     assert query_weights([0.2, 0.4], 0.5, message=0) == [1.0, pytest.approx(1.0)]
     assert query_weights([0.2, 0.2, 0.32], 0.5, message=0) == [1.0, 0.0, pytest.approx(0.8)]
     assert query_weights([0.2, 0.1], 0.5) == [1.0, pytest.approx(0.25)]  # a message that is no query of the turn
+    # no margin to compare (BM25-only retrieval): no evidence the alternate is clearer, so it does not join
+    assert query_weights([None, None], 0.5, message=0) == [1.0, 0.0]
+    assert query_weights([0.2, None], 0.5, message=0) == [1.0, 0.0]
