@@ -13,7 +13,8 @@ class Retriever(Protocol):
 
     Rules: ``run_many`` never mutates its inputs; an empty corpus gives ``[]``, not an error. ``message`` is the
     user's message as typed, when it is one of the queries: a phrasing of it (an expansion, a rewrite) whose own
-    ranking is less sure of its head than the message's never outweighs it.
+    ranking is less sure of its head than the message's never outweighs it, and when the message leads (the first
+    query), another query joins it only with a head much surer than its own.
     """
 
     async def run_many(
