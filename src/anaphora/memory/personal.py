@@ -25,7 +25,10 @@ _ASKS_WHAT_USER_SAID = re.compile(
     r"\b(?:did|have|had) (?:i|we) (?:say|said|tell|told|mention|state|write)\b|"
     r"\b(?:i|we) (?:said|told you|mentioned|stated)\b|"
     r"\b(?:what|which)\b[^?]{0,40}\b(?:do|did|am|are|was|were) (?:i|we) (?:run|use|have|own|prefer|on)\b|"
-    r"\b(?:am i|are we) (?:running|using|on)\b",
+    r"\b(?:am i|are we) (?:running|using|on)\b|"
+    # the kind of a thing of the user's, asked of it alone: "what architecture are my nodes?", "which version is
+    # our cluster on?" (not "what are my options?", "what ports are my services exposed on?")
+    r"^\s*(?:what|which)\s+(?:\w+\s+){1,2}(?:is|are)\s+(?:my|our)\s+\w+(?:\s+(?:on|running))?\s*\?*\s*$",
     re.I,
 )
 _POSSESSIVE = re.compile(r"\b(?:my|our|mine|ours)\b", re.I)  # "my version", "our cluster"

@@ -154,7 +154,10 @@ def test_a_fact_answers_a_question_about_the_user_by_more_than_a_shared_name(que
         ("which version did I say I run, and does it support OTLP?", False),  # a second question asks them
         ("is the setting you described available for my version?", False),
         ("is there a Helm chart for my version?", False),
-        ("what architecture are my nodes?", False),  # "architecture" is not in them: the documents may help
+        # what a thing of the user's is: only what the user said can tell ("architecture" is not in the fact, but
+        # no document knows the user's nodes; before, a startup log block followed the fact)
+        ("what architecture are my nodes?", True),
+        ("which platform should my nodes use?", False),  # advice: the documents answer it
         ("how do I limit Fluent Bit's memory on my nodes?", False),
     ],
 )
@@ -176,6 +179,32 @@ def test_a_word_the_documents_use_everywhere_is_no_evidence_either() -> None:
     assert fact_answers(question, fact, "traefik v3")
     assert not fact_answers(question, fact, "traefik v3", generic=["traefik"])
     assert asks_what_user_said("which version did I say I run?") and asks_what_user_said("am I on v3?")
+
+
+@pytest.mark.parametrize(
+    ("question", "asks"),
+    [
+        ("what architecture are my nodes?", True),
+        ("which version is our cluster on?", True),
+        ("what OS are our hosts running?", True),
+        ("which platform should my nodes use?", False),
+        ("what are my options?", False),
+        ("what ports are my services exposed on?", False),
+        ("what limits are my pods hitting?", False),
+        ("what is my best option for retention?", False),
+    ],
+)
+def test_the_kind_of_a_thing_of_the_users_asks_what_the_user_said(question: str, asks: bool) -> None:
+    from anaphora.memory.personal import asks_what_user_said
+
+    assert asks_what_user_said(question) is asks
+
+
+def test_what_a_thing_of_the_users_is_is_answered_with_the_fact_alone(rag: Anaphora) -> None:
+    ask(rag, "I run Fluent Bit 2.1 on ARM64 nodes", rag.new_conversation(user_id="alice"))
+    asked = ask_anew(rag, "what architecture are my nodes?")
+    assert MEMORY_ID.sub("", asked.answer).strip() == "You run Fluent Bit 2.1 on ARM64 nodes."
+    assert [c.id for c in asked.citations if not c.id.startswith("memory:")] == []
 
 
 @pytest.mark.parametrize("question", ["how do I install Kestrel?", "can I use TLS?", "what is Loki?"])
