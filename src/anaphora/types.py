@@ -156,6 +156,11 @@ class TurnTrace(BaseModel):
     query: str = ""
     query_source: str = "question"
     alternate_queries: list[str] = Field(default_factory=list)
+    query_weights: dict[str, float] = Field(
+        default_factory=dict,
+        description="each query searched, with its weight in the fusion of their rankings (0: left out, e.g. a "
+        "phrasing whose ranking was no clearer than the message's)",
+    )
     route: str | None = None
     route_reason: str = ""
     retrieval_skipped: bool = False

@@ -19,7 +19,7 @@ from rich.text import Text
 
 from anaphora.ingest import IngestReport
 from anaphora.ingest.skips import group_skipped
-from anaphora.types import TurnResult
+from anaphora.types import TurnResult, TurnTrace
 
 MEMORY_SOURCE = "memory"  # the source of the memory items a turn shows beside its passages (TurnState.memory_passages)
 # C0 controls but tab and newline, DEL, C1 controls (CSI, OSC as single bytes), bidirectional overrides and isolates
@@ -62,6 +62,15 @@ def inert(text: str) -> str:
 def shown(text: str) -> str:
     """:func:`inert` text for a string with Rich markup around it."""
     return escape(inert(text))
+
+
+def weighed(trace: TurnTrace, query: str) -> str:
+    """How much ``query``'s ranking counted in the turn's fusion, when several queries were searched: " (weight
+    0.42)", or " (left out)" for one the fusion gave nothing (a phrasing no clearer than the message)."""
+    if len(trace.query_weights) < 2 or query not in trace.query_weights:
+        return ""
+    weight = trace.query_weights[query]
+    return f" [dim](weight {weight:.2f})[/dim]" if weight > 0 else " [dim](left out)[/dim]"
 
 
 def cell(text: str) -> Text:
@@ -135,9 +144,9 @@ def print_trace(console: Console, result: TurnResult) -> None:
     if trace.retrieval_skipped:
         console.print("[bold]retrieval skipped[/bold]: answered from the conversation")
     else:
-        console.print(f"[bold]query[/bold] ({trace.query_source}): {shown(trace.query)}")
+        console.print(f"[bold]query[/bold] ({trace.query_source}){weighed(trace, trace.query)}: {shown(trace.query)}")
         for alternate in trace.alternate_queries:
-            console.print(f"  [dim]also[/dim]: {shown(alternate)}")
+            console.print(f"  [dim]also[/dim]{weighed(trace, alternate)}: {shown(alternate)}")
     if trace.abstained:
         console.print("[bold]abstained[/bold]: no passage passed the relevance thresholds")
     console.print(f"[bold]model calls[/bold]: {trace.model_calls}   [bold]prompt tokens[/bold]: {trace.prompt_tokens}")

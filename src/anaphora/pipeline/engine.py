@@ -99,6 +99,8 @@ def trace_of(state: TurnState, records: list[StageRecord]) -> TurnTrace:
     if plan is not None and skip is None:
         trace.query, trace.query_source = plan.query, plan.source
         trace.alternate_queries = [q for q in plan.queries if q != plan.query]
+        if len(state.query_weights) == len(plan.queries):
+            trace.query_weights = dict(zip(plan.queries, state.query_weights, strict=True))
     return trace
 
 

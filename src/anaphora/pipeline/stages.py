@@ -125,7 +125,7 @@ class Retrieve(Stage):
 
     name = "retrieve"
     reads = ("question", "plan", "skip")
-    writes = ("candidates",)
+    writes = ("candidates", "query_weights")
     retrieval = True
 
     def __init__(self, retriever: Retriever) -> None:
@@ -137,7 +137,8 @@ class Retrieve(Stage):
     async def run(self, state: TurnState) -> StageResult:
         assert state.plan is not None  # the query stage ran (or fell back) before
         candidates = await self.retriever.run_many(state.plan.queries, message=state.question)
-        return StageResult(state.update(candidates=tuple(candidates)), "ok", f"{len(candidates)} candidates")
+        after = state.update(candidates=tuple(candidates), query_weights=candidates.weights)
+        return StageResult(after, "ok", f"{len(candidates)} candidates")
 
 
 class BoostEntities(Stage):

@@ -64,6 +64,7 @@ class TurnState:
     plan: QueryPlan | None = None
     skip: Skip | None = None
     candidates: tuple[Passage, ...] = ()  # every first-stage candidate that survived selection, best first
+    query_weights: tuple[float, ...] = ()  # each of the plan's queries' weight in the fusion (plan.queries' order)
     selected: tuple[Passage, ...] = ()  # what the prompt may show (the top k)
     prompt: PromptPlan | None = None
     answer: str = ""

@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 from anaphora.types import Passage
+
+
+class Fused(list[Passage]):
+    """A turn's candidates, best first, and the weight each of its queries had when their rankings were fused (in
+    the order the queries were given, duplicates and blanks dropped; 0 for a query left out, as a vaguer phrasing
+    of a message that stands alone is). What the trace shows of the fusion."""
+
+    def __init__(self, passages: Iterable[Passage] = (), weights: Sequence[float] = ()) -> None:
+        super().__init__(passages)
+        self.weights = tuple(weights)
 
 
 class Retriever(Protocol):
@@ -19,4 +29,4 @@ class Retriever(Protocol):
 
     async def run_many(
         self, queries: Sequence[str], *, limit: int | None = None, message: str | None = None
-    ) -> list[Passage]: ...
+    ) -> Fused: ...

@@ -15,6 +15,7 @@ import numpy as np
 
 from anaphora.embeddings.base import Embedder
 from anaphora.embeddings.batching import BatchingEmbedder
+from anaphora.retrieval.base import Fused
 from anaphora.retrieval.fusion import normalised_sum, weighted_rrf
 from anaphora.retrieval.query_fusion import head_margin, keep_in_head, query_weights
 from anaphora.settings import RetrievalSettings
@@ -115,7 +116,7 @@ class HybridRetriever:
         limit: int | None = None,
         message: str | None = None,
         weights: Sequence[float] | None = None,
-    ) -> list[Passage]:
+    ) -> Fused:
         """Several phrasings of one need (e.g. a history-expanded query, then the bare message): each is retrieved
         and the rankings are fused by reciprocal rank fusion, the first query at weight 1 and each other one at
         ``alternate_query_weight`` scaled by how clear its dense list's head is against the first query's
@@ -127,7 +128,7 @@ class HybridRetriever:
         limit = limit or self.settings.candidates
         queries = list(dict.fromkeys(q for q in queries if q.strip()))
         if len(queries) <= 1:
-            return await self.run(queries[0] if queries else "", limit=limit)
+            return Fused(await self.run(queries[0], limit=limit), (1.0,)) if queries else Fused()
         rankings, dense = await self._search_with_dense(queries, max(LIST_DEPTH, limit))
         typed = queries.index(message) if message in queries else None
         if typed and dense[typed] and dense[typed][0][1] < self.settings.similarity_threshold:
@@ -154,4 +155,4 @@ class HybridRetriever:
             ranked.append(passage)
         if typed is not None:
             ranked = keep_in_head(ranked, rankings[typed], head=self.settings.top_k)[:limit]
-        return ranked
+        return Fused(ranked, weights)

@@ -54,6 +54,18 @@ def test_ask_prints_answer_sources_and_trace(tmp_path: Path) -> None:
         assert column in result.stdout
 
 
+def test_the_trace_says_how_much_each_searched_query_counted(tmp_path: Path) -> None:
+    """A follow-up searches its expansion and the message: the trace gives each one's weight in the fusion (or
+    "left out"), so an alternate listed is not taken for one that was used."""
+    run(tmp_path, "ingest", str(SAMPLE_DOCS))
+    first = run(tmp_path, "ask", "--remember", "How do I install Kestrel on Kubernetes?")
+    conversation = first.stdout.split("continue with -c ")[-1].split()[0].rstrip(",;.)")
+    result = run(tmp_path, "ask", "-c", conversation, "--trace", "And on ARM?")
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"query \(expansion\) \((weight \d\.\d\d|left out)\):", result.stdout)
+    assert re.search(r"also \((weight \d\.\d\d|left out)\): And on ARM\?", result.stdout)
+
+
 def test_ask_says_whether_the_turn_is_remembered_and_remember_keeps_it(tmp_path: Path) -> None:
     alone = run(tmp_path, "ask", "I run Fluent Bit 2.1 on ARM64 nodes")
     assert alone.returncode == 0, alone.stderr

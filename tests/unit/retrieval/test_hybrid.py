@@ -215,6 +215,20 @@ async def test_a_leading_message_is_joined_by_a_much_clearer_alternate(app: Comp
     monkeypatch.setattr("anaphora.retrieval.hybrid.head_margin", lambda dense: next(margins))
     fused = await r.run_many([message, topic], message=message)
     assert fused[0].id == "cooking.md#1"
+    assert fused.weights == (1.0, 1.0)  # 0.5 x 3, capped at the message's
+
+
+async def test_run_many_says_how_much_each_query_counted(app: Components, monkeypatch):
+    """The weights the trace shows: one per distinct query, in order; 0 for one left out."""
+    r = retriever(app)
+    assert (await r.run_many(["sourdough bread oven"])).weights == (1.0,)
+    assert (await r.run_many(["sourdough bread oven", "sourdough bread oven"])).weights == (1.0,)
+    assert (await r.run_many([])).weights == () and await r.run_many([]) == []
+    margins = iter([0.2, 0.25])
+    monkeypatch.setattr("anaphora.retrieval.hybrid.head_margin", lambda dense: next(margins))
+    message = "sourdough bread oven"
+    assert (await r.run_many([message, "invoices emailed monthly"], message=message)).weights == (1.0, 0.0)
+    assert (await r.run_many([message, "x y"], weights=[1.0, 0.3])).weights == (1.0, 0.3)
 
 
 async def test_the_messages_own_best_passages_keep_a_minority_of_the_prompts_places(app: Components, monkeypatch):

@@ -6,7 +6,8 @@
 import { el } from "./dom.js";
 
 const KNOWN = new Set([
-  "question", "query", "query_source", "alternate_queries", "route", "route_reason", "retrieval_skipped",
+  "question", "query", "query_source", "alternate_queries", "query_weights", "route", "route_reason",
+  "retrieval_skipped",
   "abstained", "retrieved", "stages", "model_calls", "prompt_tokens", "budget", "calls", "memory", "support",
   "answer_source",
 ]);
@@ -60,7 +61,13 @@ function table(columns, rows) {
 function querySection(trace) {
   const stage = (trace.stages || []).find((s) => s.name === "query");
   const verdict = stage ? `${stage.status}${stage.detail ? `: ${stage.detail}` : ""}` : "";
-  const alternates = trace.alternate_queries || [];
+  // with several queries searched, how much each one's ranking counted in their fusion (0: left out)
+  const weights = trace.query_weights || {};
+  const weight = (query) =>
+    Object.keys(weights).length < 2 || !(query in weights)
+      ? ""
+      : weights[query] > 0 ? `weight ${weights[query].toFixed(2)}` : "left out";
+  const alternates = (trace.alternate_queries || []).map((q) => (weight(q) ? `${q} (${weight(q)})` : q));
   return section(
     "Query used for retrieval",
     trace.retrieval_skipped
@@ -70,6 +77,7 @@ function querySection(trace) {
       ["Your words", trace.question],
       ["Where the query came from", QUERY_SOURCES[trace.query_source] || trace.query_source],
       ["Rewrite verdict", verdict],
+      ["Its weight in the fusion", weight(trace.query)],
       ["Also searched", alternates.length ? alternates.join(" · ") : ""],
     ]),
   );
