@@ -98,6 +98,12 @@ def states_about_user(message: str, facts: list[ExtractedFact]) -> bool:
     return bool(facts) or (bool(_MARKER.match(message)) and bool(_FIRST_PERSON.search(message)))
 
 
+def states_setup(message: str) -> bool:
+    """The message states the user's setup and asks nothing ("fyi all our docker hosts are ARM64"), by the facts the
+    rules read in it (:func:`states_about_user` for a caller that has them already)."""
+    return states_about_user(message, extract_facts(message))
+
+
 REPEATS = 0.7  # the share of an earlier message's content words the question has when it asks the same again
 
 
@@ -109,7 +115,7 @@ def evidence_for(question: str, episode_text: str, said_here: Sequence[str] = ()
     reported again would be answered with itself."""
     if _ASKS.search(episode_text) and not asks_about_user(question):
         return False
-    if states_about_user(episode_text, extract_facts(episode_text)):
+    if states_setup(episode_text):
         return True  # a statement of the user's setup is evidence, whatever the question repeats of it
     said = content_set(episode_text)
     return not said or all(len(said & content_set(m)) / len(said) < REPEATS for m in (question, *said_here))

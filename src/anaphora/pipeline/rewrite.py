@@ -13,8 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ValidationError
 
-from anaphora.memory.extract import extract_facts
-from anaphora.memory.personal import states_about_user
+from anaphora.memory.personal import states_setup
 from anaphora.models.base import ChatModel, ChatOptions
 from anaphora.pipeline.query import QueryPlan
 from anaphora.pipeline.rewrite_guard import strip_preamble, validate_rewrite
@@ -143,7 +142,7 @@ class HistoryExpansion:
         ``None`` on a first turn, an announced change of topic, or when nothing is left to add."""
         if not history or shifts_topic(question):
             return None
-        asked = [m for m in history if m.role != "user" or announces(m.content) or not states_setup(m.content)]
+        asked = [m for m in history if m.role != "user" or topic_boundary(m.content) or not states_setup(m.content)]
         query, expanded = self.expand(question, asked, alone=False)
         return query if expanded else None
 
@@ -161,12 +160,7 @@ class HistoryExpansion:
         return QueryPlan(plan.query, plan.source, "ok", detail, alternates=plan.alternates)
 
 
-def states_setup(message: str) -> bool:
-    """The user's message states the user's setup and asks nothing ("fyi all our docker hosts are ARM64")."""
-    return states_about_user(message, extract_facts(message))
-
-
-def announces(message: str) -> bool:
+def topic_boundary(message: str) -> bool:
     """The message says the topic changes or goes back to an earlier one: a boundary :func:`topic_turns` needs,
     whatever else the message says ("switching topics, we run everything on ARM64 now")."""
     return shifts_topic(message) or returns_to_topic(message)
