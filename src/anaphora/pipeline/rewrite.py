@@ -125,10 +125,14 @@ class HistoryExpansion:
         """The expanded query, with the message itself as an alternate so its own ranking still counts; else (the
         message stands alone, or no earlier word is specific enough to add) the message, with the topic's words as
         an alternate (:meth:`topic_alternate`)."""
+        if history and alone is None:
+            alone = self.stands_alone(question)
         query, expanded = self.expand(question, history, alone)
         if expanded:
             return QueryPlan(query, "expansion", alternates=(question,), **fields)
-        topic = self.topic_alternate(question, history)
+        asked = topic_history(history)
+        # a message that does not stand alone was just expanded with the same turns, and nothing was added
+        topic = self.topic_alternate(question, asked) if alone or len(asked) < len(history) else None
         return QueryPlan(question, "question", alternates=(topic,) if topic else (), **fields)
 
     def topic_alternate(self, question: str, history: Sequence[Message]) -> str | None:
@@ -142,8 +146,7 @@ class HistoryExpansion:
         ``None`` on a first turn, an announced change of topic, or when nothing is left to add."""
         if not history or shifts_topic(question):
             return None
-        asked = [m for m in history if m.role != "user" or topic_boundary(m.content) or not states_setup(m.content)]
-        query, expanded = self.expand(question, asked, alone=False)
+        query, expanded = self.expand(question, topic_history(history), alone=False)
         return query if expanded else None
 
     def fallback_plan(self, question: str, history: Sequence[Message]) -> QueryPlan:
@@ -158,6 +161,12 @@ class HistoryExpansion:
         else:
             detail = "stands alone" + ("; the topic's words ride along" if plan.alternates else "")
         return QueryPlan(plan.query, plan.source, "ok", detail, alternates=plan.alternates)
+
+
+def topic_history(history: Sequence[Message]) -> list[Message]:
+    """The history a topic alternate is expanded with: without the user's statements of their setup (they are no
+    topic), but with those that announce a topic boundary."""
+    return [m for m in history if m.role != "user" or topic_boundary(m.content) or not states_setup(m.content)]
 
 
 def topic_boundary(message: str) -> bool:
