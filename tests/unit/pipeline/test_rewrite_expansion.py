@@ -220,3 +220,18 @@ async def test_the_plan_says_the_topic_rides_along() -> None:
     plan = await HistoryExpansion().run("What memory limit does the Kestrel agent need?", HISTORY)
     assert plan.source == "question" and plan.detail == "stands alone; the topic's words ride along"
     assert plan.alternates
+
+
+def test_a_message_that_gained_no_words_is_not_expanded_again_for_the_alternate() -> None:
+    """A message that points back is expanded with the history; when that adds nothing, the topic alternate
+    (the same turns, none a statement) would add nothing either, and is not computed."""
+    calls: list[int] = []
+
+    class Counting(HistoryExpansion):
+        def expand(self, question, history, alone=None):  # type: ignore[override]
+            calls.append(len(history))
+            return super().expand(question, history, alone)
+
+    history = [Message(role="user", content="hello there"), Message(role="assistant", content="Hi!")]
+    plan = Counting().plan("does that work too?", history)
+    assert (plan.query, plan.alternates, calls) == ("does that work too?", (), [2])
