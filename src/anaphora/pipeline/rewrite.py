@@ -132,7 +132,7 @@ class HistoryExpansion:
             return QueryPlan(query, "expansion", alternates=(question,), **fields)
         asked = topic_history(history)
         # a message that does not stand alone was just expanded with the same turns, and nothing was added
-        topic = self.topic_alternate(question, asked) if alone or len(asked) < len(history) else None
+        topic = self._topic_expansion(question, asked) if alone or len(asked) < len(history) else None
         return QueryPlan(question, "question", alternates=(topic,) if topic else (), **fields)
 
     def topic_alternate(self, question: str, history: Sequence[Message]) -> str | None:
@@ -144,9 +144,13 @@ class HistoryExpansion:
         keeps the message's ranking. Statements of the user's setup are left out (they are no topic, and the personal
         stage adds what bears on the turn), but not the topic boundaries they announce.
         ``None`` on a first turn, an announced change of topic, or when nothing is left to add."""
-        if not history or shifts_topic(question):
+        return self._topic_expansion(question, topic_history(history))
+
+    def _topic_expansion(self, question: str, asked: Sequence[Message]) -> str | None:
+        """:meth:`topic_alternate` of a history already without the user's setup statements (:func:`topic_history`)."""
+        if not asked or shifts_topic(question):
             return None
-        query, expanded = self.expand(question, topic_history(history), alone=False)
+        query, expanded = self.expand(question, asked, alone=False)
         return query if expanded else None
 
     def fallback_plan(self, question: str, history: Sequence[Message]) -> QueryPlan:

@@ -131,7 +131,7 @@ class HybridRetriever:
             return Fused(await self.run(queries[0], limit=limit), (1.0,)) if queries else Fused()
         rankings, dense = await self._search_with_dense(queries, max(LIST_DEPTH, limit))
         typed = queries.index(message) if message in queries else None
-        if typed and dense[typed] and dense[typed][0][1] < self.settings.similarity_threshold:
+        if typed is not None and typed > 0 and dense[typed] and dense[typed][0][1] < self.settings.similarity_threshold:
             # nothing the message finds alone passes the similarity floor: a clear head among passages that are
             # all off the topic ("does any of what you told me change?") is no reason to retrieve it alone
             typed = None
