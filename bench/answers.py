@@ -22,15 +22,15 @@ from datetime import date
 from common import CACHE, domain_paths, git_revision, machine, summary_ms, write_result
 
 from anaphora import Settings
+from anaphora.answering.extractive import ExtractiveAnswerer
+from anaphora.answering.support import split_units
 from anaphora.app import build_components
 from anaphora.evaluation import load_tasks
 from anaphora.evaluation.metrics import k_precision, rouge_l_recall, unsupported_risky_tokens
 from anaphora.pipeline.check import ABSTAIN, LEFT_OUT, AnswerCheck
 from anaphora.pipeline.engine import TurnRequest
-from anaphora.pipeline.extractive import ExtractiveAnswerer, quoted_turn
 from anaphora.pipeline.stage import Stage, StageResult
 from anaphora.pipeline.state import TurnState
-from anaphora.pipeline.support import split_units
 from anaphora.sanitize import sanitize
 from anaphora.testing.stages import run_stage
 from anaphora.types import Message
@@ -111,14 +111,14 @@ async def answer_task(engine, capture: Capture, checks: dict[str, AnswerCheck], 
     before_answer = {s.name for s in engine.stages if s.retrieval} | {"budget"}
     retrieval_ms = sum(s.ms for s in result.trace.stages if s.name in before_answer)
     started = time.perf_counter()
-    extract = await extractive.answer_turn(state)
+    extract = await extractive.answer_turn(state.extract_request())
     outputs["extractive"] = extract.text if extract else ABSTAIN
     ms["extractive"] = retrieval_ms + (time.perf_counter() - started) * 1000
     outputs["lead-2"] = lead(shown[0]) if shown else ABSTAIN
     ms["lead-2"] = retrieval_ms
     # what the extractive answerer reads (not cut by the prompt budget), with the passages of the same pages it
     # quoted from, which the product adds to the turn's selection (so they are cited like the others)
-    quoted = [p.text for p in (quoted_turn(state, extract) if extract else state).selected]
+    quoted = [p.text for p in (state.quoted(extract) if extract else state).selected]
     record = {"task_id": task.task_id, "ms": ms, "outputs": outputs, "systems": {}}
     for name, text in outputs.items():
         knowledge = quoted if name == "extractive" else shown

@@ -24,7 +24,7 @@ from wordfreq import zipf_frequency
 
 from anaphora import Settings
 from anaphora.app import aclose_components, build_components, close_local
-from anaphora.pipeline.coverage import asks, unused_words
+from anaphora.reading.coverage import asks, unused_words
 from anaphora.types import Message
 
 THRESHOLDS = [round(0.3 + 0.05 * i, 2) for i in range(15)]  # 0.30 .. 1.00

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from common import git_revision, machine, write_result
 
-from anaphora.pipeline.intents import recognise
+from anaphora.reading.intents import recognise
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "tests" / "data" / "conversation_intents.jsonl"
 

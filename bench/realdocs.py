@@ -1,20 +1,26 @@
 """Whole conversations over real documentation trees (../shared/bench/realdocs-dev), scored by its README's rules.
 
     python bench/realdocs.py [--model embedded|fake|gguf:PATH] [--answer-mode generate|extractive|auto]
-                             [--corpus loki,traefik] [--conversation ID] [--limit N] [--dump FILE]
+                             [--corpus loki,traefik,...] [--split tune|validation] [--conversation ID]
+                             [--limit N] [--dump FILE]
                              [--set key=value ...] [--name realdocs] [--diagnose] [--rerun] [--personal]
 
 Each corpus folder (without its SOURCE.md) is copied into a data dir under bench/.cache/realdocs/ keyed by the
 corpus and a fingerprint of the ingest code and chunking settings, and ingested once there: a change to the parsers
 or the chunker re-ingests, anything else reuses the index. Every conversation then runs turn by turn through the
-product's engine with the embedded defaults (unless options say otherwise), in a fresh conversation of its own user;
-the background work of a turn (memory, summary) is awaited before the next one, outside the turn's time.
+product's engine with the embedded defaults (unless options say otherwise), in a fresh conversation; conversations
+that share a ``user`` run in file order as that user (what they said before is remembered, and erased only before
+the user's first conversation of the run), every other conversation as a user of its own. The background work of a
+turn (memory, summary) is awaited before the next one, outside the turn's time. Scores are reported overall, per
+corpus, per split (``tune``: choose between variants there; ``validation``: confirm only) and per kind.
 
 Scoring follows the README's rules 1-5 (rule 6 needs a judge and is not computed): key-fact recall and the share of
 turns answered, gold citation hit, wrong abstentions, correct refusals, meta length and faithfulness, plus chit-chat
 turns that used neither retrieval nor a model call (from the trace), the answered share of turns that depend on a
 personal fact, invented identifiers (risky tokens of the answer found in no passage the turn selected nor in the
-conversation: :func:`anaphora.evaluation.metrics.unsupported_risky_tokens`), turn p50/p95 and model calls per turn.
+conversation: :func:`anaphora.evaluation.metrics.unsupported_risky_tokens`), turn p50/p95 and model calls per turn,
+the turns marked ``memory`` (answered, or on an isolation probe refused without another user's fact), and the
+follow-ups sent to the retriever as typed (no topic carried: the searched query is the message itself).
 Abstentions are detected with :data:`ABSTENTION_PATTERNS` (the product's fixed phrases come from its code).
 Results: bench/results/<name>.json; ``--dump`` writes every turn (question, answer, cited sources, retrieval query,
 scores) as JSON lines to read the conversations.
@@ -51,6 +57,7 @@ from anaphora.text import STOPWORDS
 DATA = "realdocs-dev"
 EXCLUDED = {"SOURCE.md"}
 ANSWERABLE_KINDS = ("question", "followup")
+CORPORA = "loki,traefik,celery,semaphore-ce,mise"
 SCORED_KINDS = ("question", "followup", "meta")
 # the product's fixed abstention sentences, then what any other wording of "the documents do not say" looks like
 ABSTENTION_PHRASES = (ABSTAIN, NO_ANSWER)
@@ -62,9 +69,15 @@ ABSTENTION_PATTERNS = (
     rf"\bnot\s+(?:covered|documented|mentioned|described|addressed)\s+(?:in|by)\s+(?:the\s+|these\s+|your\s+)?{_DOCS}",
     rf"\bno\s+(?:information|mention|passage|documentation|answer)\b[^.!?\n]{{0,40}}\b(?:in|from)\s+(?:the\s+)?{_DOCS}",
     r"\bi\s+(?:don't|do not)\s+know\b",
+    # an isolation probe or a question about the user that memory cannot answer
+    r"\byou\s+(?:haven't|have not|never|didn't|did not)\s+(?:told|said|mentioned|stated|given)\b",
 )
 _ABSTENTION = [re.compile(p, re.IGNORECASE) for p in ABSTENTION_PATTERNS]
 _ALNUM = re.compile(r"[a-z0-9]+")
+
+
+def _squeeze(text: str) -> str:
+    return " ".join(_ALNUM.findall(text.lower()))
 
 
 def data_root() -> Path:
@@ -105,9 +118,17 @@ def corpus_files(tree: Path) -> list[Path]:
     return sorted(p for p in tree.rglob("*") if p.is_file() and p.name not in EXCLUDED)
 
 
-def prepare_corpus(settings: Settings, source: Path, cache: Path, *, units_ahead: bool = True) -> tuple[Path, Path]:
-    """(data dir, document tree): the corpus copied without SOURCE.md into a dir keyed by the ingest fingerprint."""
+def prepare_corpus(
+    settings: Settings, source: Path, cache: Path, *, units_ahead: bool = True, reuse: bool = False
+) -> tuple[Path, Path]:
+    """(data dir, document tree): the corpus copied without SOURCE.md into a dir keyed by the ingest fingerprint.
+    ``reuse`` (``--reuse-index``): the newest finished index of the corpus, whatever code built it (to compare
+    answering variants while the ingest code changes elsewhere; figures to report come from a fresh index)."""
     data_dir = cache / f"{source.name}-{ingest_fingerprint(settings, source, units_ahead=units_ahead)}"
+    built = sorted(cache.glob(f"{source.name}-*/ingest.json"), key=lambda p: p.stat().st_mtime)
+    if reuse and built and not (data_dir / "ingest.json").exists():
+        data_dir = built[-1].parent
+        print(f"{source.name}: reusing the index in {data_dir.name} (--reuse-index)", flush=True)
     tree = data_dir / "docs" / source.name
     if not tree.is_dir():
         staging = data_dir / "docs" / ".staging"
@@ -178,7 +199,10 @@ def score_turn(turn: dict, index: int, turns: list[dict], answer: str, result, e
     if answerable and kind in SCORED_KINDS:
         row["wrong_abstention"] = abstained
     if not answerable:
-        row["correct_refusal"] = abstained
+        leaked = [s for s in turn.get("must_not", []) if s.lower() in visible.lower()]
+        row["correct_refusal"] = abstained and not leaked
+        if turn.get("must_not"):
+            row["leaked"] = leaked
     if "max_words" in turn:
         words = len(visible.split())
         content = content_tokens(visible)
@@ -195,8 +219,14 @@ def score_turn(turn: dict, index: int, turns: list[dict], answer: str, result, e
     if kind == "chitchat":
         row["chitchat_clean"] = not retrieved and trace.model_calls == 0
     personal = {i for i, t in enumerate(turns) if t["kind"] == "personal"}
-    if answerable and kind in SCORED_KINDS and must and personal & set(turn.get("refers_to", [])):
+    stated = personal & set(turn.get("refers_to", [])) or turn.get("depends_on")
+    if answerable and kind in SCORED_KINDS and must and stated:
         row["personal_answered"] = row["answered"]
+    if turn.get("memory"):  # needs what the same user said in an earlier conversation, or an isolation probe
+        row["memory_passed"] = row.get("answered", row.get("correct_refusal"))
+    if kind == "followup" and retrieved:
+        searched = [q for q, w in trace.query_weights.items() if w > 0] or [trace.query]
+        row["followup_as_typed"] = _squeeze(" ".join(searched)) == _squeeze(turn["user"])
     if kind == "personal":  # issue 24: a statement is acknowledged, with no document quoted
         row["personal_acknowledged"] = not [c for c in result.citations if c.source != "memory"]
     conversation = [t["user"] for t in turns[: index + 1]] + earlier_answers
@@ -215,8 +245,8 @@ async def run_conversation(
     reused across runs), so nothing is remembered from before. ``recorder`` (``--diagnose``): the retriever's
     candidates are kept, and each answerable turn gets its loss stage (:mod:`realdocs_loss`)."""
     engine = components.engine
-    user = f"realdocs-{conversation['id']}"
-    if run == "first":
+    user = f"realdocs-{conversation.get('user') or conversation['id']}"
+    if run == "first" and conversation.get("first_of_user", True):
         await erase_user_data(components, user)
     created = await components.conversations.create(user, conversation["id"])
     rows, answers = [], []
@@ -235,6 +265,7 @@ async def run_conversation(
         row.update(
             conversation=conversation["id"],
             corpus=conversation["corpus"],
+            split=conversation.get("split", "tune"),
             turn=index,
             ms=round(ms, 1),
             stage_ms=result.trace.timings_ms,
@@ -294,6 +325,8 @@ def aggregate(rows: list[dict]) -> dict:
         "chitchat_clean",
         "personal_answered",
         "personal_acknowledged",
+        "memory_passed",
+        "followup_as_typed",
     )
     summary = {key: share(rows, key) for key in keys}
     summary["turns"] = len(rows)
@@ -309,9 +342,28 @@ def breakdown(rows: list[dict]) -> dict:
     groups: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         groups[f"corpus:{row['corpus']}"].append(row)
+        groups[f"split:{row['split']}"].append(row)
         groups[f"kind:{row['kind']}"].append(row)
     by.update({name: aggregate(group) for name, group in sorted(groups.items())})
     return by
+
+
+TABLE_KEYS = ("answered", "recall", "gold_hit", "meta_pass", "correct_refusal", "wrong_abstention",
+              "personal_answered", "memory_passed", "followup_as_typed")
+
+
+def print_table(scores: dict) -> None:
+    """One line per split, corpus and kind: the figures the issue's targets name, as value (hits/n)."""
+    print(f"\n  {'':22}" + "".join(f"{k[:13]:>16}" for k in TABLE_KEYS) + f"{'p50/p95 ms':>14}")
+    for name, block in scores.items():
+        if name.startswith(("split:", "corpus:", "overall", "kind:")):
+            cells = []
+            for key in TABLE_KEYS:
+                cell = block[key]
+                value = "-" if cell["value"] is None else f"{cell['value']:.2f}"
+                cells.append(f"{value} ({cell['hits']}/{cell['n']})" if cell["n"] else "-")
+            ms = block["turn_ms"]
+            print(f"  {name:22}" + "".join(f"{c:>16}" for c in cells) + f"{ms['p50']:>7}/{ms['p95']}")
 
 
 def parse_overrides(pairs: list[str]) -> dict[str, str]:
@@ -331,7 +383,9 @@ async def run_corpus(name: str, conversations: list[dict], args, data: Path, row
     base = Settings(chat_model=args.model, answer_mode=args.answer_mode, **overrides)
     model = load_chat_model(base.models)  # not loaded yet: its declared capabilities decide the answer mode
     units_ahead = answer_units_ahead(base, model) is not None
-    data_dir, tree = prepare_corpus(base, data / name, CACHE / "realdocs", units_ahead=units_ahead)
+    data_dir, tree = prepare_corpus(
+        base, data / name, CACHE / "realdocs", units_ahead=units_ahead, reuse=args.reuse_index
+    )
     settings = base.model_copy(update={"data_dir": data_dir})
     components = build_components(settings, model=model)
     try:
@@ -359,13 +413,17 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=None, help=f"the {DATA} folder (default: ../shared/bench/)")
     parser.add_argument("--model", default="embedded")
     parser.add_argument("--answer-mode", default=None, choices=("generate", "extractive", "auto"))
-    parser.add_argument("--corpus", default="loki,traefik")
+    parser.add_argument("--corpus", default=CORPORA)
+    parser.add_argument("--split", default=None, choices=("tune", "validation"), help="only this split's corpora")
     parser.add_argument("--conversation", default=None, help="only this conversation id (or these, comma-separated)")
     parser.add_argument("--limit", type=int, default=None, help="conversations per corpus")
     parser.add_argument("--set", action="append", default=[], help="a settings override, key=value (repeatable)")
     parser.add_argument("--dump", type=Path, default=None, help="write every turn as JSON lines")
     parser.add_argument("--name", default="realdocs", help="results file name (bench/results/NAME.json)")
     parser.add_argument("--rerun", action="store_true", help="run each conversation a second time (memory on)")
+    parser.add_argument(
+        "--reuse-index", action="store_true", help="the newest index of each corpus, whatever ingest code built it"
+    )
     parser.add_argument("--diagnose", action="store_true", help="where each answerable turn loses its gold chunk")
     parser.add_argument(
         "--personal", action="store_true", help="only the conversations with turns that depend on a personal fact"
@@ -378,6 +436,13 @@ def main() -> None:
         conversations = [c for c in conversations if c["id"] in wanted]
         if not conversations:
             raise SystemExit(f"no conversation {args.conversation!r}")
+    if args.split:
+        conversations = [c for c in conversations if c.get("split", "tune") == args.split]
+    seen_users: set[str] = set()
+    for conversation in conversations:  # a shared user's memory is erased before their first conversation only
+        user = conversation.get("user")
+        conversation["first_of_user"] = user not in seen_users
+        seen_users.add(user or conversation["id"])
     if args.personal:  # issue 24: the turns that depend on a stated fact, without the rest of the corpus's runs
         conversations = [c for c in conversations if depends_on_personal(c)]
     started = time.time()
@@ -386,7 +451,8 @@ def main() -> None:
     options = " ".join(
         [f"--model {args.model}"]
         + ([f"--answer-mode {args.answer_mode}"] if args.answer_mode else [])
-        + ([f"--corpus {args.corpus}"] if args.corpus != "loki,traefik" else [])
+        + ([f"--corpus {args.corpus}"] if args.corpus != CORPORA else [])
+        + ([f"--split {args.split}"] if args.split else [])
         + ([f"--conversation {args.conversation}"] if args.conversation else [])
         + ([f"--limit {args.limit}"] if args.limit else [])
         + [f"--set {s}" for s in args.set]
@@ -439,6 +505,9 @@ def main() -> None:
         print(f"  {key:18} {overall[key]['value']}  ({overall[key]['hits']}/{overall[key]['n']})")
     for key in ("chitchat_clean", "personal_answered", "personal_acknowledged", "meta_short", "meta_faithful"):
         print(f"  {key:18} {overall[key]['hits']}/{overall[key]['n']}")
+    for key in ("memory_passed", "followup_as_typed"):
+        print(f"  {key:18} {overall[key]['hits']}/{overall[key]['n']}")
+    print_table(payload["scores"])
     if "rerun" in payload:
         first, second = payload["rerun"]["first"]["answered"], payload["rerun"]["again"]["answered"]
         print(f"  re-run answered    {second['value']} (first run {first['value']})")

@@ -22,8 +22,8 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from anaphora.pipeline.citations import BRACKETED
-from anaphora.pipeline.extractive import same_page
+from anaphora.answering.citations import BRACKETED
+from anaphora.answering.extractive import same_page
 from anaphora.types import Passage
 
 DEEP = 200

@@ -26,8 +26,8 @@ from realdocs import data_root, parse_overrides, prepare_corpus
 from realdocs_loss import groups_in
 
 from anaphora import Settings
+from anaphora.answering.extractive import ExtractiveAnswerer, same_page
 from anaphora.app import aclose_components, build_components, close_local
-from anaphora.pipeline.extractive import ExtractiveAnswerer, same_page
 from anaphora.pipeline.rewrite import HistoryExpansion
 from anaphora.types import Message
 

@@ -1100,7 +1100,7 @@ def conversation_turns_section() -> str:
         parts.append(
             f"""Command: `python bench/intents.py` · revision {intents["revision"]}
 
-The router's recognition of turns about the conversation (`pipeline/intents.py`) on a labelled set written for it
+The router's recognition of turns about the conversation (`reading/intents.py`) on a labelled set written for it
 (`tests/data/conversation_intents.jsonl`: several phrasings of each request, and hard negatives that must go to
 retrieval, such as "how do I shorten the retention window?" or "summarize the upgrade guide"; none of it from the
 realdocs-dev turns). The rules were written against the tuning part only; **held-out accuracy

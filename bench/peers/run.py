@@ -86,7 +86,7 @@ from anaphora.evaluation import load_tasks, replay, score  # noqa: E402
 from anaphora.evaluation.tasks import Task  # noqa: E402
 from anaphora.models import load_chat_model  # noqa: E402
 from anaphora.models.fake import FakeChatModel  # noqa: E402
-from anaphora.pipeline.rewrite_guard import strip_preamble, validate_rewrite  # noqa: E402
+from anaphora.reading.rewrite_guard import strip_preamble, validate_rewrite  # noqa: E402
 from anaphora.sanitize import sanitize  # noqa: E402
 from anaphora.text import words  # noqa: E402
 from anaphora.types import Message  # noqa: E402

@@ -9,6 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from anaphora.answering.extractive import ExtractiveAnswerer, judged_texts
+from anaphora.answering.select import PassageSelector
+from anaphora.answering.sentence_vectors import SentenceVectors
 from anaphora.embeddings import CachedEmbedder, cache_key, load_embedder
 from anaphora.errors import ConfigurationError
 from anaphora.ingest import Ingestor, IngestReport
@@ -28,7 +31,6 @@ from anaphora.pipeline.answer import Answer
 from anaphora.pipeline.budget import PromptBudget, PromptLimits
 from anaphora.pipeline.check import AnswerCheck
 from anaphora.pipeline.engine import LOCAL_USER, Engine, TurnRequest
-from anaphora.pipeline.extractive import ExtractiveAnswerer, judged_texts
 from anaphora.pipeline.memory import (
     AcknowledgeStatement,
     PersonalQuery,
@@ -39,8 +41,6 @@ from anaphora.pipeline.memory import (
 from anaphora.pipeline.prompt import format_passage, history_context
 from anaphora.pipeline.query import LastMessageQuery, QueryStage
 from anaphora.pipeline.rewrite import JSON_ANALYSIS, TEXT_REWRITE, GuardedRewriter, HistoryExpansion
-from anaphora.pipeline.select import PassageSelector
-from anaphora.pipeline.sentence_vectors import SentenceVectors
 from anaphora.pipeline.stage import Stage
 from anaphora.pipeline.stages import (
     AnswerFromConversation,
@@ -427,7 +427,7 @@ def close_local(components: Components) -> None:
 
 async def erase_memory(components: Components, user_id: str) -> dict[str, int]:
     """The user's long-term memory (items with their vectors, entities, profile) and this process's memo of their
-    sentences' vectors (:mod:`anaphora.pipeline.sentence_vectors`); the store's counts."""
+    sentences' vectors (:mod:`anaphora.answering.sentence_vectors`); the store's counts."""
     erased = await components.memory.erase_user(user_id)
     if components.sentence_vectors is not None:
         components.sentence_vectors.forget_user(user_id)

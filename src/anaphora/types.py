@@ -9,6 +9,9 @@ from pydantic import BaseModel, Field
 Role = Literal["system", "user", "assistant"]
 StageStatus = Literal["ok", "rejected", "error", "timeout", "skipped"]
 PromptLayout = Literal["cache_stable", "sliding"]
+# in a prompt, a passage the conversation already showed is named by its id and this, not repeated (chat models
+# read the prompt; the fake model finds the text where it was first shown)
+SHOWN_ABOVE = "(shown above)"
 
 
 class Message(BaseModel):

@@ -93,3 +93,38 @@ def test_no_function_is_over_100_lines_or_12_parameters() -> None:
                     where = f"{path.relative_to(SRC)}:{node.lineno} {node.name}"
                     found.append(f"{where}: {lines} lines, {parameters(node)} parameters")
     assert not found, "\n".join(found)
+
+
+# The layers, lowest first: a package never imports one above it (function-local imports included). ``reading``
+# holds every rule that reads the user's words, ``answering`` the answer strategies; both sit below the stages of
+# ``pipeline`` and take explicit arguments, not the turn's state.
+TOP = {"pipeline", "server", "cli", "app", "evaluation", "testing"}
+NEVER_IMPORTS = {
+    "retrieval": TOP | {"reading", "answering", "memory"},
+    "embeddings": TOP | {"reading", "answering", "memory"},
+    "models": TOP | {"reading", "answering", "memory"},
+    "reading": TOP | {"answering", "memory", "store"},
+    "answering": TOP | {"memory", "store"},
+    "memory": TOP,
+    "store": TOP,
+}
+
+
+def test_no_layer_imports_one_above_it() -> None:
+    paths = {module_name(p): p for p in (SRC / "anaphora").rglob("*.py")}
+    known = set(paths)
+    upward = []
+    for name, path in sorted(paths.items()):
+        layer = name.split(".")[1] if "." in name else ""
+        for imported in sorted(imports(path, known)):
+            target = imported.split(".")[1] if "." in imported else imported
+            if target in NEVER_IMPORTS.get(layer, ()):
+                upward.append(f"{name} -> {imported}")
+    assert not upward, "\n".join(upward)
+
+
+def test_the_pipeline_keeps_the_runtime_and_the_stages_only() -> None:
+    """The turn's runtime and its stage classes; rules that read text live in ``reading``, answer strategies in
+    ``answering``."""
+    files = sorted(p.name for p in (SRC / "anaphora" / "pipeline").glob("*.py"))
+    assert len(files) <= 15, files

@@ -7,9 +7,9 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from anaphora.answering.citations import BRACKETED
 from anaphora.evaluation.metrics import rouge_l_recall
 from anaphora.evaluation.tasks import Task
-from anaphora.pipeline.citations import BRACKETED
 from anaphora.pipeline.engine import Engine, TurnRequest
 
 ABSTAIN = re.compile(

@@ -2,7 +2,7 @@
 support it.
 
 Like the rewrite guard for queries: a model may invent, generalise or take the assistant's words for the user's.
-A fact line is kept only when the support checker (:mod:`anaphora.pipeline.support`) finds its content words in
+A fact line is kept only when the support checker (:mod:`anaphora.answering.support`) finds its content words in
 the user's words of the source turn, and every risky token (a version, a number, a path) there verbatim.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 
-from anaphora.memory.extract import ExtractedFact
+from anaphora.answering.support import SupportChecker, Unit
 from anaphora.models.base import ChatModel, ChatOptions
-from anaphora.pipeline.support import SupportChecker, Unit
+from anaphora.reading.extract import ExtractedFact
 from anaphora.sanitize import sanitize
 from anaphora.types import Message
 

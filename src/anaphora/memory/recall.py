@@ -28,10 +28,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from anaphora.embeddings.base import Embedder
-from anaphora.memory.dates import period_asked
-from anaphora.memory.extract import extract_entities
 from anaphora.memory.protocols import MemoryReader
 from anaphora.memory.types import MemoryHit, MemoryItem
+from anaphora.reading.dates import period_asked
+from anaphora.reading.extract import extract_entities
 from anaphora.retrieval.fusion import normalised_sum
 from anaphora.text import whole_word
 

@@ -11,8 +11,9 @@ import uuid
 from dataclasses import dataclass
 from typing import Literal
 
+from anaphora.reading.extract import EntityKind
+
 MemoryKind = Literal["episode", "fact"]
-EntityKind = Literal["product", "version", "platform", "person", "name"]
 
 
 def new_memory_id() -> str:

@@ -24,11 +24,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from anaphora.embeddings.base import Embedder, KnownVectors
-from anaphora.memory.dates import resolve_relative_dates
-from anaphora.memory.extract import NO_LONGER, ExtractedFact, extract_entities, extract_facts
 from anaphora.memory.model_facts import ModelFactExtractor
 from anaphora.memory.protocols import MemoryStore
 from anaphora.memory.types import EntityMention, MemoryItem, new_memory_id
+from anaphora.reading.dates import resolve_relative_dates
+from anaphora.reading.extract import NO_LONGER, ExtractedFact, extract_entities, extract_facts
 from anaphora.sanitize import sanitize
 
 

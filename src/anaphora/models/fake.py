@@ -9,8 +9,7 @@ from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 
 from anaphora.models.base import ChatOptions, ChatReply, ChatStream, ModelCapabilities, Usage, approx_tokens
-from anaphora.pipeline.prompt import SHOWN_ABOVE
-from anaphora.types import Message
+from anaphora.types import SHOWN_ABOVE, Message
 
 Reply = str | BaseException | Callable[[Sequence[Message]], str]
 _CONTEXT_ID = re.compile(r"^\[([^\]\n]+)\]", re.MULTILINE)

@@ -3,7 +3,7 @@
 - **abstain** when retrieval found nothing relevant enough (in the documents or the user's memory);
 - **quote** (``answer_mode = "extractive"``) a turn that has passages or memories to quote, with no model call;
 - **generate** the answer to the user's original words, under the answer guard
-  (:mod:`~anaphora.pipeline.generate`);
+  (:mod:`~anaphora.answering.generate`);
 - **check** it unit by unit against what the turn showed (:class:`~anaphora.pipeline.check.AnswerCheck`: ``drop``
   keeps the supported units, ``mark`` reports them, ``off`` skips it);
 - **fall back**: an unchecked model that gave no usable answer is replaced by a quote; a checked answer with nothing
@@ -20,11 +20,11 @@ engine owns and which passes drafts on only when no later stage may change the a
 
 from __future__ import annotations
 
+from anaphora.answering.answer_guard import ANSWER_STOP
+from anaphora.answering.extractive import ExtractiveAnswerer
+from anaphora.answering.generate import Relay, generate
 from anaphora.models.base import ChatModel, ChatOptions
-from anaphora.pipeline.answer_guard import ANSWER_STOP
 from anaphora.pipeline.check import ABSTAIN, AnswerCheck, AnswerMode
-from anaphora.pipeline.extractive import ExtractiveAnswerer, quoted_turn
-from anaphora.pipeline.generate import Relay, generate
 from anaphora.pipeline.prompt import build_messages
 from anaphora.pipeline.stage import Stage, StageResult
 from anaphora.pipeline.state import TurnState
@@ -91,9 +91,9 @@ class Answer(Stage):
             return await self._quote(state)
         state, detail, checked = await self._generate(state)
         if not state.answer and not checked:  # unchecked, no usable answer: quote the passages, not nothing
-            quoted = await self.extractive.answer_turn(state) if self.extractive is not None else None
+            quoted = await self.extractive.answer_turn(state.extract_request()) if self.extractive is not None else None
             note = "model gave no usable answer: quoted the best passages instead"
-            after = quoted_turn(state, quoted) if quoted is not None else state.update(answer=NO_ANSWER)
+            after = state.quoted(quoted) if quoted is not None else state.update(answer=NO_ANSWER)
             return StageResult(after.update(answer_source="extractive"), "ok", note)
         if not self.check.applies(state):
             return StageResult(state, "ok", detail)
@@ -102,11 +102,11 @@ class Answer(Stage):
 
     async def _quote(self, state: TurnState) -> StageResult:
         assert self.extractive is not None
-        extract = await self.extractive.answer_turn(state)
+        extract = await self.extractive.answer_turn(state.extract_request())
         if extract is None:
             after = state.update(answer=ABSTAIN, answer_source="abstain")
             return StageResult(after, "skipped", "abstained: no passage sentence is relevant enough")
-        return StageResult(quoted_turn(state, extract), "ok", f"{len(extract.points)} sentences quoted, no model call")
+        return StageResult(state.quoted(extract), "ok", f"{len(extract.points)} sentences quoted, no model call")
 
     def _options(self, state: TurnState) -> ChatOptions:
         request = state.request

@@ -1,5 +1,5 @@
 """The answer check: every unit of a generated answer is held against the shown passages and the conversation
-(:mod:`anaphora.pipeline.support`); in ``drop`` mode unsupported units are removed, in ``mark`` mode they are kept
+(:mod:`anaphora.answering.support`); in ``drop`` mode unsupported units are removed, in ``mark`` mode they are kept
 and their verdicts reported. When nothing of the answer survives, ``auto`` answers extractively and otherwise the
 turn abstains with the one fixed phrase.
 
@@ -14,11 +14,11 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Literal
 
-from anaphora.pipeline.citations import BRACKETED
-from anaphora.pipeline.extractive import ExtractiveAnswerer, quoted_turn
+from anaphora.answering.citations import BRACKETED
+from anaphora.answering.extractive import ExtractiveAnswerer
+from anaphora.answering.support import FENCE, SupportChecker, Unit, split_units
 from anaphora.pipeline.stage import Stage, StageResult
 from anaphora.pipeline.state import TurnState
-from anaphora.pipeline.support import FENCE, SupportChecker, Unit, split_units
 from anaphora.types import Passage, UnitVerdict
 
 _SENTENCE_CLOSED = re.compile(r"[.!?][\"')\]]*$")
@@ -198,8 +198,8 @@ class AnswerCheck(Stage):
         (``auto``), else abstain."""
         extract = None
         if self.answer_mode == "auto" and self.extractive is not None:
-            extract = await self.extractive.answer_turn(state)
+            extract = await self.extractive.answer_turn(state.extract_request())
         if extract is not None:
-            return StageResult(quoted_turn(state, extract), "ok", f"{counts}: answered from the passages instead")
+            return StageResult(state.quoted(extract), "ok", f"{counts}: answered from the passages instead")
         after = state.update(answer=ABSTAIN, answer_source="abstain")
         return StageResult(after, "ok", f"{counts}: abstained")

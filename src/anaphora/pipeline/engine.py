@@ -13,6 +13,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+from anaphora.answering.select import PassageSelector
 from anaphora.errors import InputError
 from anaphora.metrics import Metrics
 from anaphora.pipeline.answer import NO_ANSWER
@@ -20,7 +21,6 @@ from anaphora.pipeline.check import ABSTAIN
 from anaphora.pipeline.memory import RememberTurn
 from anaphora.pipeline.observer import StageObserver
 from anaphora.pipeline.query import QueryStage
-from anaphora.pipeline.select import PassageSelector
 from anaphora.pipeline.sink import AnswerSink, Deltas
 from anaphora.pipeline.stage import Stage, check_order
 from anaphora.pipeline.stages import QueryPlanner, Select

@@ -17,8 +17,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from anaphora.memory.extract import NO_LONGER, extract_facts
-from anaphora.memory.personal import (
+from anaphora.memory.protocols import MemoryReader
+from anaphora.memory.recall import MemoryRecall, Recalled, asks_about_past
+from anaphora.memory.types import MemoryItem
+from anaphora.memory.writer import TurnRecorder, TurnToRemember
+from anaphora.pipeline.stage import Stage, StageResult
+from anaphora.pipeline.state import Skip, TurnRequest, TurnState
+from anaphora.reading.extract import NO_LONGER, extract_facts
+from anaphora.reading.personal import (
     acknowledgement,
     as_you_said,
     asks_about_user,
@@ -29,12 +35,6 @@ from anaphora.memory.personal import (
     states_about_user,
     states_again,
 )
-from anaphora.memory.protocols import MemoryReader
-from anaphora.memory.recall import MemoryRecall, Recalled, asks_about_past
-from anaphora.memory.types import MemoryItem
-from anaphora.memory.writer import TurnRecorder, TurnToRemember
-from anaphora.pipeline.stage import Stage, StageResult
-from anaphora.pipeline.state import Skip, TurnRequest, TurnState
 from anaphora.retrieval.terms import TermStatistics, generic
 from anaphora.sanitize import sanitize
 from anaphora.text import whole_word, words
@@ -155,7 +155,7 @@ class PersonalQuery(Stage):
 
     def _bearing(self, state: TurnState, episodes: list[MemoryItem], facts: list[MemoryItem]) -> tuple[list[str], str]:
         """What this turn's query is personalised with, newest first, and the line that says back what of it the
-        user's previous message stated (:func:`~anaphora.memory.personal.as_you_said`)."""
+        user's previous message stated (:func:`~anaphora.reading.personal.as_you_said`)."""
         here = state.request.conversation_id
         by_turn: dict[int, list[MemoryItem]] = {}
         for f in facts:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from anaphora.sanitize import sanitize
-from anaphora.types import Message, Passage, PromptLayout
+from anaphora.types import SHOWN_ABOVE, Message, Passage, PromptLayout
 
 CONTEXT_OPEN = "<<<CONTEXT>>>"
 CONTEXT_CLOSE = "<<<END CONTEXT>>>"
@@ -43,9 +43,6 @@ def format_passage(passage: Passage) -> str:
     where = " — ".join(p for p in (passage.source, passage.heading) if p)
     label = f"[{sanitize(passage.id)}]" + (f" ({sanitize(where)})" if where else "")
     return f"{label}\n{sanitize(passage.text).strip()}"
-
-
-SHOWN_ABOVE = "(shown above)"
 
 
 def context_block(passages: Sequence[Passage], shown_earlier: Collection[str] = ()) -> str:

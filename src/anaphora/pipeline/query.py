@@ -10,7 +10,7 @@ from anaphora.types import Message, StageStatus
 
 if TYPE_CHECKING:
     from anaphora.models.base import Usage
-    from anaphora.pipeline.route import TurnKind
+    from anaphora.reading.route import TurnKind
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,11 +13,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ValidationError
 
-from anaphora.memory.personal import states_setup
 from anaphora.models.base import ChatModel, ChatOptions
 from anaphora.pipeline.query import QueryPlan
-from anaphora.pipeline.rewrite_guard import strip_preamble, validate_rewrite
-from anaphora.pipeline.route import (
+from anaphora.reading.personal import states_setup
+from anaphora.reading.rewrite_guard import strip_preamble, validate_rewrite
+from anaphora.reading.route import (
     REFERRING,
     TurnKind,
     continues,

@@ -12,14 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from anaphora.memory.personal import ACKNOWLEDGED
+from anaphora.answering.citations import extract_citations
+from anaphora.answering.conversation_answers import answer_about_conversation
+from anaphora.answering.select import PassageSelector
 from anaphora.pipeline.answer import NO_ANSWER
 from anaphora.pipeline.budget import PromptBudget, PromptLimits, PromptParts
 from anaphora.pipeline.check import ABSTAIN
-from anaphora.pipeline.citations import extract_citations
-from anaphora.pipeline.conversation_answers import answer_about_conversation
-from anaphora.pipeline.coverage import not_covered
-from anaphora.pipeline.intents import recognise
 from anaphora.pipeline.prompt import (
     CONTEXT_FRAMING,
     MEMORY_FRAMING,
@@ -28,11 +26,13 @@ from anaphora.pipeline.prompt import (
     system_text,
 )
 from anaphora.pipeline.query import QueryPlan, QueryStage
-from anaphora.pipeline.route import TurnKind, history_covers, route_turn
-from anaphora.pipeline.select import PassageSelector
 from anaphora.pipeline.stage import Stage, StageResult
 from anaphora.pipeline.state import Skip, TurnState
 from anaphora.pipeline.window import ConversationWindow, WindowPolicy
+from anaphora.reading.coverage import not_covered
+from anaphora.reading.intents import recognise
+from anaphora.reading.personal import ACKNOWLEDGED
+from anaphora.reading.route import TurnKind, history_covers, route_turn
 from anaphora.retrieval.base import Retriever
 from anaphora.retrieval.entity_boost import boost, conversation_entities
 from anaphora.retrieval.terms import TermStatistics
@@ -202,7 +202,7 @@ class Select(Stage):
 
 
 class CheckCoverage(Stage):
-    """Refuses a question about something no passage mentions (:mod:`~anaphora.pipeline.coverage`): the selection
+    """Refuses a question about something no passage mentions (:mod:`~anaphora.reading.coverage`): the selection
     is emptied, so the turn abstains (``nothing_found``) instead of quoting passages about something else, unless
     the user's memory names it (``uncovered``: what memory recall then asks of a memory). Optional: a failure keeps
     the selection."""
@@ -268,7 +268,7 @@ class Budget(Stage):
 
 class AnswerFromConversation(Stage):
     """``answer_mode = "extractive"``: chit-chat and requests about the conversation (shorten, repeat, point back,
-    recap) answered from the history by :mod:`~anaphora.pipeline.conversation_answers`: no retrieval, no model
+    recap) answered from the history by :mod:`~anaphora.answering.conversation_answers`: no retrieval, no model
     call. (With a capable model the generator answers them from the history it is shown.)"""
 
     name = "converse"

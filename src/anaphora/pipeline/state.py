@@ -10,16 +10,18 @@ from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
-from anaphora.memory.dates import date_label
+from anaphora.answering.extractive import ExtractiveAnswer, ExtractRequest, same_page
+from anaphora.reading.dates import date_label
+from anaphora.reading.personal import asks_about_user
 from anaphora.types import Citation, Message, ModelCall, Passage, RecalledMemory, UnitVerdict
 
 if TYPE_CHECKING:
     from anaphora.models.base import Usage
     from anaphora.pipeline.budget import PromptPlan
     from anaphora.pipeline.query import QueryPlan
-    from anaphora.pipeline.route import Route
     from anaphora.pipeline.sink import AnswerSink
     from anaphora.pipeline.window import ConversationWindow
+    from anaphora.reading.route import Route
 
 LOCAL_USER = "local"
 
@@ -137,6 +139,35 @@ class TurnState:
         if self.prompt is None:
             return None
         return max(0, self.turns_before - self.prompt.decision.turns_kept)
+
+    def extract_request(self) -> ExtractRequest:
+        """What the extractive answerer quotes from on this turn: the selection and its pages' other passages (when
+        it retrieved), for the retrieval query. What the user said in this conversation is in its history (quoting
+        it back answers nothing); what the user said elsewhere answers a question about the user, or one no
+        document answers; beside the documents' answer to a question about them it is context, not a point."""
+        documents = self.selected if self.retrieves else ()
+        documents = (*documents, *same_page(self.candidates, documents))
+        query = self.plan.query if self.plan and self.retrieves else self.question
+        leading = self.leading_facts
+        earlier = {m.passage_id for m in self.memory if m.conversation_id != self.request.conversation_id}
+        quotable = not documents or asks_about_user(self.question)
+        others = tuple(p for p in self.memory_passages if p not in leading and p.id in earlier) if quotable else ()
+        return ExtractRequest(
+            question=self.question,
+            query=query,
+            documents=tuple(documents),
+            leading=leading,
+            others=others,
+            said_back=self.said_back,
+            user=self.request.user_id,
+        )
+
+    def quoted(self, extract: ExtractiveAnswer) -> TurnState:
+        """This turn answered with ``extract``: its text, and beside the selection the passages of the selected
+        pages it quoted from (what the citations then find)."""
+        shown = {p.id for p in self.sources}
+        selected = (*self.selected, *(p for p in extract.quoted if p.id not in shown))
+        return self.update(answer=extract.text, answer_source="extractive", selected=selected)
 
     def update(self, **changes) -> TurnState:
         """A copy with ``changes``: what ``dataclasses.replace`` does, at a third of its cost (it runs after every

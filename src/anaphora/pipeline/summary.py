@@ -12,9 +12,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+from anaphora.answering.answer_guard import RepetitionGuard
 from anaphora.errors import ConversationNotFoundError
 from anaphora.models.base import ChatModel, ChatOptions
-from anaphora.pipeline.answer_guard import RepetitionGuard
 from anaphora.pipeline.budget import truncate_to_tokens
 from anaphora.sanitize import sanitize, speaker_line
 from anaphora.store.protocols import ConversationStore, StoredTurn, SummaryStore

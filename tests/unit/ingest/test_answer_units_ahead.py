@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from anaphora.answering.extractive import JUDGED_CHARS, ExtractiveAnswerer, judged_texts
 from anaphora.app import build_components
 from anaphora.model_defaults import embeds_answer_units
-from anaphora.pipeline.extractive import JUDGED_CHARS, ExtractiveAnswerer, judged_texts
 from anaphora.settings import Settings
 from anaphora.types import Passage
 

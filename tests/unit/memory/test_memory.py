@@ -14,8 +14,6 @@ import pytest
 
 from anaphora import Anaphora, FakeChatModel, Settings
 from anaphora.embeddings.hashing import HashingEmbedder
-from anaphora.memory.dates import period_asked, resolve_relative_dates
-from anaphora.memory.extract import extract_entities, extract_facts
 from anaphora.memory.model_facts import ModelFactExtractor
 from anaphora.memory.recall import MemoryRecall, RecallWeights
 from anaphora.memory.sqlite_store import SQLiteMemoryStore
@@ -23,6 +21,8 @@ from anaphora.memory.writer import TurnRecorder, TurnToRemember
 from anaphora.metrics import Metrics
 from anaphora.pipeline.memory import RecallMemory, RememberTurn
 from anaphora.pipeline.state import TurnRequest, TurnState
+from anaphora.reading.dates import period_asked, resolve_relative_dates
+from anaphora.reading.extract import extract_entities, extract_facts
 from anaphora.store import Database
 from anaphora.testing.stages import run_stage
 

@@ -136,7 +136,7 @@ def test_questions_requests_and_trouble_are_answered_not_acknowledged(rag: Anaph
     ],
 )
 def test_a_fact_answers_a_question_about_the_user_by_more_than_a_shared_name(question: str, answers: bool) -> None:
-    from anaphora.memory.personal import asks_about_user, fact_answers
+    from anaphora.reading.personal import asks_about_user, fact_answers
 
     assert asks_about_user(question)
     fact = "the user runs Fluent Bit 2.1 on ARM64 nodes"
@@ -163,7 +163,7 @@ def test_a_fact_answers_a_question_about_the_user_by_more_than_a_shared_name(que
 )
 def test_the_facts_alone_answer_a_question_they_say_everything_of(question: str, alone: bool) -> None:
     """Then the answer is the facts, without document sentences that only share a word ("version")."""
-    from anaphora.memory.personal import facts_answer
+    from anaphora.reading.personal import facts_answer
 
     assert facts_answer(question, ["the user runs Fluent Bit 2.1 on ARM64 nodes"]) is alone
     assert not facts_answer(question, [])
@@ -171,7 +171,7 @@ def test_the_facts_alone_answer_a_question_they_say_everything_of(question: str,
 
 def test_a_word_the_documents_use_everywhere_is_no_evidence_either() -> None:
     """On a docs site every page says the product's name: sharing it does not make a fact answer the question."""
-    from anaphora.memory.personal import asks_about_user, asks_what_user_said, fact_answers
+    from anaphora.reading.personal import asks_about_user, asks_what_user_said, fact_answers
 
     question = "our IdP only speaks SAML. can traefik do SAML login in front of the dashboard?"
     fact = "the user runs traefik v3 as a plain binary on a VM"
@@ -195,7 +195,7 @@ def test_a_word_the_documents_use_everywhere_is_no_evidence_either() -> None:
     ],
 )
 def test_the_kind_of_a_thing_of_the_users_asks_what_the_user_said(question: str, asks: bool) -> None:
-    from anaphora.memory.personal import asks_what_user_said
+    from anaphora.reading.personal import asks_what_user_said
 
     assert asks_what_user_said(question) is asks
 
@@ -209,7 +209,7 @@ def test_what_a_thing_of_the_users_is_is_answered_with_the_fact_alone(rag: Anaph
 
 @pytest.mark.parametrize("question", ["how do I install Kestrel?", "can I use TLS?", "what is Loki?"])
 def test_questions_about_the_documents_are_not_about_the_user(question: str) -> None:
-    from anaphora.memory.personal import asks_about_user
+    from anaphora.reading.personal import asks_about_user
 
     assert not asks_about_user(question)
 

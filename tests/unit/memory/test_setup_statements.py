@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from anaphora.embeddings.hashing import HashingEmbedder
-from anaphora.memory.extract import extract_facts
-from anaphora.memory.personal import acknowledgement, states_about_user
 from anaphora.memory.sqlite_store import SQLiteMemoryStore
 from anaphora.memory.writer import TurnRecorder, TurnToRemember
+from anaphora.reading.extract import extract_facts
+from anaphora.reading.personal import acknowledgement, states_about_user
 from anaphora.store import Database
 
 pytestmark = pytest.mark.unit

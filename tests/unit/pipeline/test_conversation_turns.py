@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from anaphora.pipeline.conversation_answers import (
+from anaphora.answering.conversation_answers import (
     Said,
     answer_about_conversation,
     as_sentence,
@@ -15,8 +15,8 @@ from anaphora.pipeline.conversation_answers import (
     gist,
     without_markers,
 )
-from anaphora.pipeline.intents import Intent, recognise
-from anaphora.pipeline.support import Unit, split_units
+from anaphora.answering.support import Unit, split_units
+from anaphora.reading.intents import Intent, recognise
 from anaphora.types import Message
 from tests.conftest import ROOT
 
@@ -165,7 +165,7 @@ def test_chit_chat_gets_a_short_reply_and_nothing_yet_has_no_recap() -> None:
 
 def test_a_recap_leaves_out_the_acknowledgement_of_a_statement() -> None:
     """The merged round's realdocs recap quoted "Noted." among the answers: an acknowledgement says nothing new."""
-    from anaphora.memory.personal import ACKNOWLEDGED, acknowledgement
+    from anaphora.reading.personal import ACKNOWLEDGED, acknowledgement
 
     history = [
         Message(role="user", content="fyi our hosts are ARM64"),

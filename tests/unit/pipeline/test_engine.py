@@ -7,10 +7,10 @@ import asyncio
 import pytest
 
 from anaphora import Anaphora, FakeChatModel, InputError, Message, NotFoundError, TurnResult
+from anaphora.answering.support import strip_markers
 from anaphora.app import build_components
 from anaphora.pipeline.engine import TurnRequest
 from anaphora.pipeline.prompt import CONTEXT_CLOSE, CONTEXT_OPEN, QUESTION_LABEL, SUMMARY_END, SUMMARY_HEADING
-from anaphora.pipeline.support import strip_markers
 from tests.conftest import SAMPLE_DOCS
 
 pytestmark = pytest.mark.unit

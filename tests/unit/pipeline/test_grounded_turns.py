@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from anaphora import Anaphora, FakeChatModel, Message, Settings
+from anaphora.answering.support import strip_markers
 from anaphora.pipeline.check import ABSTAIN, LEFT_OUT
-from anaphora.pipeline.support import strip_markers
 from tests.conftest import SAMPLE_DOCS
 
 pytestmark = pytest.mark.unit

@@ -155,7 +155,7 @@ def test_a_compound_history_word_is_keyed_by_its_first_word_under_every_hash_see
 
 
 def test_a_condition_on_what_the_user_did_does_not_point_at_the_answer() -> None:
-    from anaphora.pipeline.route import continues
+    from anaphora.reading.route import continues
 
     assert not continues("does the installer need root if you used sudo?")
     assert continues("does any of what you told me change?")

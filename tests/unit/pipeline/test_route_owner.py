@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from anaphora import Anaphora, FakeChatModel, Settings
-from anaphora.pipeline.route import route_turn
+from anaphora.reading.route import route_turn
 from tests.conftest import SAMPLE_DOCS
 
 pytestmark = pytest.mark.unit

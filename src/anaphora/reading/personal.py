@@ -5,7 +5,7 @@ Traefik v3 on a VM"), and a fact said back to the user in the second person.
 A question about the user is answered from the user's current facts first (the recall stage shows the relevant
 ones even below the generic threshold, and the answer leads with them); a statement is acknowledged, not answered
 from the documents. Both are read by patterns on the user's words, like the facts themselves
-(:mod:`anaphora.memory.extract`); "how do I ..." asks about the documents, not about the user.
+(:mod:`anaphora.reading.extract`); "how do I ..." asks about the documents, not about the user.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 
-from anaphora.memory.extract import ExtractedFact, extract_entities, extract_facts
+from anaphora.reading.extract import ExtractedFact, extract_entities, extract_facts
 from anaphora.text import content_set
 
 # a second question joined to the first ("..., and does it support OTLP?")

@@ -2,7 +2,7 @@
 
 The route is decided here, once, by the router stage before any model call (it decides whether the query model
 is called at all): deterministic rules (greetings and thanks, requests about the conversation itself
-(:mod:`anaphora.pipeline.intents`), turn 1), completed for later turns by the standalone test. A model's structured
+(:mod:`anaphora.reading.intents`), turn 1), completed for later turns by the standalone test. A model's structured
 analysis (``rewriter = "analysis"``) never changes the route: it is the query stage's proposal
 (:attr:`~anaphora.pipeline.query.QueryPlan.proposes_skip`), which the skip gate weighs. Every skip has a reason.
 """
@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-from anaphora.pipeline.intents import is_chit_chat, points_at_answer, recognise
+from anaphora.reading.intents import is_chit_chat, points_at_answer, recognise
 from anaphora.text import content_set, words
 
 # words that point back into the conversation ("there" and "other" are left out: "is there", "other than")

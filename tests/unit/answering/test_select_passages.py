@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 import pytest
 
+from anaphora.answering.select import PassageSelector, Selection
 from anaphora.metrics import Metrics
 from anaphora.pipeline.query import QueryPlan
-from anaphora.pipeline.select import PassageSelector, Selection
 from anaphora.pipeline.stages import Select
 from anaphora.rerank.base import NoModelReranker, Reranker
 from anaphora.testing.stages import run_stage, turn_state

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from anaphora.pipeline.route import Route, TurnKind, is_chit_chat, is_meta, route_by_rules, route_turn
+from anaphora.reading.route import Route, TurnKind, is_chit_chat, is_meta, route_by_rules, route_turn
 
 pytestmark = pytest.mark.unit
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from anaphora.pipeline.citations import attributed_ids, cited_ids, extract_citations
+from anaphora.answering.citations import attributed_ids, cited_ids, extract_citations
 from anaphora.types import Citation, Passage
 
 pytestmark = pytest.mark.unit

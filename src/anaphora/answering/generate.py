@@ -6,8 +6,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from anaphora.answering.answer_guard import RepetitionGuard
 from anaphora.models.base import ChatModel, ChatOptions, ChatStream, Usage
-from anaphora.pipeline.answer_guard import RepetitionGuard
 from anaphora.types import Message
 
 Relay = Callable[[str], None]  # takes each delta of the guarded answer (the answer stage drafts it to the sink)

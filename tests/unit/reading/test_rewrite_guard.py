@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from anaphora.pipeline.rewrite_guard import MAX_WORDS, strip_preamble, validate_rewrite
+from anaphora.reading.rewrite_guard import MAX_WORDS, strip_preamble, validate_rewrite
 from anaphora.types import Message
 
 pytestmark = pytest.mark.unit

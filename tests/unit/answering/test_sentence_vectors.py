@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from anaphora import Anaphora, FakeChatModel, Settings
+from anaphora.answering.extractive import quotable_spans
+from anaphora.answering.sentence_vectors import SentenceVectors
 from anaphora.app import erase_memory
 from anaphora.embeddings.base import cache_key
 from anaphora.embeddings.hashing import HashingEmbedder
-from anaphora.pipeline.extractive import quotable_spans
-from anaphora.pipeline.sentence_vectors import SentenceVectors
 from tests.conftest import SAMPLE_DOCS
 
 pytestmark = pytest.mark.unit

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from anaphora.pipeline.support import only_table, table_cells, table_lines
+from anaphora.answering.support import only_table, table_cells, table_lines
 from anaphora.rerank.base import Reranker
 from anaphora.text import content_set
 from anaphora.types import Passage, StageStatus

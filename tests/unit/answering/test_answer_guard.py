@@ -8,11 +8,11 @@ import asyncio
 import pytest
 
 from anaphora import Anaphora, FakeChatModel
+from anaphora.answering.answer_guard import ANSWER_STOP, RepetitionGuard
+from anaphora.answering.generate import generate
+from anaphora.answering.support import strip_markers
 from anaphora.models.base import ChatOptions
-from anaphora.pipeline.answer_guard import ANSWER_STOP, RepetitionGuard
 from anaphora.pipeline.engine import NO_ANSWER
-from anaphora.pipeline.generate import generate
-from anaphora.pipeline.support import strip_markers
 from anaphora.types import Message
 
 pytestmark = pytest.mark.unit

@@ -27,9 +27,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal
 
-from anaphora.memory.types import EntityKind
 from anaphora.text import STOPWORDS
+
+# what an entity mention is (memory keeps them per user: :class:`anaphora.memory.types.Entity`)
+EntityKind = Literal["product", "version", "platform", "person", "name"]
 
 _CLAUSE_END = re.compile(r"[.;!?](?:\s|$)|\n|,\s|\s(?:and|but|because|so|which|though|although|since|when|if)\s", re.I)
 _MAX_VALUE_WORDS = 10

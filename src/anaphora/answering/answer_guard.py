@@ -4,7 +4,7 @@
   prompt's own markup showing up in the answer.
 
 When nothing usable remains, the generate stage quotes the passages with the extractive answerer
-(:mod:`anaphora.pipeline.extractive`), which never invents anything.
+(:mod:`anaphora.answering.extractive`), which never invents anything.
 """
 
 from __future__ import annotations

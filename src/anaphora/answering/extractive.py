@@ -25,11 +25,10 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
+from anaphora.answering.sentence_vectors import SentenceVectors
+from anaphora.answering.support import DELIMITER_ROW, FENCE, Unit, introduces, risky_tokens, split_units
 from anaphora.embeddings.base import Embedder
-from anaphora.memory.personal import asks_about_user, facts_answer, second_person
-from anaphora.pipeline.sentence_vectors import SentenceVectors
-from anaphora.pipeline.state import TurnState
-from anaphora.pipeline.support import DELIMITER_ROW, FENCE, Unit, introduces, risky_tokens, split_units
+from anaphora.reading.personal import facts_answer, second_person
 from anaphora.text import content_set
 from anaphora.types import Passage
 
@@ -141,6 +140,22 @@ class ExtractiveAnswer:
     quoted: tuple[Passage, ...] = ()  # the passages the points come from
 
 
+@dataclass(frozen=True, slots=True)
+class ExtractRequest:
+    """What a turn's extract is made from: the question and the retrieval query, the documents to quote (the
+    selection and its pages' other passages), the user's facts that lead the answer, the memories of earlier
+    conversations that may be quoted, the line that says back what of the user's message was taken into account,
+    and whose turn it is (the pipeline fills it from the turn: ``TurnState.extract_request``)."""
+
+    question: str
+    query: str
+    documents: tuple[Passage, ...] = ()
+    leading: tuple[Passage, ...] = ()
+    others: tuple[Passage, ...] = ()
+    said_back: str = ""
+    user: str = ""
+
+
 class ExtractiveAnswerer:
     def __init__(
         self,
@@ -182,24 +197,17 @@ class ExtractiveAnswerer:
             for u in passage_units(passage.text)
         ]
 
-    async def answer_turn(self, state: TurnState) -> ExtractiveAnswer | None:
-        """This turn's extract: from the passages selected and the memories recalled (what the prompt would show,
-        not cut by its budget), for the retrieval query and the question. The user's facts that a question about
-        the user asks for lead, said back to the user; the documents' best sentences follow."""
-        leading = state.leading_facts
-        if facts_answer(state.question, [f.text for f in leading]):  # "which version did I say we run?"
-            return said_back_first(state.said_back, facts_first(leading, None))
-        documents = state.selected if state.retrieves else ()
-        documents = (*documents, *same_page(state.candidates, documents))
-        query = state.plan.query if state.plan and state.retrieves else state.question
-        # what the user said in this conversation is in its history: quoting it back answers nothing; what the user
-        # said elsewhere answers a question about the user, or one no document answers; beside the documents'
-        # answer to a question about them it is context (the query was personalised with it), not a point
-        earlier = {m.passage_id for m in state.memory if m.conversation_id != state.request.conversation_id}
-        quotable = not documents or asks_about_user(state.question)
-        others = tuple(p for p in state.memory_passages if p not in leading and p.id in earlier) if quotable else ()
-        quoted = await self.answer(query, state.question, documents, others, user=state.request.user_id)
-        return said_back_first(state.said_back, facts_first(leading, quoted))
+    async def answer_turn(self, request: ExtractRequest) -> ExtractiveAnswer | None:
+        """A turn's extract: from the passages selected and the memories recalled (what the prompt would show, not
+        cut by its budget), for the retrieval query and the question. The user's facts that a question about the
+        user asks for lead, said back to the user; the documents' best sentences follow."""
+        leading = request.leading
+        if facts_answer(request.question, [f.text for f in leading]):  # "which version did I say we run?"
+            return said_back_first(request.said_back, facts_first(leading, None))
+        quoted = await self.answer(
+            request.query, request.question, request.documents, request.others, user=request.user
+        )
+        return said_back_first(request.said_back, facts_first(leading, quoted))
 
     async def answer(
         self,
@@ -451,14 +459,6 @@ def facts_first(facts: Sequence[Passage], quoted: ExtractiveAnswer | None) -> Ex
     points = lead + (quoted.points if quoted is not None else ())
     text = "\n\n".join([*(f"{p.text} [{p.passage_id}]" for p in lead), *([quoted.text] if quoted else [])])
     return ExtractiveAnswer(text, points, (*facts, *(quoted.quoted if quoted is not None else ())))
-
-
-def quoted_turn(state: TurnState, extract: ExtractiveAnswer) -> TurnState:
-    """The turn answered with ``extract``: its text, and beside the selection the passages of the selected pages
-    it quoted from (what the citations then find)."""
-    shown = {p.id for p in state.sources}
-    selected = (*state.selected, *(p for p in extract.quoted if p.id not in shown))
-    return state.update(answer=extract.text, answer_source="extractive", selected=selected)
 
 
 def said_back_first(line: str, quoted: ExtractiveAnswer | None) -> ExtractiveAnswer | None:

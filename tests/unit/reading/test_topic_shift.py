@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from anaphora.pipeline.rewrite import HistoryExpansion, topic_turns
-from anaphora.pipeline.route import Route, TurnKind, returns_to_topic, route_turn, shifts_topic
+from anaphora.reading.route import Route, TurnKind, returns_to_topic, route_turn, shifts_topic
 from anaphora.types import Message
 
 pytestmark = pytest.mark.unit

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from anaphora.pipeline.citations import BRACKETED
+from anaphora.answering.citations import BRACKETED
 from anaphora.text import content_words, sentences, whole_word
 from anaphora.types import Passage, UnitVerdict
 

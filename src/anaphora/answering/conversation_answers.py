@@ -12,9 +12,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from anaphora.memory.personal import AS_YOU_SAID
-from anaphora.pipeline.intents import ConversationRequest, Intent, recognise
-from anaphora.pipeline.support import (
+from anaphora.answering.support import (
     Unit,
     introduces,
     risky_tokens,
@@ -23,6 +21,8 @@ from anaphora.pipeline.support import (
     table_lines,
     without_item_mark,
 )
+from anaphora.reading.intents import ConversationRequest, Intent, recognise
+from anaphora.reading.personal import AS_YOU_SAID
 from anaphora.text import content_set
 from anaphora.types import Message
 

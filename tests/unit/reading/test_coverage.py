@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from anaphora.pipeline.coverage import asks, not_covered, rare, unused_words
+from anaphora.reading.coverage import asks, not_covered, rare, unused_words
 from anaphora.types import Passage
 
 pytestmark = pytest.mark.unit

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from anaphora.answering.support import SupportChecker, risky_tokens, split_units, strip_markers
 from anaphora.pipeline.check import LEFT_OUT, Judged, UnitRelease
-from anaphora.pipeline.support import SupportChecker, risky_tokens, split_units, strip_markers
 from anaphora.types import Passage
 
 pytestmark = pytest.mark.unit
