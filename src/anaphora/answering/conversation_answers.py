@@ -21,7 +21,8 @@ from anaphora.answering.support import (
     table_lines,
     without_item_mark,
 )
-from anaphora.reading.intents import ConversationRequest, Intent, recognise
+from anaphora.reading.intents import ConversationRequest, Intent
+from anaphora.reading.message import read
 from anaphora.reading.personal import AS_YOU_SAID
 from anaphora.text import content_set
 from anaphora.types import Message
@@ -123,7 +124,7 @@ def earlier_answers(history: Sequence[Message], unanswered: Sequence[str] = ()) 
         answer = message.content.strip()
         if answer.startswith(AS_YOU_SAID):  # the user's own words said back, not what the answer said
             answer = answer.partition("\n\n")[2].strip()
-        if answer and recognise(question) is None and not answer.startswith(tuple(u for u in unanswered if u)):
+        if answer and read(question).request is None and not answer.startswith(tuple(u for u in unanswered if u)):
             units = whole_tables(u for u in split_units(without_markers(answer)) if u.text.strip())
             if units:
                 found.append(Said(turn, question, units))

@@ -28,6 +28,7 @@ import numpy as np
 from anaphora.answering.sentence_vectors import SentenceVectors
 from anaphora.answering.support import DELIMITER_ROW, FENCE, Unit, introduces, risky_tokens, split_units
 from anaphora.embeddings.base import Embedder
+from anaphora.reading.message import read
 from anaphora.reading.personal import facts_answer, second_person
 from anaphora.text import content_set
 from anaphora.types import Passage
@@ -53,23 +54,6 @@ TITLE_WORDS = 10  # a line longer than this is not a heading
 # the regular expression with `(?i)`."); realdocs-dev answered 32 -> 33 / 34 / 34 / 34 of 75 at 40 / 60 / 90 / 120
 PARAGRAPH_WORDS = 60
 SAME_PAGE = 4  # candidates of the selected passages' pages the selection left out, also quoted from
-# a question that asks for a procedure or what to type: "how do I turn on retention?", "how to enable TLS", "what do
-# I set?", "what would the config look like?", "show me an example"
-_HOW = re.compile(
-    r"\bhow (do|can|should|would) (i|we|you)\b|\bhow to\b|"
-    r"\bwhat (do|should) (i|we) (set|add|change|put)\b|"
-    r"\b(config|configuration|yaml|toml|values|command|snippet|example|file)s?\b[^?.]*\blooks? like\b|"
-    r"\bshow me (the|an?|that) (config|configuration|example|command|snippet|yaml)\b",
-    re.I,
-)
-# a question that asks for an amount ("how far can I push it?", "how long until it's gone?", "what's it set to out
-# of the box?", "how many teams?"): a unit that states a quantity answers it
-_AMOUNT = re.compile(
-    r"\bhow (far|much|many|long|big|large|high|low|often|fast|soon)\b|\bout of the box\b|\bset to\b|"
-    r"\bdefault (value|setting|size|limit)s?\b|"
-    r"\bwhat(?:'s| is) the (limit|maximum|minimum|max|min|value|size|timeout|interval)\b",
-    re.IGNORECASE,
-)
 _QUANTITY = re.compile(r"(?<![\w.:/-])\d+(?:[.,]\d+)?\s?(?:%|[A-Za-z]{1,7})?(?![\w/:-])")
 # a sentence that states the condition the next one holds under, and one that refers back to the sentence before it
 _CONDITION = re.compile(r"^(when|if|unless|once|only (when|if)|with|without)\b", re.IGNORECASE)
@@ -202,7 +186,7 @@ class ExtractiveAnswerer:
         cut by its budget), for the retrieval query and the question. The user's facts that a question about the
         user asks for lead, said back to the user; the documents' best sentences follow."""
         leading = request.leading
-        if facts_answer(request.question, [f.text for f in leading]):  # "which version did I say we run?"
+        if facts_answer(read(request.question), [f.text for f in leading]):  # "which version did I say we run?"
             return said_back_first(request.said_back, facts_first(leading, None))
         quoted = await self.answer(
             request.query, request.question, request.documents, request.others, user=request.user
@@ -235,8 +219,8 @@ class ExtractiveAnswerer:
         overlap = np.array([len(content_set(t) & wanted) / (len(wanted) or 1) for t in texts])
         quotes_code = np.array([c.kind == "code" or "`" in c.text for c in found], dtype=float)
         ranks = np.array([c.rank for c in found])
-        procedure = np.array([c.kind == "lead-in" and "```" in c.text for c in found]) & asks_how(question)
-        amount = np.array([bool(_QUANTITY.search(c.text)) for c in found] if asks_amount(question) else [False])
+        procedure = np.array([c.kind == "lead-in" and "```" in c.text for c in found]) & read(question).asks_how
+        amount = np.array([bool(_QUANTITY.search(c.text)) for c in found] if read(question).asks_amount else [False])
         relevance = similarity + 0.2 * overlap + CODE_BONUS * (quotes_code + procedure + amount) - RANK_PENALTY * ranks
         chosen = self._select(found, relevance, per_query.max(axis=1), sentences)
         if not chosen:
@@ -426,18 +410,6 @@ def same_page(candidates: Sequence[Passage], selected: Sequence[Passage], limit:
 def repeats(candidate: Candidate, chosen: Candidate) -> bool:
     """The same words as a chosen point, or a part of it (overlapping chunks repeat their edges)."""
     return candidate.text in chosen.text or chosen.text in candidate.text
-
-
-def asks_how(question: str) -> bool:
-    """The question asks for a procedure ("how do I turn on retention?"): what to type answers it, so a sentence
-    that introduces a code block counts as quoting code twice."""
-    return bool(_HOW.search(question))
-
-
-def asks_amount(question: str) -> bool:
-    """The question asks how much, how long or what a setting is set to: a unit that states a quantity ("no higher
-    than 5MB", "2h by default", "32 teams") is worth as much more as one that quotes code."""
-    return bool(_AMOUNT.search(question))
 
 
 def closeness(candidate: Candidate, lead: Candidate) -> float:

@@ -22,7 +22,6 @@
 from __future__ import annotations
 
 import asyncio
-import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,18 +31,11 @@ from anaphora.memory.protocols import MemoryReader
 from anaphora.memory.types import MemoryHit, MemoryItem
 from anaphora.reading.dates import period_asked
 from anaphora.reading.extract import extract_entities
+from anaphora.reading.message import read
 from anaphora.retrieval.fusion import normalised_sum
 from anaphora.text import whole_word
 
 FOUND = 0.01  # what being in a list at all adds to an item's normalised score
-_PAST = re.compile(r"\b(before|previous(?:ly)?|used to|earlier|formerly|old|former|originally|last time)\b", re.I)
-
-
-def asks_about_past(question: str) -> bool:
-    """The question asks what was true before ("which version did I run before?"): superseded facts answer it."""
-    return bool(_PAST.search(question))
-
-
 @dataclass(frozen=True, slots=True)
 class Recalled:
     """An item recalled for a question, its fused score and the cosine similarity of item and question."""
@@ -185,7 +177,7 @@ class MemoryRecall:
         mentioned = {item_id: [n for n, p in patterns.items() if p.search(t)] for item_id, t in texts.items()}
         # a name in most of the candidates distinguishes nothing: damp its boost by its share of them
         share = {n: sum(n in m for m in mentioned.values()) / max(len(texts), 1) for n in names}
-        asks_past = asks_about_past(question)
+        asks_past = read(question).about_past
         newest = max((i.time for i in items.values()), default=0.0)
         oldest = min((i.time for i in items.values()), default=0.0)
         recalled: list[Recalled] = []

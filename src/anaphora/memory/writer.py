@@ -28,7 +28,8 @@ from anaphora.memory.model_facts import ModelFactExtractor
 from anaphora.memory.protocols import MemoryStore
 from anaphora.memory.types import EntityMention, MemoryItem, new_memory_id
 from anaphora.reading.dates import resolve_relative_dates
-from anaphora.reading.extract import NO_LONGER, ExtractedFact, extract_entities, extract_facts
+from anaphora.reading.extract import NO_LONGER, ExtractedFact, extract_entities
+from anaphora.reading.message import read
 from anaphora.sanitize import sanitize
 
 
@@ -154,7 +155,7 @@ class TurnRecorder:
             time=turn.time,
             source="turn",
         )
-        items = [episode, *(fact_item(turn, fact, "rules") for fact in extract_facts(question))]
+        items = [episode, *(fact_item(turn, fact, "rules") for fact in read(question).facts)]
         mentions = [EntityMention(name, kind, turn.time) for name, kind in extract_entities(question)]
         return items, mentions
 

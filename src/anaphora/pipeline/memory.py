@@ -18,21 +18,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from anaphora.memory.protocols import MemoryReader
-from anaphora.memory.recall import MemoryRecall, Recalled, asks_about_past
+from anaphora.memory.recall import MemoryRecall, Recalled
 from anaphora.memory.types import MemoryItem
 from anaphora.memory.writer import TurnRecorder, TurnToRemember
 from anaphora.pipeline.stage import Stage, StageResult
 from anaphora.pipeline.state import Skip, TurnRequest, TurnState
-from anaphora.reading.extract import NO_LONGER, extract_facts
+from anaphora.reading.extract import NO_LONGER
+from anaphora.reading.message import Reading, read
 from anaphora.reading.personal import (
     acknowledgement,
     as_you_said,
-    asks_about_user,
-    asks_what_user_said,
     evidence_for,
     fact_answers,
     second_person,
-    states_about_user,
     states_again,
 )
 from anaphora.retrieval.terms import TermStatistics, generic
@@ -78,7 +76,7 @@ class AcknowledgeStatement(Stage):
     on (a temporary chat says it is not kept)."""
 
     name = "acknowledge"
-    reads = ("question", "request", "skip", "answer")
+    reads = ("reading", "request", "skip", "answer")
     writes = ("skip", "answer", "answer_source")
 
     def __init__(self, *, remembers: bool) -> None:
@@ -88,8 +86,9 @@ class AcknowledgeStatement(Stage):
         return state.retrieves and not state.answer
 
     async def run(self, state: TurnState) -> StageResult:
-        facts = extract_facts(sanitize(state.question))
-        if not states_about_user(state.question, facts):
+        reading = state.reading
+        facts = list(reading.facts)
+        if not reading.states_setup:
             return StageResult(state, "skipped", "not a statement about the user")
         remembered = self.remembers and state.request.memory and state.request.conversation_id is not None
         reply = acknowledgement(facts, remembered=remembered)
@@ -136,7 +135,7 @@ class PersonalQuery(Stage):
     them: recalling by them would only find the statements again."""
 
     name = "personal_query"
-    reads = ("request", "question", "turns_before", "plan", "skip")
+    reads = ("request", "question", "reading", "turns_before", "plan", "skip")
     writes = ("plan", "personal", "said_back")
     retrieval = True
     counter = "memory_recall"
@@ -151,7 +150,7 @@ class PersonalQuery(Stage):
             return False
         # statements of this conversation exist only after its first stored turn; others count for questions
         # about the user: a first turn, or a stateless one, that does not ask about the user reads no memory
-        return said_before(state) or asks_about_user(state.question)
+        return said_before(state) or state.reading.about_user
 
     def _bearing(self, state: TurnState, episodes: list[MemoryItem], facts: list[MemoryItem]) -> tuple[list[str], str]:
         """What this turn's query is personalised with, newest first, and the line that says back what of it the
@@ -168,7 +167,8 @@ class PersonalQuery(Stage):
         for episode in (e for e in episodes if e.conversation_id == here and e.turns):
             # the turn's facts, read again from its words: a restated fact the store kept from an earlier
             # conversation counts as stated here too, and an outdated one is said as its current value
-            keys = [f.attribute for f in extract_facts(episode.text)]
+            said_then = read(episode.text)
+            keys = [f.attribute for f in said_then.facts]
             keys += [f.attribute for f in by_turn.get(episode.turns[0], [])]
             kept = [current[k] for k in dict.fromkeys(keys) if k in current]
             fresh = [f for f in kept if f.id not in used and not f.value.startswith(NO_LONGER)]
@@ -177,13 +177,13 @@ class PersonalQuery(Stage):
             if fresh:
                 said.append(" ".join(map(personal_words, fresh)))
                 back = as_you_said(facts=[second_person(f.text) for f in fresh]) if just_said else back
-            elif not keys and states_about_user(episode.text, []):  # a statement no fact rule reads: its words
+            elif not keys and said_then.states_setup:  # a statement no fact rule reads: its words
                 said.append(episode.text)
                 back = as_you_said(words=episode.text) if just_said else back
         # facts of other conversations count only for a question about the user
         others = [f for f in facts if f.conversation_id != here and f.current and not f.value.startswith(NO_LONGER)]
         others = (
-            [f for f in others if not states_again(state.question, f.value)] if asks_about_user(state.question) else []
+            [f for f in others if not states_again(state.question, f.value)] if state.reading.about_user else []
         )
         everyday = everyday_words(state.question, self.statistics) if others else []  # read only when it counts
         elsewhere = [personal_words(f) for f in others if fact_answers(state.question, f.text, f.value, everyday)]
@@ -195,7 +195,7 @@ class PersonalQuery(Stage):
         here = state.request.conversation_id
         episodes = list((await self.memory.list(user, kind="episode", limit=50)).items) if said_before(state) else []
         # facts count only beside a statement made in this conversation, or for a question about the user
-        wanted = any(e.conversation_id == here and e.turns for e in episodes) or asks_about_user(state.question)
+        wanted = any(e.conversation_id == here and e.turns for e in episodes) or state.reading.about_user
         facts = list((await self.memory.list(user, kind="fact", limit=50)).items) if wanted else []
         bearing, back = self._bearing(state, episodes, facts)
         if not bearing:
@@ -256,7 +256,7 @@ class RecallMemory(Stage):
     in the prompt are left out."""
 
     name = "memory"
-    reads = ("request", "question", "history", "turns_before", "skip", "plan", "personal", "uncovered")
+    reads = ("request", "question", "reading", "history", "turns_before", "skip", "plan", "personal", "uncovered")
     writes = ("profile", "memory")
     counter = "memory_recall"
 
@@ -279,14 +279,15 @@ class RecallMemory(Stage):
         self.fact_min_score = min_score if fact_min_score is None else fact_min_score
         self.timeout_s = timeout_s
 
-    def _leading(self, question: str, ranked: list[Recalled]) -> list[Recalled]:
+    def _leading(self, reading: Reading, ranked: list[Recalled]) -> list[Recalled]:
         """The current facts a question about the user asks for, best first (none for other questions), but for one
         the question itself states: the user is saying it, not asking it."""
         facts = [r for r in ranked if r.item.kind == "fact" and r.item.current]
-        if not facts or not asks_about_user(question):
+        if not facts or not reading.about_user:
             return []
+        question = reading.text
         everyday = everyday_words(question, self.statistics)
-        asked = asks_what_user_said(question)  # then a fact close in meaning is shown without a shared word
+        asked = reading.asks_what_user_said  # then a fact close in meaning is shown without a shared word
         if not asked:
             facts = [r for r in facts if not states_again(question, r.item.value)]
         return [
@@ -307,19 +308,19 @@ class RecallMemory(Stage):
             return StageResult(state, "skipped", "retrieval skipped: profile only")
         query = state.plan.query.removesuffix(f" {state.personal}") if state.plan is not None else state.question
         ranked = [r for r in await self.recall.rank(user, query, now=time.time()) if not in_history(r, state)]
-        leading = self._leading(state.question, ranked)[: self.k]
+        leading = self._leading(state.reading, ranked)[: self.k]
         first = {r.item.id for r in leading}
         ranked = leading + [r for r in ranked if r.item.id not in first]
         shown = 0
         records = []
         said_here = [m.content for m in state.history if m.role == "user"]
-        past = asks_about_past(state.question)
+        past = state.reading.about_past
         for recalled in ranked[:TRACED]:
             leads = recalled.item.id in first
             evidence = (
                 (recalled.item.current or past)
                 if recalled.item.kind == "fact"
-                else evidence_for(state.question, recalled.item.text, said_here)
+                else evidence_for(state.reading, read(recalled.item.text), said_here)
             ) and names_any(recalled.item.text, state.uncovered)
             inject = (
                 shown < self.k

@@ -15,18 +15,9 @@ from pydantic import BaseModel, ValidationError
 
 from anaphora.models.base import ChatModel, ChatOptions
 from anaphora.pipeline.query import QueryPlan
-from anaphora.reading.personal import states_setup
+from anaphora.reading.message import read
 from anaphora.reading.rewrite_guard import strip_preamble, validate_rewrite
-from anaphora.reading.route import (
-    REFERRING,
-    TurnKind,
-    continues,
-    is_chit_chat,
-    is_meta,
-    looks_standalone,
-    returns_to_topic,
-    shifts_topic,
-)
+from anaphora.reading.route import REFERRING, TurnKind
 from anaphora.retrieval.terms import TermStatistics, disambiguating, naming, on_topic
 from anaphora.sanitize import speaker_line
 from anaphora.text import STOPWORDS, content_set, english_stemmer, words
@@ -96,9 +87,10 @@ class HistoryExpansion:
         content words. With them, a word that names a topic in this corpus (:func:`~anaphora.retrieval.terms.
         naming`) is enough ("What is taurine?"), and a pronoun in a later clause than such a word refers to it
         ("What is the Galileo system and why is it important?"; but "Is prod007x in it?" still points back)."""
-        if shifts_topic(question):
+        reading = read(question)
+        if reading.shifts_topic:
             return True
-        if continues(question) or returns_to_topic(question):
+        if reading.continues or reading.returns_to_topic:
             return False
         statistics = self.statistics() if self.statistics else None
         clauses = [words(clause) for clause in _CLAUSE.split(question)]
@@ -108,7 +100,7 @@ class HistoryExpansion:
         referring = [n for n, clause in enumerate(clauses) if any(t in REFERRING for t in clause)]
         if referring:
             return any(n < referring[0] for n in named)
-        return looks_standalone(question) or bool(named)
+        return reading.looks_standalone or bool(named)
 
     def expand(self, question: str, history: Sequence[Message], alone: bool | None = None) -> tuple[str, bool]:
         """The query and whether it was expanded; ``alone``: :meth:`stands_alone`'s verdict when the caller has
@@ -148,7 +140,7 @@ class HistoryExpansion:
 
     def _topic_expansion(self, question: str, asked: Sequence[Message]) -> str | None:
         """:meth:`topic_alternate` of a history already without the user's setup statements (:func:`topic_history`)."""
-        if not asked or shifts_topic(question):
+        if not asked or read(question).shifts_topic:
             return None
         query, expanded = self.expand(question, asked, alone=False)
         return query if expanded else None
@@ -170,13 +162,14 @@ class HistoryExpansion:
 def topic_history(history: Sequence[Message]) -> list[Message]:
     """The history a topic alternate is expanded with: without the user's statements of their setup (they are no
     topic), but with those that announce a topic boundary."""
-    return [m for m in history if m.role != "user" or topic_boundary(m.content) or not states_setup(m.content)]
+    return [m for m in history if m.role != "user" or topic_boundary(m.content) or not read(m.content).states_setup]
 
 
 def topic_boundary(message: str) -> bool:
     """The message says the topic changes or goes back to an earlier one: a boundary :func:`topic_turns` needs,
     whatever else the message says ("switching topics, we run everything on ARM64 now")."""
-    return shifts_topic(message) or returns_to_topic(message)
+    reading = read(message)
+    return reading.shifts_topic or reading.returns_to_topic
 
 
 def topic_turns(question: str, history: Sequence[Message]) -> list[str]:
@@ -189,17 +182,19 @@ def topic_turns(question: str, history: Sequence[Message]) -> list[str]:
     topics: list[list[str]] = [[]]
     for message in history:
         text = message.content
-        if message.role != "user" or is_chit_chat(text) or is_meta(text):
+        said = read(text) if message.role == "user" else None
+        if said is None or said.chit_chat or said.about_conversation:
             continue
-        if shifts_topic(text):
+        if said.shifts_topic:
             topics.append([text])
-        elif returns_to_topic(text):
+        elif said.returns_to_topic:
             topics.append([*resumed_turns(text, topics[:-1], topics[-1]), text])
         else:
             topics[-1].append(text)
-    if shifts_topic(question):
+    asked = read(question)
+    if asked.shifts_topic:
         return []
-    if returns_to_topic(question):
+    if asked.returns_to_topic:
         return resumed_turns(question, topics[:-1], topics[-1])
     return topics[-1]
 

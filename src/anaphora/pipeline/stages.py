@@ -30,7 +30,7 @@ from anaphora.pipeline.stage import Stage, StageResult
 from anaphora.pipeline.state import Skip, TurnState
 from anaphora.pipeline.window import ConversationWindow, WindowPolicy
 from anaphora.reading.coverage import not_covered
-from anaphora.reading.intents import recognise
+from anaphora.reading.message import read
 from anaphora.reading.personal import ACKNOWLEDGED
 from anaphora.reading.route import TurnKind, history_covers, route_turn
 from anaphora.retrieval.base import Retriever
@@ -46,16 +46,17 @@ class Router(Stage):
 
     name = "route"
     reads = ("question", "history")
-    writes = ("route", "skip")
+    writes = ("reading", "route", "skip")
     retrieval = True
 
     def __init__(self, *, skip_gate: bool) -> None:
         self.skip_gate = skip_gate
 
     async def run(self, state: TurnState) -> StageResult:
-        route = route_turn(state.question, bool(state.history))
+        reading = read(state.question)
+        route = route_turn(reading, bool(state.history))
         skip = Skip(route.kind, route.reason) if not route.needs_retrieval and self.skip_gate else None
-        return StageResult(state.update(route=route, skip=skip), "ok", route.reason)
+        return StageResult(state.update(reading=reading, route=route, skip=skip), "ok", route.reason)
 
 
 class QueryPlanner(Stage):
@@ -272,7 +273,7 @@ class AnswerFromConversation(Stage):
     call. (With a capable model the generator answers them from the history it is shown.)"""
 
     name = "converse"
-    reads = ("question", "history", "route", "skip", "answer")
+    reads = ("reading", "history", "route", "skip", "answer")
     writes = ("answer", "answer_source")
 
     def applies(self, state: TurnState) -> bool:
@@ -280,7 +281,7 @@ class AnswerFromConversation(Stage):
         return not state.retrieves and state.route is not None and state.route.kind in kinds and not state.answer
 
     async def run(self, state: TurnState) -> StageResult:
-        request = recognise(state.question)
+        request = state.reading.request if state.reading is not None else None
         if request is None:
             return StageResult(state, "skipped", "left to the model")
         answer = answer_about_conversation(request, state.history, (ABSTAIN, NO_ANSWER, ACKNOWLEDGED))

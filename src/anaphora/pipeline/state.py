@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 from anaphora.answering.extractive import ExtractiveAnswer, ExtractRequest, same_page
 from anaphora.reading.dates import date_label
-from anaphora.reading.personal import asks_about_user
 from anaphora.types import Citation, Message, ModelCall, Passage, RecalledMemory, UnitVerdict
 
 if TYPE_CHECKING:
@@ -21,6 +20,7 @@ if TYPE_CHECKING:
     from anaphora.pipeline.query import QueryPlan
     from anaphora.pipeline.sink import AnswerSink
     from anaphora.pipeline.window import ConversationWindow
+    from anaphora.reading.message import Reading
     from anaphora.reading.route import Route
 
 LOCAL_USER = "local"
@@ -62,6 +62,7 @@ class TurnState:
     turns_before: int = 0  # turns of the conversation before this one (``history`` may hold only the recent ones)
     window: ConversationWindow | None = None  # the earlier turns as the prompt may show them (None: no history)
     summary: str = ""
+    reading: Reading | None = None  # the message read by every rule, once (the router stage's)
     route: Route | None = None
     plan: QueryPlan | None = None
     skip: Skip | None = None
@@ -150,7 +151,7 @@ class TurnState:
         query = self.plan.query if self.plan and self.retrieves else self.question
         leading = self.leading_facts
         earlier = {m.passage_id for m in self.memory if m.conversation_id != self.request.conversation_id}
-        quotable = not documents or asks_about_user(self.question)
+        quotable = not documents or (self.reading is not None and self.reading.about_user)
         others = tuple(p for p in self.memory_passages if p not in leading and p.id in earlier) if quotable else ()
         return ExtractRequest(
             question=self.question,

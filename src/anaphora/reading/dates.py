@@ -181,3 +181,11 @@ def period_asked(question: str, now: float | None) -> tuple[float, float] | None
         year = today.year - 1 if e.startswith("last") else today.year
         start, end = date(year, 1, 1), date(year + 1, 1, 1)
     return to_ts(start), to_ts(end)
+
+
+_PAST = re.compile(r"\b(before|previous(?:ly)?|used to|earlier|formerly|old|former|originally|last time)\b", re.I)
+
+
+def asks_about_past(question: str) -> bool:
+    """The question asks what was true before ("which version did I run before?"): superseded facts answer it."""
+    return bool(_PAST.search(question))

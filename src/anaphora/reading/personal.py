@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING
 
-from anaphora.reading.extract import ExtractedFact, extract_entities, extract_facts
+from anaphora.reading.extract import ExtractedFact, extract_entities
 from anaphora.text import content_set
+
+if TYPE_CHECKING:
+    from anaphora.reading.message import Reading
 
 # a second question joined to the first ("..., and does it support OTLP?")
 _SECOND_QUESTION = re.compile(
@@ -59,7 +63,7 @@ _NOT_EVIDENCE = frozenset(content_set("user said say tell told mention"))
 _ASKING_WORDS = _NOT_EVIDENCE | _VERSION_WORDS | content_set("now current currently run use have own")
 
 
-def facts_answer(question: str, facts: Sequence[str]) -> bool:
+def facts_answer(question: Reading, facts: Sequence[str]) -> bool:
     """Whether the user's facts say everything the question asks: each of its content words, but for the words it
     asks with, is in them ("which loki version did I say we run?" against "the user runs loki 3.2 on ARM64"), or
     it asks only what the user said or has ("which platform did I say we run traefik on?"), which no document can
@@ -67,10 +71,10 @@ def facts_answer(question: str, facts: Sequence[str]) -> bool:
     "which version did I say I run, and does it support OTLP?", still asks them."""
     if not facts:
         return False
-    if asks_what_user_said(question) and not _SECOND_QUESTION.search(question):
+    if question.asks_what_user_said and not _SECOND_QUESTION.search(question.text):
         return True
     known = frozenset().union(*(content_set(f) for f in facts))
-    return content_set(question) - _ASKING_WORDS <= known
+    return question.words - _ASKING_WORDS <= known
 
 
 def states_again(message: str, value: str) -> bool:
@@ -79,9 +83,10 @@ def states_again(message: str, value: str) -> bool:
     return bool(value) and value.lower() in message.lower()
 
 
-def asks_about_user(question: str) -> bool:
-    """Whether the question is about the user ("my version", "did I say"), not only about the documents."""
-    return bool(_POSSESSIVE.search(question)) or asks_what_user_said(question)
+def possessive(question: str) -> bool:
+    """The question names something of the user's ("my version", "our cluster"): with :func:`asks_what_user_said`,
+    a question about the user (``Reading.about_user``), not only about the documents."""
+    return bool(_POSSESSIVE.search(question))
 
 
 def asks_what_user_said(question: str) -> bool:
@@ -98,27 +103,22 @@ def states_about_user(message: str, facts: list[ExtractedFact]) -> bool:
     return bool(facts) or (bool(_MARKER.match(message)) and bool(_FIRST_PERSON.search(message)))
 
 
-def states_setup(message: str) -> bool:
-    """The message states the user's setup and asks nothing ("fyi all our docker hosts are ARM64"), by the facts the
-    rules read in it (:func:`states_about_user` for a caller that has them already)."""
-    return states_about_user(message, extract_facts(message))
-
-
 REPEATS = 0.7  # the share of an earlier message's content words the question has when it asks the same again
 
 
-def evidence_for(question: str, episode_text: str, said_here: Sequence[str] = ()) -> bool:
+def evidence_for(question: Reading, episode: Reading, said_here: Sequence[str] = ()) -> bool:
     """Whether an episode (what the user said in an earlier turn) can be shown as evidence for ``question``: not
     when the user asked it (an earlier question is evidence of nothing but having asked, so it is shown only when the
     question is about what the user said), and, unless it states the user's setup, not when it says what the
     question, or a message of this conversation the prompt already has (``said_here``), says: the same problem
     reported again would be answered with itself."""
-    if _ASKS.search(episode_text) and not asks_about_user(question):
+    if _ASKS.search(episode.text) and not question.about_user:
         return False
-    if states_setup(episode_text):
+    if episode.states_setup:
         return True  # a statement of the user's setup is evidence, whatever the question repeats of it
-    said = content_set(episode_text)
-    return not said or all(len(said & content_set(m)) / len(said) < REPEATS for m in (question, *said_here))
+    said = episode.words
+    repeated = (question.words, *(content_set(m) for m in said_here))
+    return not said or all(len(said & other) / len(said) < REPEATS for other in repeated)
 
 
 def fact_answers(question: str, fact_text: str, fact_value: str, generic: Collection[str] = ()) -> bool:

@@ -12,9 +12,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
-from anaphora.reading.intents import is_chit_chat, points_at_answer, recognise
 from anaphora.text import content_set, words
+
+if TYPE_CHECKING:
+    from anaphora.reading.message import Reading
 
 # words that point back into the conversation ("there" and "other" are left out: "is there", "other than")
 REFERRING = frozenset(
@@ -45,10 +48,9 @@ _TOPIC_RETURN = re.compile(
 )
 
 
-def continues(question: str) -> bool:
-    """The message carries on from the last turn ("and on ARM?", "what about the other one?") or points at what
-    the assistant said ("does any of what you told me change?")."""
-    return bool(_CONTINUATIONS.match(question)) or points_at_answer(question)
+def continuation(question: str) -> bool:
+    """The message opens as a continuation of the last turn ("and on ARM?", "what about the other one?")."""
+    return bool(_CONTINUATIONS.match(question))
 
 
 def shifts_topic(question: str) -> bool:
@@ -63,16 +65,9 @@ def returns_to_topic(question: str) -> bool:
     return bool(_TOPIC_RETURN.match(question))
 
 
-def refers_back(question: str) -> bool:
-    """The message points into the conversation: a pronoun or demonstrative, it continues, or it goes back."""
-    return continues(question) or returns_to_topic(question) or any(t in REFERRING for t in words(question))
-
-
-def looks_standalone(question: str) -> bool:
-    """A message stands alone unless it refers back or is too short to name a topic by word count alone (the
-    history expansion also asks the corpus which of a message's words name a topic; both callers take a message
-    that announces a new topic, :func:`shifts_topic`, as standalone before asking)."""
-    return not refers_back(question) and len(content_set(question)) >= 3
+def mentions_reference(question: str) -> bool:
+    """A pronoun or demonstrative that points into the conversation ("it", "those", "the latter")."""
+    return any(t in REFERRING for t in words(question))
 
 
 class TurnKind(StrEnum):
@@ -97,39 +92,32 @@ class Route:
         return self.kind.needs_retrieval
 
 
-def is_meta(message: str) -> bool:
-    """A request about the conversation itself (shorten, repeat, point back, recap: :mod:`~anaphora.pipeline.
-    intents`), answered from the history, never from the documents."""
-    request = recognise(message)
-    return request is not None and request.is_meta
-
-
-def route_by_rules(question: str, has_history: bool) -> Route | None:
+def route_by_rules(reading: Reading, has_history: bool) -> Route | None:
     """The rules' verdict, or ``None`` for a later turn that is neither chit-chat nor about the conversation (the
     standalone test tells those apart)."""
-    if is_chit_chat(question):
+    if reading.chit_chat:
         return Route(TurnKind.CHIT_CHAT, "chit-chat: greetings, thanks or small talk")
-    if has_history and is_meta(question):
+    if has_history and reading.about_conversation:
         return Route(TurnKind.META, "about the conversation itself: answered from the history")
     if not has_history:
         return Route(TurnKind.NEW_QUERY, "first turn")
     return None
 
 
-def route_by_standalone_test(question: str) -> Route:
+def route_by_standalone_test(reading: Reading) -> Route:
     """For a later turn the rules left undecided: a new query if it stands alone, else a follow-up."""
-    if shifts_topic(question):
+    if reading.shifts_topic:
         return Route(TurnKind.NEW_QUERY, "says it changes the topic")
-    if returns_to_topic(question):
+    if reading.returns_to_topic:
         return Route(TurnKind.FOLLOW_UP, "goes back to an earlier topic")
-    if looks_standalone(question):
+    if reading.looks_standalone:
         return Route(TurnKind.NEW_QUERY, "stands alone")
     return Route(TurnKind.FOLLOW_UP, "refers back to the conversation")
 
 
-def route_turn(question: str, has_history: bool) -> Route:
+def route_turn(reading: Reading, has_history: bool) -> Route:
     """The turn's route: the rules, completed by the standalone test (what the router stage writes)."""
-    return route_by_rules(question, has_history) or route_by_standalone_test(question)
+    return route_by_rules(reading, has_history) or route_by_standalone_test(reading)
 
 
 def history_covers(question: str, history_texts: list[str]) -> bool:

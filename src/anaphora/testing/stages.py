@@ -8,11 +8,13 @@ from anaphora.metrics import Metrics
 from anaphora.pipeline.observer import StageObserver
 from anaphora.pipeline.stage import Stage
 from anaphora.pipeline.state import TurnRequest, TurnState
+from anaphora.reading.message import read
 from anaphora.types import Message, StageRecord
 
 
 def turn_state(question: str, history: Sequence[Message] = (), **fields) -> TurnState:
-    """A starting state for ``question`` (already sanitised) and ``history``."""
+    """A starting state for ``question`` (already sanitised) and ``history``, read as the router stage reads it."""
+    fields.setdefault("reading", read(question))
     return TurnState(question=question, request=TurnRequest(question), history=tuple(history), **fields)
 
 

@@ -252,7 +252,7 @@ async def test_a_how_question_is_answered_with_the_block_a_sentence_introduces(q
 
 
 def test_how_questions_are_told_from_others() -> None:
-    from anaphora.answering.extractive import asks_how
+    from anaphora.reading.focus import asks_how
 
     assert asks_how("how do i turn on retention?") and asks_how("How to enable TLS") and asks_how("what do I set?")
     assert not asks_how("does it support TLS?") and not asks_how("which limit applies?") and not asks_how("how much?")
@@ -300,7 +300,7 @@ async def test_a_question_about_an_amount_is_answered_with_the_quantity(question
 
 
 def test_amount_questions_are_told_from_others() -> None:
-    from anaphora.answering.extractive import asks_amount
+    from anaphora.reading.focus import asks_amount
 
     assert asks_amount("how long until it's gone?") and asks_amount("what's it set to out of the box?")
     assert asks_amount("How many teams are in the NFL?") and asks_amount("what is the maximum size?")

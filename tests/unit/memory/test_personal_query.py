@@ -148,17 +148,19 @@ async def test_a_question_is_not_taken_for_a_statement(store) -> None:
     ],
 )
 def test_an_earlier_question_or_the_same_words_again_are_no_evidence(question, episode, shown) -> None:
+    from anaphora.reading.message import read
     from anaphora.reading.personal import evidence_for
 
-    assert evidence_for(question, episode) is shown
+    assert evidence_for(read(question), read(episode)) is shown
 
 
 def test_an_episode_that_repeats_a_message_already_in_the_prompt_is_no_evidence() -> None:
+    from anaphora.reading.message import read
     from anaphora.reading.personal import evidence_for
 
     earlier = "one container gives me 502 bad gateway through traefik, the app listens on 8080"
-    assert not evidence_for("it's also attached to two networks, does that matter?", earlier, [earlier])
-    assert evidence_for("it's also attached to two networks, does that matter?", earlier, [])
+    assert not evidence_for(read("it's also attached to two networks, does that matter?"), read(earlier), [earlier])
+    assert evidence_for(read("it's also attached to two networks, does that matter?"), read(earlier), [])
 
 
 async def test_a_fact_restated_here_counts_though_the_store_kept_the_earlier_one(store) -> None:

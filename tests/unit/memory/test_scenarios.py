@@ -10,6 +10,7 @@ import pytest
 
 from anaphora import Anaphora, FakeChatModel, Settings
 from anaphora.pipeline.check import ABSTAIN
+from anaphora.reading.message import read
 from tests.conftest import SAMPLE_DOCS
 
 pytestmark = pytest.mark.unit
@@ -136,9 +137,10 @@ def test_questions_requests_and_trouble_are_answered_not_acknowledged(rag: Anaph
     ],
 )
 def test_a_fact_answers_a_question_about_the_user_by_more_than_a_shared_name(question: str, answers: bool) -> None:
-    from anaphora.reading.personal import asks_about_user, fact_answers
+    from anaphora.reading.message import read
+    from anaphora.reading.personal import fact_answers
 
-    assert asks_about_user(question)
+    assert read(question).about_user
     fact = "the user runs Fluent Bit 2.1 on ARM64 nodes"
     assert fact_answers(question, fact, "Fluent Bit 2.1 on ARM64 nodes") is answers
 
@@ -163,22 +165,24 @@ def test_a_fact_answers_a_question_about_the_user_by_more_than_a_shared_name(que
 )
 def test_the_facts_alone_answer_a_question_they_say_everything_of(question: str, alone: bool) -> None:
     """Then the answer is the facts, without document sentences that only share a word ("version")."""
+    from anaphora.reading.message import read
     from anaphora.reading.personal import facts_answer
 
-    assert facts_answer(question, ["the user runs Fluent Bit 2.1 on ARM64 nodes"]) is alone
-    assert not facts_answer(question, [])
+    assert facts_answer(read(question), ["the user runs Fluent Bit 2.1 on ARM64 nodes"]) is alone
+    assert not facts_answer(read(question), [])
 
 
 def test_a_word_the_documents_use_everywhere_is_no_evidence_either() -> None:
     """On a docs site every page says the product's name: sharing it does not make a fact answer the question."""
-    from anaphora.reading.personal import asks_about_user, asks_what_user_said, fact_answers
+    from anaphora.reading.message import read
+    from anaphora.reading.personal import fact_answers
 
     question = "our IdP only speaks SAML. can traefik do SAML login in front of the dashboard?"
     fact = "the user runs traefik v3 as a plain binary on a VM"
-    assert asks_about_user(question) and not asks_what_user_said(question)  # it asks the documents
+    assert read(question).about_user and not read(question).asks_what_user_said  # it asks the documents
     assert fact_answers(question, fact, "traefik v3")
     assert not fact_answers(question, fact, "traefik v3", generic=["traefik"])
-    assert asks_what_user_said("which version did I say I run?") and asks_what_user_said("am I on v3?")
+    assert read("which version did I say I run?").asks_what_user_said and read("am I on v3?").asks_what_user_said
 
 
 @pytest.mark.parametrize(
@@ -195,9 +199,8 @@ def test_a_word_the_documents_use_everywhere_is_no_evidence_either() -> None:
     ],
 )
 def test_the_kind_of_a_thing_of_the_users_asks_what_the_user_said(question: str, asks: bool) -> None:
-    from anaphora.reading.personal import asks_what_user_said
 
-    assert asks_what_user_said(question) is asks
+    assert read(question).asks_what_user_said is asks
 
 
 def test_what_a_thing_of_the_users_is_is_answered_with_the_fact_alone(rag: Anaphora) -> None:
@@ -209,9 +212,9 @@ def test_what_a_thing_of_the_users_is_is_answered_with_the_fact_alone(rag: Anaph
 
 @pytest.mark.parametrize("question", ["how do I install Kestrel?", "can I use TLS?", "what is Loki?"])
 def test_questions_about_the_documents_are_not_about_the_user(question: str) -> None:
-    from anaphora.reading.personal import asks_about_user
+    from anaphora.reading.message import read
 
-    assert not asks_about_user(question)
+    assert not read(question).about_user
 
 
 def test_the_answer_after_a_statement_says_back_what_it_took_into_account(rag: Anaphora) -> None:

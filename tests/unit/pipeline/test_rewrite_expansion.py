@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from anaphora.pipeline.rewrite import HistoryExpansion, looks_standalone
+from anaphora.pipeline.rewrite import HistoryExpansion
+from anaphora.reading.message import read
 from anaphora.text import STOPWORDS
 from anaphora.types import Message
 
@@ -45,7 +46,7 @@ HISTORY = [
     ],
 )
 def test_non_standalone(question: str) -> None:
-    assert not looks_standalone(question)
+    assert not read(question).looks_standalone
 
 
 @pytest.mark.parametrize(
@@ -58,12 +59,12 @@ def test_non_standalone(question: str) -> None:
     ],
 )
 def test_standalone(question: str) -> None:
-    assert looks_standalone(question)
+    assert read(question).looks_standalone
 
 
 def test_existential_there_question_stands_alone() -> None:
     question = "Is there a memory limit for the Kestrel agent?"
-    assert looks_standalone(question)
+    assert read(question).looks_standalone
     assert HistoryExpansion().expand(question, HISTORY) == (question, False)
 
 
@@ -155,10 +156,9 @@ def test_a_compound_history_word_is_keyed_by_its_first_word_under_every_hash_see
 
 
 def test_a_condition_on_what_the_user_did_does_not_point_at_the_answer() -> None:
-    from anaphora.reading.route import continues
 
-    assert not continues("does the installer need root if you used sudo?")
-    assert continues("does any of what you told me change?")
+    assert not read("does the installer need root if you used sudo?").continues
+    assert read("does any of what you told me change?").continues
 
 
 # --- a message that stands alone: the topic's words ride along --------------------------------------------------

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from anaphora import Anaphora, FakeChatModel, Settings
+from anaphora.reading.message import read
 from anaphora.reading.route import route_turn
 from tests.conftest import SAMPLE_DOCS
 
@@ -49,7 +50,7 @@ def test_a_model_that_calls_a_covered_turn_chit_chat_skips_retrieval_but_keeps_t
     trace = result.trace
     assert trace.retrieval_skipped
     assert trace.route_reason == "model analysis: the conversation holds the answer"
-    assert trace.route == route_turn(COVERED, True).kind == "follow_up"  # the router's, not the model's
+    assert trace.route == route_turn(read(COVERED), True).kind == "follow_up"  # the router's, not the model's
     assert "the analysis says chit_chat" in trace.stage("query").detail
 
 
@@ -62,4 +63,4 @@ def test_a_model_proposal_is_refused_when_the_message_brings_new_words(analysed,
     result = rag.ask(NEW_WORDS, conversation)
     assert not result.trace.retrieval_skipped
     assert result.trace.stage("retrieve").status == "ok"
-    assert result.trace.route == route_turn(NEW_WORDS, True).kind
+    assert result.trace.route == route_turn(read(NEW_WORDS), True).kind

@@ -4,7 +4,26 @@ from __future__ import annotations
 
 import pytest
 
-from anaphora.reading.route import Route, TurnKind, is_chit_chat, is_meta, route_by_rules, route_turn
+from anaphora.reading.message import read
+from anaphora.reading.route import Route, TurnKind
+from anaphora.reading.route import route_by_rules as _route_by_rules
+from anaphora.reading.route import route_turn as _route_turn
+
+
+def is_chit_chat(message: str) -> bool:
+    return read(message).chit_chat
+
+
+def is_meta(message: str) -> bool:
+    return read(message).about_conversation
+
+
+def route_by_rules(message: str, has_history: bool):
+    return _route_by_rules(read(message), has_history)
+
+
+def route_turn(message: str, has_history: bool):
+    return _route_turn(read(message), has_history)
 
 pytestmark = pytest.mark.unit
 

@@ -5,10 +5,16 @@ from __future__ import annotations
 import pytest
 
 from anaphora.pipeline.rewrite import HistoryExpansion, topic_turns
-from anaphora.reading.route import Route, TurnKind, returns_to_topic, route_turn, shifts_topic
+from anaphora.reading.message import read
+from anaphora.reading.route import Route, TurnKind, returns_to_topic, shifts_topic
+from anaphora.reading.route import route_turn as _route_turn
 from anaphora.types import Message
 
 pytestmark = pytest.mark.unit
+
+
+def route_turn(message: str, has_history: bool):
+    return _route_turn(read(message), has_history)
 
 
 def conversation(*user_turns: str) -> list[Message]:
