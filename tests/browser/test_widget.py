@@ -248,8 +248,9 @@ def test_a_page_on_an_origin_not_in_the_list_gets_no_answer(assistant: ServicePr
     direct = page.evaluate(
         """async (url) => {
           try {
-            const r = await fetch(url + "/v1/visitor/session", {method: "POST", headers: {"Content-Type": "application/json"},
-                                   body: JSON.stringify({site: location.origin})});
+            const r = await fetch(url + "/v1/visitor/session", {
+              method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify({site: location.origin}),
+            });
             return "status " + r.status;
           } catch (e) { return "refused"; }
         }""",

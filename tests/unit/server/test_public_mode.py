@@ -4,7 +4,6 @@ URLs and logs."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 import time
@@ -13,8 +12,9 @@ import httpx
 import pytest
 from fastapi.routing import APIRoute
 
-from anaphora.errors import AuthError, RateLimitError
+from anaphora.errors import AuthError, ConfigurationError, RateLimitError
 from anaphora.server.public_limits import PublicLimits
+from anaphora.server.serve import check_workers
 from anaphora.server.visitors import VisitorTokens
 from anaphora.settings import PublicSettings, Settings
 from tests.server_harness import bearer, components_for, serve, settings_for
@@ -107,7 +107,11 @@ def test_an_allowed_site_gets_cors(running) -> None:
     with httpx.Client(base_url=running.url, timeout=30) as anonymous:
         preflight = anonymous.options(
             "/v1/conversations",
-            headers={"Origin": SITE, "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization"},
+            headers={
+                "Origin": SITE,
+                "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "authorization",
+            },
         )
         assert preflight.status_code == 204
         assert preflight.headers["access-control-allow-origin"] == SITE
@@ -197,11 +201,12 @@ def test_long_term_memory_is_off_for_visitors_unless_the_operator_turns_it_on(tm
                 time.sleep(0.1)  # the memory write runs after the answer, in the background
             remembered[visitor_memory] = items
     assert remembered[True], "with visitor_memory on, the visitor's turn is remembered"
-    assert remembered[False] == [], "with visitor_memory off (the default), nothing is"
+    assert remembered[False] == 0, "with visitor_memory off (the default), nothing is"
 
 
-def memories(server, user_id: str) -> list:
-    return asyncio.run(server.components.memory.list(user_id, limit=10, offset=0)).items
+def memories(server, user_id: str) -> int:
+    """How many long-term memory items the user has."""
+    return server.components.database.query("SELECT COUNT(*) FROM memory_items WHERE user_id = ?", (user_id,))[0][0]
 
 
 def test_the_visitor_limit_answers_429_with_the_reason() -> None:
@@ -272,3 +277,11 @@ def test_the_widget_is_served_with_its_framing_policy(running) -> None:
         assert "x-frame-options" not in frame.headers
         assert anonymous.get("/ui/widget/frame.js").status_code == 200
         assert anonymous.get("/").headers["x-frame-options"] == "DENY"  # the page at / stays unframeable
+
+
+def test_several_workers_need_a_shared_visitor_secret(tmp_path) -> None:
+    shared = {"session_store": "redis", "turn_lock": "redis", "data_dir": tmp_path}
+    with pytest.raises(ConfigurationError, match="visitor_secret is empty"):
+        check_workers(Settings(public_mode=True, **shared), 2)
+    check_workers(Settings(public_mode=True, visitor_secret="v" * 40, **shared), 2)
+    check_workers(Settings(public_mode=True, data_dir=tmp_path), 1)

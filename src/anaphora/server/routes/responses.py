@@ -196,9 +196,8 @@ async def create_response(body: CreateResponse, user: VisitorTurn, svc: Svc) -> 
     try:
         if seeded:
             await add_turns(svc, user.user_id, conversation_id, [NewTurn(question=q, answer=a) for q, a in seeded])
-        request = TurnRequest(
-            question, user_id=user.user_id, conversation_id=conversation_id, memory=memory_allowed(user, svc, body.anaphora.memory), **options
-        )
+        memory = memory_allowed(user, svc, body.anaphora.memory)
+        request = TurnRequest(question, user_id=user.user_id, conversation_id=conversation_id, memory=memory, **options)
         # the index a stream announces: exact unless turns of one conversation race, and then the stored
         # result, which the final event and the JSON reply carry, has the last word
         shape = responses.ResponseShape.stored(conversation_id, index, body.model, echo=echo(body))
