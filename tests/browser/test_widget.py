@@ -170,6 +170,20 @@ def opened_frame(page, assistant: ServiceProcess):
     return frame
 
 
+PUBLISHED = "https://docs.example.com/install/kubernetes/#installing-kestrel-on-kubernetes"
+
+
+def with_published_urls(route) -> None:
+    """The stored conversation as if its sources carried their published pages' URLs (a site crawl's sources do):
+    the first turn's citations an https URL, the second's a javascript: one."""
+    response = route.fetch()
+    conversation = response.json()
+    for turn, url in zip(conversation.get("turns", []), [PUBLISHED, "javascript:alert(1)"], strict=False):
+        for citation in turn["citations"]:
+            citation["url"] = url
+    route.fulfill(response=response, json=conversation)
+
+
 def test_a_docs_page_on_another_origin_asks_a_follow_up_that_streams_and_cites(
     assistant: ServiceProcess, sites, context
 ) -> None:
@@ -197,7 +211,7 @@ def test_a_docs_page_on_another_origin_asks_a_follow_up_that_streams_and_cites(
     why.locator("summary").click()
     query = why.get_by_test_id("retrieval-query").inner_text()
     assert FOLLOW_UP.strip("?") in query and query.strip('“”"') != FOLLOW_UP  # resolved from the conversation
-    page.screenshot(path=SCREENSHOTS / "widget-1280.png")
+    page.screenshot(path=SCREENSHOTS / "widget-1280-follow-up.png")
     visitor_requests = [u for u in context.requests if u.startswith(assistant.url)]
     assert not [u for u in visitor_requests if "token" in u or "av1." in u]  # the token never in a URL
 
@@ -207,10 +221,17 @@ def test_a_docs_page_on_another_origin_asks_a_follow_up_that_streams_and_cites(
     assert not frame.locator("#passage").is_visible()
     assert not page.locator("[data-anaphora-widget] .panel").first.is_hidden()  # Esc closed the passage only
 
+    context.route(f"{assistant.url}/v1/conversations/*", with_published_urls)
     page.reload()  # another page of the docs site, same tab: the conversation is still there
     launcher, frame = open_widget(page, assistant)
     frame.locator("#turns .turn").nth(1).wait_for()
     assert frame.locator("#turns .turn").count() == 2
+    link = frame.locator("#turns .turn").nth(0).locator("a.source")
+    assert link.get_attribute("href") == PUBLISHED and link.get_attribute("target") == "_blank"
+    assert "noopener" in link.get_attribute("rel")
+    assert frame.locator("#turns .turn").nth(0).locator("a.cite").first.get_attribute("href") == PUBLISHED
+    unsafe = frame.locator("#turns .turn").nth(1)  # a javascript: URL is no link: the passage opens instead
+    assert unsafe.locator("a").count() == 0 and unsafe.locator("button.source").count() >= 1
     frame.locator("#new-conversation").click()
     assert frame.locator("#turns .turn").count() == 0 and frame.locator("#empty").is_visible()
 
@@ -286,6 +307,9 @@ def test_styles_do_not_leak_in_or_out(assistant: ServiceProcess, sites, context)
     neutral = (styles(page, "[data-anaphora-widget] >> .launcher"), styles(page, "[data-anaphora-widget] >> iframe"))
     assert hostile == neutral, "the page's CSS changed the launcher or the panel"
     assert styles(frame, "#widget-title, #question, #send") == inside
+    page.goto(docs.page("hostile", HOSTILE_CSS, assistant.url))
+    open_widget(page, assistant)
+    page.screenshot(path=SCREENSHOTS / "widget-hostile-page.png")
     assert "Comic" not in hostile[0][0][0] and hostile[1][0][-1] > 300  # the panel is shown, full size
 
 
