@@ -80,28 +80,26 @@ class PublicLimits:
     def admit_turn(self, visitor_id: str, site: str) -> None:
         """Count one question of ``visitor_id`` on ``site``, or raise :class:`RateLimitError` (nothing counted)."""
         now, public = self.clock(), self.settings
-        if wait := self.daily.wait_s(now):
-            raise RateLimitError(
-                f"the assistant has answered its {public.public_daily_turns} public questions for today",
-                hint="the daily cap resets at 00:00 UTC; the site's operator can raise public_daily_turns",
-                retry_after_s=wait,
-                code="daily_cap_reached",
-            )
-        if wait := self.sites.wait_s(site, now):
-            raise RateLimitError(
-                f"too many questions from the visitors of {site} right now "
-                f"(at most {public.site_turns_per_minute} a minute)",
-                hint="try again in a minute",
-                retry_after_s=wait,
-                code="site_rate_limit",
-            )
-        if wait := self.visitors.wait_s(visitor_id, now):
-            raise RateLimitError(
-                f"you have asked {public.visitor_turns_per_minute} questions in the last minute, the most allowed",
-                hint=f"wait {max(1, round(wait))} s before the next question",
-                retry_after_s=wait,
-                code="visitor_rate_limit",
-            )
+        refuse_if(
+            self.daily.wait_s(now),
+            "daily_cap_reached",
+            f"the assistant has answered its {public.public_daily_turns} public questions for today",
+            "the daily cap resets at 00:00 UTC; the site's operator can raise public_daily_turns",
+        )
+        refuse_if(
+            self.sites.wait_s(site, now),
+            "site_rate_limit",
+            f"too many questions from the visitors of {site} right now (at most {public.site_turns_per_minute} a "
+            "minute)",
+            "try again in a minute",
+        )
+        wait = self.visitors.wait_s(visitor_id, now)
+        refuse_if(
+            wait,
+            "visitor_rate_limit",
+            f"you have asked {public.visitor_turns_per_minute} questions in the last minute, the most allowed",
+            f"wait {max(1, round(wait))} s before the next question",
+        )
         self.daily.add()
         self.sites.add(site, now)
         self.visitors.add(visitor_id, now)
@@ -109,12 +107,17 @@ class PublicLimits:
     def admit_session(self, site: str) -> None:
         """Count one new visitor session of ``site``, or raise :class:`RateLimitError`."""
         now = self.clock()
-        if wait := self.sessions.wait_s(site, now):
-            raise RateLimitError(
-                f"too many new visitor sessions for {site} right now "
-                f"(at most {self.settings.site_turns_per_minute} a minute)",
-                hint="try again in a minute",
-                retry_after_s=wait,
-                code="site_rate_limit",
-            )
+        refuse_if(
+            self.sessions.wait_s(site, now),
+            "site_rate_limit",
+            f"too many new visitor sessions for {site} right now (at most {self.settings.site_turns_per_minute} a "
+            "minute)",
+            "try again in a minute",
+        )
         self.sessions.add(site, now)
+
+
+def refuse_if(wait_s: float, code: str, message: str, hint: str) -> None:
+    """A limit reached (``wait_s`` > 0) is a 429 that says which one, and when it lifts."""
+    if wait_s > 0:
+        raise RateLimitError(message, hint=hint, retry_after_s=wait_s, code=code)

@@ -84,6 +84,14 @@ export function errorNodes(error) {
   return [el("strong", { text: error.message || String(error) }), error.hint ? el("span", { class: "hint", text: ` ${error.hint}` }) : null];
 }
 
+/** The page's error banner (#error) with the API's message and hint, and a button that dismisses it. */
+export function showError(error) {
+  const banner = $("error");
+  const close = el("button", { type: "button", class: "icon", "aria-label": "Dismiss", text: "✕", onclick: () => show(banner, false) });
+  banner.replaceChildren(el("div", {}, errorNodes(error)), close);
+  show(banner, true);
+}
+
 export function showTurns(turns) {
   const list = $("turns");
   list.replaceChildren();
@@ -148,4 +156,18 @@ export async function ask(conversationId, question) {
     show(stop, false);
     show($("send"), true);
   }
+}
+
+/** The composer (#composer, #question): its button and Enter call `send`; Shift+Enter adds a line. */
+export function wireComposer(send) {
+  $("composer").addEventListener("submit", (event) => {
+    event.preventDefault();
+    send();
+  });
+  $("question").addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      send();
+    }
+  });
 }

@@ -5,8 +5,8 @@
 // Tab stays in the panel, Esc closes it.
 
 import * as api from "../js/api.js";
-import { ask, errorNodes, options, showTurns } from "../js/chat.js";
-import { $, el, show } from "../js/dom.js";
+import { ask, options, showError, showTurns, wireComposer } from "../js/chat.js";
+import { $, show } from "../js/dom.js";
 
 api.token.key = "anaphora.visitor";
 const CONVERSATION_KEY = "anaphora.visitor.conversation";
@@ -21,13 +21,6 @@ const parentOrigin = embedded ? site : null;
 let conversationId = null;
 let busy = false;
 let renewal = null;
-
-function showError(error) {
-  const banner = $("error");
-  const close = el("button", { type: "button", class: "icon", "aria-label": "Dismiss", text: "✕", onclick: () => show(banner, false) });
-  banner.replaceChildren(el("div", {}, errorNodes(error)), close);
-  show(banner, true);
-}
 
 function ready(on) {
   $("question").disabled = !on;
@@ -121,16 +114,7 @@ function wire() {
   }
   options.why = params.get("why") === "1";
   show($("close"), embedded);
-  $("composer").addEventListener("submit", (event) => {
-    event.preventDefault();
-    send();
-  });
-  $("question").addEventListener("keydown", (event) => {
-    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
-      event.preventDefault();
-      send();
-    }
-  });
+  wireComposer(send);
   $("new-conversation").addEventListener("click", () => !busy && open(null));
   $("close").addEventListener("click", close);
   document.addEventListener("keydown", (event) => {
