@@ -7,6 +7,7 @@ closes it); screenshots at 390 and 1280 px."""
 from __future__ import annotations
 
 import functools
+import html
 import http.server
 import json
 import os
@@ -236,6 +237,42 @@ def test_a_docs_page_on_another_origin_asks_a_follow_up_that_streams_and_cites(
     assert frame.locator("#turns .turn").count() == 0 and frame.locator("#empty").is_visible()
 
 
+HOSTILE_ANSWER = '<img src=x onerror="alert(1)"><script>alert(2)</script> [open](javascript:alert(3)) **bold**'
+
+
+def with_hostile_answer(route) -> None:
+    """The stored conversation as if its answer held markup and a javascript: link (answers are untrusted)."""
+    response = route.fetch()
+    conversation = response.json()
+    for turn in conversation.get("turns", []):
+        turn["answer"] = HOSTILE_ANSWER
+    route.fulfill(response=response, json=conversation)
+
+
+def test_untrusted_text_stays_inert(assistant: ServiceProcess, sites, context) -> None:
+    docs, _ = sites
+    page = context.new_page()
+    watch(page)
+    dialogs = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    title = '<img src=x onerror="alert(4)">'
+    page.goto(docs.page("inert", NEUTRAL_CSS, assistant.url, title=html.escape(title, quote=True)))
+    _, frame = open_widget(page, assistant)
+    assert frame.locator("#widget-title").inner_text() == title  # the host's title, as text
+    ask(frame, FIRST)
+    context.route(f"{assistant.url}/v1/conversations/*", with_hostile_answer)
+    page.reload()
+    _, frame = open_widget(page, assistant)
+    answer = frame.locator("#turns .turn .answer").first
+    answer.wait_for()
+    assert "<img" in answer.inner_text() and "<script>" in answer.inner_text()
+    assert frame.locator("#turns img, #turns script, #widget-title img").count() == 0
+    assert frame.locator("#turns a[href^='javascript']").count() == 0
+    assert answer.locator("strong").inner_text() == "bold"  # Markdown still renders
+    page.wait_for_timeout(300)
+    assert dialogs == []
+
+
 def test_keyboard_tab_stays_in_the_panel_and_escape_returns_to_the_launcher(
     assistant: ServiceProcess, sites, context
 ) -> None:
@@ -313,11 +350,11 @@ def test_styles_do_not_leak_in_or_out(assistant: ServiceProcess, sites, context)
     assert "Comic" not in hostile[0][0][0] and hostile[1][0][-1] > 300  # the panel is shown, full size
 
 
-@pytest.mark.parametrize("width", [390, 1280])
+@pytest.mark.parametrize("width", [390, 1280, 1920])
 def test_screenshots_at_phone_and_desktop_width(assistant: ServiceProcess, sites, context, width: int) -> None:
     docs, _ = sites
     page = context.new_page()
-    page.set_viewport_size({"width": width, "height": 844 if width == 390 else 860})
+    page.set_viewport_size({"width": width, "height": {390: 844, 1280: 860, 1920: 1080}[width]})
     page.goto(docs.page(f"shot-{width}", NEUTRAL_CSS, assistant.url, why="on"))
     page.screenshot(path=SCREENSHOTS / f"widget-{width}-closed.png")
     _, frame = open_widget(page, assistant)
