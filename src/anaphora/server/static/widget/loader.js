@@ -10,18 +10,29 @@
 // data-accent    the launcher's colour, #rgb or #rrggbb (default #1f5fbf)
 // data-open      "on" opens the panel at once
 (() => {
-  const script = document.currentScript;
-  if (!script || document.querySelector("[data-anaphora-widget]")) return; // one widget per page
-  const data = script.dataset;
-  const frameUrl = new URL("widget", script.src);
-  const assistant = frameUrl.origin;
-  const title = (data.title || "Ask the docs").slice(0, 80);
-  const label = (data.label || "Ask the docs").slice(0, 40);
-  const side = data.position === "left" ? "left" : "right";
-  const accent = /^#([0-9a-f]{3}|[0-9a-f]{6})$/i.test(data.accent || "") ? data.accent : "#1f5fbf";
-  frameUrl.search = new URLSearchParams({ site: location.origin, title, why: data.why === "on" ? "1" : "0" });
+  const SVG = "http://www.w3.org/2000/svg";
+  const ICON = "M4 4h16a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2H9l-5 4v-4a2 2 0 0 1-2-2V6a2 2 0 0 1 2-2z";
 
-  const css = `
+  /** The tag's data- attributes, checked, and the panel's URL (the page's origin and options in its query). */
+  function settingsOf(script) {
+    const data = script.dataset;
+    const frameUrl = new URL("widget", script.src);
+    const title = (data.title || "Ask the docs").slice(0, 80);
+    const why = data.why === "on" ? "1" : "0";
+    frameUrl.search = new URLSearchParams({ site: location.origin, title, why });
+    return {
+      frameUrl,
+      assistant: frameUrl.origin,
+      title,
+      label: (data.label || "Ask the docs").slice(0, 40),
+      side: data.position === "left" ? "left" : "right",
+      accent: /^#([0-9a-f]{3}|[0-9a-f]{6})$/i.test(data.accent || "") ? data.accent : "#1f5fbf",
+      open: data.open === "on",
+    };
+  }
+
+  function css({ side, accent }) {
+    return `
 :host { all: initial !important; display: block !important; position: fixed !important; z-index: 2147483000 !important;
   inset: auto !important; bottom: 0 !important; ${side}: 0 !important; width: 0 !important; height: 0 !important;
   visibility: visible !important; opacity: 1 !important; transform: none !important; }
@@ -38,72 +49,91 @@ iframe { display: block; width: 100%; height: 100%; border: 0; margin: 0; paddin
 @media (max-width: 480px) {
   .panel { inset: 0; width: 100%; height: 100%; border-radius: 0; }
 }`;
-
-  const host = document.createElement("div");
-  host.setAttribute("data-anaphora-widget", "");
-  const root = host.attachShadow({ mode: "open" });
-  if ("adoptedStyleSheets" in root && typeof CSSStyleSheet.prototype.replaceSync === "function") {
-    const sheet = new CSSStyleSheet(); // not an inline <style>: a host page's CSP without 'unsafe-inline' allows it
-    sheet.replaceSync(css);
-    root.adoptedStyleSheets = [sheet];
-  } else {
-    const style = document.createElement("style");
-    style.textContent = css;
-    root.append(style);
   }
-  const launcher = document.createElement("button");
-  launcher.type = "button";
-  launcher.className = "launcher";
-  launcher.setAttribute("aria-haspopup", "dialog");
-  launcher.setAttribute("aria-expanded", "false");
-  launcher.setAttribute("aria-controls", "anaphora-panel");
-  const icon = document.createElementNS("http://www.w3.org/2000/svg", "svg");
-  icon.setAttribute("viewBox", "0 0 24 24");
-  icon.setAttribute("aria-hidden", "true");
-  const path = document.createElementNS("http://www.w3.org/2000/svg", "path");
-  path.setAttribute("d", "M4 4h16a2 2 0 0 1 2 2v10a2 2 0 0 1-2 2H9l-5 4v-4a2 2 0 0 1-2-2V6a2 2 0 0 1 2-2z");
-  icon.append(path);
-  const text = document.createElement("span");
-  text.textContent = label;
-  launcher.append(icon, text);
-  const panel = document.createElement("div");
-  panel.className = "panel";
-  panel.id = "anaphora-panel";
-  panel.hidden = true;
-  root.append(launcher, panel);
-  let frame = null;
 
-  function open() {
-    if (!frame) {
-      frame = document.createElement("iframe");
-      frame.title = title;
-      frame.src = frameUrl.href;
-      frame.referrerPolicy = "origin";
-      panel.append(frame);
+  /** A constructed stylesheet, not an inline <style>: a host page whose CSP forbids inline styles allows it. */
+  function adopt(root, text) {
+    if ("adoptedStyleSheets" in root && typeof CSSStyleSheet.prototype.replaceSync === "function") {
+      const sheet = new CSSStyleSheet();
+      sheet.replaceSync(text);
+      root.adoptedStyleSheets = [sheet];
+    } else {
+      const style = document.createElement("style");
+      style.textContent = text;
+      root.append(style);
     }
-    panel.hidden = false;
-    launcher.setAttribute("aria-expanded", "true");
-    frame.focus();
-    frame.contentWindow?.postMessage({ type: "anaphora:open" }, assistant);
   }
 
-  function close() {
+  function launcherButton(label) {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "launcher";
+    button.setAttribute("aria-haspopup", "dialog");
+    button.setAttribute("aria-expanded", "false");
+    button.setAttribute("aria-controls", "anaphora-panel");
+    const icon = document.createElementNS(SVG, "svg");
+    icon.setAttribute("viewBox", "0 0 24 24");
+    icon.setAttribute("aria-hidden", "true");
+    const path = document.createElementNS(SVG, "path");
+    path.setAttribute("d", ICON);
+    icon.append(path);
+    const text = document.createElement("span");
+    text.textContent = label;
+    button.append(icon, text);
+    return button;
+  }
+
+  /** Open and close the panel; the frame is created on first open, and Esc in it (a message) closes it. */
+  function wire(settings, launcher, panel) {
+    let frame = null;
+    const open = () => {
+      if (!frame) {
+        frame = document.createElement("iframe");
+        frame.title = settings.title;
+        frame.src = settings.frameUrl.href;
+        frame.referrerPolicy = "origin";
+        panel.append(frame);
+      }
+      panel.hidden = false;
+      launcher.setAttribute("aria-expanded", "true");
+      frame.focus();
+      frame.contentWindow?.postMessage({ type: "anaphora:open" }, settings.assistant);
+    };
+    const close = () => {
+      panel.hidden = true;
+      launcher.setAttribute("aria-expanded", "false");
+      launcher.focus();
+    };
+    launcher.addEventListener("click", () => (panel.hidden ? open() : close()));
+    launcher.addEventListener("keydown", (event) => event.key === "Escape" && !panel.hidden && close());
+    window.addEventListener("message", (event) => {
+      const fromPanel = frame && event.source === frame.contentWindow && event.origin === settings.assistant;
+      if (fromPanel && event.data?.type === "anaphora:close") close();
+    });
+    return open;
+  }
+
+  function mount(script) {
+    const settings = settingsOf(script);
+    const host = document.createElement("div");
+    host.setAttribute("data-anaphora-widget", "");
+    const root = host.attachShadow({ mode: "open" });
+    adopt(root, css(settings));
+    const launcher = launcherButton(settings.label);
+    const panel = document.createElement("div");
+    panel.className = "panel";
+    panel.id = "anaphora-panel";
     panel.hidden = true;
-    launcher.setAttribute("aria-expanded", "false");
-    launcher.focus();
+    root.append(launcher, panel);
+    const open = wire(settings, launcher, panel);
+    const attach = () => {
+      document.body.append(host);
+      if (settings.open) open();
+    };
+    if (document.body) attach();
+    else document.addEventListener("DOMContentLoaded", attach);
   }
 
-  launcher.addEventListener("click", () => (panel.hidden ? open() : close()));
-  launcher.addEventListener("keydown", (event) => {
-    if (event.key === "Escape" && !panel.hidden) close();
-  });
-  window.addEventListener("message", (event) => {
-    if (frame && event.source === frame.contentWindow && event.origin === assistant && event.data?.type === "anaphora:close") close();
-  });
-  const attach = () => {
-    document.body.append(host);
-    if (data.open === "on") open();
-  };
-  if (document.body) attach();
-  else document.addEventListener("DOMContentLoaded", attach);
+  const script = document.currentScript;
+  if (script && !document.querySelector("[data-anaphora-widget]")) mount(script); // one widget per page
 })();
