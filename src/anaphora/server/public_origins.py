@@ -3,7 +3,9 @@
 A browser names the page that makes a request in its ``Origin`` header, and a page cannot forge it. So, in public
 mode, a request to ``/v1/...`` that carries an ``Origin``:
 
-- from the service's own origin (its page, the widget's frame) passes, as before;
+- from the service's own origin (its page, the widget's frame) passes, as before: the ``Origin`` names the
+  ``Host`` the request was sent to, or the browser says ``Sec-Fetch-Site: same-origin`` (which a proxy that
+  rewrites ``Host`` leaves intact);
 - from a site in ``public_origins`` passes, with the CORS headers that let that page read the answer (its
   preflight is answered here);
 - from any other origin is refused (HTTP 403, with the reason), preflight included.
@@ -58,7 +60,8 @@ class PublicOriginMiddleware:
             return
         headers = Headers(scope=scope)
         origin = (headers.get("origin") or "").strip().lower()
-        if not origin or own_origin(origin, headers.get("host")):
+        same_origin = headers.get("sec-fetch-site", "").strip().lower() == "same-origin"  # behind a proxy, too
+        if not origin or same_origin or own_origin(origin, headers.get("host")):
             await self.app(scope, receive, send)
             return
         if origin not in self.allowed:

@@ -97,6 +97,8 @@ def test_sites_and_origins_not_in_the_list_are_refused(running) -> None:
         assert "access-control-allow-origin" not in from_evil.headers
         preflight = {"Origin": EVIL, "Access-Control-Request-Method": "POST"}
         assert anonymous.options("/v1/conversations", headers=preflight).status_code == 403
+        proxied = {"Origin": "https://assistant.example.com", "Sec-Fetch-Site": "same-origin"}  # a Host-rewriting proxy
+        assert anonymous.get("/v1/conversations", headers=proxied).status_code == 401  # passed to the credentials
         by_origin = anonymous.post("/v1/visitor/session", headers={"Origin": OTHER_SITE})  # no body: the Origin's
         assert by_origin.status_code == 200 and by_origin.json()["site"] == OTHER_SITE
         assert by_origin.headers["access-control-allow-origin"] == OTHER_SITE
