@@ -18,7 +18,7 @@ from anaphora.server.coordination import build_session_store, build_turn_lock
 from anaphora.server.history_sweeper import HistorySweeper, MemorySweeper
 from anaphora.server.jobs import IngestJobs
 from anaphora.server.metrics import HttpMetrics
-from anaphora.server.public_limits import PublicLimits
+from anaphora.server.public_limits import PublicLimits, build_windows
 from anaphora.server.sessions import STATE_KEY
 from anaphora.server.turns import TurnRunner
 from anaphora.server.visitors import VisitorTokens
@@ -42,7 +42,7 @@ class Service:
         self.settings = settings
         self.auth = auth
         self.visitors = visitors or VisitorTokens(settings.public)  # public mode's anonymous visitors
-        self.public_limits = PublicLimits(settings.public)
+        self.public_limits = PublicLimits(settings.public, build_windows(settings))
         self._components = components
         self.owns_components = owns_components
         self._runner: TurnRunner | None = None
@@ -130,6 +130,7 @@ class Service:
         if self._runner is not None:
             await self._runner.lock.aclose()
         await self.sessions.aclose()
+        await self.public_limits.aclose()
         if self._components is None:
             return
         engine = self._components.engine
@@ -189,7 +190,7 @@ async def refuse_visitors(user: User) -> Principal:
 async def admit_visitor_turn(user: User, svc: Svc) -> Principal:
     """A visitor's question counts against public mode's limits (HTTP 429 with the reason when one is reached)."""
     if user.visitor:
-        svc.public_limits.admit_turn(user.user_id, user.site or "")
+        await svc.public_limits.admit_turn(user.user_id, user.site or "")
     return user
 
 

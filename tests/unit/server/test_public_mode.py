@@ -11,8 +11,7 @@ import time
 import httpx
 import pytest
 
-from anaphora.errors import AuthError, ConfigurationError, RateLimitError
-from anaphora.server.public_limits import PublicLimits
+from anaphora.errors import AuthError, ConfigurationError
 from anaphora.server.serve import check_workers
 from anaphora.server.visitors import VisitorTokens
 from anaphora.settings import PublicSettings, Settings
@@ -207,30 +206,6 @@ def test_long_term_memory_is_off_for_visitors_unless_the_operator_turns_it_on(tm
 def memories(server, user_id: str) -> int:
     """How many long-term memory items the user has."""
     return server.components.database.query("SELECT COUNT(*) FROM memory_items WHERE user_id = ?", (user_id,))[0][0]
-
-
-def test_the_visitor_limit_answers_429_with_the_reason() -> None:
-    now = [1_000_000.0]
-    limits = PublicLimits(
-        PublicSettings(visitor_turns_per_minute=2, site_turns_per_minute=3, public_daily_turns=5), clock=lambda: now[0]
-    )
-    limits.admit_turn("visitor:a", SITE)
-    limits.admit_turn("visitor:a", SITE)
-    with pytest.raises(RateLimitError, match="2 questions in the last minute") as hit:
-        limits.admit_turn("visitor:a", SITE)
-    assert hit.value.code == "visitor_rate_limit" and 59 <= hit.value.retry_after_s <= 60
-    limits.admit_turn("visitor:b", SITE)
-    with pytest.raises(RateLimitError, match=f"too many questions from the visitors of {SITE}") as site:
-        limits.admit_turn("visitor:c", SITE)
-    assert site.value.code == "site_rate_limit"
-    limits.admit_turn("visitor:c", OTHER_SITE)  # another site has its own budget
-    now[0] += 61
-    limits.admit_turn("visitor:a", SITE)
-    with pytest.raises(RateLimitError, match="its 5 public questions for today") as daily:
-        limits.admit_turn("visitor:d", OTHER_SITE)
-    assert daily.value.code == "daily_cap_reached" and "00:00 UTC" in daily.value.hint
-    now[0] += 86400
-    limits.admit_turn("visitor:d", OTHER_SITE)  # a new UTC day
 
 
 def test_limits_over_http_answer_429_with_a_reason_and_retry_after(tmp_path) -> None:

@@ -86,7 +86,7 @@ async def visitor_session(
     known = renewed(svc, request.headers.get("authorization"))
     if known is None or not allowed_site(request, known[1]):  # a site no longer allowed: start over
         site = requested_site(request, body.site if body else None)
-        svc.public_limits.admit_session(site)
+        await svc.public_limits.admit_session(site)
         session = svc.visitors.issue(site)
     else:
         session = svc.visitors.issue(known[1], visitor_id=known[0])
