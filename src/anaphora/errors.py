@@ -131,11 +131,14 @@ class PermissionDeniedError(AuthError):
 
 
 class RateLimitError(AnaphoraError):
-    """Too much at once; ``retry_after_s`` says when trying again makes sense."""
+    """Too much at once; ``retry_after_s`` says when trying again makes sense, ``code`` which limit was hit."""
 
-    def __init__(self, message: str, *, hint: str | None = None, retry_after_s: float = 1.0) -> None:
+    def __init__(
+        self, message: str, *, hint: str | None = None, retry_after_s: float = 1.0, code: str | None = None
+    ) -> None:
         super().__init__(message, hint=hint)
         self.retry_after_s = retry_after_s
+        self.code = code
 
 
 def require(module: str, *, package: str, extra: str, purpose: str):

@@ -14,6 +14,7 @@ small model a component can be given alone (``HybridRetriever`` gets ``settings.
 - ``answers``: the answer phase: answer mode, generation options, the support check, extractive answers.
 - ``memory``: long-term memory across conversations (recall, writing, expiry).
 - ``server``: ``anaphora serve``: address, auth, request limits, sessions, turn ordering, sweeps, shutdown.
+- ``public``: public mode: the embeddable widget's anonymous visitors, the allowed sites, their limits.
 - ``telemetry``: traces.
 
 A new field goes into the group whose line above says what it decides, under a name no other group uses (a test
@@ -610,6 +611,63 @@ class ServerSettings(SettingsGroup):
     )
 
 
+class PublicSettings(SettingsGroup):
+    """Public mode: anonymous visitors of a docs site, through the embeddable widget (off by default)."""
+
+    public_mode: bool = Field(
+        default=False,
+        description="serve the embeddable widget (/widget.js) and give anonymous visitors a signed, short-lived "
+        "session (POST /v1/visitor/session); visitors see only their own conversations",
+    )
+    public_origins: list[str] = Field(
+        default_factory=list,
+        description="the web origins (scheme://host[:port]) that may embed the widget and call the API as a "
+        "visitor: CORS, the Origin check and the widget's frame-ancestors",
+    )
+    visitor_secret: SecretStr = Field(
+        default=SecretStr(""),
+        description="key that signs visitor sessions (at least 32 bytes); empty: a random key per process, so "
+        "sessions end on restart and replicas need a shared key",
+    )
+    visitor_session_ttl_s: float = Field(
+        default=3600.0, gt=0, le=86400.0, description="a visitor session's lifetime; the widget renews it while used"
+    )
+    visitor_turns_per_minute: int = Field(
+        default=6, ge=1, description="questions one visitor may ask per minute (HTTP 429 above)"
+    )
+    site_turns_per_minute: int = Field(
+        default=60,
+        ge=1,
+        description="questions, and new visitor sessions, per minute from all visitors of one site (HTTP 429 above)",
+    )
+    public_daily_turns: int = Field(
+        default=2000, ge=1, description="questions all visitors together may ask per UTC day (HTTP 429 above)"
+    )
+    visitor_memory: bool = Field(
+        default=False,
+        description="long-term memory for visitors (recall and writing across their conversations); off by default",
+    )
+
+    @field_validator("public_origins", mode="after")
+    @classmethod
+    def _origins(cls, values: list[str]) -> list[str]:
+        return [web_origin(value) for value in values]
+
+
+def web_origin(value: str) -> str:
+    """``https://docs.example.com`` from an allow-list entry; anything that is not one origin is refused."""
+    from urllib.parse import urlsplit
+
+    text = value.strip().rstrip("/").lower()
+    parts = urlsplit(text)
+    if text == "*" or parts.scheme not in ("http", "https") or not parts.hostname or parts.path or parts.query:
+        raise ValueError(
+            f"public_origins: {value!r} is not a web origin; give each site as scheme://host[:port], e.g. "
+            "https://docs.example.com (no path, no wildcard: every allowed site is named)"
+        )
+    return f"{parts.scheme}://{parts.netloc}"
+
+
 class TelemetrySettings(SettingsGroup):
     """OpenTelemetry traces of turns and stages."""
 
@@ -641,6 +699,7 @@ class Settings(BaseSettings):
     answers: AnswerSettings = Field(default_factory=AnswerSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
+    public: PublicSettings = Field(default_factory=PublicSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
 
     @field_validator("data_dir", mode="after")

@@ -11,13 +11,14 @@ from starlette.middleware import Middleware
 
 from anaphora import __version__
 from anaphora.app import Components
-from anaphora.server import errors, openapi_errors, web
+from anaphora.server import errors, openapi_errors, web, widget
 from anaphora.server.asgi import HeadAsGetMiddleware
 from anaphora.server.auth import build_authenticator
 from anaphora.server.dev_guard import DevModeGuard
 from anaphora.server.limits import BodyLimitMiddleware
 from anaphora.server.logs import RequestIdMiddleware
 from anaphora.server.metrics import MetricsMiddleware
+from anaphora.server.public_origins import PublicOriginMiddleware
 from anaphora.server.routes import (
     chat,
     conversation_items,
@@ -28,9 +29,11 @@ from anaphora.server.routes import (
     responses,
     session,
     users,
+    visitor,
 )
 from anaphora.server.sessions import SessionHeaderMiddleware
 from anaphora.server.state import Service
+from anaphora.server.visitors import PublicAuth, VisitorTokens
 from anaphora.server.web import NoSniffMiddleware
 from anaphora.settings import Settings, load_settings
 
@@ -45,7 +48,11 @@ def create_app(
     ``anaphora serve`` does: it builds them first, so that a broken model or store is reported like any CLI error.
     """
     owned = components is None if owns_components is None else owns_components
-    service = Service(settings, build_authenticator(settings.server), components, owns_components=owned)
+    visitors = VisitorTokens(settings.public)
+    auth = build_authenticator(settings.server)
+    if settings.public.public_mode:  # anonymous visitors too, each with a signed session (visitors.py)
+        auth = PublicAuth(auth, visitors)
+    service = Service(settings, auth, components, owns_components=owned, visitors=visitors)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -67,9 +74,11 @@ def create_app(
     app.state.service = service
     errors.install(app)
     openapi_errors.install(app)  # the error responses and media types the server really answers with
-    for module in (chat, responses, conversations, conversation_items, documents, memories, session, users, ops):
+    routers = (chat, responses, conversations, conversation_items, documents, memories, session, users, visitor, ops)
+    for module in routers:
         app.include_router(module.router)
-    web.install(app, settings.server)  # the chat page at / (web_ui)
+    web.install(app, settings.server, widget=settings.public.public_mode)  # the chat page at / (web_ui)
+    widget.install(app, settings.public)  # the embeddable widget (public mode)
     return app
 
 
@@ -77,11 +86,14 @@ def middleware(settings: Settings, service: Service) -> list[Middleware]:
     """The service's middleware, in one ordered list, outermost first."""
     server = settings.server
     guard = [Middleware(DevModeGuard, allowed_hosts=server.dev_allowed_hosts)] if server.auth == "none" else []
+    allowed = settings.public.public_origins
+    public = [Middleware(PublicOriginMiddleware, allowed=allowed)] if settings.public.public_mode else []
     return [
         Middleware(NoSniffMiddleware),  # nosniff on every response, the error responses included
         Middleware(RequestIdMiddleware),  # every record of the request carries its id
         Middleware(MetricsMiddleware, metrics=lambda: service.http_metrics),  # counts the 413s too
         Middleware(SessionHeaderMiddleware),
+        *public,  # public mode: the Origin allow-list and CORS (public_origins.py)
         *guard,  # auth 'none': answer only this machine's own pages (dev_guard.py)
         Middleware(BodyLimitMiddleware, max_bytes=settings.server.max_request_bytes),
         Middleware(HeadAsGetMiddleware),  # logs and metrics still see the HEAD

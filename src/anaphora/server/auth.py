@@ -25,6 +25,8 @@ MIN_RSA_BITS = 2048  # NIST SP 800-131A: shorter RSA keys are disallowed for sig
 class Principal:
     user_id: str
     admin: bool = False
+    visitor: bool = False  # an anonymous visitor of public mode (anaphora.server.visitors)
+    site: str | None = None  # a visitor's site: the web origin that embeds the widget
 
 
 class Authenticator(Protocol):
@@ -40,6 +42,12 @@ class NoAuth:
 
 def _denied(message: str, hint: str = "send a valid token: Authorization: Bearer <JWT>") -> AuthError:
     return AuthError(message, hint=hint)
+
+
+def bearer_token(authorization: str | None) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header, else None."""
+    scheme, _, token = (authorization or "").partition(" ")
+    return (token.strip() or None) if scheme.lower() == "bearer" else None
 
 
 def _scopes(claims: dict[str, Any]) -> set[str]:
@@ -142,9 +150,8 @@ class JWTAuth:
         jwt = self.jwt
         if not authorization:
             raise _denied("missing credentials: no Authorization header")
-        scheme, _, token = authorization.partition(" ")
-        token = token.strip()
-        if scheme.lower() != "bearer" or not token:
+        token = bearer_token(authorization)
+        if token is None:
             raise _denied("the Authorization header must be 'Bearer <token>'")
         try:
             header = jwt.get_unverified_header(token)

@@ -97,8 +97,9 @@ def describe(exc: BaseException) -> tuple[int, dict[str, Any], dict[str, str]]:
                 hint = "check the id: GET /v1/conversations lists yours"
             elif status == 401:
                 headers["WWW-Authenticate"] = 'Bearer realm="anaphora"'
-            elif status == 429:
-                headers["Retry-After"] = str(max(1, math.ceil(getattr(exc, "retry_after_s", 1.0))))
+            elif isinstance(exc, RateLimitError):
+                headers["Retry-After"] = str(max(1, math.ceil(exc.retry_after_s)))
+                code = exc.code or code
             elif isinstance(exc, StoreError):  # the message and hint say which store, and what to check
                 log.warning("store unavailable: %s", exc)
                 headers["Retry-After"] = str(STORE_RETRY_AFTER_S)

@@ -19,14 +19,17 @@ TURN_OPERATIONS = {
     ("post", "/v1/responses"),
 }
 BODY_REFERENCES = {("post", "/v1/responses")}  # name a resource in the body (previous_response_id, conversation)
+VISITOR_SESSION = ("post", "/v1/visitor/session")  # 404 with public mode off, 429 past the site's limit
 _DESCRIPTIONS = {
     "400": "Bad request: a body that is not JSON (`invalid_json`), or input the service refuses",
     "401": "Missing, malformed, expired or wrongly signed token (auth `jwt`)",
-    "403": "Not allowed: an admin-only route, or development mode refusing a foreign Host or a cross-site request",
+    "403": "Not allowed: an admin-only route, development mode refusing a foreign Host or a cross-site request, "
+    "a route closed to public mode's visitors, or an Origin not in public_origins",
     "404": "No such resource for this user",
     "413": "The request body is larger than max_request_bytes",
     "422": "The body or a parameter does not match the request schema (`validation_error`)",
-    "429": "Too many turns in flight for this user; Retry-After says when to try again",
+    "429": "Too many turns in flight for this user, or a public-mode limit (per visitor, per site, daily cap); "
+    "Retry-After says when to try again",
     "500": "Internal error (with a reference to the server log) or a configuration error",
     "503": "The chat model or the store is unavailable; Retry-After says when to try again",
 }
@@ -108,6 +111,8 @@ def error_statuses(method: str, path: str, operation: dict[str, Any]) -> set[str
         statuses.add("404")
     if (method, path) in TURN_OPERATIONS:
         statuses.add("429")
+    if (method, path) == VISITOR_SESSION:
+        statuses |= {"404", "429"}
     if path == "/readyz":
         statuses.add("503")
     return statuses

@@ -59,6 +59,14 @@ def check_workers(settings: Settings, workers: int) -> None:
             hint="set ANAPHORA_TURN_LOCK=redis (with ANAPHORA_REDIS_URL) or postgres (with ANAPHORA_POSTGRES_URL), "
             "or serve with --workers 1",
         )
+    public = settings.public
+    if workers > 1 and public.public_mode and not public.visitor_secret.get_secret_value():
+        raise ConfigurationError(
+            f"{workers} workers cannot share visitor sessions signed with a key of each process (visitor_secret "
+            "is empty)",
+            hint="set ANAPHORA_VISITOR_SECRET to a random secret of at least 32 bytes (openssl rand -hex 32), "
+            "or serve with --workers 1",
+        )
     if workers > 1 and settings.server.session_store == "memory":
         raise ConfigurationError(
             f"{workers} workers cannot share sessions kept in memory (session_store 'memory')",

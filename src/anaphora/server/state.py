@@ -18,8 +18,10 @@ from anaphora.server.coordination import build_session_store, build_turn_lock
 from anaphora.server.history_sweeper import HistorySweeper, MemorySweeper
 from anaphora.server.jobs import IngestJobs
 from anaphora.server.metrics import HttpMetrics
+from anaphora.server.public_limits import PublicLimits, build_windows
 from anaphora.server.sessions import STATE_KEY
 from anaphora.server.turns import TurnRunner
+from anaphora.server.visitors import VisitorTokens
 from anaphora.settings import Settings
 
 log = logging.getLogger("anaphora.server")
@@ -29,10 +31,18 @@ class Service:
     """What the routes share: settings, the authenticator, the components and the turn runner."""
 
     def __init__(
-        self, settings: Settings, auth: Authenticator, components: Components | None, *, owns_components: bool
+        self,
+        settings: Settings,
+        auth: Authenticator,
+        components: Components | None,
+        *,
+        owns_components: bool,
+        visitors: VisitorTokens | None = None,
     ) -> None:
         self.settings = settings
         self.auth = auth
+        self.visitors = visitors or VisitorTokens(settings.public)  # public mode's anonymous visitors
+        self.public_limits = PublicLimits(settings.public, build_windows(settings))
         self._components = components
         self.owns_components = owns_components
         self._runner: TurnRunner | None = None
@@ -120,6 +130,7 @@ class Service:
         if self._runner is not None:
             await self._runner.lock.aclose()
         await self.sessions.aclose()
+        await self.public_limits.aclose()
         if self._components is None:
             return
         engine = self._components.engine
@@ -148,7 +159,10 @@ Svc = Annotated[Service, Depends(service)]
 
 
 async def require_admin(user: User, svc: Svc) -> Principal:
-    """Documents are the deployment's, not a user's: managing them needs the 'admin' scope (dev mode: everyone)."""
+    """Documents are the deployment's, not a user's: managing them needs the 'admin' scope (dev mode: everyone but
+    anonymous visitors)."""
+    if user.visitor:
+        raise visitors_refused("managing documents")
     if svc.settings.server.auth != "none" and not user.admin:
         raise PermissionDeniedError(
             "managing documents needs administrator rights", hint="use a token with the 'admin' scope"
@@ -157,3 +171,32 @@ async def require_admin(user: User, svc: Svc) -> Principal:
 
 
 Admin = Annotated[Principal, Depends(require_admin)]
+
+
+def visitors_refused(what: str) -> PermissionDeniedError:
+    return PermissionDeniedError(
+        f"{what} is closed to anonymous visitors (public mode)",
+        hint="sign in with a token from the service's operator",
+    )
+
+
+async def refuse_visitors(user: User) -> Principal:
+    """For the routes closed to anonymous visitors: long-term memory (and, through :func:`require_admin`, admin)."""
+    if user.visitor:
+        raise visitors_refused("long-term memory")
+    return user
+
+
+async def admit_visitor_turn(user: User, svc: Svc) -> Principal:
+    """A visitor's question counts against public mode's limits (HTTP 429 with the reason when one is reached)."""
+    if user.visitor:
+        await svc.public_limits.admit_turn(user.user_id, user.site or "")
+    return user
+
+
+def memory_allowed(user: Principal, svc: Service, wanted: bool) -> bool:
+    """Whether the turn may recall and write long-term memory: anonymous visitors only when the operator says so."""
+    return wanted and (not user.visitor or svc.settings.public.visitor_memory)
+
+
+VisitorTurn = Annotated[Principal, Depends(admit_visitor_turn)]

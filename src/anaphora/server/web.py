@@ -59,8 +59,10 @@ class NoSniffMiddleware(ExchangeObserver):
         message["headers"] = headers
 
 
-def install(app: FastAPI, settings: ServerSettings) -> None:
-    """Add the page (unless ``web_ui`` is off) to ``app`` (the nosniff header is in the app's middleware list)."""
+def install(app: FastAPI, settings: ServerSettings, *, widget: bool = False) -> None:
+    """Add the page (unless ``web_ui`` is off) to ``app`` (the nosniff header is in the app's middleware list); its
+    files also when the ``widget`` (public mode) needs them."""
     if settings.web_ui:
         app.include_router(router)
+    if settings.web_ui or widget:
         app.mount(MOUNT, PageFiles(directory=STATIC), name="ui")

@@ -13,7 +13,7 @@ from fastapi import APIRouter
 from anaphora.errors import InputError
 from anaphora.pipeline.engine import TurnRequest
 from anaphora.server import completions, replies
-from anaphora.server.routes.deps import Svc, User, check_length
+from anaphora.server.routes.deps import Svc, VisitorTurn, check_length, memory_allowed
 from anaphora.server.schemas import ChatCompletionRequest, ChatMessage
 from anaphora.types import Message
 
@@ -36,7 +36,7 @@ def split(messages: list[ChatMessage], max_chars: int) -> tuple[str, list[Messag
 
 
 @router.post("/v1/chat/completions", summary="Answer the last user message, with the earlier ones as history")
-async def chat_completions(body: ChatCompletionRequest, user: User, svc: Svc) -> Any:
+async def chat_completions(body: ChatCompletionRequest, user: VisitorTurn, svc: Svc) -> Any:
     question, history = split(body.messages, svc.settings.server.max_message_chars)
     request = TurnRequest(
         question,
@@ -44,7 +44,7 @@ async def chat_completions(body: ChatCompletionRequest, user: User, svc: Svc) ->
         history=history,
         temperature=body.temperature,
         max_tokens=body.max_tokens,
-        memory=body.anaphora.memory,
+        memory=memory_allowed(user, svc, body.anaphora.memory),
     )
     turn = await svc.runner.start(request)
     completion = completions.Completion(body.model, svc.components.chat_model.count_tokens)

@@ -10,7 +10,7 @@ from anaphora.pipeline.engine import TurnRequest
 from anaphora.server import completions, replies
 from anaphora.server.response_schemas import NewConversation
 from anaphora.server.routes.conversation_items import add_conversation_items
-from anaphora.server.routes.deps import Svc, User, check_length
+from anaphora.server.routes.deps import Svc, User, VisitorTurn, check_length, memory_allowed
 from anaphora.server.schemas import (
     Answer,
     ConversationDetail,
@@ -74,9 +74,10 @@ async def rename(conversation_id: str, body: RenameConversation, user: User, svc
     response_model=Answer,
     summary="Ask the next question; the answer as JSON, or as SSE with stream: true",
 )
-async def post_message(conversation_id: str, body: PostMessage, user: User, svc: Svc) -> Any:
+async def post_message(conversation_id: str, body: PostMessage, user: VisitorTurn, svc: Svc) -> Any:
     check_length(body.content, svc.settings.server.max_message_chars, "content")
-    request = TurnRequest(body.content, user_id=user.user_id, conversation_id=conversation_id, memory=body.memory)
+    memory = memory_allowed(user, svc, body.memory)
+    request = TurnRequest(body.content, user_id=user.user_id, conversation_id=conversation_id, memory=memory)
     turn = await svc.runner.start(request)
 
     def extension(result):

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from anaphora.errors import InputError
-from anaphora.server.state import Admin, Svc, User
+from anaphora.server.state import Admin, Svc, User, VisitorTurn, memory_allowed, refuse_visitors
 
-__all__ = ["Admin", "Svc", "User", "check_length"]
+__all__ = ["Admin", "Svc", "User", "VisitorTurn", "check_length", "memory_allowed", "refuse_visitors"]
 
 
 def check_length(text: str, limit: int, where: str) -> None:

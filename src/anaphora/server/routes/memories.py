@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query
 
 from anaphora.app import erase_memory
 from anaphora.memory.forget import forget
-from anaphora.server.routes.deps import Svc, User
+from anaphora.server.routes.deps import Svc, User, refuse_visitors
 from anaphora.server.schemas import MemoriesErased, MemoryDeleted, MemoryList, MemoryOut
 
-router = APIRouter(tags=["memories"])
+router = APIRouter(tags=["memories"], dependencies=[Depends(refuse_visitors)])  # closed to visitors
 BASE = "/v1/memories"
 
 

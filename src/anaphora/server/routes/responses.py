@@ -33,7 +33,7 @@ from anaphora.server.response_schemas import (
     messages_of,
     pairs_of,
 )
-from anaphora.server.routes.deps import Svc, User, check_length
+from anaphora.server.routes.deps import Svc, User, VisitorTurn, check_length, memory_allowed
 from anaphora.server.state import Service
 from anaphora.server.turns import Turn
 from anaphora.store.protocols import Conversation, ConversationStore, NewTurn, StoredTurn
@@ -173,7 +173,7 @@ async def stateless_history(svc: Service, user_id: str, body: CreateResponse) ->
     responses={200: {"model": ResponseOut}},
     summary="Answer the input, continuing a response chain or a conversation; JSON, or SSE with stream",
 )
-async def create_response(body: CreateResponse, user: User, svc: Svc) -> Any:
+async def create_response(body: CreateResponse, user: VisitorTurn, svc: Svc) -> Any:
     body.unsupported()
     question, earlier = split_input(body, svc.settings.server.max_message_chars)
     options = {"temperature": body.temperature, "max_tokens": body.max_output_tokens}
@@ -196,9 +196,8 @@ async def create_response(body: CreateResponse, user: User, svc: Svc) -> Any:
     try:
         if seeded:
             await add_turns(svc, user.user_id, conversation_id, [NewTurn(question=q, answer=a) for q, a in seeded])
-        request = TurnRequest(
-            question, user_id=user.user_id, conversation_id=conversation_id, memory=body.anaphora.memory, **options
-        )
+        memory = memory_allowed(user, svc, body.anaphora.memory)
+        request = TurnRequest(question, user_id=user.user_id, conversation_id=conversation_id, memory=memory, **options)
         # the index a stream announces: exact unless turns of one conversation race, and then the stored
         # result, which the final event and the JSON reply carry, has the last word
         shape = responses.ResponseShape.stored(conversation_id, index, body.model, echo=echo(body))

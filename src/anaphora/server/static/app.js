@@ -3,20 +3,13 @@
 // message and hint.
 
 import * as api from "./js/api.js";
-import { ask, errorNodes, showTurns } from "./js/chat.js";
+import { ask, showError, showTurns, wireComposer } from "./js/chat.js";
 import * as conversations from "./js/conversations.js";
-import { $, el, show } from "./js/dom.js";
+import { $, show } from "./js/dom.js";
 import * as upload from "./js/upload.js";
 
 let conversationId = null;
 let busy = false;
-
-function showError(error) {
-  const banner = $("error");
-  const close = el("button", { type: "button", class: "icon", "aria-label": "Dismiss", text: "✕", onclick: () => show(banner, false) });
-  banner.replaceChildren(el("div", {}, errorNodes(error)), close);
-  show(banner, true);
-}
 
 function hideError() {
   show($("error"), false);
@@ -120,16 +113,7 @@ function closeSidebarOnPhone() {
 }
 
 function wire() {
-  $("composer").addEventListener("submit", (event) => {
-    event.preventDefault();
-    send();
-  });
-  $("question").addEventListener("keydown", (event) => {
-    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
-      event.preventDefault();
-      send();
-    }
-  });
+  wireComposer(send);
   $("new-conversation").addEventListener("click", () => go(null));
   $("close-sidebar").addEventListener("click", () => {
     closeSidebarOnPhone();

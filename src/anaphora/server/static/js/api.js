@@ -13,9 +13,10 @@ export class ApiError extends Error {
 }
 
 export const token = {
-  get: () => sessionStorage.getItem(TOKEN_KEY) || "",
-  set: (value) => sessionStorage.setItem(TOKEN_KEY, value),
-  clear: () => sessionStorage.removeItem(TOKEN_KEY),
+  key: TOKEN_KEY, // the widget keeps its visitor session under its own key
+  get() { return sessionStorage.getItem(this.key) || ""; },
+  set(value) { sessionStorage.setItem(this.key, value); },
+  clear() { sessionStorage.removeItem(this.key); },
 };
 
 let unauthorized = () => {};

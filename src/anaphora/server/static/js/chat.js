@@ -3,10 +3,24 @@
 
 import * as api from "./api.js";
 import { $, el, show } from "./dom.js";
-import { render } from "./markdown.js";
+import { render, safeUrl } from "./markdown.js";
 import { whyPanel } from "./why.js";
 
+/** What a page shows of each turn: the widget may leave the "why this answer" panel out. */
+export const options = { why: true };
+
 const dialog = () => $("passage");
+
+/** The published page a citation opens (a page URL its source carries), or null: then the passage opens. */
+export function publishedUrl(citation, passage) {
+  const raw = citation?.url || passage?.url || passage?.metadata?.url || "";
+  const url = raw ? safeUrl(raw) : null;
+  return url && /^https?:/.test(url) ? url : null;
+}
+
+function sourceLink(url, props, ...children) {
+  return el("a", { href: url, target: "_blank", rel: "noopener noreferrer nofollow", ...props }, ...children);
+}
 
 /** Show a passage (untrusted text, rendered inert) with its source and heading. */
 export function openPassage(passage, citation = {}) {
@@ -27,28 +41,32 @@ function renderAnswer(node, answer, citations, trace) {
   const passages = new Map((trace?.retrieved || []).map((p) => [p.id, p]));
   const numbers = new Map((citations || []).map((c, i) => [c.id, i + 1]));
   const open = (citation) => () => openPassage(passages.get(citation.id), citation);
+  const urlOf = (citation) => publishedUrl(citation, passages.get(citation.id));
   const cite = (id) => {
     if (!numbers.has(id)) return null;
     const citation = citations[numbers.get(id) - 1];
-    return el("button", {
-      type: "button", class: "cite", title: `${citation.source}${citation.heading ? ` — ${citation.heading}` : ""}`,
-      "aria-label": `source ${numbers.get(id)}: ${citation.source}`, text: String(numbers.get(id)), onclick: open(citation),
-    });
+    const props = {
+      class: "cite", title: `${citation.source}${citation.heading ? ` — ${citation.heading}` : ""}`,
+      "aria-label": `source ${numbers.get(id)}: ${citation.source}`, text: String(numbers.get(id)),
+    };
+    const url = urlOf(citation);
+    return url ? sourceLink(url, props) : el("button", { type: "button", onclick: open(citation), ...props });
+  };
+  const entry = (c, i) => {
+    const parts = [
+      el("span", { class: "cite-number", text: String(i + 1) }),
+      el("span", { class: "source-name", text: c.source || c.id }),
+      c.heading ? el("span", { class: "source-heading", text: ` — ${c.heading}` }) : null,
+    ];
+    const url = urlOf(c);
+    return url ? sourceLink(url, { class: "source" }, ...parts) : el("button", { type: "button", class: "source", onclick: open(c) }, ...parts);
   };
   render(node.querySelector(".answer"), answer, cite);
   const sources = node.querySelector(".sources");
-  sources.replaceChildren(
-    ...(citations || []).map((c, i) =>
-      el("li", {}, el("button", { type: "button", class: "source", onclick: open(c) },
-        el("span", { class: "cite-number", text: String(i + 1) }),
-        el("span", { class: "source-name", text: c.source || c.id }),
-        c.heading ? el("span", { class: "source-heading", text: ` — ${c.heading}` }) : null,
-      )),
-    ),
-  );
+  sources.replaceChildren(...(citations || []).map((c, i) => el("li", {}, entry(c, i))));
   show(sources, Boolean(citations && citations.length));
   node.querySelector(".why")?.remove();
-  if (trace) node.querySelector(".reply").append(whyPanel(trace, citations, (p) => openPassage(p)));
+  if (trace && options.why) node.querySelector(".reply").append(whyPanel(trace, citations, (p) => openPassage(p)));
 }
 
 function turnNode(question) {
@@ -64,6 +82,14 @@ function turnNode(question) {
 
 export function errorNodes(error) {
   return [el("strong", { text: error.message || String(error) }), error.hint ? el("span", { class: "hint", text: ` ${error.hint}` }) : null];
+}
+
+/** The page's error banner (#error) with the API's message and hint, and a button that dismisses it. */
+export function showError(error) {
+  const banner = $("error");
+  const close = el("button", { type: "button", class: "icon", "aria-label": "Dismiss", text: "✕", onclick: () => show(banner, false) });
+  banner.replaceChildren(el("div", {}, errorNodes(error)), close);
+  show(banner, true);
 }
 
 export function showTurns(turns) {
@@ -130,4 +156,18 @@ export async function ask(conversationId, question) {
     show(stop, false);
     show($("send"), true);
   }
+}
+
+/** The composer (#composer, #question): its button and Enter call `send`; Shift+Enter adds a line. */
+export function wireComposer(send) {
+  $("composer").addEventListener("submit", (event) => {
+    event.preventDefault();
+    send();
+  });
+  $("question").addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      send();
+    }
+  });
 }
