@@ -98,7 +98,7 @@ def _ingest(
 @app.command()
 def ingest(
     ctx: typer.Context,
-    paths: Annotated[list[Path], typer.Argument(help="files or folders (.md .txt .html .pdf .jsonl)")],
+    paths: Annotated[list[Path], typer.Argument(help="files or folders (.md .rst .txt .html .pdf .jsonl)")],
     prune: Annotated[bool, typer.Option(help="remove documents whose files left an ingested folder")] = True,
     rebuild: Annotated[bool, typer.Option(help="re-chunk and re-embed unchanged files too")] = False,
     verbose: Annotated[

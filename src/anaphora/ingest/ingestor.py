@@ -116,7 +116,7 @@ def _empty_reason(file: Path, data: bytes) -> str:
         return "empty file"
     if suffix == ".jsonl":
         return "no passages (only blank lines)"
-    if suffix in (".md", ".markdown", ".html", ".htm"):
+    if suffix in (".md", ".markdown", ".rst", ".html", ".htm"):
         return "no body text (only headings or markup)"
     return "no text found"
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from anaphora.ingest.dialects import (
     HEADING_ATTRIBUTES,
+    FenceInfo,
     drop_escaped_tags,
     fence_info,
     html_text,
@@ -28,6 +29,7 @@ from anaphora.ingest.sections import Block, Section
 
 METADATA_KEYS = ("title", "description", "weight", "aliases")
 _BR = "\x00"  # where an inline <br> was: nothing between two code spans (a dotted key split over lines), else a space
+CELL_BREAK = _BR  # a line break inside a table cell, for other readers that build cells (table_blocks)
 
 
 @dataclass(slots=True)
@@ -169,8 +171,13 @@ def _block(tokens: Sequence) -> list[Block]:
 
 
 def _code(token) -> list[Block]:
-    info = fence_info(token.info if token.type == "fence" else "")
-    content = token.content.rstrip("\n")
+    return code_blocks(fence_info(token.info if token.type == "fence" else ""), token.content)
+
+
+def code_blocks(info: FenceInfo, content: str) -> list[Block]:
+    """A code block (after its label line, when it has one) as the chunker keeps it: fenced, never cut from the
+    sentence before it. Shared with the reStructuredText reader (:mod:`anaphora.ingest.rst`)."""
+    content = content.rstrip("\n")
     if info.is_diagram or not content.strip():  # diagram source answers nothing; an empty block says nothing
         return []
     lines = tuple(content.split("\n"))
@@ -258,6 +265,13 @@ def _table(tokens: Sequence) -> list[Block]:
             header_rows += in_head
         elif token.type == "inline" and rows:
             rows[-1].append(inline_text(token.children or []).strip())
+    return table_blocks(rows, header_rows)
+
+
+def table_blocks(rows: list[list[str]], header_rows: int) -> list[Block]:
+    """A table as one block: its header rows (the first row when it has none marked), the body rows under them and
+    each body row as a record. Cells may hold ``<br>`` markers (:func:`inline_text`). Shared with the
+    reStructuredText reader."""
     if not rows:
         return []
     lines = ["| " + " | ".join(_cell(c).replace("|", "\\|") for c in cells) + " |" for cells in rows]

@@ -10,10 +10,11 @@ from pathlib import Path
 
 from anaphora.errors import InputError
 from anaphora.ingest.markdown import parse_markdown_page
+from anaphora.ingest.rst import looks_like_rst, parse_rst
 from anaphora.ingest.sections import Section
 from anaphora.text_policy import describe_invalid
 
-SUPPORTED_SUFFIXES = (".md", ".markdown", ".txt", ".html", ".htm", ".pdf", ".jsonl")
+SUPPORTED_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".html", ".htm", ".pdf", ".jsonl")
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +158,19 @@ def parse_jsonl(text: str, name: str) -> list[tuple[str, str, str]]:
     return passages
 
 
+_HTML_TAG = re.compile(r"<[A-Za-z!/]")
+
+
+def _is_rst(suffix: str, text: str) -> bool:
+    """``.rst``, or a ``.txt`` (``.html`` without a tag) written in reStructuredText: Sphinx trees include .txt
+    pages, Django's docs are all .txt, and a built site leaves "Moved" stubs under .html names."""
+    if suffix == ".rst":
+        return True
+    if suffix == ".txt" or (suffix in (".html", ".htm") and not _HTML_TAG.search(text)):
+        return looks_like_rst(text)
+    return False
+
+
 def parse_file(path: Path, limits: ParseLimits = ParseLimits(), *, data: bytes | None = None) -> ParsedDocument:
     """Parse by suffix (``data``: the file's bytes, when the caller has read them already). Raises
     :class:`InputError` for unsupported, unreadable, binary or corrupt files, and for PDFs past ``limits``."""
@@ -179,6 +193,8 @@ def parse_file(path: Path, limits: ParseLimits = ParseLimits(), *, data: bytes |
     document = ParsedDocument(warnings=[warning] if warning else [])
     if suffix == ".jsonl":
         document.passages = parse_jsonl(text, path.name)
+    elif _is_rst(suffix, text):
+        document.sections = parse_rst(text, path.name)
     elif suffix in (".html", ".htm"):
         document.sections = parse_html(text)
     elif suffix == ".txt":
