@@ -150,6 +150,8 @@ def answer_about_conversation(
     if request.intent is Intent.POINT_BACK and request.wants == "question":
         asked = [m.content for m in history if m.role == "user"]
         return f"You asked: {pick(asked, request.ordinal or -1)}" if asked else NOTHING_YET
+    if request.intent is Intent.POINT_BACK and request.gather:
+        return gather(request, said)
     if request.intent is Intent.POINT_BACK:
         return point_back(request, said)
     targets = about(request.topic, said) or [said[-1]]
@@ -276,9 +278,18 @@ def point_back(request: ConversationRequest, said: Sequence[Said]) -> str:
         latest = next((s for s in reversed(said) if any(u.kind == "item" for u in s.units)), said[-1])
         items = [u for u in latest.units if u.kind == "item"] or [u for u in latest.units if u.kind == "sentence"]
         return pick(items, request.ordinal or 1).text.strip()
+    if request.wants in ("command", "identifier") and request.ordinal is not None and not request.topic:
+        # "the first command you gave me": the ordinal counts the commands said, across the answers, in order
+        every = [p for s in said for p in _pieces(s, request.wants, alone=request.alone)]
+        if every:
+            return pick(every, request.ordinal)
     pool = about(request.topic, said) if request.topic else list(said)
     pool = pool or list(said)
     wanted = [s for s in pool if _pieces(s, request.wants)] or pool
+    if request.wants == "command" and request.topic:
+        following = command_after(request.topic, pool)
+        if following:  # "the step after adding it to INSTALLED_APPS, what was the command?"
+            return following
     chosen = pick(wanted, request.ordinal or (1 if request.wants is None and request.topic else -1))
     pieces = _pieces(chosen, request.wants, alone=request.alone or request.max_words is not None)
     if request.wants is None and request.topic and not any(request.topic & content_set(p) for p in pieces):
@@ -300,6 +311,55 @@ def point_back(request: ConversationRequest, said: Sequence[Said]) -> str:
         spans += [t for t in risky_tokens(best) if "/" not in t and "<" not in t]
         return spans[0] if spans else best  # a whole sentence rather than a cut word
     return best
+
+
+def gather(request: ConversationRequest, said: Sequence[Said]) -> str:
+    """Every thing of the kind asked for that the answers said ("which settings did you mention?", "list the
+    commands"), in the order they were first said, each once: identifiers by name, commands as written. The answers
+    about the topic the request names, if any say one."""
+    pool = about(request.topic, said) or list(said)
+    if request.wants == "command":
+        found = [p for s in pool for p in _pieces(s, "command", alone=request.alone)]
+    else:
+        found = [name for s in pool for u in s.units for name in identifiers(u.text)]
+    unique = list({f.casefold(): f for f in reversed(found)}.values())[::-1]  # first mention kept, in order
+    if not unique:
+        return gist(pool[-1], request.max_words or DEFAULT_RECAP_WORDS)
+    if request.wants == "command":
+        return "\n\n".join(unique)
+    return "\n".join(f"- `{name}`" for name in unique)
+
+
+# an identifier as written: a code span without spaces, or a word with an inner _ . - or capital, or a flag
+_IDENTIFIER = re.compile(r"(?<![\w`/.-])(--?[A-Za-z][\w-]*|[A-Za-z][\w]*(?:[._-][\w]+)+|[a-z]+[A-Z]\w*)(?![\w`/])")
+
+
+def identifiers(text: str) -> list[str]:
+    """The names a unit says: its code spans that are one word (not a command, a URL or a number), then its words
+    that read as identifiers (``worker_concurrency``, ``--concurrency``, ``celery.contrib.pytest``)."""
+    spans = [s for s in _CODE_SPAN.findall(text) if " " not in s.strip("`")]
+    names = [s.strip("`") for s in spans if not s.strip("`").replace(".", "").isdigit() and "://" not in s]
+    plain = _CODE_SPAN.sub(" ", text)
+    names += [m.group(1).rstrip(".") for m in _IDENTIFIER.finditer(plain) if "://" not in m.group(1)]
+    return [n for n in names if n and not n.replace(".", "").isdigit()]
+
+
+def command_after(topic: frozenset[str], said: Sequence[Said]) -> str | None:
+    """When no command says what the request names but a sentence of an answer does, the first command after that
+    sentence in the same answer (what a "the step after X" points at); ``None`` when a command names it."""
+    codes = [(s, n) for s in said for n, u in enumerate(s.units) if u.kind == "code"]
+    if not codes or any(topic & content_set(s.units[n].text) for s, n in codes):
+        return None
+    place = max(
+        ((s, n) for s in said for n, u in enumerate(s.units) if u.kind != "code"),
+        key=lambda at: len(topic & content_set(at[0].units[at[1]].text)),
+        default=None,
+    )
+    if place is None or not topic & content_set(place[0].units[place[1]].text):
+        return None
+    answer, start = place
+    later = [n for n, u in enumerate(answer.units) if u.kind == "code" and n > start]
+    return answer.units[later[0]].text.strip() if later else None
 
 
 def pick(items: Sequence, ordinal: int):

@@ -34,7 +34,8 @@ class ConversationRequest:
     one ("first" 1, "second" 2, "last" -1); ``wants``: the kind of thing pointed at ("command", "step", ...);
     ``topic``: stemmed content words that say what it is about ("the access-log part": access, log);
     ``social``: for chit-chat, which kind (thanks, greeting, farewell, identity, ack); ``alone``: the thing pointed at
-    is wanted without what was said around it ("just the query please", "only the command")."""
+    is wanted without what was said around it ("just the query please", "only the command"); ``gather``: every
+    thing of that kind said so far is wanted, not one ("which settings did you mention?", "list the commands")."""
 
     intent: Intent
     max_words: int | None = None
@@ -45,6 +46,7 @@ class ConversationRequest:
     topic: frozenset[str] = field(default_factory=frozenset)
     social: str | None = None
     alone: bool = False
+    gather: bool = False
 
     @property
     def is_meta(self) -> bool:
@@ -143,6 +145,8 @@ _YOU_SAID = re.compile(
     r"\b(did|have) (you|u)( just)? (say|give|tell|mention|suggest|recommend|list|show|point|write|describe|quote|"
     r"mean|name|use|call)\b|(?<!\bif )(?<!\bwhen )(\byou|(?<![-\w])u)('ve| have)?( just)? (said|gave|told|mentioned|"
     r"suggested|recommended|listed|showed|shown|pointed|wrote|written|described|quoted|meant|named|used|called)\b|"
+    # any other thing the assistant has done with words: "you've thrown at me", "you have covered"
+    r"(?<!\bif )(?<!\bwhen )\byou('ve| have)( just)? \w+(ed|en|wn|ght|aid|ade|one|ent)\b|"
     r"\byour( very)? ((first|last|previous|earlier|original|second|latest) )?"
     r"(answer|reply|response|message|suggestion|example|snippet|command)s?\b|\bremind me\b"
 )
@@ -177,6 +181,13 @@ _WANTS = {
     r"ports?|endpoints?|headers?|labels?|packages?|keys?|parameters?|fields?",
 }
 _WANTED = {kind: re.compile(rf"\b({pattern})\b") for kind, pattern in _WANTS.items()}
+# a request to show something again: "paste the permissions command again", "give me that flag again"
+_SHOW = re.compile(r"^\W*(\w+,? )?(show|paste|give|send|print|share|post|drop)\b")
+# a question in the past tense about a thing said: "what was the command?", "which flag was it?"
+_WAS_THE = re.compile(
+    r"\b(what|which) (was|were) (the|that|those) (\w+ )?(" + "|".join(_WANTS.values()) + r")\W*$|"
+    r"\b(which|what) (\w+ )?(" + "|".join(_WANTS.values()) + r") (was|were) (it|that|those)\W*$"
+)
 # words that say how the request is put, not what it is about
 _REQUEST_WORDS = content_set(
     """say said tell told give gave show showed repeat mention mentioned suggest suggested recommend recommended list
@@ -201,7 +212,7 @@ _ALONE = re.compile(
     r"\b(query|command|snippet|code) only\b|\bnothing else\b"
 )
 # every request below needs one of these (or shorten / repeat / recap): without them a message asks the documents
-_POINTING = (_I_ASKED, _YOU_SAID, _CONVERSATION, _AGAIN, _LENGTH, _ORDINAL, _STEP_NUMBER)
+_POINTING = (_I_ASKED, _YOU_SAID, _CONVERSATION, _AGAIN, _LENGTH, _ORDINAL, _STEP_NUMBER, _WAS_THE)
 
 
 def points_at_answer(message: str) -> bool:
@@ -240,10 +251,19 @@ def _ordinal(message: str) -> int | None:
 
 
 def _wants(message: str) -> str | None:
-    for kind, pattern in _WANTED.items():
-        if pattern.search(message):
-            return kind
-    return None
+    """The kind of thing pointed at, by the noun that heads the phrase: the last kind named ("the configuration
+    keys" asks for keys, "the step ..., what was the command?" for a command)."""
+    found = [(m.end(), kind) for kind, pattern in _WANTED.items() for m in pattern.finditer(message)]
+    return max(found)[1] if found else None
+
+
+def _gathers(message: str, wants: str | None, ordinal: int | None) -> bool:
+    """Every thing of the wanted kind is asked for: its noun is plural ("which settings", "the commands"), or the
+    message asks to list them, and no ordinal picks one."""
+    if wants not in ("identifier", "command") or ordinal is not None:
+        return False
+    named = [m.group(0) for m in _WANTED[wants].finditer(message)]
+    return any(n.endswith("s") and not n.endswith("ss") for n in named) or bool(re.search(r"\b(list|enumerate)\b", message))
 
 
 def _topic(message: str) -> frozenset[str]:
@@ -274,10 +294,13 @@ def recognise(message: str) -> ConversationRequest | None:
     again = bool(_AGAIN.search(text))
     if _I_ASKED.search(text):
         return ConversationRequest(Intent.POINT_BACK, max_words, lines, bullets, _ordinal(text), "question")
-    # a topic of its own means the documents, unless the message points at what was said ("the backup part again")
-    pointed = you_said or whole or again or bool(_PART.search(text))
+    # a topic of its own means the documents, unless the message points at what was said ("the backup part again",
+    # "the step after adding it, what was the command?")
+    was_the = bool(_WAS_THE.search(text))
+    pointed = you_said or whole or again or was_the or bool(_PART.search(text))
     asks_docs = bool(_ASKS_DOCS.search(text)) and not whole
-    if (asks_docs and (topic or not (shorten or repeat or recap))) or (topic and not pointed) or len(topic) > 3:
+    room = 3 + 2 * was_the  # "the step after adding it to INSTALLED_APPS, what was the command?" names where
+    if (asks_docs and (topic or not (shorten or repeat or recap))) or (topic and not pointed) or len(topic) > room:
         return None
     ordinal, wants = _ordinal(text), _wants(_LENGTH.sub(" ", text))
     asks_back = bool(_WH_WAS.search(text)) and (again or you_said or ordinal is not None)
@@ -285,7 +308,8 @@ def recognise(message: str) -> ConversationRequest | None:
 
     def request(intent: Intent) -> ConversationRequest:
         kept, alone = (topic if pointed else frozenset()), bool(_ALONE.search(text))
-        return ConversationRequest(intent, max_words, lines, bullets, ordinal, wants, kept, alone=alone)
+        gather = intent is Intent.POINT_BACK and _gathers(_LENGTH.sub(" ", text), wants, ordinal)
+        return ConversationRequest(intent, max_words, lines, bullets, ordinal, wants, kept, alone=alone, gather=gather)
 
     single_answer = re.search(r"\byour( very)? ((last|previous|latest) )?(answer|reply|response)\b", text)
     if recap and (whole or not (pointer or single_answer)):
@@ -303,6 +327,10 @@ def recognise(message: str) -> ConversationRequest | None:
     if you_said or (ordinal is not None and (wants or again) and (again or _WAS.search(text) or _bare(text))):
         return request(Intent.POINT_BACK)
     if again and _WAS.search(text) and (pointer or wants):
+        return request(Intent.POINT_BACK)
+    if again and wants and _SHOW.search(text):  # "paste the permissions command again"
+        return request(Intent.POINT_BACK)
+    if wants and was_the and not asks_docs:  # "the step after X, what was the command?"
         return request(Intent.POINT_BACK)
     if _bare(text) and ordinal is not None:
         return request(Intent.POINT_BACK)

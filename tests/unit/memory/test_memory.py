@@ -23,6 +23,7 @@ from anaphora.pipeline.memory import RecallMemory, RememberTurn
 from anaphora.pipeline.state import TurnRequest, TurnState
 from anaphora.reading.dates import period_asked, resolve_relative_dates
 from anaphora.reading.extract import extract_entities, extract_facts
+from anaphora.reading.message import read
 from anaphora.store import Database
 from anaphora.testing.stages import run_stage
 
@@ -64,7 +65,7 @@ def test_relative_dates_are_resolved_against_the_day_the_turn_was_said() -> None
 
 
 def asked(question: str, user: str) -> TurnState:
-    return TurnState(question=question, request=TurnRequest(question, user_id=user))
+    return TurnState(question=question, request=TurnRequest(question, user_id=user), reading=read(question))
 
 
 def test_the_span_a_question_asks_about_is_resolved_against_now() -> None:
