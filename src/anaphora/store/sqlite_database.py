@@ -12,7 +12,7 @@ from pathlib import Path
 
 from anaphora.errors import StoreError
 from anaphora.store.legacy_episodes import users_words
-from anaphora.store.migrations import Migrations
+from anaphora.store.migrations import Migrations, migrate_now
 from anaphora.store.turn_fields import fields_from_trace
 
 Migration = Callable[[sqlite3.Connection], None]
@@ -214,6 +214,28 @@ def m007_episodes_keep_the_users_words(db: sqlite3.Connection) -> None:
         )
 
 
+class SQLiteLedger:
+    """The steps the SQLite database has run, by name in ``schema_migrations`` (a store from before steps were
+    recorded by name counted them in ``PRAGMA user_version``: those are recorded by name first)."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    async def applied(self) -> list[str]:
+        db = self.db
+        db.execute("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+        applied = [row[0] for row in db.execute("SELECT name FROM schema_migrations")]
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if not applied and version:
+            applied = MIGRATIONS.names[:version] + [f"step {n}" for n in range(len(MIGRATIONS) + 1, version + 1)]
+            db.executemany("INSERT INTO schema_migrations VALUES (?, 0)", [(n,) for n in applied])
+        return applied
+
+    async def apply(self, name: str, step: Migration, number: int) -> None:
+        step(self.db)
+        self.db.execute("INSERT INTO schema_migrations VALUES (?, strftime('%s', 'now'))", (name,))
+
+
 class Database:
     """One SQLite connection guarded by a lock; statements are short, so callers run them inline."""
 
@@ -241,16 +263,7 @@ class Database:
 
     def _migrate(self) -> None:
         with self.transaction() as db:
-            db.execute("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
-            applied = [row[0] for row in db.execute("SELECT name FROM schema_migrations")]
-            version = db.execute("PRAGMA user_version").fetchone()[0]
-            if not applied and version:  # a store from before steps were recorded by name: user_version counted them
-                applied = MIGRATIONS.names[:version] + [f"step {n}" for n in range(len(MIGRATIONS) + 1, version + 1)]
-                db.executemany("INSERT INTO schema_migrations VALUES (?, 0)", [(n,) for n in applied])
-            for name, step in MIGRATIONS.pending(applied, where=f" at {self.path}"):
-                step(db)
-                db.execute("INSERT INTO schema_migrations VALUES (?, strftime('%s', 'now'))", (name,))
-                applied.append(name)
+            applied = migrate_now(MIGRATIONS, SQLiteLedger(db), where=f" at {self.path}")
             db.execute(f"PRAGMA user_version = {len(applied)}")  # what an older Anaphora reads to refuse it
             if db.execute("SELECT 1 FROM meta WHERE key = 'store_id'").fetchone() is None:
                 self.set_meta(db, "store_id", uuid.uuid4().hex)
