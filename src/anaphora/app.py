@@ -15,7 +15,7 @@ from anaphora.ingest import Ingestor, IngestReport
 from anaphora.ingest.ingestor import Progress
 from anaphora.memory import MemoryExport, MemoryKind, MemoryPage, MemoryStore
 from anaphora.memory.forget import forget
-from anaphora.memory.model_facts import ModelFactExtractor
+from anaphora.memory.model_facts import ModelFactExtractor, Supports
 from anaphora.memory.postgres_store import PostgresMemoryStore
 from anaphora.memory.recall import MemoryRecall
 from anaphora.memory.sqlite_store import SQLiteMemoryStore
@@ -55,6 +55,7 @@ from anaphora.pipeline.stages import (
     SkipGate,
 )
 from anaphora.pipeline.summary import RollingSummarizer
+from anaphora.pipeline.support import SupportChecker, Unit
 from anaphora.rerank import load_reranker
 from anaphora.retrieval import EmbeddedPassageIndex, HybridRetriever, IndexCache
 from anaphora.retrieval.base import Retriever
@@ -256,10 +257,22 @@ def build_memory_stages(
         statistics=statistics,
     )
     capable = uses_model_facts(settings.memory, chat_model.capabilities)
-    facts = ModelFactExtractor(chat_model, threshold=settings.answers.support_threshold) if capable else None
+    supports = fact_support(settings.answers.support_threshold)
+    facts = ModelFactExtractor(chat_model, supports=supports) if capable else None
     recorder = TurnRecorder(memory, embedder.inner, facts, known=embedder)
     writer = RememberTurn(recorder, timeout_s=settings.memory.memory_write_timeout_s)
     return recall, personal if settings.memory.memory_personal_query else None, writer
+
+
+def fact_support(threshold: float) -> Supports:
+    """Whether the user's words hold a fact the model extracted: the answer check's rule at ``threshold`` (the
+    share of the fact's content words found there; every risky token verbatim)."""
+
+    def supports(claim: str, words: str) -> bool:
+        checker = SupportChecker([], [words], threshold=threshold)
+        return checker.check(Unit(claim, "", "sentence")).verdict == "supported"
+
+    return supports
 
 
 def build_embedding_cache(stores: StoreSettings, database: Database, closers: Closers) -> EmbeddingCache:
