@@ -17,11 +17,13 @@ Step = TypeVar("Step", bound=Callable)
 class Migrations(Sequence[tuple[str, Step]], Generic[Step]):
     """The ordered, named schema steps of one database; use an instance as the decorator that registers one."""
 
-    def __init__(self, what: str, hint: str) -> None:
+    def __init__(self, what: str, hint: str, moved: Iterable[str] = ()) -> None:
         """``what`` names the database in errors ("the SQLite store at ..."); ``hint`` says how to get past a
-        database written by a newer Anaphora."""
+        database written by a newer Anaphora; ``moved``: steps this ledger may record that another owner of tables
+        in the same database runs now (known, never run here)."""
         self.what = what
         self.hint = hint
+        self.moved = frozenset(moved)
         self._steps: list[tuple[str, Step]] = []
 
     def __call__(self, step: Step) -> Step:
@@ -50,7 +52,7 @@ class Migrations(Sequence[tuple[str, Step]], Generic[Step]):
     def pending(self, applied: Iterable[str], where: str = "") -> list[tuple[str, Step]]:
         """The steps not yet applied, in order; refuses a database that has steps this code does not know."""
         done = set(applied)
-        unknown = sorted(done - set(self.names))
+        unknown = sorted(done - set(self.names) - self.moved)
         if unknown:
             raise StoreError(
                 f"{self.what}{where} was written by a newer Anaphora (schema step {unknown[-1]!r})", hint=self.hint

@@ -73,3 +73,27 @@ class SuspendingLedger:
 async def test_the_synchronous_runner_refuses_a_ledger_that_suspends() -> None:
     with pytest.raises(RuntimeError, match="await migrate"):
         migrate_now(two_steps(), SuspendingLedger())
+
+
+def test_a_database_of_then_keeps_its_memory_tables_and_steps(tmp_path: Path) -> None:
+    """Before the memory store kept its own ledger the database's recorded all seven steps: opened now, no step
+    runs again (each would fail: its tables exist) and the memory store adopts its three."""
+    from anaphora.memory.sqlite_schema import LEDGER
+    from anaphora.memory.sqlite_schema import MIGRATIONS as MEMORY_STEPS
+    from anaphora.memory.sqlite_store import SQLiteMemoryStore
+    from anaphora.store.sqlite_database import NUMBERED
+
+    path = tmp_path / "anaphora.db"
+    database = Database(path)
+    SQLiteMemoryStore(database)
+    with database.transaction() as db:
+        db.execute(f"DROP TABLE {LEDGER}")
+        db.executemany("INSERT INTO schema_migrations VALUES (?, 0)", [(n,) for n in MEMORY_STEPS.names])
+    database.close()
+    database = Database(path)
+    try:
+        SQLiteMemoryStore(database)
+        assert sorted(r[0] for r in database.query("SELECT name FROM schema_migrations")) == sorted(NUMBERED)
+        assert [r[0] for r in database.query(f"SELECT name FROM {LEDGER}")] == MEMORY_STEPS.names
+    finally:
+        database.close()
