@@ -80,7 +80,9 @@ async def _drain(what: str, drain: Callable[[float], Awaitable[int]], grace_s: f
         log.warning("shutting down with %d %s still running after %.0f s", pending, what, grace_s)
 
 
-def _sweepers(stack: AsyncExitStack, settings: Settings, components: Components, runner: TurnRunner):
+def _sweepers(
+    stack: AsyncExitStack, settings: Settings, components: Components, runner: TurnRunner
+) -> tuple[HistorySweeper | None, MemorySweeper | None]:
     """The history and memory TTL sweepers the settings ask for, started; each stopped first at shutdown."""
     interval_s = settings.server.history_sweep_interval_s
     history = memory = None
