@@ -42,7 +42,7 @@ async def run(tasks_path: str, limit: int | None, stats_domain: str, fresh_model
             settings.retrieval.model_copy(update={"rewriter": "expansion"}), model, statistics
         ),
         "model": build_query_stage(settings.retrieval.model_copy(update={"rewriter": "model"}), replaying or model),
-        "default": components.engine.query_stage,
+        "default": components.stage_parts.query_stage,
     }
     out = {}
     for name, stage in stages.items():

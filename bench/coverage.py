@@ -24,6 +24,7 @@ from wordfreq import zipf_frequency
 
 from anaphora import Settings
 from anaphora.app import aclose_components, build_components, close_local
+from anaphora.evaluation import retrieval_half
 from anaphora.reading.coverage import asks, unused_words
 from anaphora.types import Message
 
@@ -39,11 +40,12 @@ async def turns_of(name: str, conversations: list[dict], data) -> list[dict]:
     try:
         ingest(components, tree, data_dir)
         statistics = components.passages.term_statistics()
+        half = retrieval_half(components)
         for conversation in conversations:
             history: list[Message] = []
             for index, turn in enumerate(conversation["turns"]):
                 if turn["kind"] in ("question", "followup"):
-                    candidates, _ = await components.engine.retrieve(turn["user"], history)
+                    candidates, _ = await half.run(turn["user"], history)
                     best = max((p.dense_score for p in candidates if p.dense_score is not None), default=0.0)
                     unused = unused_words(turn["user"], statistics) if asks(turn["user"]) else []
                     rows.append(

@@ -6,7 +6,8 @@ process, through the same retriever and query stage.
 Query sources: ``last-turn`` (the message alone) and ``expansion`` (the model-free history-aware query, which is
 also what the default model rewriter falls back to). Each strength is compared with strength 0 on the same tasks:
 paired bootstrap interval and harmed / helped shares (anaphora.evaluation.robustness). The boost stage is added
-to the engine with ``Engine.add_stage`` exactly as a turn would run it. Results: bench/results/entity_boost.json.
+to the retrieval stages (``RetrievalHalf.with_stage``) exactly where a turn would run it.
+Results: bench/results/entity_boost.json.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from followups import KS, follow_up_row
 
 from anaphora import Settings
 from anaphora.app import build_components, build_query_stage
-from anaphora.evaluation import load_tasks, replay, score
+from anaphora.evaluation import load_tasks, replay, retrieval_half, score
 from anaphora.evaluation.robustness import compare
 from anaphora.pipeline.stages import BoostEntities
 
@@ -32,9 +33,8 @@ async def run_domain(domain: str, strengths: list[float], limit: int | None) -> 
     components = build_components(settings)
     components.ingestor.run([corpus])
     tasks = load_tasks(tasks_path, limit=limit)
-    engine = components.engine
-    engine.query_stage = build_query_stage(
-        settings.retrieval, components.chat_model, components.passages.term_statistics
+    half = retrieval_half(components).with_query(
+        build_query_stage(settings.retrieval, components.chat_model, components.passages.term_statistics)
     )
     out: dict = {}
     for source in ("last-turn", "expansion"):
@@ -42,11 +42,9 @@ async def run_domain(domain: str, strengths: list[float], limit: int | None) -> 
         baseline = None
         rows = {}
         for strength in strengths:
-            stages = list(engine.stages)
-            if strength > 0:
-                engine.add_stage(BoostEntities(components.passages.term_statistics, strength), after="retrieve")
-            records = await replay(engine, tasks, replay_source)
-            engine.stages = stages
+            boost = BoostEntities(components.passages.term_statistics, strength)
+            stages = half.with_stage(boost, after="retrieve") if strength > 0 else half
+            records = await replay(stages, tasks, replay_source)
             row = follow_up_row(score(records, KS))
             if baseline is None:
                 baseline = records

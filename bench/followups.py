@@ -33,7 +33,7 @@ from replay_cache import ReplayingModel
 
 from anaphora import Settings
 from anaphora.app import build_components, build_query_stage
-from anaphora.evaluation import load_tasks, replay, score
+from anaphora.evaluation import load_tasks, replay, retrieval_half, score
 from anaphora.evaluation.robustness import compare
 from anaphora.models import load_chat_model
 
@@ -79,22 +79,20 @@ async def run_domain(domain: str, sources: list[str], limit: int | None, sweep: 
     components = build_components(settings, model=replaying or model)
     components.ingestor.run([corpus])
     tasks = load_tasks(tasks_path, limit=limit)
-    engine = components.engine
+    half = retrieval_half(components)
     results: dict[str, dict] = {"sources": {}, "sweep": {}, "robustness": {}}
     records_of: dict[str, list[dict]] = {}
     for source in sources:
         started = time.perf_counter()
         if source in REWRITERS:  # that query stage as the app builds it, corpus statistics included
-            original = engine.query_stage
-            engine.query_stage = build_query_stage(
+            rewriter = build_query_stage(
                 settings.retrieval.model_copy(update={"rewriter": REWRITERS[source]}),
                 components.chat_model,
                 components.passages.term_statistics,
             )
-            records = await replay(engine, tasks, "pipeline")
-            engine.query_stage = original
+            records = await replay(half.with_query(rewriter), tasks, "pipeline")
         else:
-            records = await replay(engine, tasks, source)
+            records = await replay(half, tasks, source)
         records_of[source] = records
         report = score(records, KS)
         results["sources"][source] = {**follow_up_row(report), "seconds": round(time.perf_counter() - started, 1)}
@@ -111,7 +109,7 @@ async def run_domain(domain: str, sources: list[str], limit: int | None, sweep: 
         retriever = components.retriever
         for label, overrides in SWEEP.items():
             retriever.settings = settings.retrieval.model_copy(update=overrides)
-            report = score(await replay(engine, tasks, "last-turn"), KS)
+            report = score(await replay(half, tasks, "last-turn"), KS)
             results["sweep"][label] = follow_up_row(report)
             print(domain, "sweep", label, json.dumps(results["sweep"][label]), flush=True)
         retriever.settings = settings.retrieval

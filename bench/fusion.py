@@ -21,7 +21,7 @@ from common import CACHE, domain_paths, git_revision, machine, write_result
 
 from anaphora import Settings
 from anaphora.app import build_components, build_query_stage
-from anaphora.evaluation import load_tasks, replay, score
+from anaphora.evaluation import load_tasks, replay, retrieval_half, score
 
 OPTIONS: dict[str, dict] = {
     "dense only": {"fusion": "dense"},
@@ -53,18 +53,19 @@ async def run_domain(domain: str, sources: list[str]) -> dict:
     components = build_components(settings)
     components.ingestor.run([corpus])
     tasks = load_tasks(tasks_path)
-    engine = components.engine
-    engine.query_stage = build_query_stage(
-        settings.retrieval.model_copy(update={"rewriter": "expansion"}),
-        components.chat_model,
-        components.passages.term_statistics,
+    half = retrieval_half(components).with_query(
+        build_query_stage(
+            settings.retrieval.model_copy(update={"rewriter": "expansion"}),
+            components.chat_model,
+            components.passages.term_statistics,
+        )
     )
     out: dict[str, dict] = {}
     for label, overrides in OPTIONS.items():
         components.retriever.settings = settings.retrieval.model_copy(update=overrides)
         out[label] = {}
         for source in sources:
-            report = score(await replay(engine, tasks, "pipeline" if source == "expansion" else source), (5, 10))
+            report = score(await replay(half, tasks, "pipeline" if source == "expansion" else source), (5, 10))
             out[label][source] = {
                 "recall@5": report["metrics"]["follow-ups"]["recall@5"],
                 "ndcg@5": report["metrics"]["follow-ups"]["ndcg@5"],

@@ -26,7 +26,7 @@ from pathlib import Path
 from common import SHARED_BENCH
 
 from anaphora import FakeChatModel
-from anaphora.pipeline.engine import Engine
+from anaphora.evaluation import RetrievalHalf
 from anaphora.pipeline.rewrite import JSON_ANALYSIS, GuardedRewriter, HistoryExpansion
 from anaphora.pipeline.stages import QueryPlanner, Router, SkipGate
 from anaphora.types import Message
@@ -47,12 +47,12 @@ async def decide(mode: str) -> None:
         strategy = GuardedRewriter(FakeChatModel(default=scripted), style=JSON_ANALYSIS, fallback=HistoryExpansion())
     else:
         strategy = HistoryExpansion()
-    engine = Engine([Router(skip_gate=True), QueryPlanner(strategy), SkipGate()], conversations=None)  # type: ignore[arg-type]
+    half = RetrievalHalf.of([Router(skip_gate=True), QueryPlanner(strategy), SkipGate()])
     for path in TASKS:
         for line in path.read_text().splitlines():
             task = json.loads(line)
             history = [Message(role=m["role"], content=m["content"]) for m in task["history"]]
-            _, trace = await engine.retrieve(task["question"], history)
+            _, trace = await half.run(task["question"], history)
             row = [task["task_id"], trace.route, trace.route_reason, trace.retrieval_skipped, trace.query]
             print(json.dumps(row))
 

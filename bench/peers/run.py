@@ -14,7 +14,8 @@ SmolLM2-135M GGUF via llama.cpp; ``--model fake``: anaphora's FakeChatModel), ON
 first stage (anaphora's HybridRetriever, BM25 + MiniLM fused with RRF, 25 candidates), so the comparison isolates
 how each system turns a conversation into a query:
 
-- ``anaphora``: our pipeline's retrieval half, exactly as ``anaphora.evaluation.replay(engine, tasks, "pipeline")``
+- ``anaphora``: our pipeline's retrieval half, exactly as
+  ``anaphora.evaluation.replay(retrieval_half(components), tasks, "pipeline")``
   runs it (guarded SmolLM2 rewrite, falling back to history expansion, alternates fused by RRF).
 - ``langchain``: ``langchain_classic.chains.create_history_aware_retriever`` (where the function lives since
   LangChain 1.0; ``langchain.chains`` no longer exists) with the contextualize-question prompt of LangChain's
@@ -82,7 +83,7 @@ from common import CACHE, RESULTS, domain_paths, git_revision, machine, percenti
 
 from anaphora import Settings  # noqa: E402
 from anaphora.app import build_components  # noqa: E402
-from anaphora.evaluation import load_tasks, replay, score  # noqa: E402
+from anaphora.evaluation import load_tasks, replay, retrieval_half, score  # noqa: E402
 from anaphora.evaluation.tasks import Task  # noqa: E402
 from anaphora.models import load_chat_model  # noqa: E402
 from anaphora.models.fake import FakeChatModel  # noqa: E402
@@ -144,7 +145,7 @@ class AnaphoraSystem:
     name = "anaphora"
 
     def __init__(self, components, model: MeteredChatModel, retriever: MeteredRetriever) -> None:
-        self.engine, self.model, self.retriever = components.engine, model, retriever
+        self.half, self.model, self.retriever = retrieval_half(components), model, retriever
 
     async def run(self, tasks: list[Task]) -> list[dict[str, Any]]:
         marks: list[tuple[float, int, float, int, float]] = []
@@ -156,7 +157,7 @@ class AnaphoraSystem:
         model_log.reset()
         retriever_log.reset()
         marks.append((time.perf_counter(), 0, 0.0, 0, 0.0))
-        records = await replay(self.engine, tasks, "pipeline", progress)
+        records = await replay(self.half, tasks, "pipeline", progress)
         out = []
         for record, before, after in zip(records, marks[:-1], marks[1:], strict=True):
             total_ms = (after[0] - before[0]) * 1000

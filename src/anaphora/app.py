@@ -7,18 +7,19 @@ from collections.abc import Callable, Coroutine, Iterator, Sequence
 from contextlib import AsyncExitStack, ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from anaphora.answering.extractive import ExtractiveAnswerer, judged_texts
 from anaphora.answering.select import PassageSelector
 from anaphora.answering.sentence_vectors import SentenceVectors
+from anaphora.answering.support import SupportChecker, Unit
 from anaphora.embeddings import CachedEmbedder, cache_key, load_embedder
 from anaphora.errors import ConfigurationError
 from anaphora.ingest import Ingestor, IngestReport
 from anaphora.ingest.ingestor import Progress
 from anaphora.memory import MemoryExport, MemoryKind, MemoryPage, MemoryStore
 from anaphora.memory.forget import forget
-from anaphora.memory.model_facts import ModelFactExtractor
+from anaphora.memory.model_facts import ModelFactExtractor, Supports
 from anaphora.memory.postgres_store import PostgresMemoryStore
 from anaphora.memory.recall import MemoryRecall
 from anaphora.memory.sqlite_store import SQLiteMemoryStore
@@ -59,7 +60,7 @@ from anaphora.rerank import load_reranker
 from anaphora.retrieval import EmbeddedPassageIndex, HybridRetriever, IndexCache
 from anaphora.retrieval.base import Retriever
 from anaphora.retrieval.terms import TermStatistics
-from anaphora.settings import RetrievalSettings, Settings, StoreSettings, load_settings
+from anaphora.settings import ModelSettings, RetrievalSettings, Settings, StoreSettings, load_settings
 from anaphora.store import (
     Conversation,
     Database,
@@ -77,14 +78,46 @@ from anaphora.text_policy import require_valid_text
 from anaphora.types import Message, TurnResult
 
 T = TypeVar("T")
+L = TypeVar("L", bound="Closable")
+C = TypeVar("C", bound="AsyncClosable")
+
+
+class Closable(Protocol):
+    def close(self) -> None: ...
+
+
+class AsyncClosable(Protocol):
+    async def aclose(self) -> None: ...
+
+
+@dataclass
+class Closers:
+    """Who closes what, registered by each builder as it opens something: ``clients`` first (drain the engine's
+    background work, then close the network clients and pools, newest first), then ``local`` (the index files and
+    the SQLite database, last)."""
+
+    local: ExitStack = field(default_factory=ExitStack)
+    clients: AsyncExitStack = field(default_factory=AsyncExitStack)
+
+    def opened(self, resource: L) -> L:
+        """``resource`` (a database, a cache, a passage store), closed with the local resources by its ``close``."""
+        self.local.callback(resource.close)
+        return resource
+
+    def client(self, client: C) -> C:
+        """``client`` (a store, a model, a reranker), closed by its ``aclose`` before the local resources."""
+        self.clients.push_async_callback(client.aclose)
+        return client
+
+    async def aclose(self) -> None:
+        await self.clients.aclose()
+        self.local.close()
 
 
 @dataclass
 class Components:
     """Everything a running Anaphora holds; build it with :func:`build_components`, close it with :meth:`aclose`
-    (or ``async with``). Each builder registers its closer as it opens something: ``clients`` (drain the engine's
-    background work, then close the network clients and pools, newest first) and ``local`` (the index files and the
-    SQLite database, last)."""
+    (or ``async with``), which runs the ``closers`` its builders registered."""
 
     settings: Settings
     database: Database
@@ -97,13 +130,12 @@ class Components:
     engine: Engine
     ingestor: Ingestor
     memory: MemoryStore
-    local: ExitStack = field(default_factory=ExitStack, repr=False)
-    clients: AsyncExitStack = field(default_factory=AsyncExitStack, repr=False)
+    stage_parts: StageParts  # what the engine's stages were built from (evaluation builds its own list of them)
+    closers: Closers = field(default_factory=Closers, repr=False)
     sentence_vectors: SentenceVectors | None = None  # the extractive answerer's memo (erase drops the user's)
 
     async def aclose(self) -> None:
-        await self.clients.aclose()
-        self.local.close()
+        await self.closers.aclose()
 
     async def __aenter__(self) -> Components:
         return self
@@ -147,7 +179,7 @@ def server_url(stores: StoreSettings, setting: str, backend: str, fallback: str 
 
 
 def build_passage_stores(
-    settings: Settings, database: Database, embedder: CachedEmbedder
+    settings: Settings, database: Database, embedder: CachedEmbedder, closers: Closers
 ) -> tuple[DocumentRegistry, PassageIndex]:
     """The document registry and the passage index ``settings.stores.passage_store`` names: SQLite with the embedded
     indexes under ``data_dir``, or one PostgreSQL store (pgvector) that is both. Neither loads the embedder or
@@ -160,7 +192,7 @@ def build_passage_stores(
             text_search_config=settings.stores.postgres_text_search_config,
             ef_search=settings.stores.postgres_hnsw_ef_search,
         )
-        return store, store
+        return store, closers.opened(store)  # its pool
     corpus = SQLiteCorpus(database)
     indexes = IndexCache(
         corpus,
@@ -169,32 +201,34 @@ def build_passage_stores(
         lambda: embedder.dim,
         exact_below=settings.retrieval.dense_exact_below,
     )
-    return corpus, EmbeddedPassageIndex(corpus, indexes)
+    return corpus, closers.opened(EmbeddedPassageIndex(corpus, indexes))
 
 
-def build_conversation_store(stores: StoreSettings, database: Database) -> HistoryStore:
+def build_conversation_store(stores: StoreSettings, database: Database, closers: Closers) -> HistoryStore:
     """The conversation store ``stores.conversation_store`` names. The PostgreSQL and Redis ones connect lazily,
-    on first use, so this stays synchronous; :meth:`Engine.aclose` closes them."""
+    on first use, so this stays synchronous; ``closers`` closes their clients."""
     if stores.conversation_store == "sqlite":
-        return SQLiteConversationStore(database)
+        return closers.client(SQLiteConversationStore(database))
     if stores.conversation_store == "redis":
-        return RedisConversationStore(
+        store: HistoryStore = RedisConversationStore(
             server_url(stores, "conversation_store", "redis"),
             ttl_s=stores.redis_ttl_s,
             key_prefix=stores.redis_key_prefix,
         )
-    return PostgresConversationStore(server_url(stores, "conversation_store", "postgres"))
+        return closers.client(store)
+    return closers.client(PostgresConversationStore(server_url(stores, "conversation_store", "postgres")))
 
 
-def build_memory_store(stores: StoreSettings, database: Database) -> MemoryStore:
+def build_memory_store(stores: StoreSettings, database: Database, closers: Closers) -> MemoryStore:
     """The long-term memory store ``stores.effective_memory_store`` names: tables in the SQLite database, or
     PostgreSQL with pgvector (connects lazily, on first use)."""
     if stores.effective_memory_store == "postgres":
-        return PostgresMemoryStore(
+        store: MemoryStore = PostgresMemoryStore(
             server_url(stores, "memory_store", "postgres"),
             text_search_config=stores.postgres_text_search_config,
         )
-    return SQLiteMemoryStore(database)
+        return closers.client(store)
+    return closers.client(SQLiteMemoryStore(database))
 
 
 def build_memory_stages(
@@ -223,21 +257,82 @@ def build_memory_stages(
         statistics=statistics,
     )
     capable = uses_model_facts(settings.memory, chat_model.capabilities)
-    facts = ModelFactExtractor(chat_model, threshold=settings.answers.support_threshold) if capable else None
+    supports = fact_support(settings.answers.support_threshold)
+    facts = ModelFactExtractor(chat_model, supports=supports) if capable else None
     recorder = TurnRecorder(memory, embedder.inner, facts, known=embedder)
     writer = RememberTurn(recorder, timeout_s=settings.memory.memory_write_timeout_s)
     return recall, personal if settings.memory.memory_personal_query else None, writer
 
 
-def build_embedding_cache(stores: StoreSettings, database: Database) -> EmbeddingCache:
+def fact_support(threshold: float) -> Supports:
+    """Whether the user's words hold a fact the model extracted: the answer check's rule at ``threshold`` (the
+    share of the fact's content words found there; every risky token verbatim)."""
+
+    def supports(claim: str, words: str) -> bool:
+        checker = SupportChecker([], [words], threshold=threshold)
+        return checker.check(Unit(claim, "", "sentence")).verdict == "supported"
+
+    return supports
+
+
+def build_embedding_cache(stores: StoreSettings, database: Database, closers: Closers) -> EmbeddingCache:
     """The embedding cache ``stores.embedding_cache_store`` names: SQLite in ``data_dir`` or Redis (shared)."""
     if stores.embedding_cache_store == "redis":
-        return RedisEmbeddingCache(
+        cache: EmbeddingCache = RedisEmbeddingCache(
             server_url(stores, "embedding_cache_store", "redis"),
             ttl_s=stores.redis_ttl_s,
             key_prefix=stores.redis_key_prefix,
         )
-    return SQLiteEmbeddingCache(database, max_entries=stores.embedding_cache_entries)
+        return closers.opened(cache)  # its client
+    return closers.opened(SQLiteEmbeddingCache(database, max_entries=stores.embedding_cache_entries))
+
+
+def build_embedder(settings: Settings, database: Database, closers: Closers) -> CachedEmbedder:
+    """The embedder ``models.embedder`` names (:mod:`anaphora.backends`; loads on first use), over the cache."""
+    return CachedEmbedder(load_embedder(settings), build_embedding_cache(settings.stores, database, closers))
+
+
+def build_chat_model(settings: ModelSettings, model: ChatModel | None, closers: Closers) -> ChatModel:
+    """``model`` when given (a fake, a wrapper), else the one ``chat_model`` names; loads on first use."""
+    return closers.client(model or load_chat_model(settings))
+
+
+def build_selector(settings: Settings, closers: Closers) -> PassageSelector:
+    """The second stage: the reranker ``models.reranker`` names, with the thresholds and the time budget."""
+    return PassageSelector(
+        closers.client(load_reranker(settings.models)),
+        similarity_threshold=settings.retrieval.similarity_threshold,
+        rerank_threshold=settings.retrieval.rerank_threshold,
+        timeout_s=settings.models.rerank_timeout_s,
+    )
+
+
+def build_summarizer(settings: Settings, chat_model: ChatModel, conversations: HistoryStore) -> RollingSummarizer:
+    return RollingSummarizer(
+        chat_model,
+        conversations,
+        conversations,
+        max_tokens=settings.prompt.summary_max_tokens,
+        timeout_s=settings.prompt.summary_timeout_s,
+        input_tokens=max(256, settings.models.context_window // 2 - settings.prompt.summary_max_tokens),
+    )
+
+
+def build_engine(settings: Settings, parts: StageParts, conversations: HistoryStore, closers: Closers) -> Engine:
+    """The engine over the stages of ``parts``; its background work drains first when the closers run (it still
+    uses the clients)."""
+    engine = Engine(
+        build_stages(settings, parts),
+        conversations=conversations,
+        window=window_policy(settings.prompt, parts.chat_model.capabilities),
+        summaries=conversations,
+        summarizer=build_summarizer(settings, parts.chat_model, conversations),
+        memory_writer=parts.memory_writer,
+        metrics=Metrics(),
+        tracer=build_tracer(settings.telemetry),
+    )
+    closers.clients.push_async_callback(engine.drain)
+    return engine
 
 
 @dataclass(frozen=True)
@@ -309,13 +404,11 @@ def build_stages(settings: Settings, parts: StageParts) -> list[Stage]:
 
 def build_components(settings: Settings, *, model: ChatModel | None = None) -> Components:
     """Open the store under ``settings.data_dir`` and assemble the pipeline. Models load lazily."""
-    local = ExitStack()
-    database = Database(settings.data_dir / "anaphora.db")
-    local.callback(database.close)
+    closers = Closers()
     try:
-        return _assemble(settings, database, model, local)
+        return _assemble(settings, closers.opened(Database(settings.data_dir / "anaphora.db")), model, closers)
     except BaseException:
-        local.close()  # a model or embedder that fails to load must not leave the store open
+        closers.local.close()  # a model or embedder that fails to load must not leave the store open
         raise
 
 
@@ -335,80 +428,44 @@ def limit_blas_threads(threads: int) -> None:
         threadpool_limits(limits=threads, user_api="blas")
 
 
-def _assemble(settings: Settings, database: Database, model: ChatModel | None, local: ExitStack) -> Components:
+def _assemble(settings: Settings, database: Database, model: ChatModel | None, closers: Closers) -> Components:
     limit_blas_threads(settings.models.blas_threads)
-    clients = AsyncExitStack()
-    embedder = CachedEmbedder(load_embedder(settings), build_embedding_cache(settings.stores, database))
-    local.callback(embedder.cache.close)  # a Redis cache's client
-    corpus, passages = build_passage_stores(settings, database, embedder)
-    local.callback(passages.close)  # a PostgreSQL passage store's pool
-    retriever = HybridRetriever(passages, embedder, settings.retrieval)
-    conversations = build_conversation_store(settings.stores, database)
-    clients.push_async_callback(conversations.aclose)
-    memory = build_memory_store(settings.stores, database)
-    clients.push_async_callback(memory.aclose)
-    chat_model = model or load_chat_model(settings.models)
-    clients.push_async_callback(chat_model.aclose)
+    embedder = build_embedder(settings, database, closers)
+    corpus, passages = build_passage_stores(settings, database, embedder, closers)
+    conversations = build_conversation_store(settings.stores, database, closers)
+    memory = build_memory_store(settings.stores, database, closers)
+    chat_model = build_chat_model(settings.models, model, closers)
     recall, personal, writer = build_memory_stages(settings, memory, embedder, chat_model, passages.term_statistics)
-    metrics = Metrics()
-    summarizer = RollingSummarizer(
-        chat_model,
-        conversations,
-        conversations,
-        max_tokens=settings.prompt.summary_max_tokens,
-        timeout_s=settings.prompt.summary_timeout_s,
-        input_tokens=max(256, settings.models.context_window // 2 - settings.prompt.summary_max_tokens),
-    )
-    reranker = load_reranker(settings.models)
-    clients.push_async_callback(reranker.aclose)
-    selector = PassageSelector(
-        reranker,
-        similarity_threshold=settings.retrieval.similarity_threshold,
-        rerank_threshold=settings.retrieval.rerank_threshold,
-        timeout_s=settings.models.rerank_timeout_s,
-    )
     # memories' sentences: uncached (the shared cache is not the user's), memoised per user (sentence_vectors.py)
     vectors = SentenceVectors(embedder, embedder.inner)
+    retriever = HybridRetriever(passages, embedder, settings.retrieval)
     parts = StageParts(
         chat_model,
         retriever,
         build_query_stage(settings.retrieval, chat_model, passages.term_statistics),
-        selector,
+        build_selector(settings, closers),
         extractive=ExtractiveAnswerer(
-            embedder,
-            min_relevance=settings.answers.extractive_min_relevance,
-            vectors=vectors,
+            embedder, min_relevance=settings.answers.extractive_min_relevance, vectors=vectors
         ),
         term_statistics=passages.term_statistics,
         memory_recall=recall,
         memory_writer=writer,
         personal_query=personal,
     )
-    engine = Engine(
-        build_stages(settings, parts),
-        conversations=conversations,
-        window=window_policy(settings.prompt, chat_model.capabilities),
-        summaries=conversations,
-        summarizer=summarizer,
-        memory_writer=writer,
-        metrics=metrics,
-        tracer=build_tracer(settings.telemetry),
-    )
-    clients.push_async_callback(engine.drain)  # first: background work still uses the clients
     return Components(
-        settings,
-        database,
-        corpus,
-        passages,
-        embedder,
-        retriever,
-        conversations,
-        chat_model,
-        engine,
-        Ingestor(corpus, embedder, settings.ingest, ahead=answer_units_ahead(settings, chat_model)),
-        memory,
-        local,
-        clients,
+        settings=settings,
+        database=database,
+        corpus=corpus,
+        passages=passages,
+        embedder=embedder,
+        retriever=retriever,
+        conversations=conversations,
+        chat_model=chat_model,
+        engine=build_engine(settings, parts, conversations, closers),
+        ingestor=Ingestor(corpus, embedder, settings.ingest, ahead=answer_units_ahead(settings, chat_model)),
+        memory=memory,
+        stage_parts=parts,
+        closers=closers,
         sentence_vectors=vectors,
     )
 
@@ -416,13 +473,13 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None, l
 async def aclose_components(components: Components) -> None:
     """Finish the engine's background work and close the network clients (the memory and conversation stores',
     the model's, the reranker's), newest first."""
-    await components.clients.aclose()
+    await components.closers.clients.aclose()
 
 
 def close_local(components: Components) -> None:
     """Close the local resources, last: a PostgreSQL passage store's pool, a Redis embedding cache's client and the
     SQLite database."""
-    components.local.close()
+    components.closers.local.close()
 
 
 async def erase_memory(components: Components, user_id: str) -> dict[str, int]:
@@ -503,7 +560,7 @@ class Anaphora:
         return self.components.ingestor.run(paths, **options)
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        """Run a coroutine of the async core (e.g. ``evaluation.replay(rag.components.engine, ...)``) on this
+        """Run a coroutine of the async core (e.g. ``evaluation.replay(retrieval_half(rag.components), ...)``) on this
         facade's event loop."""
         return self._runner.run(coroutine)
 

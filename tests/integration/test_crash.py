@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from anaphora.app import build_conversation_store
+from anaphora.app import Closers, build_conversation_store
 from anaphora.settings import Settings
 from anaphora.store import Database, StoredTurn, Summary
 from tests.integration.services import ServiceProcess, base_settings, ingest_corpus
@@ -50,15 +50,13 @@ def stored(settings: Settings, conversation: str) -> tuple[list[StoredTurn], Sum
     """What the store holds now, read by a fresh client as a restarted service would."""
 
     async def read() -> tuple[list[StoredTurn], Summary | None]:
-        database = Database(settings.data_dir / "anaphora.db")
-        store = build_conversation_store(settings.stores, database)
+        closers = Closers()
+        database = closers.opened(Database(settings.data_dir / "anaphora.db"))
+        store = build_conversation_store(settings.stores, database, closers)
         try:
             return await store.turns(USER, conversation), await store.summary(USER, conversation)
         finally:
-            close = getattr(store, "aclose", None)
-            if close is not None:
-                await close()
-            database.close()
+            await closers.aclose()
 
     return asyncio.run(read())
 

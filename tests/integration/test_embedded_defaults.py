@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from anaphora import Anaphora, Settings, TurnResult
+from anaphora.evaluation import retrieval_half
 from tests.conftest import DEMO_SCRIPT, SAMPLE_DOCS
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -68,11 +69,11 @@ def test_real_model_streams_checked_units_and_persists(embedded: Anaphora) -> No
 
 
 def test_query_embeddings_are_cached(embedded: Anaphora) -> None:
-    cache, engine = embedded.components.embedder, embedded.components.engine
+    cache, half = embedded.components.embedder, retrieval_half(embedded.components)
     question = "How do I rotate the Kestrel token?"
-    embedded.run(engine.retrieve(question, []))  # the retrieval half: one query embedding
+    embedded.run(half.run(question, []))  # the retrieval half: one query embedding
     hits = cache.hits
-    embedded.run(engine.retrieve(question, []))
+    embedded.run(half.run(question, []))
     assert cache.hits == hits + 1
     answered = embedded.ask(question)  # the extractive answer's sentence embeddings are cached too
     hits = cache.hits

@@ -22,6 +22,7 @@ from anaphora.evaluation import (
     replay,
     replay_answers,
     replay_rewrites,
+    retrieval_half,
     score,
     score_answers,
     score_rewrites,
@@ -126,7 +127,7 @@ def eval_retrieval(
         _ingest(rag, corpus)
         bar, progress = _progress("replaying tasks")
         with bar:
-            records = rag.run(replay(rag.components.engine, task_list, query_source, progress))
+            records = rag.run(replay(retrieval_half(rag.components), task_list, query_source, progress))
         summary = {"query_source": query_source, "settings": _settings_summary(rag), **score(records, ks)}
         print_retrieval_report(summary, ks)
         _write(out, records, report, summary)
@@ -144,7 +145,7 @@ def eval_rewrite(
     task_list = load_tasks(tasks, limit=limit)
     with ExitStack() as stack:
         rag = _open(ctx, stack, None)
-        records = rag.run(replay_rewrites(rag.components.engine.query_stage, task_list))
+        records = rag.run(replay_rewrites(rag.components.stage_parts.query_stage, task_list))
         if not records:
             raise InputError(f"no task in {tasks} has a reference rewrite", hint="tasks need rewrite or gold_rewrite")
         summary = {"settings": _settings_summary(rag), **score_rewrites(records)}

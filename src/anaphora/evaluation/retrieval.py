@@ -10,8 +10,8 @@ from typing import Any
 
 from anaphora.evaluation.baselines import AllQuestionsQuery, FixedQuery
 from anaphora.evaluation.metrics import ndcg_at, recall_at
+from anaphora.evaluation.retrieval_half import RetrievalHalf
 from anaphora.evaluation.tasks import Task
-from anaphora.pipeline.engine import Engine
 from anaphora.pipeline.query import QueryStage
 from anaphora.sanitize import sanitize
 from anaphora.types import Message
@@ -34,15 +34,17 @@ def query_stage_for(source: str, task: Task) -> QueryStage | None:
 
 
 async def replay(
-    engine: Engine, tasks: Sequence[Task], source: str, progress: Callable[[int, int], None] | None = None
+    half: RetrievalHalf, tasks: Sequence[Task], source: str, progress: Callable[[int, int], None] | None = None
 ) -> list[dict[str, Any]]:
-    """One record per task with what was sent to retrieval and what came back (top 10 with scores)."""
+    """One record per task with what was sent to retrieval and what came back (top 10 with scores); ``half``:
+    the retrieval stages (:func:`~anaphora.evaluation.retrieval_half.retrieval_half`), their query strategy
+    replaced by the baseline ``source`` names."""
     records = []
     for number, task in enumerate(tasks, start=1):
         history = [Message(role=m.role, content=sanitize(m.content)) for m in task.history]
-        candidates, trace = await engine.retrieve(
-            sanitize(task.question).strip(), history, query_stage_for(source, task)
-        )
+        baseline = query_stage_for(source, task)
+        stages = half if baseline is None else half.with_query(baseline)
+        candidates, trace = await stages.run(sanitize(task.question).strip(), history)
         query_stage = trace.stage("query")
         records.append(
             {

@@ -2,15 +2,16 @@
 support it.
 
 Like the rewrite guard for queries: a model may invent, generalise or take the assistant's words for the user's.
-A fact line is kept only when the support checker (:mod:`anaphora.answering.support`) finds its content words in
-the user's words of the source turn, and every risky token (a version, a number, a path) there verbatim.
+A fact line is kept only when ``supports(claim, words)`` holds for the user's words of the source turn: the answer
+check's rule (its content words there, every risky token, a version, a number, a path, there verbatim), which the
+composition passes in (:func:`anaphora.app.fact_support`), so memory does not depend on how answers are checked.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
-from anaphora.answering.support import SupportChecker, Unit
 from anaphora.models.base import ChatModel, ChatOptions
 from anaphora.reading.extract import ExtractedFact
 from anaphora.sanitize import sanitize
@@ -23,15 +24,15 @@ FACT_INSTRUCTIONS = (
 )
 _LINE = re.compile(r"^\s*(?:[-*\d.)]+\s*)?([^:\n]{2,40}):\s*(.{1,120})$")
 MAX_FACTS = 5
+Supports = Callable[[str, str], bool]  # (claim, the user's words) -> whether the words hold the claim
 
 
 class ModelFactExtractor:
-    """Asks ``model`` for the facts of the user's words; ``threshold``: the share of a fact's content words that
-    must occur in those words (the answer check's ``support_threshold``)."""
+    """Asks ``model`` for the facts of the user's words; ``supports``: whether those words hold a fact line."""
 
-    def __init__(self, model: ChatModel, *, threshold: float, max_tokens: int = 128) -> None:
+    def __init__(self, model: ChatModel, *, supports: Supports, max_tokens: int = 128) -> None:
         self.model = model
-        self.threshold = threshold
+        self.supports = supports
         self.max_tokens = max_tokens
 
     async def extract(self, user_words: str) -> tuple[list[ExtractedFact], int]:
@@ -41,7 +42,6 @@ class ModelFactExtractor:
             [Message(role="system", content=FACT_INSTRUCTIONS), Message(role="user", content=words)],
             ChatOptions(temperature=0.0, max_tokens=self.max_tokens),
         )
-        checker = SupportChecker([], [words], threshold=self.threshold)
         kept: list[ExtractedFact] = []
         rejected = 0
         for line in sanitize(reply.text).splitlines():
@@ -49,8 +49,7 @@ class ModelFactExtractor:
             if match is None:
                 continue
             attribute, value = match.group(1).strip().lower(), match.group(2).strip().rstrip(".")
-            verdict = checker.check(Unit(f"{attribute} {value}", "", "sentence"))
-            if verdict.verdict != "supported":
+            if not self.supports(f"{attribute} {value}", words):
                 rejected += 1
                 continue
             kept.append(ExtractedFact("user", attribute, value, f"the user's {attribute}: {value}"))

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from anaphora.errors import ConfigurationError, MemoryNotFoundError
+from anaphora.memory.legacy_episodes import users_words
 from anaphora.memory.types import (
     Entity,
     EntityMention,
@@ -47,7 +48,6 @@ from anaphora.memory.types import (
     epoch_key,
 )
 from anaphora.retrieval.bm25 import K1, B
-from anaphora.store.legacy_episodes import users_words
 from anaphora.store.migrations import Migrations
 from anaphora.store.postgres_conversations import _text
 from anaphora.store.postgres_passages import vector_literal
@@ -135,7 +135,7 @@ async def m002_memory_epochs(conn: Any, text_search_config: str) -> None:
 @migration
 async def m003_episodes_keep_the_users_words(conn: Any, text_search_config: str) -> None:
     """Episodes written before issue 24 held the question and the assistant's answer: each keeps the user's words
-    only (:func:`~anaphora.store.legacy_episodes.users_words`; the stored turn's question when the conversations
+    only (:func:`~anaphora.memory.legacy_episodes.users_words`; the stored turn's question when the conversations
     live in this database too), with its BM25 length and terms recomputed; its vector is left as it was."""
     row = await (await conn.execute("SELECT to_regclass('turns') IS NOT NULL AS present")).fetchone()
     joined = (

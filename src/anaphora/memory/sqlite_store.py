@@ -1,5 +1,6 @@
-"""The default memory store: tables in the SQLite database (``memory_*``, migrated with the others), vectors as
-float32 blobs beside the items, searched by a per-user in-process index (:mod:`anaphora.memory.index`).
+"""The default memory store: tables in the SQLite database (``memory_*``, created and migrated by this store when it
+is built: :mod:`anaphora.memory.sqlite_schema`), vectors as float32 blobs beside the items, searched by a per-user
+in-process index (:mod:`anaphora.memory.index`).
 
 The index is a derived cache of the tables, stamped with the user's count of writes (``memory_users``) and the
 database's count of removals (``meta``): before each search both are read (two key look-ups); after a write the
@@ -21,6 +22,7 @@ import numpy as np
 from anaphora.errors import MemoryNotFoundError
 from anaphora.lru import Lru
 from anaphora.memory.index import UserMemoryIndex
+from anaphora.memory.sqlite_schema import migrate
 from anaphora.memory.types import (
     Entity,
     EntityMention,
@@ -66,12 +68,13 @@ class SQLiteMemoryStore:
     search indexes are kept in memory (least recently searched dropped first)."""
 
     def __init__(self, db: Database, *, cached_users: int = 64) -> None:
+        migrate(db)
         self.db = db
         self._indexes: Lru[str, UserMemoryIndex] = Lru(cached_users)
         self._indexes_lock = threading.RLock()  # held while an index is brought up to date
 
     async def open(self) -> None:
-        return None  # the database was opened (and migrated) when it was built
+        return None  # the database was opened, and the memory tables migrated, when this store was built
 
     async def ping(self) -> None:
         self.db.query("SELECT 1 FROM memory_items LIMIT 1")

@@ -2,17 +2,18 @@
 
 A spec is ``scheme`` or ``scheme:argument``. Built-ins: ``embedded``, ``fake`` (``fake:SECONDS`` paces its streamed
 words), ``gguf:PATH`` (a bare path ending in ``.gguf`` works too), ``openai:MODEL`` and ``anthropic:MODEL``.
-Packages add schemes through the ``anaphora.chat_models`` entry-point group; each entry point is a factory
-``(argument: str, settings: ModelSettings) -> ChatModel``, given ``settings.models``.
+Packages add schemes through the ``anaphora.chat_models`` entry-point group, where the built-ins are declared too
+(:data:`anaphora.backends.CHAT_MODELS`); each entry point is a factory ``(argument: str, settings: ModelSettings)
+-> ChatModel``, given ``settings.models``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
+from anaphora.backends import CHAT_MODELS
 from anaphora.errors import ConfigurationError
 from anaphora.models.base import ChatModel
 from anaphora.settings import ModelSettings
@@ -35,7 +36,7 @@ def _llamacpp(path: str | Path, settings: ModelSettings, **identity: Any) -> Cha
     )
 
 
-def _embedded(argument: str, settings: ModelSettings) -> ChatModel:
+def embedded(argument: str, settings: ModelSettings) -> ChatModel:
     from anaphora.models.llamacpp import embedded_gguf_path
 
     return _llamacpp(
@@ -46,13 +47,13 @@ def _embedded(argument: str, settings: ModelSettings) -> ChatModel:
     )
 
 
-def _gguf(argument: str, settings: ModelSettings) -> ChatModel:
+def gguf(argument: str, settings: ModelSettings) -> ChatModel:
     if not argument:
         raise ConfigurationError("'gguf:' needs a file path", hint="use gguf:/path/to/model.gguf")
     return _llamacpp(argument, settings)
 
 
-def _openai(argument: str, settings: ModelSettings) -> ChatModel:
+def openai(argument: str, settings: ModelSettings) -> ChatModel:
     from anaphora.models.openai_compat import OpenAICompatibleChatModel
 
     if not argument:
@@ -65,7 +66,7 @@ def _openai(argument: str, settings: ModelSettings) -> ChatModel:
     )
 
 
-def _anthropic(argument: str, settings: ModelSettings) -> ChatModel:
+def anthropic(argument: str, settings: ModelSettings) -> ChatModel:
     from anaphora.models.anthropic import DEFAULT_BASE_URL, AnthropicChatModel
 
     if not argument:
@@ -82,7 +83,7 @@ def _anthropic(argument: str, settings: ModelSettings) -> ChatModel:
     )
 
 
-def _fake(argument: str, settings: ModelSettings) -> ChatModel:
+def fake(argument: str, settings: ModelSettings) -> ChatModel:
     """``fake``, or ``fake:SECONDS``: streamed answers come a word at a time, SECONDS apart (slow turns on demand)."""
     from anaphora.models.fake import FakeChatModel
 
@@ -98,20 +99,12 @@ def _fake(argument: str, settings: ModelSettings) -> ChatModel:
     return FakeChatModel(token_delay_s=pause)
 
 
-BUILTIN_CHAT_MODELS: dict[str, Factory] = {
-    "embedded": _embedded,
-    "gguf": _gguf,
-    "openai": _openai,
-    "anthropic": _anthropic,
-    "fake": _fake,
-}
+BUILTIN_CHAT_MODELS = tuple(CHAT_MODELS.builtins)  # the schemes declared in pyproject.toml
 
 
 def available_chat_models() -> dict[str, Factory]:
-    factories = dict(BUILTIN_CHAT_MODELS)
-    for entry in entry_points(group="anaphora.chat_models"):
-        factories.setdefault(entry.name, entry.load())
-    return factories
+    """Every registered scheme's factory (each imported: listing them is not free)."""
+    return {name: entry.load() for name, entry in CHAT_MODELS.available().items()}
 
 
 def chat_model_scheme(spec: str, schemes: Collection[str] | None = None) -> tuple[str, str]:
@@ -120,18 +113,13 @@ def chat_model_scheme(spec: str, schemes: Collection[str] | None = None) -> tupl
     (looked up only for such a spec: reading the entry points takes milliseconds)."""
     spec = spec.strip()
     scheme, _, argument = spec.partition(":")
-    if spec.endswith(".gguf") and scheme not in (available_chat_models() if schemes is None else schemes):
+    if spec.endswith(".gguf") and scheme not in (CHAT_MODELS.available() if schemes is None else schemes):
         return "gguf", spec
     return scheme, argument
 
 
 def load_chat_model(settings: ModelSettings, spec: str | None = None) -> ChatModel:
     spec = (spec or settings.chat_model).strip()
-    factories = available_chat_models()
-    scheme, argument = chat_model_scheme(spec, factories)
-    if scheme not in factories:
-        raise ConfigurationError(
-            f"unknown chat model {spec!r}",
-            hint=f"use one of: {', '.join(sorted(factories))} (e.g. 'embedded', 'gguf:/path.gguf', 'openai:NAME')",
-        )
-    return factories[scheme](argument, settings)
+    entries = CHAT_MODELS.available()
+    scheme, argument = chat_model_scheme(spec, entries)
+    return CHAT_MODELS.factory(scheme, spec, entries)(argument, settings)

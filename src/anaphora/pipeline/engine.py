@@ -13,25 +13,31 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from anaphora.answering.select import PassageSelector
 from anaphora.errors import InputError
 from anaphora.metrics import Metrics
 from anaphora.pipeline.answer import NO_ANSWER
 from anaphora.pipeline.check import ABSTAIN
 from anaphora.pipeline.memory import RememberTurn
 from anaphora.pipeline.observer import StageObserver
-from anaphora.pipeline.query import QueryStage
 from anaphora.pipeline.sink import AnswerSink, Deltas
 from anaphora.pipeline.stage import Stage, check_order
-from anaphora.pipeline.stages import QueryPlanner, Select
 from anaphora.pipeline.state import INITIAL, LOCAL_USER, STORED, TurnRequest, TurnState
 from anaphora.pipeline.summary import RollingSummarizer
 from anaphora.pipeline.window import ConversationWindow, WindowPolicy
 from anaphora.sanitize import sanitize
 from anaphora.store.protocols import ConversationStore, StoredTurn, SummaryStore
-from anaphora.types import Message, Passage, StageRecord, TurnResult, TurnTrace
+from anaphora.types import Message, StageRecord, TurnResult, TurnTrace
 
-__all__ = ["ABSTAIN", "LOCAL_USER", "NO_ANSWER", "Engine", "TurnRequest", "TurnStream", "turns_to_messages"]
+__all__ = [
+    "ABSTAIN",
+    "LOCAL_USER",
+    "NO_ANSWER",
+    "Engine",
+    "TurnRequest",
+    "TurnStream",
+    "run_stages",
+    "turns_to_messages",
+]
 
 
 def turns_to_messages(turns: Sequence[StoredTurn]) -> list[Message]:
@@ -104,6 +110,17 @@ def trace_of(state: TurnState, records: list[StageRecord]) -> TurnTrace:
     return trace
 
 
+async def run_stages(
+    observer: StageObserver, stages: Sequence[Stage], state: TurnState
+) -> tuple[TurnState, list[StageRecord]]:
+    """Run ``stages`` in order over ``state`` under ``observer``: the turn's loop, and evaluation's
+    (:mod:`anaphora.evaluation.retrieval_half`)."""
+    records: list[StageRecord] = []
+    for stage in stages:
+        state = await observer.run(stage, state, records)
+    return state, records
+
+
 class Engine:
     """Runs turns through ``stages`` over the conversation store. Every dependency is passed in;
     :func:`anaphora.app.build_stages` composes the stages and :func:`anaphora.app.build_components` the rest. The
@@ -166,23 +183,18 @@ class Engine:
             return False
         return not any("answer" in s.writes for s in self.stages[releasing[0] + 1 :])
 
-    @property
-    def query_stage(self) -> QueryStage:
-        """The query strategy of the query stage; assigning one replaces the stage (evaluation swaps baselines)."""
-        return self._planner().strategy
-
-    @query_stage.setter
-    def query_stage(self, strategy: QueryStage) -> None:
-        planner = self._planner()
-        self.stages[self.stages.index(planner)] = QueryPlanner(strategy, timeout_s=planner.budget_s)
-
-    def _planner(self) -> QueryPlanner:
-        return next(s for s in self.stages if isinstance(s, QueryPlanner))
-
-    @property
-    def selector(self) -> PassageSelector:
-        """The passage selector of the select stage (its reranker, thresholds)."""
-        return next(s for s in self.stages if isinstance(s, Select)).selector
+    def replace_stage(self, stage: Stage) -> None:
+        """Put ``stage`` in place of the stage of the same name (e.g. another ``query`` stage in a test); refused
+        (the list unchanged) like :meth:`add_stage`."""
+        names = [s.name for s in self.stages]
+        if stage.name not in names:
+            raise ValueError(f"no stage named {stage.name!r}; the stages are {', '.join(names)}")
+        stages = [*self.stages]
+        stages[names.index(stage.name)] = stage
+        check_order(stages)
+        if self.memory_writer is not None:
+            check_order([self.memory_writer], self._written(stages) | STORED)
+        self.stages[:] = stages
 
     @property
     def tracer(self) -> Any | None:
@@ -212,26 +224,7 @@ class Engine:
         await self.drain()
 
     async def _run_stages(self, stages: Sequence[Stage], state: TurnState) -> tuple[TurnState, list[StageRecord]]:
-        records: list[StageRecord] = []
-        for stage in stages:
-            state = await self.observer.run(stage, state, records)
-        return state, records
-
-    async def retrieve(
-        self, question: str, history: Sequence[Message], query_stage: QueryStage | None = None
-    ) -> tuple[list[Passage], TurnTrace]:
-        """The retrieval half of a turn, without generation: returns all ranked candidates and the trace, whose
-        ``retrieved`` holds the passages selected for the prompt.
-
-        ``question`` and ``history`` must already be sanitised. Evaluation calls this directly, optionally with
-        another ``query_stage`` (a baseline), so that what is measured is exactly what a turn does.
-        """
-        stages = [s for s in self.stages if s.retrieval]
-        if query_stage is not None:
-            stages = [QueryPlanner(query_stage) if isinstance(s, QueryPlanner) else s for s in stages]
-        state = TurnState(question=question, request=TurnRequest(question), history=tuple(history))
-        state, records = await self._run_stages(stages, state)
-        return list(state.candidates), trace_of(state, records)
+        return await run_stages(self.observer, stages, state)
 
     async def _start(self, request: TurnRequest, sink: AnswerSink, turns_before: int) -> TurnState:
         """The turn's starting state: the sanitised question, recent history, its window and the summary."""

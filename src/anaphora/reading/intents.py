@@ -263,7 +263,8 @@ def _gathers(message: str, wants: str | None, ordinal: int | None) -> bool:
     if wants not in ("identifier", "command") or ordinal is not None:
         return False
     named = [m.group(0) for m in _WANTED[wants].finditer(message)]
-    return any(n.endswith("s") and not n.endswith("ss") for n in named) or bool(re.search(r"\b(list|enumerate)\b", message))
+    plural = any(n.endswith("s") and not n.endswith("ss") for n in named)
+    return plural or bool(re.search(r"\b(list|enumerate)\b", message))
 
 
 def _topic(message: str) -> frozenset[str]:

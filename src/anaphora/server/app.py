@@ -3,7 +3,7 @@ The service state the routes share is in :mod:`anaphora.server.state`."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
@@ -14,10 +14,11 @@ from anaphora.app import Components
 from anaphora.server import errors, openapi_errors, web, widget
 from anaphora.server.asgi import HeadAsGetMiddleware
 from anaphora.server.auth import build_authenticator
+from anaphora.server.coordination import build_session_store
 from anaphora.server.dev_guard import DevModeGuard
 from anaphora.server.limits import BodyLimitMiddleware
 from anaphora.server.logs import RequestIdMiddleware
-from anaphora.server.metrics import MetricsMiddleware
+from anaphora.server.metrics import HttpMetrics, MetricsMiddleware
 from anaphora.server.public_origins import PublicOriginMiddleware
 from anaphora.server.routes import (
     chat,
@@ -32,7 +33,7 @@ from anaphora.server.routes import (
     visitor,
 )
 from anaphora.server.sessions import SessionHeaderMiddleware
-from anaphora.server.state import Service
+from anaphora.server.state import Service, running_service
 from anaphora.server.visitors import PublicAuth, VisitorTokens
 from anaphora.server.web import NoSniffMiddleware
 from anaphora.settings import Settings, load_settings
@@ -52,15 +53,16 @@ def create_app(
     auth = build_authenticator(settings.server)
     if settings.public.public_mode:  # anonymous visitors too, each with a signed session (visitors.py)
         auth = PublicAuth(auth, visitors)
-    service = Service(settings, auth, components, owns_components=owned, visitors=visitors)
+    sessions = build_session_store(settings, busy=lambda user_id: _turns_in_flight(app, user_id))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        await service.start()
-        try:
-            yield
-        finally:
-            await service.stop()
+        async with running_service(settings, auth, sessions, components, owns=owned, visitors=visitors) as service:
+            app.state.service = service
+            try:
+                yield
+            finally:
+                del app.state.service  # routes answer "not started" rather than use a stopping service
 
     app = FastAPI(
         title="Anaphora",
@@ -69,9 +71,8 @@ def create_app(
         lifespan=lifespan,
         docs_url="/docs" if settings.server.api_docs else None,  # third-party scripts on this origin: opt-in only
         redoc_url="/redoc" if settings.server.api_docs else None,
-        middleware=middleware(settings, service),
+        middleware=middleware(settings, lambda: _http_metrics(app)),
     )
-    app.state.service = service
     errors.install(app)
     openapi_errors.install(app)  # the error responses and media types the server really answers with
     routers = (chat, responses, conversations, conversation_items, documents, memories, session, users, visitor, ops)
@@ -82,8 +83,22 @@ def create_app(
     return app
 
 
-def middleware(settings: Settings, service: Service) -> list[Middleware]:
-    """The service's middleware, in one ordered list, outermost first."""
+def _running(app: FastAPI) -> Service | None:
+    return getattr(app.state, "service", None)
+
+
+def _turns_in_flight(app: FastAPI, user_id: str) -> bool:
+    service = _running(app)
+    return service is not None and service.runner.in_flight_for(user_id) > 0
+
+
+def _http_metrics(app: FastAPI) -> HttpMetrics | None:
+    service = _running(app)
+    return service.http_metrics if service is not None else None
+
+
+def middleware(settings: Settings, http_metrics: Callable[[], HttpMetrics | None]) -> list[Middleware]:
+    """The service's middleware, in one ordered list, outermost first; ``http_metrics``: the running service's."""
     server = settings.server
     guard = [Middleware(DevModeGuard, allowed_hosts=server.dev_allowed_hosts)] if server.auth == "none" else []
     allowed = settings.public.public_origins
@@ -91,7 +106,7 @@ def middleware(settings: Settings, service: Service) -> list[Middleware]:
     return [
         Middleware(NoSniffMiddleware),  # nosniff on every response, the error responses included
         Middleware(RequestIdMiddleware),  # every record of the request carries its id
-        Middleware(MetricsMiddleware, metrics=lambda: service.http_metrics),  # counts the 413s too
+        Middleware(MetricsMiddleware, metrics=http_metrics),  # counts the 413s too
         Middleware(SessionHeaderMiddleware),
         *public,  # public mode: the Origin allow-list and CORS (public_origins.py)
         *guard,  # auth 'none': answer only this machine's own pages (dev_guard.py)

@@ -60,6 +60,10 @@ class Sweeper(ABC):
                 log.error("%s sweep failed", self.what, exc_info=exc)
             await asyncio.sleep(self.interval_s)
 
+    @property
+    def running(self) -> bool:
+        return self._task is not None
+
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._loop())
 

@@ -7,14 +7,17 @@ Routes import this module; the app imports the routes: no cycle.
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Request
 
-from anaphora.app import Components, aclose_components, build_components, close_local
+from anaphora.app import Components, build_components, close_local
 from anaphora.errors import AnaphoraError, PermissionDeniedError
 from anaphora.server.auth import Authenticator, Principal
-from anaphora.server.coordination import build_session_store, build_turn_lock
+from anaphora.server.coordination import build_turn_lock
 from anaphora.server.history_sweeper import HistorySweeper, MemorySweeper
 from anaphora.server.jobs import IngestJobs
 from anaphora.server.metrics import HttpMetrics
@@ -23,127 +26,132 @@ from anaphora.server.sessions import STATE_KEY
 from anaphora.server.turns import TurnRunner
 from anaphora.server.visitors import VisitorTokens
 from anaphora.settings import Settings
+from anaphora.store.protocols import SessionStore
 
 log = logging.getLogger("anaphora.server")
 
 
+@dataclass(frozen=True)
 class Service:
-    """What the routes share: settings, the authenticator, the components and the turn runner."""
+    """What the routes share while the app runs: made by :func:`running_service` in the app's lifespan, so a route
+    never sees a half-started or stopped service (``app.state.service`` exists only between start and stop)."""
 
-    def __init__(
-        self,
-        settings: Settings,
-        auth: Authenticator,
-        components: Components | None,
-        *,
-        owns_components: bool,
-        visitors: VisitorTokens | None = None,
-    ) -> None:
-        self.settings = settings
-        self.auth = auth
-        self.visitors = visitors or VisitorTokens(settings.public)  # public mode's anonymous visitors
-        self.public_limits = PublicLimits(settings.public, build_windows(settings))
-        self._components = components
-        self.owns_components = owns_components
-        self._runner: TurnRunner | None = None
-        self.http_metrics: HttpMetrics | None = None
-        self._jobs: IngestJobs | None = None
-        self.sweeper: HistorySweeper | None = None
-        self.memory_sweeper: MemorySweeper | None = None
-        self.sessions = build_session_store(settings, busy=self._has_turns_in_flight)
+    settings: Settings
+    auth: Authenticator
+    components: Components
+    runner: TurnRunner
+    jobs: IngestJobs
+    sessions: SessionStore
+    http_metrics: HttpMetrics
+    sweeper: HistorySweeper | None
+    memory_sweeper: MemorySweeper | None
+    owns_components: bool
+    visitors: VisitorTokens  # public mode's anonymous visitors (their signed sessions)
+    public_limits: PublicLimits  # public mode's per-visitor and per-site rate limits and daily cap
 
-    def _has_turns_in_flight(self, user_id: str) -> bool:
-        return self._runner is not None and self._runner.in_flight_for(user_id) > 0
 
-    @property
-    def components(self) -> Components:
-        if self._components is None:
-            raise RuntimeError("the service has not started (the ASGI lifespan did not run)")
-        return self._components
+def _cannot_start(exc: AnaphoraError) -> None:
+    log.error("cannot start: %s%s", exc.message, f" (fix: {exc.hint})" if exc.hint else "")
 
-    @property
-    def runner(self) -> TurnRunner:
-        if self._runner is None:
-            raise RuntimeError("the service has not started (the ASGI lifespan did not run)")
-        return self._runner
 
-    @property
-    def jobs(self) -> IngestJobs:
-        if self._jobs is None:
-            raise RuntimeError("the service has not started (the ASGI lifespan did not run)")
-        return self._jobs
-
-    async def start(self) -> None:
-        if self._components is None:
-            try:
-                self._components = build_components(self.settings)
-            except AnaphoraError as exc:
-                log.error("cannot start: %s%s", exc.message, f" (fix: {exc.hint})" if exc.hint else "")
-                raise
-        try:  # a networked store (PostgreSQL) connects and migrates now, not on first use
-            await self._components.conversations.open()
-            await self._components.memory.open()
+async def _open_components(
+    stack: AsyncExitStack, settings: Settings, components: Components | None, owns: bool
+) -> Components:
+    """The components, built unless given, with their networked stores connected (and migrated) now rather than on
+    first use; at stop, owned ones are closed, a caller's only drained."""
+    if components is None:
+        try:
+            components = build_components(settings)
         except AnaphoraError as exc:
-            log.error("cannot start: %s%s", exc.message, f" (fix: {exc.hint})" if exc.hint else "")
-            if self.owns_components:
-                close_local(self._components)
-                self._components = None
+            _cannot_start(exc)
             raise
-        engine = self._components.engine
-        self._runner = runner = TurnRunner(
-            engine, max_per_user=self.settings.server.max_concurrent_turns_per_user, lock=build_turn_lock(self.settings)
-        )
-        self.http_metrics = HttpMetrics.of(engine.metrics.registry)
-        self.http_metrics.turns_in_flight.set_function(lambda: runner.in_flight)
-        components = self._components
-        self._jobs = IngestJobs(components.ingestor, components.corpus, self.settings.data_dir / "uploads")
-        interval_s = self.settings.server.history_sweep_interval_s
-        if self.settings.server.history_ttl_s > 0:
-            self.sweeper = HistorySweeper(
-                components.conversations, runner, ttl_s=self.settings.server.history_ttl_s, interval_s=interval_s
-            )
-            self.sweeper.start()
-        if self.settings.memory.memory_ttl_s is not None:
-            self.memory_sweeper = MemorySweeper(
-                components.memory, ttl_s=self.settings.memory.memory_ttl_s, interval_s=interval_s
-            )
-            self.memory_sweeper.start()
+    try:
+        await components.conversations.open()
+        await components.memory.open()
+    except AnaphoraError as exc:
+        _cannot_start(exc)
+        if owns:
+            close_local(components)
+        raise
+    stack.push_async_callback(components.aclose if owns else components.engine.drain)
+    return components
 
-    async def stop(self) -> None:
-        """Let in-flight turns finish (they are stored even if their clients left), then background work."""
-        if self.sweeper is not None:
-            await self.sweeper.stop()
-            self.sweeper = None
-        if self.memory_sweeper is not None:
-            await self.memory_sweeper.stop()
-            self.memory_sweeper = None
-        if self._runner is not None:
-            pending = await self._runner.drain(self.settings.server.shutdown_grace_s)
-            if pending:
-                log.warning(
-                    "shutting down with %d turn(s) still running after %.0f s",
-                    pending,
-                    self.settings.server.shutdown_grace_s,
-                )
-        if self._jobs is not None and await self._jobs.drain(self.settings.server.shutdown_grace_s):
-            log.warning("shutting down with an ingestion job still running")
-        if self._runner is not None:
-            await self._runner.lock.aclose()
-        await self.sessions.aclose()
-        await self.public_limits.aclose()
-        if self._components is None:
-            return
-        engine = self._components.engine
-        if self.owns_components:
-            await aclose_components(self._components)  # drains background work, closes clients and pools
-            close_local(self._components)
-            self._components = None
-        else:
-            await engine.drain()
+
+async def _drain(what: str, drain: Callable[[float], Awaitable[int]], grace_s: float) -> None:
+    """Let ``what`` finish within ``grace_s`` (turns are stored even if their clients left); warn if some did not."""
+    pending = await drain(grace_s)
+    if pending:
+        log.warning("shutting down with %d %s still running after %.0f s", pending, what, grace_s)
+
+
+def _sweepers(
+    stack: AsyncExitStack, settings: Settings, components: Components, runner: TurnRunner
+) -> tuple[HistorySweeper | None, MemorySweeper | None]:
+    """The history and memory TTL sweepers the settings ask for, started; each stopped first at shutdown."""
+    interval_s = settings.server.history_sweep_interval_s
+    history = memory = None
+    if settings.server.history_ttl_s > 0:
+        history = HistorySweeper(
+            components.conversations, runner, ttl_s=settings.server.history_ttl_s, interval_s=interval_s
+        )
+    if settings.memory.memory_ttl_s is not None:
+        memory = MemorySweeper(components.memory, ttl_s=settings.memory.memory_ttl_s, interval_s=interval_s)
+    for sweeper in (history, memory):
+        if sweeper is not None:
+            sweeper.start()
+            stack.push_async_callback(sweeper.stop)
+    return history, memory
+
+
+@asynccontextmanager
+async def running_service(
+    settings: Settings,
+    auth: Authenticator,
+    sessions: SessionStore,
+    components: Components | None,
+    *,
+    owns: bool,
+    visitors: VisitorTokens,
+) -> AsyncIterator[Service]:
+    """The service from start to stop. Each part registers its stop as it starts, so stop runs in the reverse order
+    (sweepers, in-flight turns, ingestion jobs, the turn lock, sessions, components) and a failed start undoes
+    what had started."""
+    grace_s = settings.server.shutdown_grace_s
+    async with AsyncExitStack() as stack:
+        components = await _open_components(stack, settings, components, owns)
+        stack.push_async_callback(sessions.aclose)
+        public_limits = PublicLimits(settings.public, build_windows(settings))
+        stack.push_async_callback(public_limits.aclose)
+        lock = build_turn_lock(settings)
+        stack.push_async_callback(lock.aclose)
+        jobs = IngestJobs(components.ingestor, components.corpus, settings.data_dir / "uploads")
+        stack.push_async_callback(_drain, "ingestion job(s)", jobs.drain, grace_s)
+        runner = TurnRunner(components.engine, max_per_user=settings.server.max_concurrent_turns_per_user, lock=lock)
+        stack.push_async_callback(_drain, "turn(s)", runner.drain, grace_s)
+        http_metrics = HttpMetrics.of(components.engine.metrics.registry)
+        http_metrics.turns_in_flight.set_function(lambda: runner.in_flight)
+        history, memory = _sweepers(stack, settings, components, runner)
+        yield Service(
+            settings=settings,
+            auth=auth,
+            components=components,
+            runner=runner,
+            jobs=jobs,
+            sessions=sessions,
+            http_metrics=http_metrics,
+            sweeper=history,
+            memory_sweeper=memory,
+            owns_components=owns,
+            visitors=visitors,
+            public_limits=public_limits,
+        )
 
 
 def service(request: Request) -> Service:
-    return request.app.state.service
+    running = getattr(request.app.state, "service", None)
+    if running is None:
+        raise RuntimeError("the service has not started (the ASGI lifespan did not run)")
+    return running
 
 
 async def current_user(request: Request) -> Principal:

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from anaphora.errors import ConfigurationError, PassageIdTakenError, StoreError, require
-from anaphora.store.migrations import Migrations
+from anaphora.store.migrations import Migrations, PostgresLedger, migrate_now
 from anaphora.store.postgres_conversations import _text
 from anaphora.store.postgres_pool import VECTOR_EXTENSION, connection_error, vector_extension_error
 from anaphora.store.protocols import DocumentVersion, Ranking, StoredDocument, check_dimension, embedder_mismatch
@@ -236,14 +236,7 @@ class PostgresPassageStore:
                     hint="set ANAPHORA_POSTGRES_TEXT_SEARCH_CONFIG to one that `\\dF` in psql lists, e.g. english",
                 ) from exc
             self._create_vector_extension(conn)
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS corpus_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
-                "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
-            )
-            applied = [row[0] for row in conn.execute("SELECT name FROM corpus_migrations ORDER BY version")]
-            for number, (name, step) in enumerate(MIGRATIONS.pending(applied), start=len(applied) + 1):
-                step(conn, layout)
-                conn.execute("INSERT INTO corpus_migrations (version, name) VALUES (%s, %s)", (number, name))
+            migrate_now(MIGRATIONS, PostgresLedger(conn, "corpus_migrations", lambda step: step(conn, layout)))
             meta = dict(conn.execute("SELECT key, value FROM corpus_meta").fetchall())
         if int(meta["dim"]) != layout.dim:
             raise ConfigurationError(

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
 from anaphora.errors import StoreError, require
-from anaphora.store.migrations import Migrations
+from anaphora.store.migrations import Migrations, PostgresLedger, migrate
 
 Migration = Callable[..., Awaitable[None]]
 URL_HINT = "set ANAPHORA_POSTGRES_URL, e.g. postgresql://user:password@host:5432/anaphora"
@@ -112,18 +112,10 @@ class AsyncPostgresStore:
             self._opened = True
 
     async def _migrate(self) -> None:
-        table = self.MIGRATIONS_TABLE
         async with self.pool.connection() as conn, conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (self.MIGRATION_LOCK,))
-            await conn.execute(
-                f"CREATE TABLE IF NOT EXISTS {table} (version INTEGER PRIMARY KEY, name TEXT NOT NULL, "
-                "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
-            )
-            rows = await (await conn.execute(f"SELECT name FROM {table} ORDER BY version")).fetchall()
-            applied = [row["name"] for row in rows]
-            for number, (name, step) in enumerate(self.MIGRATIONS.pending(applied), start=len(applied) + 1):
-                await self._apply(step, conn)
-                await conn.execute(f"INSERT INTO {table} (version, name) VALUES (%s, %s)", (number, name))
+            ledger = PostgresLedger(conn, self.MIGRATIONS_TABLE, lambda step: self._apply(step, conn))
+            await migrate(self.MIGRATIONS, ledger)
 
     async def _apply(self, step: Migration, conn: Any) -> None:
         """Run one migration step (a store whose steps need more than the connection passes it here)."""

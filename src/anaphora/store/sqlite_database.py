@@ -11,15 +11,26 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from anaphora.errors import StoreError
-from anaphora.store.legacy_episodes import users_words
-from anaphora.store.migrations import Migrations
+from anaphora.store.migrations import Migrations, migrate_now
 from anaphora.store.turn_fields import fields_from_trace
 
 Migration = Callable[[sqlite3.Connection], None]
-MIGRATIONS: Migrations[Migration] = Migrations(
-    "the SQLite store", hint="upgrade Anaphora, or point ANAPHORA_DATA_DIR at another directory"
-)
+HINT = "upgrade Anaphora, or point ANAPHORA_DATA_DIR at another directory"
+# Steps recorded in this ledger that another owner of tables in the same database now runs (and records in its own):
+# long-term memory's (anaphora.memory.sqlite_schema).
+MOVED_TO_MEMORY = ("m004_memory", "m005_memory_epochs", "m007_episodes_keep_the_users_words")
+MIGRATIONS: Migrations[Migration] = Migrations("the SQLite store", hint=HINT, moved=MOVED_TO_MEMORY)
 migration = MIGRATIONS  # the decorator that registers a step
+# The order every step ran in while a store counted them in PRAGMA user_version instead of recording their names.
+NUMBERED = (
+    "m001_initial",
+    "m002_summaries",
+    "m003_conversation_activity",
+    "m004_memory",
+    "m005_memory_epochs",
+    "m006_turn_window_fields",
+    "m007_episodes_keep_the_users_words",
+)
 
 
 def run_script(db: sqlite3.Connection, script: str) -> None:
@@ -106,71 +117,6 @@ def m003_conversation_activity(db: sqlite3.Connection) -> None:
 
 
 @migration
-def m004_memory(db: sqlite3.Connection) -> None:
-    """Long-term memory per user (``anaphora.memory``): items with provenance, their vectors, entities, profiles,
-    and a count of each user's writes (what in-process search indexes compare to know they are current). Every table
-    carries ``user_id``, so each read filters by it and erase deletes by it."""
-    run_script(
-        db,
-        """
-        CREATE TABLE memory_items (
-            key INTEGER PRIMARY KEY,
-            id TEXT NOT NULL UNIQUE,
-            user_id TEXT NOT NULL,
-            kind TEXT NOT NULL,
-            text TEXT NOT NULL,
-            conversation_id TEXT NOT NULL,
-            turns TEXT NOT NULL,
-            time REAL NOT NULL,
-            subject TEXT NOT NULL,
-            attribute TEXT NOT NULL,
-            value TEXT NOT NULL,
-            valid_from REAL,
-            valid_to REAL,
-            source TEXT NOT NULL
-        );
-        CREATE INDEX memory_items_user ON memory_items(user_id, time);
-        CREATE INDEX memory_items_time ON memory_items(time);
-        CREATE INDEX memory_items_fact ON memory_items(user_id, subject, attribute) WHERE kind = 'fact';
-        CREATE TABLE memory_vectors (
-            item_key INTEGER PRIMARY KEY REFERENCES memory_items(key) ON DELETE CASCADE,
-            user_id TEXT NOT NULL,
-            vector BLOB NOT NULL
-        );
-        CREATE INDEX memory_vectors_user ON memory_vectors(user_id);
-        CREATE TABLE memory_entities (
-            user_id TEXT NOT NULL,
-            key TEXT NOT NULL,
-            name TEXT NOT NULL,
-            kind TEXT NOT NULL,
-            mentions INTEGER NOT NULL,
-            first_seen REAL NOT NULL,
-            last_seen REAL NOT NULL,
-            PRIMARY KEY (user_id, key)
-        );
-        CREATE INDEX memory_entities_seen ON memory_entities(last_seen);
-        CREATE TABLE memory_profiles (
-            user_id TEXT PRIMARY KEY,
-            text TEXT NOT NULL,
-            covers TEXT NOT NULL,
-            updated_at REAL NOT NULL
-        );
-        CREATE TABLE memory_users (
-            user_id TEXT PRIMARY KEY,
-            writes INTEGER NOT NULL
-        )
-        """,
-    )
-
-
-@migration
-def m005_memory_epochs(db: sqlite3.Connection) -> None:
-    """Each user's erase epoch, keyed by a hash of the user id: a background memory write checks it inside its
-    transaction, so an erase that came first wins (``anaphora.memory.protocols``)."""
-    run_script(db, "CREATE TABLE memory_epochs (user_key TEXT PRIMARY KEY, epoch INTEGER NOT NULL)")
-
-
-@migration
 def m006_turn_window_fields(db: sqlite3.Connection) -> None:
     """What the next turn reads of a stored turn gets its own columns (the trace is audit only); existing turns
     get them from their trace, once (:mod:`anaphora.store.turn_fields`). ``window_start`` NULL: unknown."""
@@ -189,29 +135,38 @@ def m006_turn_window_fields(db: sqlite3.Connection) -> None:
     db.executemany("UPDATE turns SET shown_passages = ?, window_start = ? WHERE rowid = ?", updates)
 
 
-@migration
-def m007_episodes_keep_the_users_words(db: sqlite3.Connection) -> None:
-    """Episodes written before issue 24 held the turn's question and the assistant's answer ("question\nanswer");
-    memory quotes the user's words only, so each keeps as many lines as the stored turn's question has (one when
-    the turn is gone). The answer's words leave the text and the lexical index (a document deleted later is not
-    quoted from an episode); the episode's vector is left as it was, a recall aid that is never shown. Search
-    indexes rebuild, as after a removal."""
-    rows = db.execute(
-        "SELECT e.key, e.text, t.question FROM memory_items e LEFT JOIN turns t ON t.conversation_id = "
-        "e.conversation_id AND t.idx = json_extract(e.turns, '$[0]') "
-        "WHERE e.kind = 'episode' AND instr(e.text, char(10)) > 0"
-    ).fetchall()
-    changed = 0
-    for key, text, question in rows:
-        kept = users_words(text, question)
-        if kept != text:
-            db.execute("UPDATE memory_items SET text = ? WHERE key = ?", (kept, key))
-            changed += 1
-    if changed:
-        db.execute(
-            "INSERT INTO meta(key, value) VALUES ('memory_removals', '1') "
-            "ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)"
-        )
+class SQLiteLedger:
+    """The steps one owner of tables in the SQLite database has run, by name in ``table``. ``earlier(db)``: the
+    names to record first when the table is new and empty, steps that ran before this ledger existed."""
+
+    def __init__(
+        self,
+        db: sqlite3.Connection,
+        table: str = "schema_migrations",
+        earlier: Callable[[sqlite3.Connection], list[str]] | None = None,
+    ) -> None:
+        self.db = db
+        self.table = table
+        self.earlier = earlier or counted_in_user_version
+
+    async def applied(self) -> list[str]:
+        db = self.db
+        db.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+        applied = [row[0] for row in db.execute(f"SELECT name FROM {self.table}")]
+        if not applied:
+            applied = self.earlier(db)
+            db.executemany(f"INSERT INTO {self.table} VALUES (?, 0)", [(n,) for n in applied])
+        return applied
+
+    async def apply(self, name: str, step: Migration, number: int) -> None:
+        step(self.db)
+        self.db.execute(f"INSERT INTO {self.table} VALUES (?, strftime('%s', 'now'))", (name,))
+
+
+def counted_in_user_version(db: sqlite3.Connection) -> list[str]:
+    """The steps of a store from before steps were recorded by name, which counted them in ``PRAGMA user_version``."""
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    return list(NUMBERED[:version]) + [f"step {n}" for n in range(len(NUMBERED) + 1, version + 1)]
 
 
 class Database:
@@ -241,17 +196,9 @@ class Database:
 
     def _migrate(self) -> None:
         with self.transaction() as db:
-            db.execute("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
-            applied = [row[0] for row in db.execute("SELECT name FROM schema_migrations")]
-            version = db.execute("PRAGMA user_version").fetchone()[0]
-            if not applied and version:  # a store from before steps were recorded by name: user_version counted them
-                applied = MIGRATIONS.names[:version] + [f"step {n}" for n in range(len(MIGRATIONS) + 1, version + 1)]
-                db.executemany("INSERT INTO schema_migrations VALUES (?, 0)", [(n,) for n in applied])
-            for name, step in MIGRATIONS.pending(applied, where=f" at {self.path}"):
-                step(db)
-                db.execute("INSERT INTO schema_migrations VALUES (?, strftime('%s', 'now'))", (name,))
-                applied.append(name)
-            db.execute(f"PRAGMA user_version = {len(applied)}")  # what an older Anaphora reads to refuse it
+            applied = migrate_now(MIGRATIONS, SQLiteLedger(db), where=f" at {self.path}")
+            # what an Anaphora from before steps had names reads to refuse a newer store: steps in its numbering
+            db.execute(f"PRAGMA user_version = {len(set(applied) | MIGRATIONS.moved)}")
             if db.execute("SELECT 1 FROM meta WHERE key = 'store_id'").fetchone() is None:
                 self.set_meta(db, "store_id", uuid.uuid4().hex)
 

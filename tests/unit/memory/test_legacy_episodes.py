@@ -1,6 +1,7 @@
-"""Episodes from before issue 24 held the question and the assistant's answer; the store's migration leaves them
-the user's words only (as many lines as the stored turn's question), so no earlier answer is quoted as memory or
-found by its words. Through a real SQLite file, opened again after the step is marked as not yet applied."""
+"""Episodes from before issue 24 held the question and the assistant's answer; the memory store's migration leaves
+them the user's words only (as many lines as the stored turn's question), so no earlier answer is quoted as memory
+or found by its words. Through a real SQLite file laid out as a database of then: the memory steps recorded in the
+database's own ledger (before the memory store kept its own), the last one not yet applied."""
 
 from __future__ import annotations
 
@@ -46,12 +47,18 @@ async def test_old_episodes_keep_only_the_users_words(tmp_path: Path) -> None:
     ]
     await store.add("alice", old)
     assert (await store.lexical("alice", ["compactor"], 5))[0]  # before: the answer's words are searchable
-    with db.transaction() as tx:
-        tx.execute("DELETE FROM schema_migrations WHERE name = ?", (STEP,))
+    with db.transaction() as tx:  # what the ledgers of a database from before issue 24 held
+        tx.execute("DROP TABLE memory_migrations")
+        tx.executemany("INSERT INTO schema_migrations VALUES (?, 0)", [("m004_memory",), ("m005_memory_epochs",)])
     db.close()
 
-    db = Database(path)  # the step runs on open
-    store = SQLiteMemoryStore(db)
+    db = Database(path)
+    store = SQLiteMemoryStore(db)  # adopts the two steps the database recorded, runs the third
+    assert [r[0] for r in db.query("SELECT name FROM memory_migrations")] == [
+        "m004_memory",
+        "m005_memory_epochs",
+        STEP,
+    ]
     texts = [i.text for i in (await store.get_many("alice", [e.id for e in old])).values()]
     assert sorted(texts) == sorted(
         [

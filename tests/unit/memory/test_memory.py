@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from anaphora import Anaphora, FakeChatModel, Settings
+from anaphora.app import fact_support
 from anaphora.embeddings.hashing import HashingEmbedder
 from anaphora.memory.model_facts import ModelFactExtractor
 from anaphora.memory.recall import MemoryRecall, RecallWeights
@@ -341,7 +342,7 @@ def test_another_user_never_gets_the_memory(rag: Anaphora) -> None:
 
 async def test_model_facts_are_kept_only_when_the_users_words_support_them(store) -> None:
     model = FakeChatModel(["- chart version: 2.3.1\n- favourite cloud: Azure\n- cluster: k3s 1.30"])
-    recorder = TurnRecorder(store, EMBEDDER, ModelFactExtractor(model, threshold=0.6))
+    recorder = TurnRecorder(store, EMBEDDER, ModelFactExtractor(model, supports=fact_support(0.6)))
     written = await recorder.record(turn("The cluster runs k3s 1.29 and the chart is at version 2.3.1"))
     assert written.rejected == 2  # Azure was never said; 1.30 is not the version the user gave
     facts = {(f.attribute, f.value, f.source) for f in (await store.list("alice", kind="fact")).items}

@@ -11,6 +11,7 @@ from anaphora.answering.support import strip_markers
 from anaphora.app import build_components
 from anaphora.pipeline.engine import TurnRequest
 from anaphora.pipeline.prompt import CONTEXT_CLOSE, CONTEXT_OPEN, QUESTION_LABEL, SUMMARY_END, SUMMARY_HEADING
+from anaphora.pipeline.stages import QueryPlanner
 from tests.conftest import SAMPLE_DOCS
 
 pytestmark = pytest.mark.unit
@@ -51,7 +52,7 @@ def test_generator_gets_original_words_even_when_query_differs(settings, fake_mo
 
     components = build_components(settings, model=fake_model)
     components.ingestor.run([__import__("tests.conftest", fromlist=["SAMPLE_DOCS"]).SAMPLE_DOCS])
-    components.engine.query_stage = Rewrites()
+    components.engine.replace_stage(QueryPlanner(Rewrites()))
     result = asyncio.run(components.engine.ask(TurnRequest("and on ARM?")))
     assert result.trace.query == "kestrel kubernetes arm64 images"
     assert result.trace.query_source == "rewrite"

@@ -337,7 +337,7 @@ def test_engine_turn_answers_whatever_the_rewrite_does(
     else:
         # the fallback: the expansion with this corpus's disambiguating words (none: the message alone)
         history = [Message(role="user", content=FIRST), Message(role="assistant", content=first.answer)]
-        expected = sample_rag.components.engine.query_stage.fallback.plan(FOLLOW_UP, history)
+        expected = sample_rag.components.stage_parts.query_stage.fallback.plan(FOLLOW_UP, history)
         assert result.trace.query.startswith(FOLLOW_UP)
         assert (result.trace.query, result.trace.query_source) == (expected.query, expected.source)
     metrics = sample_rag.components.engine.metrics

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from anaphora import Anaphora, FakeChatModel, Message, Settings, TurnResult
-from anaphora.evaluation import Task, replay, score
+from anaphora.evaluation import Task, replay, retrieval_half, score
 from anaphora.pipeline.prompt import CONTEXT_CLOSE, CONTEXT_OPEN
 from tests.conftest import SAMPLE_DOCS
 
@@ -143,7 +143,7 @@ async def test_replay_records_skipped_turns_with_empty_rankings(sample_rag: Anap
         Task(task_id="meta", history=history, question="say that again, shorter", gold=["install-kubernetes.md#1"]),
         Task(task_id="follow", history=history, question="And on ARM?"),
     ]
-    records = await replay(sample_rag.components.engine, tasks, "pipeline")
+    records = await replay(retrieval_half(sample_rag.components), tasks, "pipeline")
     by_id = {r["task_id"]: r for r in records}
     for task_id, route in (("greet", "chit_chat"), ("meta", "meta")):
         record = by_id[task_id]

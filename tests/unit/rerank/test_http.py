@@ -265,7 +265,7 @@ def test_load_unknown_is_configuration_error(tmp_path: Path, spec: str) -> None:
 
 # -- through the engine --------------------------------------------------------------------------------------------
 def close_reranker(rag: Anaphora) -> None:
-    reranker = rag.components.engine.selector.reranker
+    reranker = rag.components.stage_parts.selector.reranker
     if isinstance(reranker, HTTPReranker):
         rag._runner.run(reranker.aclose())
 
@@ -322,7 +322,7 @@ def test_engine_answers_when_the_http_reranker_is_down(tmp_path: Path) -> None:
 
 def test_closing_the_facade_closes_the_http_reranker(tmp_path: Path, server: RerankServer) -> None:
     rag = Anaphora(settings_for(tmp_path, reranker=f"http:{server.url}"), model=FakeChatModel())
-    reranker = rag.components.engine.selector.reranker
+    reranker = rag.components.stage_parts.selector.reranker
     assert isinstance(reranker, HTTPReranker)
     try:
         rag.close()

@@ -99,7 +99,7 @@ def test_the_sweeper_deletes_inactive_conversations(tmp_path, clock) -> None:
         assert sweeper.deleted["conversations"] == 1 and sweeper.deleted["turns"] == 1
         clock.now += 41
         wait_for(lambda: http.get("/v1/conversations").json()["data"] == [])
-    assert running.app.state.service.sweeper is None  # stopped with the app
+    assert not sweeper.running and not hasattr(running.app.state, "service")  # stopped with the app
 
 
 def test_a_zero_ttl_keeps_history_forever(tmp_path) -> None:
@@ -148,7 +148,7 @@ def test_the_memory_sweeper_deletes_memories_past_their_ttl(tmp_path, fake_model
         wait_for(lambda: sweeper.deleted["memories"] == 2)
         assert sweeper.deleted == {"memories": 2, "vectors": 2, "entities": 1, "profiles": 0}
         assert [m["id"] for m in http.get("/v1/memories").json()["data"]] == [young.id]
-    assert running.app.state.service.memory_sweeper is None  # stopped with the app
+    assert not sweeper.running and not hasattr(running.app.state, "service")  # stopped with the app
 
 
 def test_memories_are_kept_forever_without_a_ttl(tmp_path) -> None:

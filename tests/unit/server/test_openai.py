@@ -12,6 +12,7 @@ from anaphora import FakeChatModel, ModelUnavailableError
 from anaphora.models.base import ChatStream
 from anaphora.models.fake import echo_first_context
 from anaphora.pipeline.query import QueryPlan
+from anaphora.pipeline.stages import QueryPlanner
 from tests.server_harness import components_for, serve, settings_for, token
 
 pytestmark = pytest.mark.unit
@@ -88,7 +89,7 @@ def test_the_retrieval_rewrite_never_reaches_the_answer_text(running) -> None:
         async def run(self, question, history):
             return QueryPlan(query=REWRITE, source="rewrite", status="ok")
 
-    running.components.engine.query_stage = Rewrites()
+    running.components.engine.replace_stage(QueryPlanner(Rewrites()))
     messages = [{"role": "user", "content": "and on ARM?"}]
     with client(running) as openai_client:
         chunks = list(openai_client.chat.completions.create(model="m", messages=messages, stream=True))

@@ -11,6 +11,7 @@ import pytest
 from anaphora import FakeChatModel, ModelUnavailableError
 from anaphora.models.base import ChatStream
 from anaphora.pipeline.query import QueryPlan
+from anaphora.pipeline.stages import QueryPlanner
 from anaphora.server.routes.responses import stored_response
 from anaphora.store.protocols import Conversation, StoredTurn
 from tests.server_harness import SlowModel, components_for, serve, settings_for, token
@@ -409,7 +410,7 @@ def test_the_retrieval_rewrite_never_reaches_the_streamed_text(running) -> None:
         async def run(self, question, history):
             return QueryPlan(query=rewrite, source="rewrite", status="ok")
 
-    running.components.engine.query_stage = Rewrites()
+    running.components.engine.replace_stage(QueryPlanner(Rewrites()))
     with client(running) as openai_client:
         events = list(openai_client.responses.create(model="anaphora", input="and on ARM?", stream=True))
     deltas = "".join(e.delta for e in events if e.type == "response.output_text.delta")

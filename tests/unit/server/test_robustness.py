@@ -6,6 +6,7 @@ import asyncio
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -208,7 +209,9 @@ def test_an_app_without_components_builds_and_closes_its_own(tmp_path, monkeypat
         service = running.app.state.service
         assert service.owns_components
         running.stop()
-        assert service._components is None  # closed at shutdown
+        assert not hasattr(running.app.state, "service")  # the running service ended with the app
+        with pytest.raises(sqlite3.ProgrammingError):  # its components were closed at shutdown
+            service.components.database.query("SELECT 1")
     reopened = components_for(settings, ingest=False)
     try:
         assert asyncio.run(reopened.conversations.get("alice", conversation)).title == "kept"
