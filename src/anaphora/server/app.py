@@ -23,8 +23,10 @@ from anaphora.server.routes import (
     conversation_items,
     conversations,
     documents,
+    feedback,
     memories,
     ops,
+    report,
     responses,
     session,
     users,
@@ -67,7 +69,8 @@ def create_app(
     app.state.service = service
     errors.install(app)
     openapi_errors.install(app)  # the error responses and media types the server really answers with
-    for module in (chat, responses, conversations, conversation_items, documents, memories, session, users, ops):
+    routers = (chat, responses, conversations, conversation_items, feedback, documents, memories, session, users)
+    for module in (*routers, report, ops):
         app.include_router(module.router)
     web.install(app, settings.server)  # the chat page at / (web_ui)
     return app

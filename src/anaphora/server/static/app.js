@@ -6,6 +6,7 @@ import * as api from "./js/api.js";
 import { ask, errorNodes, showTurns } from "./js/chat.js";
 import * as conversations from "./js/conversations.js";
 import { $, el, show } from "./js/dom.js";
+import * as report from "./js/report.js";
 import * as upload from "./js/upload.js";
 
 let conversationId = null;
@@ -65,7 +66,7 @@ async function open(id) {
     const conversation = await api.request("GET", `v1/conversations/${encodeURIComponent(id)}`);
     if (conversationId !== id) return;
     setTitle(conversation.title);
-    showTurns(conversation.turns);
+    showTurns(conversation.turns, id);
   } catch (error) {
     if (error.status === 401) return;
     setTitle("");
@@ -184,6 +185,7 @@ async function start() {
   show($("app"), true);
   $("whoami").textContent = api.token.get() ? `Signed in as ${session.user_id}` : `Development mode (user ${session.user_id})`;
   show($("sign-out"), Boolean(api.token.get()));
+  report.init(Boolean(session.admin));
   try {
     await conversations.reload();
     await upload.init(showError);
