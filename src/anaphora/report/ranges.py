@@ -3,6 +3,7 @@ seconds, or a span back from now (``7d``, ``24h``, ``30m``)."""
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import UTC, datetime
 
@@ -13,9 +14,16 @@ _SPAN = re.compile(r"(\d+(?:\.\d+)?)\s*([dhm])")
 _SECONDS = {"d": 86400.0, "h": 3600.0, "m": 60.0}
 
 
-def parse_when(value: str, now: float, *, name: str) -> float:
-    """Unix seconds for ``value``; an :class:`InputError` naming ``name`` and the accepted forms otherwise."""
-    text = value.strip()
+def _not_a_time(value: str, name: str) -> InputError:
+    return InputError(
+        f"{name} {value!r} is not a time (or not one between the years 1 and 9999)",
+        hint="use a date (2026-12-01), a date-time (2026-12-01T09:30, UTC unless it has an offset), Unix "
+        "seconds, or a span back from now (7d, 24h, 30m)",
+        param=name,
+    )
+
+
+def _seconds(text: str, now: float) -> float | None:
     span = _SPAN.fullmatch(text)
     if span:
         return now - float(span.group(1)) * _SECONDS[span.group(2)]
@@ -26,13 +34,20 @@ def parse_when(value: str, now: float, *, name: str) -> float:
     try:
         parsed = datetime.fromisoformat(text)
     except ValueError:
-        raise InputError(
-            f"{name} {value!r} is not a time",
-            hint="use a date (2026-12-01), a date-time (2026-12-01T09:30, UTC unless it has an offset), Unix "
-            "seconds, or a span back from now (7d, 24h, 30m)",
-            param=name,
-        ) from None
+        return None
     return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
+
+
+def parse_when(value: str, now: float, *, name: str) -> float:
+    """Unix seconds for ``value``; an :class:`InputError` naming ``name`` and the accepted forms otherwise."""
+    seconds = _seconds(value.strip(), now)
+    if seconds is None or not math.isfinite(seconds):
+        raise _not_a_time(value, name)
+    try:  # every store can hold it (PostgreSQL's timestamps are datetimes)
+        datetime.fromtimestamp(seconds, UTC)
+    except (OverflowError, OSError, ValueError):
+        raise _not_a_time(value, name) from None
+    return seconds
 
 
 def time_range(since: str | None, until: str | None, now: float) -> tuple[float, float]:

@@ -147,7 +147,8 @@ _RATE = (
     _LUA_COMMON
     + """
 local id, user, index = ARGV[3], ARGV[4], tonumber(ARGV[5])
-if redis.call('HGET', prefix .. 'conv:' .. id, 'user_id') ~= user or index >= redis.call('LLEN', prefix .. 'turns:' .. id) then
+local owner = redis.call('HGET', prefix .. 'conv:' .. id, 'user_id')
+if owner ~= user or index >= redis.call('LLEN', prefix .. 'turns:' .. id) then
   return -1
 end
 local key, field = prefix .. 'fb:' .. id, ARGV[5] .. ':' .. user
@@ -156,7 +157,8 @@ if ARGV[6] == '' then
 end
 redis.call('HSET', key, field, ARGV[6])
 redis.call('HSETNX', key, field .. ':created', ARGV[7])
-refresh(id, user)
+local left = redis.call('TTL', prefix .. 'conv:' .. id)  -- a vote is no activity: it expires with its turn
+redis.call('EXPIRE', key, left > 0 and left or ttl)
 return redis.call('HGET', key, field .. ':created')
 """
 )

@@ -79,3 +79,25 @@ def test_the_handoff_needs_a_link_and_a_gap() -> None:
     assert link is not None and (link.url, link.reason) == ("https://example.com/support", "refused")
     assert handoff(refused, "") is None
     assert handoff(trace(route="new_query"), "https://example.com/support") is None
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e300", "99999999999999d", "yesterday", "", "2026-13-01"])
+def test_times_that_no_store_can_hold_are_refused(value) -> None:
+    from anaphora.errors import InputError
+    from anaphora.report.ranges import parse_when
+
+    with pytest.raises(InputError) as caught:
+        parse_when(value, 1_767_000_000.0, name="since")
+    assert "since" in caught.value.message and "7d" in caught.value.hint
+
+
+def test_times_people_write() -> None:
+    from anaphora.report.ranges import parse_when, time_range
+
+    now = 1_767_000_000.0
+    assert parse_when("7d", now, name="since") == now - 7 * 86400
+    assert parse_when("90m", now, name="since") == now - 5400
+    assert parse_when("1767000000", now, name="since") == now
+    assert parse_when("2026-01-01", now, name="since") == 1_767_225_600.0
+    assert parse_when("2026-01-01T01:00+01:00", now, name="since") == 1_767_225_600.0
+    assert time_range(None, None, now) == (now - 7 * 86400, now)
