@@ -474,10 +474,12 @@ async def report_of(
     options: ReportOptions = ReportOptions(),  # noqa: B008 - frozen
 ) -> Report:
     """The operator's report over ``[since, until)`` (:mod:`anaphora.report`), grouped with the deployment's own
-    embedder, with every ingested document as a page that may never have been cited."""
+    embedder (not through its cache: what the report embeds must not outlive a user's erasure), with every
+    ingested document as a page that may never have been cited."""
     documents = await asyncio.to_thread(components.corpus.documents)
     pages = [d.source for d in documents]
-    return await build_report(components.conversations, components.embedder, pages, since, until, options)
+    uncached = components.embedder.inner  # the report's vectors are thrown away: none goes to the cache
+    return await build_report(components.conversations, uncached, pages, since, until, options)
 
 
 def ingest_with_workers(components: Components, workers: int, paths: Sequence[str | Path], **options) -> IngestReport:

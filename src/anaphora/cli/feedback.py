@@ -26,7 +26,9 @@ def _open(ctx: typer.Context) -> Anaphora:
 
 def feedback(
     ctx: typer.Context,
-    turn: Annotated[str, typer.Argument(help="CONVERSATION:INDEX (0-based, as `conversations show` counts) or resp_...")],
+    turn: Annotated[
+        str, typer.Argument(help="CONVERSATION:INDEX (0-based, as `conversations show` counts) or resp_...")
+    ],
     vote: Annotated[Literal["up", "down", "clear"], typer.Argument(help="up, down, or clear to withdraw your vote")],
     comment: Annotated[str, typer.Option("--comment", "-m", help="what was right or wrong")] = "",
 ) -> None:
@@ -48,7 +50,9 @@ def report(
         str | None, typer.Option(help="start: 2026-12-01, 2026-12-01T09:30 (UTC), Unix seconds, or 7d / 24h back")
     ] = None,
     until: Annotated[str | None, typer.Option(help="end (exclusive), in the same forms; default: now")] = None,
-    format: Annotated[Literal["text", "json", "csv"], typer.Option("--format", "-f", help="text, json or csv")] = "text",
+    format: Annotated[
+        Literal["text", "json", "csv"], typer.Option("--format", "-f", help="text, json or csv")
+    ] = "text",
     top: Annotated[int, typer.Option(min=1, help="topics and pages listed")] = 20,
     rows: Annotated[int, typer.Option(min=1, help="gap and thumbs-down rows listed")] = 200,
     min_similarity: Annotated[

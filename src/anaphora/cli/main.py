@@ -222,7 +222,9 @@ def conversations_show(ctx: typer.Context, conversation: str) -> None:
             console.print("[bold blue]anaphora>[/bold blue] ", end="")
             console.print(inert(turn.answer), markup=False)
             vote = turn.feedback
-            said = "" if vote is None else f" · voted {vote.vote}" + (f' "{shown(vote.comment)}"' if vote.comment else "")
+            said = (
+                "" if vote is None else f" · voted {vote.vote}" + (f' "{shown(vote.comment)}"' if vote.comment else "")
+            )
             console.print(f"  [dim]turn {shown(conversation)}:{turn.index}{said}[/dim]")
             for c in turn.citations:
                 console.print(inert(f"  [{c.id}] {c.source}"), markup=False)

@@ -1,8 +1,8 @@
 """Build the report from the turn log: every user's turns over a range, read by an operator.
 
 Nothing is kept between reports: each reads the store as it is, so a user erased before the report holds nothing
-in it, and the searches it embeds are those the turns already embedded (the embedding cache finds them, and the
-right to erase removes them with the turns: :func:`anaphora.app.erase_user_data`).
+in it; the embedder it is given should write no cache either (:func:`anaphora.app.report_of` passes the one
+behind the embedding cache), so no vector of a user's words outlives their erasure.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from anaphora.embeddings.base import Embedder
 from anaphora.report.grouping import MIN_SIMILARITY, group
 from anaphora.report.model import DownVote, GapTurn, PageCount, Report, Shares, Topic
-from anaphora.report.signals import gap_of, searched, share_of, topic_key
+from anaphora.report.signals import gap_of, gist, searched, share_of, topic_key
 from anaphora.store.protocols import LoggedTurn, TurnLog
 
 MAX_TURNS = 100_000
@@ -54,15 +54,29 @@ class _Asked:
         return min(self.spelled[key].items(), key=lambda item: (-item[1], item[0]))[0]
 
 
+def _standalone(logged: LoggedTurn) -> bool:
+    """The turn searched its own words (no history went into the search)."""
+    return topic_key(logged.turn.question) == topic_key(searched(logged.turn.question, logged.turn.trace))
+
+
+def _label(keys: list[str], members: list[LoggedTurn], asked: _Asked) -> str:
+    """The search asked most as a question of its own (a reader's words, not a follow-up's resolved search);
+    the search asked most when every turn of the group was a follow-up."""
+    own = Counter(searched(t.turn.question, t.turn.trace) for t in members if _standalone(t))
+    if own:
+        return min(own.items(), key=lambda item: (-item[1], item[0]))[0]
+    return asked.label(keys[0])
+
+
 def _topic(keys: list[str], asked: _Asked) -> Topic:
     members = [t for k in keys for t in asked.turns[k]]
     gaps = Counter(gap_of(t.turn.trace) for t in members)
-    typed = sorted(members, key=lambda t: topic_key(t.turn.question) in keys)  # follow-ups' own words first
+    typed = sorted(members, key=_standalone)  # follow-ups' own words first
     return Topic(
-        topic=asked.label(keys[0]),
+        topic=_label(keys, members, asked),
         turns=len(members),
         users=len({t.user_id for t in members}),
-        follow_ups=sum(topic_key(t.turn.question) not in keys for t in members),
+        follow_ups=sum(not _standalone(t) for t in members),
         refused=gaps["refused"],
         low_support=gaps["low_support"],
         searches=[asked.label(k) for k in keys],
@@ -139,7 +153,7 @@ async def build_report(
     pages: Sequence[str],
     since: float,
     until: float,
-    options: ReportOptions = ReportOptions(),  # noqa: B008 - frozen
+    options: ReportOptions = ReportOptions(),
 ) -> Report:
     """The report over ``[since, until)``; ``pages``: every ingested document's source (for the never-cited)."""
     logged = await log.logged_turns(since, until, limit=options.max_turns + 1)
@@ -151,7 +165,7 @@ async def build_report(
             asked.add(item)
     keys = asked.keys()
     grouping = await asyncio.to_thread(
-        group, [asked.label(k) for k in keys], embedder, min_similarity=options.min_similarity
+        group, [gist(asked.label(k)) for k in keys], embedder, min_similarity=options.min_similarity
     )
     clusters: dict[int, list[str]] = defaultdict(list)
     for key, label in zip(keys, grouping.labels, strict=True):
@@ -161,7 +175,9 @@ async def build_report(
         topic = _topic(members, asked)
         topic_of.update(dict.fromkeys(members, topic))
     topics = sorted({id(t): t for t in topic_of.values()}.values(), key=lambda t: (-t.turns, t.topic))
-    gap_topics = sorted((t for t in topics if t.refused + t.low_support), key=lambda t: (-(t.refused + t.low_support), t.topic))
+    gap_topics = sorted(
+        (t for t in topics if t.refused + t.low_support), key=lambda t: (-(t.refused + t.low_support), t.topic)
+    )
     most, never = _pages(asked, pages, options.top)
     votes = Counter(t.turn.feedback.vote for t in logged if t.turn.feedback is not None)
     return Report(

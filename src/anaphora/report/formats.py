@@ -52,13 +52,17 @@ def to_text(report: Report) -> str:
         "",
         "Asked most (by what was searched):",
     ]
-    lines += [f"  {t.turns:>4}  {t.topic}" + (f"  ({t.follow_ups} follow-ups)" if t.follow_ups else "")
-              for t in report.top_topics] or ["  (none)"]
+    lines += [
+        f"  {t.turns:>4}  {t.topic}" + (f"  ({t.follow_ups} follow-ups)" if t.follow_ups else "")
+        for t in report.top_topics
+    ] or ["  (none)"]
     lines += ["", "Documentation gaps (refused / low support):"]
     lines += [f"  {t.refused:>4} / {t.low_support:<4} {t.topic}" for t in report.gap_topics] or ["  (none)"]
     lines += ["", "Thumbs down:"]
-    lines += [f"  {d.searched}" + (f"  \"{d.comment}\"" if d.comment else "") + f"  cited: {', '.join(d.cited) or '-'}"
-              for d in report.thumbs_down] or ["  (none)"]
+    lines += [
+        f"  {d.searched}" + (f'  "{d.comment}"' if d.comment else "") + f"  cited: {', '.join(d.cited) or '-'}"
+        for d in report.thumbs_down
+    ] or ["  (none)"]
     lines += ["", "Pages cited most:"]
     lines += [f"  {p.citations:>4}  {p.source}" for p in report.pages_cited_most] or ["  (none)"]
     lines += ["", f"Pages never cited ({len(report.pages_never_cited)}):"]

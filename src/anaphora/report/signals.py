@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from anaphora.text import STOPWORDS, words
 from anaphora.types import TurnTrace
 
 TurnShare = Literal["documentation", "chit_chat", "meta", "statement"]
@@ -55,6 +56,14 @@ def searched(question: str, trace: TurnTrace | None) -> str:
 def topic_key(text: str) -> str:
     """Text that differs only in case, spacing or end punctuation counts as one search."""
     return _TRAILING.sub("", _SPACE.sub(" ", text).strip()).casefold()
+
+
+def gist(text: str) -> str:
+    """The search's content words, in order: what near-duplicate searches are compared on. A follow-up's search is
+    often its own words plus terms from the history ("and on ARM? install Linux"), whose "and on" would otherwise
+    weigh as much as what it is about."""
+    kept = [w for w in words(text) if w not in STOPWORDS]
+    return " ".join(kept) or text
 
 
 def gap_of(trace: TurnTrace | None) -> Gap | None:

@@ -291,9 +291,7 @@ class PostgresConversationStore(AsyncPostgresStore):
         if await cursor.fetchone() is None:
             raise TurnNotFoundError(conversation_id, index)
 
-    async def rate(
-        self, user_id: str, conversation_id: str, index: int, vote: Vote, comment: str = ""
-    ) -> Feedback:
+    async def rate(self, user_id: str, conversation_id: str, index: int, vote: Vote, comment: str = "") -> Feedback:
         now = _now()
         async with await self._conn() as conn, conn.transaction():
             await self._check_owned_turn(conn, user_id, conversation_id, index)

@@ -164,9 +164,7 @@ class FeedbackStore(Protocol):
     goes with it when the conversation is deleted, swept or erased.
     """
 
-    async def rate(
-        self, user_id: str, conversation_id: str, index: int, vote: Vote, comment: str = ""
-    ) -> Feedback: ...
+    async def rate(self, user_id: str, conversation_id: str, index: int, vote: Vote, comment: str = "") -> Feedback: ...
 
     async def unrate(self, user_id: str, conversation_id: str, index: int) -> bool:
         """Withdraw the user's vote on the turn; whether there was one."""

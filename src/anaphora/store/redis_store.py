@@ -264,8 +264,9 @@ def _feedback(votes: dict[str, str], index: int, user_id: str) -> Feedback | Non
         return None
     data = json.loads(votes[field])
     created = float(votes.get(f"{field}:created", data["updated_at"]))
-    return Feedback(user_id=user_id, vote=data["vote"], comment=data["comment"], created_at=created,
-                    updated_at=data["updated_at"])
+    return Feedback(
+        user_id=user_id, vote=data["vote"], comment=data["comment"], created_at=created, updated_at=data["updated_at"]
+    )
 
 
 def _turn(index: int, raw: str, feedback: Feedback | None = None) -> StoredTurn:
@@ -413,9 +414,7 @@ class RedisConversationStore:
         return [_turn(first + n, raw, _feedback(votes, first + n, user_id)) for n, raw in enumerate(raws)]
 
     @translating
-    async def rate(
-        self, user_id: str, conversation_id: str, index: int, vote: Vote, comment: str = ""
-    ) -> Feedback:
+    async def rate(self, user_id: str, conversation_id: str, index: int, vote: Vote, comment: str = "") -> Feedback:
         if index < 0:
             raise TurnNotFoundError(conversation_id, index)
         now = time.time()

@@ -124,9 +124,7 @@ class SQLiteConversationStore:
     async def turns(self, user_id: str, conversation_id: str, *, last: int | None = None) -> list[StoredTurn]:
         await self.get(user_id, conversation_id)
         if last is None:
-            rows = self.db.query(
-                f"{_TURNS} WHERE t.conversation_id = ? ORDER BY t.idx", (user_id, conversation_id)
-            )
+            rows = self.db.query(f"{_TURNS} WHERE t.conversation_id = ? ORDER BY t.idx", (user_id, conversation_id))
         else:
             rows = self.db.query(
                 f"SELECT * FROM ({_TURNS} WHERE t.conversation_id = ? ORDER BY t.idx DESC LIMIT ?) ORDER BY idx",
@@ -134,9 +132,7 @@ class SQLiteConversationStore:
             )
         return [_turn(r) for r in rows]
 
-    async def rate(
-        self, user_id: str, conversation_id: str, index: int, vote: Vote, comment: str = ""
-    ) -> Feedback:
+    async def rate(self, user_id: str, conversation_id: str, index: int, vote: Vote, comment: str = "") -> Feedback:
         now = time.time()
         with self.db.transaction() as db:
             _check_owned_turn(db, user_id, conversation_id, index)

@@ -495,8 +495,12 @@ class ConversationStoreContract:
     async def test_voting_needs_an_owned_existing_turn(self, store):
         conversation = await store.create(ALICE)
         await add_turn(store, ALICE, conversation.id, 0)
-        for user, conversation_id, index in ((BOB, conversation.id, 0), (ALICE, conversation.id, 1),
-                                             (ALICE, conversation.id, -1), (ALICE, "missing", 0)):
+        for user, conversation_id, index in (
+            (BOB, conversation.id, 0),
+            (ALICE, conversation.id, 1),
+            (ALICE, conversation.id, -1),
+            (ALICE, "missing", 0),
+        ):
             with pytest.raises(TurnNotFoundError) as caught:
                 await store.rate(user, conversation_id, index, "up")
             assert ALICE not in str(caught.value) or user == ALICE
@@ -540,7 +544,9 @@ class ConversationStoreContract:
         await store.rate(ALICE, a.id, 1, "up")
         everything = await store.logged_turns(first.created_at, third.created_at + 1)
         assert [(t.user_id, t.conversation_id, t.turn.index) for t in everything] == [
-            (ALICE, a.id, 0), (BOB, b.id, 0), (ALICE, a.id, 1)
+            (ALICE, a.id, 0),
+            (BOB, b.id, 0),
+            (ALICE, a.id, 1),
         ]
         assert everything[0].turn.question == first.question and everything[0].turn.trace == first.trace
         assert everything[2].turn.feedback.vote == "up"

@@ -26,7 +26,11 @@ def test_the_search_is_the_resolved_query_not_the_words_typed() -> None:
 
 
 def test_topic_keys_ignore_case_spacing_and_end_punctuation() -> None:
-    assert topic_key("  How do I  install Kestrel? ") == topic_key("how do i install kestrel") == "how do i install kestrel"
+    assert (
+        topic_key("  How do I  install Kestrel? ")
+        == topic_key("how do i install kestrel")
+        == "how do i install kestrel"
+    )
     assert topic_key("install on ARM") != topic_key("install on x86")
 
 

@@ -16,7 +16,8 @@ REFUSED = "How do I configure the Zanzibar flux capacitor quorum?"
 
 @pytest.fixture
 def running(tmp_path, fake_model):
-    settings = settings_for(tmp_path, support_url=SUPPORT)
+    # the hashing embedder's relevance floor, as in tests/unit/report: low enough to answer, high enough to refuse
+    settings = settings_for(tmp_path, support_url=SUPPORT, similarity_threshold=0.2)
     with serve(settings, components_for(settings, fake_model)) as server:
         yield server
 
@@ -49,8 +50,12 @@ def test_a_vote_round_trips_and_is_changeable(running) -> None:
         [turn] = http.get(f"/v1/conversations/{conversation}").json()["turns"]  # the export holds the vote
         assert turn["feedback"]["vote"] == "down" and turn["feedback"]["comment"] == "it skipped the Helm step"
         withdrawn = http.delete(turn_path(conversation, 0))
-        assert withdrawn.json() == {"object": "feedback.deleted", "conversation_id": conversation, "turn_index": 0,
-                                    "deleted": True}
+        assert withdrawn.json() == {
+            "object": "feedback.deleted",
+            "conversation_id": conversation,
+            "turn_index": 0,
+            "deleted": True,
+        }
         assert http.delete(turn_path(conversation, 0)).json()["deleted"] is False
         assert http.get(f"/v1/conversations/{conversation}").json()["turns"][0]["feedback"] is None
 
@@ -75,8 +80,11 @@ def test_only_the_owner_votes_and_nothing_of_theirs_is_revealed(running) -> None
         conversation = alice.post("/v1/conversations").json()["id"]
         ask(alice, conversation, ANSWERED)
         alice.put(turn_path(conversation, 0), json={"vote": "up", "comment": "alice's words"})
-        for call in (bob.put(turn_path(conversation, 0), json={"vote": "down"}), bob.delete(turn_path(conversation, 0)),
-                     bob.put(f"/v1/responses/resp_{conversation}_0/feedback", json={"vote": "down"})):
+        for call in (
+            bob.put(turn_path(conversation, 0), json={"vote": "down"}),
+            bob.delete(turn_path(conversation, 0)),
+            bob.put(f"/v1/responses/resp_{conversation}_0/feedback", json={"vote": "down"}),
+        ):
             assert call.status_code == 404
             assert "alice" not in call.text
         assert alice.get(f"/v1/conversations/{conversation}").json()["turns"][0]["feedback"]["vote"] == "up"
