@@ -1,4 +1,4 @@
-// Under each stored answer: thumbs up / down (pressing the chosen one again withdraws it), an optional comment,
+// Under each stored answer: "Helpful? Yes / No", a thumbs up or down (pressing the chosen one again withdraws it), an optional comment,
 // and the operator's "contact support" link when the answer was refused or weakly supported.
 
 import * as api from "./api.js";
@@ -37,7 +37,7 @@ export function feedbackBar(conversationId, index, feedback, onError) {
   for (const vote of ["up", "down"]) {
     buttons[vote] = el("button", {
       type: "button", class: `vote vote-${vote}`, "aria-label": LABELS[vote], title: LABELS[vote],
-      text: vote === "up" ? "👍" : "👎", onclick: () => cast(current === vote ? null : vote),
+      text: vote === "up" ? "Yes" : "No", onclick: () => cast(current === vote ? null : vote),
     });
   }
   form.addEventListener("submit", (event) => {
@@ -47,7 +47,8 @@ export function feedbackBar(conversationId, index, feedback, onError) {
   press();
   show(form, current === "down" || Boolean(feedback?.comment));
   return el("div", { class: "feedback", role: "group", "aria-label": "Was this answer helpful?" },
-    el("div", { class: "feedback-votes" }, buttons.up, buttons.down, status), form);
+    el("div", { class: "feedback-votes" }, el("span", { class: "muted", text: "Helpful?", "aria-hidden": "true" }),
+      buttons.up, buttons.down, status), form);
 }
 
 /** The operator's support link, offered with a gap (refused or weakly supported answer). */

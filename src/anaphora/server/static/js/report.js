@@ -11,10 +11,10 @@ function table(caption, headers, rows) {
   if (!rows.length) return el("section", {}, el("h3", { text: caption }), el("p", { class: "muted", text: "None." }));
   return el("section", {},
     el("h3", { text: caption }),
-    el("table", { class: "report-table" },
+    el("div", { class: "report-scroll" }, el("table", { class: "report-table" },
       el("thead", {}, el("tr", {}, headers.map((h) => el("th", { scope: "col", text: h })))),
       el("tbody", {}, rows.map((cells) => el("tr", {}, cells.map((c) => el("td", { text: c ?? "" }))))),
-    ));
+    )));
 }
 
 function summary(report) {
