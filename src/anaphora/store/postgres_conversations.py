@@ -24,7 +24,7 @@ from anaphora.errors import ConversationNotFoundError, NotFoundError, TurnNotFou
 from anaphora.store.migrations import Migrations
 from anaphora.store.postgres_pool import AsyncPostgresStore, Migration, run_script
 from anaphora.store.protocols import Conversation, Feedback, LoggedTurn, StoredTurn, Summary, Vote
-from anaphora.store.turn_fields import fields_from_trace
+from anaphora.store.turn_fields import feedback_of, fields_from_trace
 from anaphora.types import Citation, Passage, TurnTrace
 
 MIGRATIONS: Migrations[Migration] = Migrations(
@@ -195,19 +195,7 @@ def _turn(row: dict[str, Any]) -> StoredTurn:
         shown_passages=[Passage.model_validate(p) for p in row["shown_passages"]],
         window_start=row["window_start"],
         created_at=row["created_at"].timestamp(),
-        feedback=_feedback(row),
-    )
-
-
-def _feedback(row: dict[str, Any]) -> Feedback | None:
-    if row["fb_vote"] is None:
-        return None
-    return Feedback(
-        user_id=row["fb_user"],
-        vote=row["fb_vote"],
-        comment=row["fb_comment"],
-        created_at=row["fb_created"].timestamp(),
-        updated_at=row["fb_updated"].timestamp(),
+        feedback=feedback_of(row, datetime.timestamp),
     )
 
 

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from anaphora.errors import ConversationNotFoundError, TurnNotFoundError
 from anaphora.store.protocols import Conversation, Feedback, LoggedTurn, StoredTurn, Summary, Vote
 from anaphora.store.sqlite_database import Database
+from anaphora.store.turn_fields import feedback_of
 from anaphora.types import Citation, Passage, TurnTrace
 
 # a turn with its vote by user ?, the first parameter of any statement that uses it
@@ -48,19 +49,7 @@ def _turn(row) -> StoredTurn:
         shown_passages=[Passage.model_validate(p) for p in json.loads(row["shown_passages"])],
         window_start=row["window_start"],
         created_at=row["created_at"],
-        feedback=_feedback(row),
-    )
-
-
-def _feedback(row) -> Feedback | None:
-    if row["fb_vote"] is None:
-        return None
-    return Feedback(
-        user_id=row["fb_user"],
-        vote=row["fb_vote"],
-        comment=row["fb_comment"],
-        created_at=row["fb_created"],
-        updated_at=row["fb_updated"],
+        feedback=feedback_of(row),
     )
 
 

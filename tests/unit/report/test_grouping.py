@@ -61,3 +61,11 @@ def test_zero_vectors_do_not_break_the_clustering() -> None:
             return np.zeros((len(texts), 4))
 
     assert len(group(["a", "b", "c"], Zero()).labels) == 3
+
+
+def test_without_scipy_identical_searches_are_grouped_and_the_report_says_so(monkeypatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "scipy.cluster.hierarchy", None)  # what a missing package looks like
+    grouping = group(["install kestrel", "install kestrel on ARM"], TopicEmbedder())
+    assert grouping.labels == [0, 1] and grouping.method.startswith("exact")
