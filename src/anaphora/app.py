@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from anaphora.embeddings import CachedEmbedder, cache_key, load_embedder
-from anaphora.errors import ConfigurationError
+from anaphora.errors import ConfigurationError, InputError
 from anaphora.ingest import Ingestor, IngestReport
 from anaphora.ingest.ingestor import Progress
 from anaphora.memory import MemoryExport, MemoryKind, MemoryPage, MemoryStore
@@ -72,6 +72,7 @@ from anaphora.store import (
 from anaphora.store.postgres_conversations import PostgresConversationStore
 from anaphora.store.postgres_passages import PostgresPassageStore
 from anaphora.store.protocols import (
+    MAX_COMMENT_CHARS,
     DocumentRegistry,
     EmbeddingCache,
     Feedback,
@@ -563,6 +564,11 @@ class Anaphora:
     ) -> Feedback:
         """Vote on the answer of turn ``index`` (0-based) of a conversation; a second vote replaces the first."""
         require_valid_text(comment, "the comment")
+        if len(comment) > MAX_COMMENT_CHARS:
+            raise InputError(
+                f"the comment has {len(comment)} characters, more than the {MAX_COMMENT_CHARS} a vote keeps",
+                hint="shorten it to a few sentences",
+            )
         return self.run(self.components.conversations.rate(user_id, conversation_id, index, vote, comment))
 
     def unrate(self, conversation_id: str, index: int, *, user_id: str = LOCAL_USER) -> bool:

@@ -53,7 +53,7 @@ def to_text(report: Report) -> str:
         "Asked most (by what was searched):",
     ]
     lines += [
-        f"  {t.turns:>4}  {t.topic}" + (f"  ({t.follow_ups} follow-ups)" if t.follow_ups else "")
+        f"  {t.turns:>4}  {t.topic}" + (f"  ({t.follow_ups} as follow-ups)" if t.follow_ups else "")
         for t in report.top_topics
     ] or ["  (none)"]
     lines += ["", "Documentation gaps (refused / low support):"]

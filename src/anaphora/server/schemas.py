@@ -22,7 +22,7 @@ from pydantic import (
 from anaphora.memory.portable import item_record
 from anaphora.memory.types import MemoryItem
 from anaphora.report.signals import Handoff, handoff
-from anaphora.store.protocols import Conversation, Feedback, StoredTurn
+from anaphora.store.protocols import MAX_COMMENT_CHARS, Conversation, Feedback, StoredTurn
 from anaphora.text_policy import describe_invalid
 from anaphora.turn_ids import response_id
 from anaphora.types import Citation, TurnTrace
@@ -220,7 +220,9 @@ class FeedbackIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     vote: Literal["up", "down"]
-    comment: Text = Field(default="", max_length=2000, description="what was wrong or right, in the reader's words")
+    comment: Text = Field(
+        default="", max_length=MAX_COMMENT_CHARS, description="what was wrong or right, in the reader's words"
+    )
 
 
 class FeedbackOut(BaseModel):

@@ -42,6 +42,7 @@ class NewTurn(BaseModel):
 
 
 Vote = Literal["up", "down"]
+MAX_COMMENT_CHARS = 2000  # a vote's comment: a few sentences, not a document
 
 
 class Feedback(BaseModel):

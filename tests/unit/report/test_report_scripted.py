@@ -127,3 +127,15 @@ def test_an_erased_visitor_leaves_nothing_in_the_report(tmp_path: Path) -> None:
         text = after.model_dump_json()
         assert "Zanzibar" not in text and "visitor-9" not in text and after.users == 1
         assert [d.comment for d in after.thumbs_down] == ["visitor-8 is unhappy"]
+
+
+def test_the_facade_votes_only_on_the_users_own_turns_with_a_short_comment(played) -> None:
+    from anaphora.errors import InputError, TurnNotFoundError
+
+    rag, turns = played
+    conversation, turn = turns[("visitor-2", 0)]
+    with pytest.raises(TurnNotFoundError):
+        rag.rate(conversation, turn.index, "up", user_id="visitor-1")
+    with pytest.raises(InputError, match="more than the 2000"):
+        rag.rate(conversation, turn.index, "up", "x" * 2001, user_id="visitor-2")
+    assert rag.turns(conversation, user_id="visitor-2")[0].feedback is None
