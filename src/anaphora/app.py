@@ -14,7 +14,7 @@ from anaphora.answering.select import PassageSelector
 from anaphora.answering.sentence_vectors import SentenceVectors
 from anaphora.answering.support import SupportChecker, Unit
 from anaphora.embeddings import CachedEmbedder, cache_key, load_embedder
-from anaphora.errors import ConfigurationError
+from anaphora.errors import ConfigurationError, InputError
 from anaphora.ingest import Ingestor, IngestReport
 from anaphora.ingest.ingestor import Progress
 from anaphora.memory import MemoryExport, MemoryKind, MemoryPage, MemoryStore
@@ -56,6 +56,7 @@ from anaphora.pipeline.stages import (
     SkipGate,
 )
 from anaphora.pipeline.summary import RollingSummarizer
+from anaphora.report import Report, ReportOptions, build_report
 from anaphora.rerank import load_reranker
 from anaphora.retrieval import EmbeddedPassageIndex, HybridRetriever, IndexCache
 from anaphora.retrieval.base import Retriever
@@ -71,7 +72,16 @@ from anaphora.store import (
 )
 from anaphora.store.postgres_conversations import PostgresConversationStore
 from anaphora.store.postgres_passages import PostgresPassageStore
-from anaphora.store.protocols import DocumentRegistry, EmbeddingCache, HistoryStore, PassageIndex, all_conversations
+from anaphora.store.protocols import (
+    MAX_COMMENT_CHARS,
+    DocumentRegistry,
+    EmbeddingCache,
+    Feedback,
+    HistoryStore,
+    PassageIndex,
+    Vote,
+    all_conversations,
+)
 from anaphora.store.redis_store import RedisConversationStore, RedisEmbeddingCache
 from anaphora.telemetry import build_tracer
 from anaphora.text_policy import require_valid_text
@@ -515,6 +525,21 @@ async def erase_user_data(components: Components, user_id: str) -> dict[str, int
     }
 
 
+async def report_of(
+    components: Components,
+    since: float,
+    until: float,
+    options: ReportOptions = ReportOptions(),  # noqa: B008 - frozen
+) -> Report:
+    """The operator's report over ``[since, until)`` (:mod:`anaphora.report`), grouped with the deployment's own
+    embedder (not through its cache: what the report embeds must not outlive a user's erasure), with every
+    ingested document as a page that may never have been cited."""
+    documents = await asyncio.to_thread(components.corpus.documents)
+    pages = [d.source for d in documents]
+    uncached = components.embedder.inner  # the report's vectors are thrown away: none goes to the cache
+    return await build_report(components.conversations, uncached, pages, since, until, options)
+
+
 def ingest_with_workers(components: Components, workers: int, paths: Sequence[str | Path], **options) -> IngestReport:
     """Ingest with the embedding spread over ``workers`` processes (each its own embedder and threads), for
     machines with more cores than one embedder keeps busy; parsing, the embedding cache and the writes stay here."""
@@ -590,6 +615,26 @@ class Anaphora:
     def export_memory(self, *, user_id: str = LOCAL_USER) -> MemoryExport:
         """Everything remembered of the user: items, entities, profile (``export_lines`` makes JSON lines of it)."""
         return self.run(self.components.memory.export(user_id))
+
+    def rate(
+        self, conversation_id: str, index: int, vote: Vote, comment: str = "", *, user_id: str = LOCAL_USER
+    ) -> Feedback:
+        """Vote on the answer of turn ``index`` (0-based) of a conversation; a second vote replaces the first."""
+        require_valid_text(comment, "the comment")
+        if len(comment) > MAX_COMMENT_CHARS:
+            raise InputError(
+                f"the comment has {len(comment)} characters, more than the {MAX_COMMENT_CHARS} a vote keeps",
+                hint="shorten it to a few sentences",
+            )
+        return self.run(self.components.conversations.rate(user_id, conversation_id, index, vote, comment))
+
+    def unrate(self, conversation_id: str, index: int, *, user_id: str = LOCAL_USER) -> bool:
+        """Withdraw the vote on a turn's answer; whether there was one."""
+        return self.run(self.components.conversations.unrate(user_id, conversation_id, index))
+
+    def report(self, since: float, until: float, options: ReportOptions = ReportOptions()) -> Report:  # noqa: B008
+        """The operator's report over ``[since, until)``: every user's turns (:func:`report_of`)."""
+        return self.run(report_of(self.components, since, until, options))
 
     def erase_user(self, user_id: str = LOCAL_USER) -> dict[str, int]:
         """Right to erase: every conversation, cached embedding of their text and memory of the user; the counts."""

@@ -16,6 +16,7 @@ edges formats errors for people.
     │   └── PassageIdTakenError      a passage id another document took meanwhile (concurrent ingestion)
     ├── NotFoundError           an id (conversation, document) that does not exist for this user
     │   ├── ConversationNotFoundError   a conversation id (the same whether missing or another user's)
+    │   ├── TurnNotFoundError           a turn of a conversation (the same whether missing or another user's)
     │   └── MemoryNotFoundError         a memory item id (the same whether missing or another user's)
     ├── InputError              bad user input: empty question, unreadable task file, ...
     │   └── InvalidJSONError         a request body that is not JSON (bad UTF-8, too deep, too long a number)
@@ -92,6 +93,17 @@ class ConversationNotFoundError(NotFoundError):
         super().__init__(
             f"no conversation {conversation_id!r}",
             hint="check the conversation id; list your conversations to find it",
+        )
+
+
+class TurnNotFoundError(NotFoundError):
+    """No turn at this index of this user's conversation (another user's turn is reported the same way)."""
+
+    def __init__(self, conversation_id: str, index: int) -> None:
+        super().__init__(
+            f"no turn {index} in conversation {conversation_id!r}",
+            hint="check the conversation id and the turn index (0 is the first turn); read the conversation to see "
+            "its turns",
         )
 
 

@@ -609,6 +609,21 @@ class ServerSettings(SettingsGroup):
     shutdown_grace_s: float = Field(
         default=30.0, ge=0, description="on shutdown, how long open requests and in-flight turns get to finish"
     )
+    support_url: str = Field(
+        default="",
+        description="a 'contact support' link (https://, http:// or mailto:) offered with refused and weakly "
+        "supported answers: in the answer payload (anaphora.handoff) and on the page; empty: none",
+    )
+
+    @field_validator("support_url", mode="after")
+    @classmethod
+    def _support_link(cls, value: str) -> str:
+        value = value.strip()
+        if value and not value.lower().startswith(("https://", "http://", "mailto:")):
+            raise ValueError(
+                f"support_url {value!r} is not a link a reader can follow: give an https://, http:// or mailto: URL"
+            )
+        return value
 
 
 class PublicSettings(SettingsGroup):

@@ -37,8 +37,10 @@ class TestPostgresConversationStoreContract(ConversationStoreContract):
         store = PostgresConversationStore(postgres_url, max_size=4)
         await store.open()
         async with store.pool.connection() as conn:
-            await conn.execute("TRUNCATE conversations, turns, summaries")
+            await conn.execute("TRUNCATE conversations, turns, summaries, feedback")
         yield store
+        async with store.pool.connection() as conn:  # the tests after these share the database
+            await conn.execute("TRUNCATE conversations, turns, summaries, feedback")
         await store.aclose()
 
     @asynccontextmanager
@@ -162,8 +164,10 @@ async def test_turns_stored_before_the_window_fields_get_them_from_their_trace(n
         None,
     ]
     async with store.pool.connection() as conn:  # back to the schema before the step, with turns it wrote
+        await conn.execute("DROP TABLE feedback")  # the later step (m004_feedback) undone first
+        await conn.execute("DROP INDEX turns_created")
         await conn.execute("ALTER TABLE turns DROP COLUMN shown_passages, DROP COLUMN window_start")
-        await conn.execute("DELETE FROM schema_migrations WHERE name = 'm003_turn_window_fields'")
+        await conn.execute("DELETE FROM schema_migrations WHERE name IN ('m003_turn_window_fields', 'm004_feedback')")
         for index, trace in enumerate(traces):
             await conn.execute(
                 "INSERT INTO turns (conversation_id, idx, question, answer, citations, trace, created_at) "

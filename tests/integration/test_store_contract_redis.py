@@ -71,6 +71,23 @@ async def test_ttl_is_refreshed_on_append(prefix: str, sync_redis) -> None:
         await store.aclose()
 
 
+async def test_a_vote_expires_with_its_conversation_and_does_not_extend_it(prefix: str, sync_redis) -> None:
+    store = RedisConversationStore(REDIS_URL, key_prefix=prefix, ttl_s=1000)
+    try:
+        conversation = await store.create(ALICE)
+        await add_turn(store, ALICE, conversation.id, 0)
+        for key in own_keys(sync_redis, prefix):
+            sync_redis.expire(key, 50)  # as if time had passed
+        await store.rate(ALICE, conversation.id, 0, "up")
+        ttls = _ttls(sync_redis, prefix)
+        assert 0 < ttls[f"{prefix}fb:{conversation.id}".encode()] <= 50, ttls
+        assert all(ttl <= 50 for ttl in ttls.values()), ttls  # the vote refreshed nothing
+        await store.delete(ALICE, conversation.id)
+        assert f"{prefix}fb:{conversation.id}".encode() not in set(own_keys(sync_redis, prefix))
+    finally:
+        await store.aclose()
+
+
 async def test_expired_conversation_disappears_from_listing(prefix: str, sync_redis) -> None:
     store = RedisConversationStore(REDIS_URL, key_prefix=prefix)
     try:

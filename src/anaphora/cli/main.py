@@ -10,6 +10,7 @@ import typer
 
 from anaphora.app import Anaphora
 from anaphora.cli.eval import eval_app
+from anaphora.cli.feedback import feedback, report
 from anaphora.cli.memory import memory_app
 from anaphora.cli.progress import DEFAULT_EVERY_S, IngestProgress
 from anaphora.cli.render import (
@@ -21,7 +22,14 @@ from anaphora.cli.render import (
     shown,
     terminal,
 )
-from anaphora.errors import AnaphoraError, ConversationNotFoundError, InputError, MemoryNotFoundError, require
+from anaphora.errors import (
+    AnaphoraError,
+    ConversationNotFoundError,
+    InputError,
+    MemoryNotFoundError,
+    TurnNotFoundError,
+    require,
+)
 from anaphora.settings import load_settings
 from anaphora.types import TurnResult
 
@@ -34,6 +42,8 @@ conversations_app = typer.Typer(help="List, show and delete stored conversations
 app.add_typer(conversations_app, name="conversations")
 app.add_typer(eval_app, name="eval")
 app.add_typer(memory_app, name="memory")
+app.command()(feedback)
+app.command()(report)
 console = terminal()
 errors = terminal(stderr=True)
 
@@ -211,6 +221,11 @@ def conversations_show(ctx: typer.Context, conversation: str) -> None:
             console.print(f"[bold green]you>[/bold green] {shown(turn.question)}")
             console.print("[bold blue]anaphora>[/bold blue] ", end="")
             console.print(inert(turn.answer), markup=False)
+            vote = turn.feedback
+            said = (
+                "" if vote is None else f" · voted {vote.vote}" + (f' "{shown(vote.comment)}"' if vote.comment else "")
+            )
+            console.print(f"  [dim]turn {shown(conversation)}:{turn.index}{said}[/dim]")
             for c in turn.citations:
                 console.print(inert(f"  [{c.id}] {c.source}"), markup=False)
 
@@ -285,6 +300,7 @@ def serve(
 CLI_HINTS = {
     ConversationNotFoundError: "list your conversations with: anaphora conversations list",
     MemoryNotFoundError: "list your memories with: anaphora memory list",
+    TurnNotFoundError: "see a conversation's turns with: anaphora conversations show CONVERSATION (the first is 0)",
 }
 
 

@@ -25,8 +25,10 @@ from anaphora.server.routes import (
     conversation_items,
     conversations,
     documents,
+    feedback,
     memories,
     ops,
+    report,
     responses,
     session,
     users,
@@ -75,8 +77,8 @@ def create_app(
     )
     errors.install(app)
     openapi_errors.install(app)  # the error responses and media types the server really answers with
-    routers = (chat, responses, conversations, conversation_items, documents, memories, session, users, visitor, ops)
-    for module in routers:
+    routers = (chat, responses, conversations, conversation_items, feedback, documents, memories, session, users)
+    for module in (*routers, visitor, report, ops):
         app.include_router(module.router)
     web.install(app, settings.server, widget=settings.public.public_mode)  # the chat page at / (web_ui)
     widget.install(app, settings.public)  # the embeddable widget (public mode)

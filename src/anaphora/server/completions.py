@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from fastapi.responses import StreamingResponse
 
+from anaphora.report.signals import handoff
 from anaphora.server import errors, sse
 from anaphora.server.turns import Turn
 from anaphora.types import TurnResult
@@ -27,9 +28,14 @@ Extension = Callable[[TurnResult], dict[str, Any]]
 Counter = Callable[[str], int]
 
 
-def turn_details(result: TurnResult, *, stored: bool) -> dict[str, Any]:
-    """The ``anaphora`` extension field; its models are encoded with the rest of the body (replies.encode)."""
-    details: dict[str, Any] = {"citations": list(result.citations), "trace": result.trace}
+def turn_details(result: TurnResult, *, stored: bool, support_url: str = "") -> dict[str, Any]:
+    """The ``anaphora`` extension field; its models are encoded with the rest of the body (replies.encode).
+    ``handoff``: the operator's support link, with a refused or weakly supported answer (null otherwise)."""
+    details: dict[str, Any] = {
+        "citations": list(result.citations),
+        "trace": result.trace,
+        "handoff": handoff(result.trace, support_url),
+    }
     if stored:
         details["conversation_id"] = result.conversation_id
         details["turn_index"] = result.turn_index

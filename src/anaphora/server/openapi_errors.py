@@ -20,6 +20,7 @@ TURN_OPERATIONS = {
 }
 BODY_REFERENCES = {("post", "/v1/responses")}  # name a resource in the body (previous_response_id, conversation)
 VISITOR_SESSION = ("post", "/v1/visitor/session")  # 404 with public mode off, 429 past the site's limit
+QUERY_MEANINGS = {("get", "/v1/admin/report")}  # query values the schema allows and the service may refuse (a time)
 _DESCRIPTIONS = {
     "400": "Bad request: a body that is not JSON (`invalid_json`), or input the service refuses",
     "401": "Missing, malformed, expired or wrongly signed token (auth `jwt`)",
@@ -105,6 +106,8 @@ def error_statuses(method: str, path: str, operation: dict[str, Any]) -> set[str
         statuses |= {"401", "503"}  # every /v1 route authenticates and reaches the store or the model
     if "requestBody" in operation:
         statuses |= {"400", "413", "422"}
+    if (method, path) in QUERY_MEANINGS:
+        statuses.add("400")
     if parameters:
         statuses.add("422")
     if any(p.get("in") == "path" for p in parameters) or (method, path) in BODY_REFERENCES:

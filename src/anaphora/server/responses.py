@@ -12,7 +12,6 @@ source, ``index``: where the answer cites it); the trace travels in the ``anapho
 
 from __future__ import annotations
 
-import re
 import time
 import uuid
 from collections.abc import Sequence
@@ -22,19 +21,9 @@ from typing import Any
 from anaphora.server import errors, sse
 from anaphora.server.completions import Counter, Extension
 from anaphora.store.protocols import StoredTurn
+from anaphora.turn_ids import parse_response_id as parse_response_id  # the names of a turn live there
+from anaphora.turn_ids import response_id
 from anaphora.types import Citation, TurnResult
-
-_RESPONSE_ID = re.compile(r"resp_(.+)_(\d{1,9})")
-
-
-def response_id(conversation_id: str, index: int) -> str:
-    return f"resp_{conversation_id}_{index}"
-
-
-def parse_response_id(value: str) -> tuple[str, int] | None:
-    """(conversation id, turn index) of a stored response's id; None for any other string."""
-    found = _RESPONSE_ID.fullmatch(value)
-    return (found.group(1), int(found.group(2))) if found else None
 
 
 def item_id(conversation_id: str, position: int) -> str:

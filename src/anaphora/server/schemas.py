@@ -21,8 +21,10 @@ from pydantic import (
 
 from anaphora.memory.portable import item_record
 from anaphora.memory.types import MemoryItem
-from anaphora.store.protocols import Conversation, StoredTurn
+from anaphora.report.signals import Handoff, handoff
+from anaphora.store.protocols import MAX_COMMENT_CHARS, Conversation, Feedback, StoredTurn
 from anaphora.text_policy import describe_invalid
+from anaphora.turn_ids import response_id
 from anaphora.types import Citation, TurnTrace
 
 
@@ -168,10 +170,15 @@ class TurnOut(BaseModel):
     citations: list[Citation]
     trace: TurnTrace | None
     created_at: float
+    feedback: Feedback | None = Field(default=None, description="your vote on this answer, if any")
+    handoff: Handoff | None = Field(
+        default=None, description="the operator's support link, with a refused or weakly supported answer"
+    )
 
     @classmethod
-    def of(cls, turn: StoredTurn) -> TurnOut:
-        return cls(**turn.model_dump())
+    def of(cls, turn: StoredTurn, *, support_url: str = "") -> TurnOut:
+        fields = turn.model_dump(include=set(cls.model_fields) - {"handoff"})
+        return cls(**fields, handoff=handoff(turn.trace, support_url))
 
 
 class ConversationDetail(ConversationOut):
@@ -202,6 +209,47 @@ class Answer(BaseModel):
     answer: str
     citations: list[Citation]
     trace: TurnTrace
+    handoff: Handoff | None = Field(
+        default=None, description="the operator's support link, with a refused or weakly supported answer"
+    )
+
+
+class FeedbackIn(BaseModel):
+    """A vote on an answer; sending another replaces it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    vote: Literal["up", "down"]
+    comment: Text = Field(
+        default="", max_length=MAX_COMMENT_CHARS, description="what was wrong or right, in the reader's words"
+    )
+
+
+class FeedbackOut(BaseModel):
+    object: Literal["feedback"] = "feedback"
+    conversation_id: str
+    turn_index: int
+    response_id: str = Field(description="the same answer named as a Responses API response")
+    vote: Literal["up", "down"]
+    comment: str
+    created_at: float = Field(description="when the vote was first cast")
+    updated_at: float = Field(description="when it was last changed")
+
+    @classmethod
+    def of(cls, conversation_id: str, index: int, feedback: Feedback) -> FeedbackOut:
+        return cls(
+            conversation_id=conversation_id,
+            turn_index=index,
+            response_id=response_id(conversation_id, index),
+            **feedback.model_dump(exclude={"user_id"}),
+        )
+
+
+class FeedbackDeleted(BaseModel):
+    object: Literal["feedback.deleted"] = "feedback.deleted"
+    conversation_id: str
+    turn_index: int
+    deleted: bool = Field(description="whether there was a vote to withdraw")
 
 
 class Erased(BaseModel):
@@ -347,6 +395,8 @@ class SessionOut(BaseModel):
     last_seen: float
     expires_at: float
     turns_in_flight: int
+    admin: bool = Field(default=False, description="whether you may read the report and manage documents")
+    support_url: str = Field(default="", description="the operator's 'contact support' link, if set")
 
 
 class SessionEnded(BaseModel):

@@ -167,13 +167,14 @@ Svc = Annotated[Service, Depends(service)]
 
 
 async def require_admin(user: User, svc: Svc) -> Principal:
-    """Documents are the deployment's, not a user's: managing them needs the 'admin' scope (dev mode: everyone but
-    anonymous visitors)."""
+    """Documents and the report are the deployment's, not a user's: they need the 'admin' scope (dev mode:
+    everyone but anonymous visitors)."""
     if user.visitor:
         raise visitors_refused("managing documents")
     if svc.settings.server.auth != "none" and not user.admin:
         raise PermissionDeniedError(
-            "managing documents needs administrator rights", hint="use a token with the 'admin' scope"
+            "managing documents and reading the report need administrator rights",
+            hint="use a token with the 'admin' scope",
         )
     return user
 

@@ -20,11 +20,11 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from anaphora.errors import ConversationNotFoundError, NotFoundError
+from anaphora.errors import ConversationNotFoundError, NotFoundError, TurnNotFoundError
 from anaphora.store.migrations import Migrations
 from anaphora.store.postgres_pool import AsyncPostgresStore, Migration, run_script
-from anaphora.store.protocols import Conversation, StoredTurn, Summary
-from anaphora.store.turn_fields import fields_from_trace
+from anaphora.store.protocols import Conversation, Feedback, LoggedTurn, StoredTurn, Summary, Vote
+from anaphora.store.turn_fields import feedback_of, fields_from_trace
 from anaphora.types import Citation, Passage, TurnTrace
 
 MIGRATIONS: Migrations[Migration] = Migrations(
@@ -106,6 +106,29 @@ async def m003_turn_window_fields(conn: Any) -> None:
                 )
 
 
+@migration
+async def m004_feedback(conn: Any) -> None:
+    """Votes on answers (issue 49): one per turn per user, kept with the turn (it goes when the turn goes); the
+    operator's report reads turns by time across users."""
+    await run_script(
+        conn,
+        """
+        CREATE TABLE feedback (
+            conversation_id TEXT NOT NULL,
+            idx INTEGER NOT NULL,
+            user_id TEXT NOT NULL,
+            vote TEXT NOT NULL CHECK (vote IN ('up', 'down')),
+            comment TEXT NOT NULL,
+            created_at TIMESTAMPTZ NOT NULL,
+            updated_at TIMESTAMPTZ NOT NULL,
+            PRIMARY KEY (conversation_id, idx, user_id),
+            FOREIGN KEY (conversation_id, idx) REFERENCES turns (conversation_id, idx) ON DELETE CASCADE
+        );
+        CREATE INDEX turns_created ON turns (created_at)
+        """,
+    )
+
+
 def _now() -> datetime:
     """The current time at the microsecond precision of ``timestamptz``, so what is returned is what is stored."""
     return datetime.fromtimestamp(time.time(), UTC)
@@ -139,6 +162,12 @@ def _not_found(conversation_id: str) -> NotFoundError:
     return ConversationNotFoundError(conversation_id)
 
 
+# a turn with its vote by user %s, the first parameter of any statement that uses it
+_TURNS = (
+    "SELECT t.*, f.user_id AS fb_user, f.vote AS fb_vote, f.comment AS fb_comment, f.created_at AS fb_created, "
+    "f.updated_at AS fb_updated FROM turns t LEFT JOIN feedback f ON f.conversation_id = t.conversation_id "
+    "AND f.idx = t.idx AND f.user_id = %s"
+)
 _SELECT = (
     "SELECT c.id, c.user_id, c.title, c.created_at, c.updated_at, "
     "(SELECT COUNT(*) FROM turns t WHERE t.conversation_id = c.id) AS turn_count FROM conversations c"
@@ -166,6 +195,7 @@ def _turn(row: dict[str, Any]) -> StoredTurn:
         shown_passages=[Passage.model_validate(p) for p in row["shown_passages"]],
         window_start=row["window_start"],
         created_at=row["created_at"].timestamp(),
+        feedback=feedback_of(row, datetime.timestamp),
     )
 
 
@@ -230,15 +260,62 @@ class PostgresConversationStore(AsyncPostgresStore):
             await self._owned(conn, user_id, conversation_id)
             if last is None:
                 cursor = await conn.execute(
-                    "SELECT * FROM turns WHERE conversation_id = %s ORDER BY idx", (conversation_id,)
+                    f"{_TURNS} WHERE t.conversation_id = %s ORDER BY t.idx", (user_id, conversation_id)
                 )
             else:
                 cursor = await conn.execute(
-                    "SELECT * FROM (SELECT * FROM turns WHERE conversation_id = %s ORDER BY idx DESC LIMIT %s) t "
+                    f"SELECT * FROM ({_TURNS} WHERE t.conversation_id = %s ORDER BY t.idx DESC LIMIT %s) x "
                     "ORDER BY idx",
-                    (conversation_id, last),
+                    (user_id, conversation_id, last),
                 )
             return [_turn(r) for r in await cursor.fetchall()]
+
+    async def _check_owned_turn(self, conn: Any, user_id: str, conversation_id: str, index: int) -> None:
+        cursor = await conn.execute(
+            "SELECT 1 FROM turns t JOIN conversations c ON c.id = t.conversation_id "
+            "WHERE t.conversation_id = %s AND t.idx = %s AND c.user_id = %s",
+            (conversation_id, index, user_id),
+        )
+        if await cursor.fetchone() is None:
+            raise TurnNotFoundError(conversation_id, index)
+
+    async def rate(self, user_id: str, conversation_id: str, index: int, vote: Vote, comment: str = "") -> Feedback:
+        now = _now()
+        async with await self._conn() as conn, conn.transaction():
+            await self._check_owned_turn(conn, user_id, conversation_id, index)
+            cursor = await conn.execute(
+                "INSERT INTO feedback (conversation_id, idx, user_id, vote, comment, created_at, updated_at) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (conversation_id, idx, user_id) DO UPDATE SET "
+                "vote = EXCLUDED.vote, comment = EXCLUDED.comment, updated_at = EXCLUDED.updated_at "
+                "RETURNING created_at",
+                (conversation_id, index, user_id, vote, _text(comment), now, now),
+            )
+            created = (await cursor.fetchone())["created_at"]
+        return Feedback(
+            user_id=user_id, vote=vote, comment=comment, created_at=created.timestamp(), updated_at=now.timestamp()
+        )
+
+    async def unrate(self, user_id: str, conversation_id: str, index: int) -> bool:
+        async with await self._conn() as conn, conn.transaction():
+            await self._check_owned_turn(conn, user_id, conversation_id, index)
+            cursor = await conn.execute(
+                "DELETE FROM feedback WHERE conversation_id = %s AND idx = %s AND user_id = %s",
+                (conversation_id, index, user_id),
+            )
+            return bool(cursor.rowcount)
+
+    async def logged_turns(self, since: float, until: float, *, limit: int = 100_000) -> list[LoggedTurn]:
+        async with await self._conn() as conn:
+            cursor = await conn.execute(
+                "SELECT t.*, c.user_id AS owner, f.user_id AS fb_user, f.vote AS fb_vote, f.comment AS fb_comment, "
+                "f.created_at AS fb_created, f.updated_at AS fb_updated FROM turns t "
+                "JOIN conversations c ON c.id = t.conversation_id LEFT JOIN feedback f ON f.conversation_id = "
+                "t.conversation_id AND f.idx = t.idx AND f.user_id = c.user_id WHERE t.created_at >= %s "
+                "AND t.created_at < %s ORDER BY t.created_at, t.conversation_id, t.idx LIMIT %s",
+                (_ts(since), _ts(until), limit),
+            )
+            rows = await cursor.fetchall()
+        return [LoggedTurn(user_id=r["owner"], conversation_id=r["conversation_id"], turn=_turn(r)) for r in rows]
 
     async def append_turn(
         self,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -41,9 +41,33 @@ class NewTurn(BaseModel):
     window_start: int | None = None
 
 
+Vote = Literal["up", "down"]
+MAX_COMMENT_CHARS = 2000  # a vote's comment: a few sentences, not a document
+
+
+class Feedback(BaseModel):
+    """A reader's vote on one answer, with an optional comment: one per answer per user, changed in place (so
+    ``updated_at`` moves and ``created_at`` stays)."""
+
+    user_id: str
+    vote: Vote
+    comment: str = ""
+    created_at: float
+    updated_at: float
+
+
 class StoredTurn(NewTurn):
     index: int
     created_at: float
+    feedback: Feedback | None = Field(default=None, description="the reading user's vote on this answer, if any")
+
+
+class LoggedTurn(BaseModel):
+    """A stored turn with whose it is, as an operator's report reads it (:class:`TurnLog`)."""
+
+    user_id: str
+    conversation_id: str
+    turn: StoredTurn
 
 
 class ConversationStore(Protocol):
@@ -132,6 +156,32 @@ class SummaryStore(Protocol):
     async def save_summary(self, user_id: str, conversation_id: str, covers_turns: int, text: str) -> None: ...
 
 
+class FeedbackStore(Protocol):
+    """Votes on answers, kept with their turns.
+
+    Rules: a user votes only on a turn of a conversation they own (any other turn, or one that does not exist, is
+    :class:`~anaphora.errors.TurnNotFoundError`, never revealed); one vote per answer per user, a new vote
+    replacing the old one (``created_at`` kept); the vote is read back with the turn (``StoredTurn.feedback``) and
+    goes with it when the conversation is deleted, swept or erased.
+    """
+
+    async def rate(self, user_id: str, conversation_id: str, index: int, vote: Vote, comment: str = "") -> Feedback: ...
+
+    async def unrate(self, user_id: str, conversation_id: str, index: int) -> bool:
+        """Withdraw the user's vote on the turn; whether there was one."""
+        ...
+
+
+class TurnLog(Protocol):
+    """Every user's turns over a time range, for the operator's report; never reachable by a user's request.
+
+    Rules: the turns created in ``[since, until)`` oldest first (ties in any order), each with its owner, its
+    conversation and its owner's vote; at most ``limit``. What was deleted, swept or erased is not there.
+    """
+
+    async def logged_turns(self, since: float, until: float, *, limit: int = 100_000) -> list[LoggedTurn]: ...
+
+
 async def all_conversations(store: ConversationStore, user_id: str, *, page: int = 100) -> list[Conversation]:
     """Every conversation of ``user_id``, paged through ``list`` (erase and export read them all)."""
     found: list[Conversation] = []
@@ -140,8 +190,9 @@ async def all_conversations(store: ConversationStore, user_id: str, *, page: int
     return found
 
 
-class HistoryStore(ConversationStore, SummaryStore, Protocol):
-    """What every conversation backend is: the turns and the rolling summaries beside them."""
+class HistoryStore(ConversationStore, SummaryStore, FeedbackStore, TurnLog, Protocol):
+    """What every conversation backend is: the turns, the rolling summaries and the votes beside them, and the log
+    of all turns an operator reads."""
 
 
 @dataclass

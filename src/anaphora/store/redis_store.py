@@ -10,6 +10,8 @@ conversation's keys and of the indexes that list it. Keys, under ``key_prefix`` 
   turn written before ``shown_passages`` and ``window_start`` were stored gets them from its trace when read:
   :mod:`anaphora.store.turn_fields`);
 - ``sums:{id}``: hash ``covers_turns`` -> JSON ``{text, created_at}``, every version kept;
+- ``fb:{id}``: the votes on the conversation's answers, hash ``{index}:{user_id}`` -> JSON ``{vote, comment,
+  updated_at}`` and ``{index}:{user_id}:created`` -> when the vote was first cast;
 - ``user:{user_id}``: sorted set of the user's conversation ids by ``updated_at`` (listing, erasure);
 - ``updated``: sorted set of every conversation id by ``updated_at`` (the history TTL sweep).
 
@@ -31,8 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from anaphora.errors import ConversationNotFoundError, NotFoundError, StoreError, require
-from anaphora.store.protocols import Conversation, StoredTurn, Summary
+from anaphora.errors import ConversationNotFoundError, NotFoundError, StoreError, TurnNotFoundError, require
+from anaphora.store.protocols import Conversation, Feedback, LoggedTurn, StoredTurn, Summary, Vote
 from anaphora.store.turn_fields import fields_from_trace
 from anaphora.types import Citation, Passage, TurnTrace
 
@@ -44,7 +46,7 @@ _LUA_COMMON = """
 local prefix = ARGV[1]
 local ttl = tonumber(ARGV[2])
 local function refresh(id, user)
-  for _, name in ipairs({'conv:', 'turns:', 'sums:'}) do
+  for _, name in ipairs({'conv:', 'turns:', 'sums:', 'fb:'}) do
     redis.call('EXPIRE', prefix .. name .. id, ttl)
   end
   redis.call('EXPIRE', prefix .. 'user:' .. user, ttl)
@@ -59,7 +61,7 @@ local function remove(id)
   end
   local turns = redis.call('LLEN', prefix .. 'turns:' .. id)
   local sums = redis.call('HLEN', prefix .. 'sums:' .. id)
-  redis.call('DEL', conv, prefix .. 'turns:' .. id, prefix .. 'sums:' .. id)
+  redis.call('DEL', conv, prefix .. 'turns:' .. id, prefix .. 'sums:' .. id, prefix .. 'fb:' .. id)
   redis.call('ZREM', prefix .. 'user:' .. user, id)
   return {turns, sums}
 end
@@ -136,6 +138,28 @@ if redis.call('HGET', conv, 'user_id') ~= ARGV[4] then
 end
 redis.call('HSET', conv, 'title', ARGV[5])
 return 1
+"""
+)
+
+# ARGV: prefix, ttl, id, user_id, turn index, vote JSON (or '' to withdraw it), now. Returns when the vote was first
+# cast (withdrawn: '1' if there was one, else '0'), or -1 when the user has no such turn.
+_RATE = (
+    _LUA_COMMON
+    + """
+local id, user, index = ARGV[3], ARGV[4], tonumber(ARGV[5])
+local owner = redis.call('HGET', prefix .. 'conv:' .. id, 'user_id')
+if owner ~= user or index >= redis.call('LLEN', prefix .. 'turns:' .. id) then
+  return -1
+end
+local key, field = prefix .. 'fb:' .. id, ARGV[5] .. ':' .. user
+if ARGV[6] == '' then
+  return tostring(redis.call('HDEL', key, field, field .. ':created'))
+end
+redis.call('HSET', key, field, ARGV[6])
+redis.call('HSETNX', key, field .. ':created', ARGV[7])
+local left = redis.call('TTL', prefix .. 'conv:' .. id)  -- a vote is no activity: it expires with its turn
+redis.call('EXPIRE', key, left > 0 and left or ttl)
+return redis.call('HGET', key, field .. ':created')
 """
 )
 
@@ -233,7 +257,19 @@ def translating(method):
     return wrapper
 
 
-def _turn(index: int, raw: str) -> StoredTurn:
+def _feedback(votes: dict[str, str], index: int, user_id: str) -> Feedback | None:
+    """The vote of ``user_id`` on turn ``index`` among a conversation's ``fb:`` hash."""
+    field = f"{index}:{user_id}"
+    if field not in votes:
+        return None
+    data = json.loads(votes[field])
+    created = float(votes.get(f"{field}:created", data["updated_at"]))
+    return Feedback(
+        user_id=user_id, vote=data["vote"], comment=data["comment"], created_at=created, updated_at=data["updated_at"]
+    )
+
+
+def _turn(index: int, raw: str, feedback: Feedback | None = None) -> StoredTurn:
     data = json.loads(raw)
     if "shown_passages" in data:
         shown, start = data["shown_passages"], data["window_start"]
@@ -248,6 +284,7 @@ def _turn(index: int, raw: str) -> StoredTurn:
         shown_passages=[Passage.model_validate(p) for p in shown],
         window_start=start,
         created_at=data["created_at"],
+        feedback=feedback,
     )
 
 
@@ -278,6 +315,7 @@ class RedisConversationStore:
                 ("delete", _DELETE),
                 ("rename", _RENAME),
                 ("delete_many", _DELETE_MANY),
+                ("rate", _RATE),
             )
         }
 
@@ -370,9 +408,53 @@ class RedisConversationStore:
         async with self.client.pipeline(transaction=True) as pipe:
             pipe.llen(key)
             pipe.lrange(key, 0 if last is None else -last, -1)
-            count, raws = await pipe.execute()
+            pipe.hgetall(self.key("fb", conversation_id))
+            count, raws, votes = await pipe.execute()
         first = count - len(raws)
-        return [_turn(first + n, raw) for n, raw in enumerate(raws)]
+        return [_turn(first + n, raw, _feedback(votes, first + n, user_id)) for n, raw in enumerate(raws)]
+
+    @translating
+    async def rate(self, user_id: str, conversation_id: str, index: int, vote: Vote, comment: str = "") -> Feedback:
+        if index < 0:
+            raise TurnNotFoundError(conversation_id, index)
+        now = time.time()
+        payload = json.dumps({"vote": vote, "comment": comment, "updated_at": now})
+        created = await self._run("rate", conversation_id, user_id, str(int(index)), payload, repr(now))
+        if created == -1:
+            raise TurnNotFoundError(conversation_id, index)
+        return Feedback(user_id=user_id, vote=vote, comment=comment, created_at=float(created), updated_at=now)
+
+    @translating
+    async def unrate(self, user_id: str, conversation_id: str, index: int) -> bool:
+        if index < 0:
+            raise TurnNotFoundError(conversation_id, index)
+        removed = await self._run("rate", conversation_id, user_id, str(int(index)), "", "0")
+        if removed == -1:
+            raise TurnNotFoundError(conversation_id, index)
+        return removed != "0"
+
+    @translating
+    async def logged_turns(self, since: float, until: float, *, limit: int = 100_000) -> list[LoggedTurn]:
+        """Conversations active since ``since`` (the ``updated`` index) hold every turn created since then."""
+        ids = await self.client.zrangebyscore(self.key("updated"), since, "+inf")
+        found: list[LoggedTurn] = []
+        for start in range(0, len(ids), 100):
+            async with self.client.pipeline(transaction=True) as pipe:
+                for conversation_id in ids[start : start + 100]:
+                    pipe.hget(self.key("conv", conversation_id), "user_id")
+                    pipe.lrange(self.key("turns", conversation_id), 0, -1)
+                    pipe.hgetall(self.key("fb", conversation_id))
+                replies = await pipe.execute()
+            for n, conversation_id in enumerate(ids[start : start + 100]):
+                owner, raws, votes = replies[3 * n : 3 * n + 3]
+                if owner is None:
+                    continue
+                for index, raw in enumerate(raws):
+                    if since <= json.loads(raw)["created_at"] < until:
+                        turn = _turn(index, raw, _feedback(votes, index, owner))
+                        found.append(LoggedTurn(user_id=owner, conversation_id=conversation_id, turn=turn))
+        found.sort(key=lambda logged: (logged.turn.created_at, logged.conversation_id, logged.turn.index))
+        return found[:limit]
 
     @translating
     async def append_turn(

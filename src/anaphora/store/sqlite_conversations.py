@@ -13,11 +13,18 @@ import time
 import uuid
 from collections.abc import Iterable, Sequence
 
-from anaphora.errors import ConversationNotFoundError
-from anaphora.store.protocols import Conversation, StoredTurn, Summary
+from anaphora.errors import ConversationNotFoundError, TurnNotFoundError
+from anaphora.store.protocols import Conversation, Feedback, LoggedTurn, StoredTurn, Summary, Vote
 from anaphora.store.sqlite_database import Database
+from anaphora.store.turn_fields import feedback_of
 from anaphora.types import Citation, Passage, TurnTrace
 
+# a turn with its vote by user ?, the first parameter of any statement that uses it
+_TURNS = (
+    "SELECT t.*, f.user_id AS fb_user, f.vote AS fb_vote, f.comment AS fb_comment, f.created_at AS fb_created, "
+    "f.updated_at AS fb_updated FROM turns t LEFT JOIN feedback f ON f.conversation_id = t.conversation_id "
+    "AND f.idx = t.idx AND f.user_id = ?"
+)
 _SELECT = "SELECT c.*, (SELECT COUNT(*) FROM turns t WHERE t.conversation_id = c.id) AS turn_count FROM conversations c"
 
 
@@ -42,6 +49,7 @@ def _turn(row) -> StoredTurn:
         shown_passages=[Passage.model_validate(p) for p in json.loads(row["shown_passages"])],
         window_start=row["window_start"],
         created_at=row["created_at"],
+        feedback=feedback_of(row),
     )
 
 
@@ -54,6 +62,16 @@ def _delete(db, select_ids: str, params: tuple) -> dict[str, int]:
         ).fetchone()[0]
     counts["conversations"] = db.execute(f"DELETE FROM conversations WHERE id IN ({select_ids})", params).rowcount
     return {"conversations": counts["conversations"], "turns": counts["turns"], "summaries": counts["summaries"]}
+
+
+def _check_owned_turn(db, user_id: str, conversation_id: str, index: int) -> None:
+    found = db.execute(
+        "SELECT 1 FROM turns t JOIN conversations c ON c.id = t.conversation_id "
+        "WHERE t.conversation_id = ? AND t.idx = ? AND c.user_id = ?",
+        (conversation_id, index, user_id),
+    ).fetchone()
+    if found is None:
+        raise TurnNotFoundError(conversation_id, index)
 
 
 class SQLiteConversationStore:
@@ -95,13 +113,50 @@ class SQLiteConversationStore:
     async def turns(self, user_id: str, conversation_id: str, *, last: int | None = None) -> list[StoredTurn]:
         await self.get(user_id, conversation_id)
         if last is None:
-            rows = self.db.query("SELECT * FROM turns WHERE conversation_id = ? ORDER BY idx", (conversation_id,))
+            rows = self.db.query(f"{_TURNS} WHERE t.conversation_id = ? ORDER BY t.idx", (user_id, conversation_id))
         else:
             rows = self.db.query(
-                "SELECT * FROM (SELECT * FROM turns WHERE conversation_id = ? ORDER BY idx DESC LIMIT ?) ORDER BY idx",
-                (conversation_id, last),
+                f"SELECT * FROM ({_TURNS} WHERE t.conversation_id = ? ORDER BY t.idx DESC LIMIT ?) ORDER BY idx",
+                (user_id, conversation_id, last),
             )
         return [_turn(r) for r in rows]
+
+    async def rate(self, user_id: str, conversation_id: str, index: int, vote: Vote, comment: str = "") -> Feedback:
+        now = time.time()
+        with self.db.transaction() as db:
+            _check_owned_turn(db, user_id, conversation_id, index)
+            db.execute(
+                "INSERT INTO feedback(conversation_id, idx, user_id, vote, comment, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(conversation_id, idx, user_id) DO UPDATE SET "
+                "vote = excluded.vote, comment = excluded.comment, updated_at = excluded.updated_at",
+                (conversation_id, index, user_id, vote, comment, now, now),
+            )
+            row = db.execute(
+                "SELECT created_at FROM feedback WHERE conversation_id = ? AND idx = ? AND user_id = ?",
+                (conversation_id, index, user_id),
+            ).fetchone()
+        return Feedback(user_id=user_id, vote=vote, comment=comment, created_at=row[0], updated_at=now)
+
+    async def unrate(self, user_id: str, conversation_id: str, index: int) -> bool:
+        with self.db.transaction() as db:
+            _check_owned_turn(db, user_id, conversation_id, index)
+            return bool(
+                db.execute(
+                    "DELETE FROM feedback WHERE conversation_id = ? AND idx = ? AND user_id = ?",
+                    (conversation_id, index, user_id),
+                ).rowcount
+            )
+
+    async def logged_turns(self, since: float, until: float, *, limit: int = 100_000) -> list[LoggedTurn]:
+        rows = self.db.query(
+            "SELECT t.*, c.user_id AS owner, f.user_id AS fb_user, f.vote AS fb_vote, f.comment AS fb_comment, "
+            "f.created_at AS fb_created, f.updated_at AS fb_updated FROM turns t "
+            "JOIN conversations c ON c.id = t.conversation_id LEFT JOIN feedback f ON f.conversation_id = "
+            "t.conversation_id AND f.idx = t.idx AND f.user_id = c.user_id "
+            "WHERE t.created_at >= ? AND t.created_at < ? ORDER BY t.created_at, t.conversation_id, t.idx LIMIT ?",
+            (since, until, limit),
+        )
+        return [LoggedTurn(user_id=r["owner"], conversation_id=r["conversation_id"], turn=_turn(r)) for r in rows]
 
     async def append_turn(
         self,

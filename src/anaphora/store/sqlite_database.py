@@ -169,6 +169,29 @@ def counted_in_user_version(db: sqlite3.Connection) -> list[str]:
     return list(NUMBERED[:version]) + [f"step {n}" for n in range(len(NUMBERED) + 1, version + 1)]
 
 
+@migration
+def m008_feedback(db: sqlite3.Connection) -> None:
+    """Votes on answers (issue 49): one per turn per user, kept with the turn (it goes when the turn goes); the
+    operator's report reads turns by time across users."""
+    run_script(
+        db,
+        """
+        CREATE TABLE feedback (
+            conversation_id TEXT NOT NULL,
+            idx INTEGER NOT NULL,
+            user_id TEXT NOT NULL,
+            vote TEXT NOT NULL CHECK (vote IN ('up', 'down')),
+            comment TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (conversation_id, idx, user_id),
+            FOREIGN KEY (conversation_id, idx) REFERENCES turns(conversation_id, idx) ON DELETE CASCADE
+        );
+        CREATE INDEX turns_created ON turns(created_at)
+        """,
+    )
+
+
 class Database:
     """One SQLite connection guarded by a lock; statements are short, so callers run them inline."""
 

@@ -1,4 +1,6 @@
-"""The next-turn fields of a turn stored before they were explicit: derived once from its stored trace.
+"""Fields of a stored turn read the same way by several stores: the vote a SQL store joins to a turn row
+(:func:`feedback_of`), and the next-turn fields of a turn stored before they were explicit, derived once from its
+stored trace (:func:`fields_from_trace`).
 
 Before schema step ``m006_turn_window_fields`` (SQLite) / ``m003_turn_window_fields`` (PostgreSQL), the next turn
 read a stored turn's shown passages (``trace.retrieved`` up to ``trace.budget.passages_kept``, none when the turn
@@ -10,8 +12,10 @@ them when it reads a turn written before them. This reads the stored JSON as tha
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
+
+from anaphora.store.protocols import Feedback
 
 
 def fields_from_trace(trace: Mapping[str, Any] | None, index: int) -> tuple[list[Any], int | None]:
@@ -23,3 +27,17 @@ def fields_from_trace(trace: Mapping[str, Any] | None, index: int) -> tuple[list
     if trace.get("retrieval_skipped") or trace.get("abstained"):
         return [], start
     return list(trace.get("retrieved") or [])[: int(budget["passages_kept"])], start
+
+
+def feedback_of(row: Mapping[str, Any], seconds: Callable[[Any], float] = float) -> Feedback | None:
+    """The vote a SQL store joined to a turn row (columns ``fb_user``, ``fb_vote``, ``fb_comment``, ``fb_created``,
+    ``fb_updated``; none when there is no vote); ``seconds`` reads the store's timestamps as Unix seconds."""
+    if row["fb_vote"] is None:
+        return None
+    return Feedback(
+        user_id=row["fb_user"],
+        vote=row["fb_vote"],
+        comment=row["fb_comment"],
+        created_at=seconds(row["fb_created"]),
+        updated_at=seconds(row["fb_updated"]),
+    )

@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from anaphora.errors import NotFoundError
+from anaphora.errors import NotFoundError, TurnNotFoundError
 from anaphora.store.protocols import HistoryStore
 from anaphora.types import Citation, Passage, StageRecord, TurnTrace
 
@@ -466,3 +466,91 @@ class ConversationStoreContract:
 
     async def test_delete_inactive_on_an_empty_store(self, store):
         assert await store.delete_inactive(time.time() + 3600) == {"conversations": 0, "turns": 0, "summaries": 0}
+
+    # --- feedback (votes on answers) --------------------------------------------------------------------------
+
+    async def test_a_vote_is_read_back_with_its_turn(self, store):
+        conversation = await store.create(ALICE)
+        for n in range(2):
+            await add_turn(store, ALICE, conversation.id, n)
+        given = await store.rate(ALICE, conversation.id, 1, "down", "the ARM steps are missing")
+        assert (given.user_id, given.vote, given.comment) == (ALICE, "down", "the ARM steps are missing")
+        turns = await store.turns(ALICE, conversation.id)
+        assert turns[0].feedback is None
+        assert turns[1].feedback == given
+        assert (await store.turns(ALICE, conversation.id, last=1))[0].feedback == given
+
+    async def test_one_vote_per_answer_changed_in_place(self, store):
+        conversation = await store.create(ALICE)
+        await add_turn(store, ALICE, conversation.id, 0)
+        first = await store.rate(ALICE, conversation.id, 0, "up")
+        second = await store.rate(ALICE, conversation.id, 0, "down", "on reflection, wrong")
+        assert second.created_at == first.created_at and second.updated_at >= first.updated_at
+        [turn] = await store.turns(ALICE, conversation.id)
+        assert (turn.feedback.vote, turn.feedback.comment) == ("down", "on reflection, wrong")
+        assert await store.unrate(ALICE, conversation.id, 0) is True
+        assert await store.unrate(ALICE, conversation.id, 0) is False
+        assert (await store.turns(ALICE, conversation.id))[0].feedback is None
+
+    async def test_voting_needs_an_owned_existing_turn(self, store):
+        conversation = await store.create(ALICE)
+        await add_turn(store, ALICE, conversation.id, 0)
+        for user, conversation_id, index in (
+            (BOB, conversation.id, 0),
+            (ALICE, conversation.id, 1),
+            (ALICE, conversation.id, -1),
+            (ALICE, "missing", 0),
+        ):
+            with pytest.raises(TurnNotFoundError) as caught:
+                await store.rate(user, conversation_id, index, "up")
+            assert ALICE not in str(caught.value) or user == ALICE
+            with pytest.raises(TurnNotFoundError):
+                await store.unrate(user, conversation_id, index)
+        assert (await store.turns(ALICE, conversation.id))[0].feedback is None
+
+    async def test_a_vote_leaves_the_turn_and_activity_untouched(self, store):
+        conversation = await store.create(ALICE)
+        await add_turn(store, ALICE, conversation.id, 0)
+        before = await store.get(ALICE, conversation.id)
+        [turn] = await store.turns(ALICE, conversation.id)
+        await store.rate(ALICE, conversation.id, 0, "up", "thanks")
+        assert await store.get(ALICE, conversation.id) == before
+        [rated] = await store.turns(ALICE, conversation.id)
+        assert rated.model_copy(update={"feedback": None}) == turn
+
+    async def test_votes_go_with_deleted_and_erased_conversations(self, store):
+        deleted = await store.create(ALICE)
+        erased = await store.create(ALICE)
+        kept = await store.create(BOB)
+        for conversation, user in ((deleted, ALICE), (erased, ALICE), (kept, BOB)):
+            await add_turn(store, user, conversation.id, 0)
+            await store.rate(user, conversation.id, 0, "down", f"{user} says no")
+        await store.delete(ALICE, deleted.id)
+        await store.erase_user(ALICE)
+        logged = await store.logged_turns(0, time.time() + 3600)
+        assert [(t.user_id, t.turn.feedback.comment) for t in logged] == [(BOB, "bob says no")]
+        again = await store.create(ALICE)  # a new conversation cannot inherit an old vote
+        await add_turn(store, ALICE, again.id, 0)
+        assert (await store.turns(ALICE, again.id))[0].feedback is None
+
+    # --- the turn log (operators' reports) --------------------------------------------------------------------
+
+    async def test_logged_turns_span_users_within_the_range(self, store):
+        a = await store.create(ALICE)
+        b = await store.create(BOB)
+        first = await add_turn(store, ALICE, a.id, 0)
+        second = await add_turn(store, BOB, b.id, 0)
+        third = await add_turn(store, ALICE, a.id, 1)
+        await store.rate(ALICE, a.id, 1, "up")
+        everything = await store.logged_turns(first.created_at, third.created_at + 1)
+        assert [(t.user_id, t.conversation_id, t.turn.index) for t in everything] == [
+            (ALICE, a.id, 0),
+            (BOB, b.id, 0),
+            (ALICE, a.id, 1),
+        ]
+        assert everything[0].turn.question == first.question and everything[0].turn.trace == first.trace
+        assert everything[2].turn.feedback.vote == "up"
+        window = await store.logged_turns(second.created_at, third.created_at)  # until is exclusive
+        assert [(t.user_id, t.turn.index) for t in window] == [(BOB, 0)]
+        assert [t.turn.index for t in await store.logged_turns(0, third.created_at + 1, limit=1)] == [0]
+        assert await store.logged_turns(third.created_at + 1, third.created_at + 2) == []

@@ -50,7 +50,7 @@ async def chat_completions(body: ChatCompletionRequest, user: VisitorTurn, svc: 
     completion = completions.Completion(body.model, svc.components.chat_model.count_tokens)
 
     def extension(result):
-        return completions.turn_details(result, stored=False)
+        return completions.turn_details(result, stored=False, support_url=svc.settings.server.support_url)
 
     if body.stream:
         return await completions.streaming(turn, completion, extension)

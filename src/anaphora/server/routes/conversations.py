@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from anaphora.pipeline.engine import TurnRequest
+from anaphora.report.signals import handoff
 from anaphora.server import completions, replies
 from anaphora.server.response_schemas import NewConversation
 from anaphora.server.routes.conversation_items import add_conversation_items
@@ -61,7 +62,10 @@ async def read(conversation_id: str, user: User, svc: Svc) -> ConversationDetail
     store = svc.components.conversations
     conversation = await store.get(user.user_id, conversation_id)
     turns = await store.turns(user.user_id, conversation_id)
-    return ConversationDetail(**ConversationOut.of(conversation).model_dump(), turns=[TurnOut.of(t) for t in turns])
+    link = svc.settings.server.support_url
+    return ConversationDetail(
+        **ConversationOut.of(conversation).model_dump(), turns=[TurnOut.of(t, support_url=link) for t in turns]
+    )
 
 
 @router.patch(f"{BASE}/{{conversation_id}}", response_model=ConversationOut, summary="Rename a conversation")
@@ -81,13 +85,14 @@ async def post_message(conversation_id: str, body: PostMessage, user: VisitorTur
     turn = await svc.runner.start(request)
 
     def extension(result):
-        return completions.turn_details(result, stored=True)
+        return completions.turn_details(result, stored=True, support_url=svc.settings.server.support_url)
 
     if body.stream:
         completion = completions.Completion(svc.components.chat_model.name, svc.components.chat_model.count_tokens)
         return await completions.streaming(turn, completion, extension)
     result = await turn.result()
-    return replies.turn_reply(turn, Answer(**dict(result)))  # the result's models as they are, not re-validated
+    link = handoff(result.trace, svc.settings.server.support_url)
+    return replies.turn_reply(turn, Answer(**dict(result), handoff=link))  # the result's models, not re-validated
 
 
 @router.delete(

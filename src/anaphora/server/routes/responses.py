@@ -223,7 +223,7 @@ async def respond(svc: Service, body: CreateResponse, turn: Turn, shape: respons
     count = svc.components.chat_model.count_tokens
 
     def extension(result: TurnResult) -> dict[str, Any]:
-        return completions.turn_details(result, stored=body.store)
+        return completions.turn_details(result, stored=body.store, support_url=svc.settings.server.support_url)
 
     if body.stream:
         return await completions.stream_turn(turn, responses.ResponseFraming(shape, count, extension))

@@ -22,6 +22,8 @@ async def read(user: User, svc: Svc) -> SessionOut:
         last_seen=session.last_seen,
         expires_at=session.last_seen + sessions.ttl_s,
         turns_in_flight=svc.runner.in_flight_for(user.user_id),
+        admin=user.admin or svc.settings.server.auth == "none",
+        support_url=svc.settings.server.support_url,
     )
 
 

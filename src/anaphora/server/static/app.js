@@ -5,7 +5,8 @@
 import * as api from "./js/api.js";
 import { ask, showError, showTurns, wireComposer } from "./js/chat.js";
 import * as conversations from "./js/conversations.js";
-import { $, show } from "./js/dom.js";
+import { $, el, show } from "./js/dom.js";
+import * as report from "./js/report.js";
 import * as upload from "./js/upload.js";
 
 let conversationId = null;
@@ -58,7 +59,7 @@ async function open(id) {
     const conversation = await api.request("GET", `v1/conversations/${encodeURIComponent(id)}`);
     if (conversationId !== id) return;
     setTitle(conversation.title);
-    showTurns(conversation.turns);
+    showTurns(conversation.turns, id);
   } catch (error) {
     if (error.status === 401) return;
     setTitle("");
@@ -168,6 +169,7 @@ async function start() {
   show($("app"), true);
   $("whoami").textContent = api.token.get() ? `Signed in as ${session.user_id}` : `Development mode (user ${session.user_id})`;
   show($("sign-out"), Boolean(api.token.get()));
+  report.init(Boolean(session.admin));
   try {
     await conversations.reload();
     await upload.init(showError);

@@ -67,6 +67,13 @@ export async function request(method, path, body) {
   return response.json();
 }
 
+/** GET `path` as a raw Response (a download), the same errors as request(). */
+export async function fetchRaw(path) {
+  const response = await send(path, { method: "GET", headers: headers() });
+  if (!response.ok) throw await failure(response);
+  return response;
+}
+
 /** POST a question with stream: true and yield each SSE event's JSON; an error event is thrown. */
 export async function* stream(path, body, signal) {
   const init = {

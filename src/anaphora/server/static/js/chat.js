@@ -3,6 +3,7 @@
 
 import * as api from "./api.js";
 import { $, el, show } from "./dom.js";
+import { feedbackBar, handoffNode } from "./feedback.js";
 import { render, safeUrl } from "./markdown.js";
 import { whyPanel } from "./why.js";
 
@@ -80,6 +81,16 @@ function turnNode(question) {
   );
 }
 
+/** The vote bar and the support link under a stored turn's answer (replacing any from before). */
+function decorate(node, conversationId, index, feedback, handoff, onError) {
+  node.querySelector(".feedback")?.remove();
+  node.querySelector(".handoff")?.remove();
+  const reply = node.querySelector(".reply");
+  const link = handoffNode(handoff);
+  if (link) reply.append(link);
+  reply.append(feedbackBar(conversationId, index, feedback, onError));
+}
+
 export function errorNodes(error) {
   return [el("strong", { text: error.message || String(error) }), error.hint ? el("span", { class: "hint", text: ` ${error.hint}` }) : null];
 }
@@ -92,13 +103,22 @@ export function showError(error) {
   show(banner, true);
 }
 
-export function showTurns(turns) {
+function turnError(node) {
+  return (error) => {
+    const box = node.querySelector(".turn-error");
+    box.replaceChildren(...errorNodes(error));
+    show(box, true);
+  };
+}
+
+export function showTurns(turns, conversationId = null) {
   const list = $("turns");
   list.replaceChildren();
   for (const turn of turns) {
     const node = turnNode(turn.question);
     node.dataset.index = String(turn.index);
     renderAnswer(node, turn.answer, turn.citations, turn.trace);
+    if (conversationId) decorate(node, conversationId, turn.index, turn.feedback, turn.handoff, turnError(node));
     list.append(node);
   }
   show($("empty"), !turns.length);
@@ -138,6 +158,7 @@ export async function ask(conversationId, question) {
       if (event.anaphora) {
         node.dataset.index = String(event.anaphora.turn_index);
         renderAnswer(node, text, event.anaphora.citations, event.anaphora.trace);
+        decorate(node, conversationId, event.anaphora.turn_index, null, event.anaphora.handoff, turnError(node));
       }
     }
   } catch (error) {
@@ -147,9 +168,7 @@ export async function ask(conversationId, question) {
       note.replaceChildren(el("span", { text: "Stopped. The server still finishes this turn and stores it: open the conversation again to see the whole answer." }));
       show(note, true);
     } else {
-      const box = node.querySelector(".turn-error");
-      box.replaceChildren(...errorNodes(error));
-      show(box, true);
+      turnError(node)(error);
     }
   } finally {
     node.classList.remove("streaming");
