@@ -50,6 +50,7 @@ from anaphora.app import aclose_components, answer_units_ahead, build_components
 from anaphora.embeddings.onnx_runtime import precision_name
 from anaphora.evaluation.metrics import unsupported_risky_tokens
 from anaphora.models import load_chat_model
+from anaphora.pipeline.answer import NOT_TOLD
 from anaphora.pipeline.engine import ABSTAIN, NO_ANSWER, TurnRequest
 from anaphora.store.sqlite_corpus import search_text
 from anaphora.text import STOPWORDS
@@ -60,7 +61,7 @@ ANSWERABLE_KINDS = ("question", "followup")
 CORPORA = "loki,traefik,celery,semaphore-ce,mise"
 SCORED_KINDS = ("question", "followup", "meta")
 # the product's fixed abstention sentences, then what any other wording of "the documents do not say" looks like
-ABSTENTION_PHRASES = (ABSTAIN, NO_ANSWER)
+ABSTENTION_PHRASES = (ABSTAIN, NO_ANSWER, NOT_TOLD)
 _DOCS = r"(?:documents?|docs|documentation|passages?|sources?|pages?)"
 ABSTENTION_PATTERNS = (
     rf"\b{_DOCS}\b[^.!?\n]{{0,60}}\b(?:do|does|did)(?:n't| not)\s+(?:cover|mention|say|describe|document|include|"

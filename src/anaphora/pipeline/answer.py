@@ -31,6 +31,8 @@ from anaphora.pipeline.state import TurnState
 from anaphora.types import PromptLayout
 
 NO_ANSWER = "I could not find this in the documents."
+# a question about what the user said, with nothing the user said to answer it: no document can
+NOT_TOLD = "You haven't told me that yet, so I can't say: the documents cannot know it."
 NOTHING_FOUND = "abstained: no passage passed the relevance thresholds"
 
 
@@ -42,6 +44,7 @@ class Answer(Stage):
     reads = (
         "answer",
         "question",
+        "reading",
         "request",
         "history",
         "summary",
@@ -85,6 +88,9 @@ class Answer(Stage):
         return not state.answer  # an earlier stage decided it (acknowledge, converse): never overwritten
 
     async def run(self, state: TurnState) -> StageResult:
+        if state.reading is not None and state.reading.asks_only_what_user_said and not state.leading_facts:
+            after = state.update(answer=NOT_TOLD, answer_source="abstain")
+            return StageResult(after, "skipped", "asks what the user said, and no stated fact answers it")
         if state.nothing_found:
             return StageResult(state.update(answer=ABSTAIN, answer_source="abstain"), "skipped", NOTHING_FOUND)
         if self.mode == "extractive" and self.extractive is not None and state.sources:

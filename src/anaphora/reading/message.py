@@ -15,7 +15,7 @@ from anaphora.reading.dates import asks_about_past
 from anaphora.reading.extract import ExtractedFact, extract_facts
 from anaphora.reading.focus import asks_amount, asks_how
 from anaphora.reading.intents import ConversationRequest, is_chit_chat, points_at_answer, recognise
-from anaphora.reading.personal import asks_what_user_said, possessive, states_about_user
+from anaphora.reading.personal import asks_what_user_said, possessive, second_question, states_about_user
 from anaphora.reading.route import continuation, mentions_reference, returns_to_topic, shifts_topic
 from anaphora.text import content_set
 
@@ -27,18 +27,20 @@ class Reading:
     ``request``: a request about the conversation or a social turn (:func:`~anaphora.reading.intents.recognise`),
     ``None`` when it asks the documents; ``chit_chat``: only social phrases; ``about_user``: asks about the user
     ("my version", "did I say"); ``asks_what_user_said``: asks what the user said or has, which only the user's own
-    words answer; ``facts``: what it states about the user's setup; ``states_setup``: a statement that asks nothing;
-    ``shifts_topic`` / ``returns_to_topic``: says it leaves the topic, or goes back to an earlier one;
-    ``continues``: carries on from the last turn ("and on ARM?", "what you told me"); ``refers_back``: points into the
-    conversation (a continuation, a return, a pronoun); ``about_past``: asks what was true before (superseded facts
-    answer it); ``asks_how`` / ``asks_amount``: asks for a procedure, or for an amount (:mod:`~anaphora.reading.
-    focus`); ``words``: its stemmed content words."""
+    words answer (``asks_only_what_user_said``: and nothing else, no second question); ``facts``: what it states
+    about the user's setup; ``states_setup``: a statement that asks nothing; ``shifts_topic`` /
+    ``returns_to_topic``: says it leaves the topic, or goes back to an earlier one; ``continues``: carries on from
+    the last turn ("and on ARM?", "what you told me"); ``refers_back``: points into the conversation (a
+    continuation, a return, a pronoun); ``about_past``: asks what was true before (superseded facts answer it);
+    ``asks_how`` / ``asks_amount``: asks for a procedure, or for an amount (:mod:`~anaphora.reading.focus`);
+    ``words``: its stemmed content words."""
 
     text: str
     request: ConversationRequest | None
     chit_chat: bool
     about_user: bool
     asks_what_user_said: bool
+    asks_only_what_user_said: bool
     facts: tuple[ExtractedFact, ...]
     states_setup: bool
     shifts_topic: bool
@@ -74,6 +76,7 @@ def read(message: str) -> Reading:
         chit_chat=is_chit_chat(message),
         about_user=said or possessive(message),
         asks_what_user_said=said,
+        asks_only_what_user_said=said and not second_question(message),
         facts=facts,
         states_setup=states_about_user(message, list(facts)),
         shifts_topic=shifts_topic(message),

@@ -71,10 +71,16 @@ def facts_answer(question: Reading, facts: Sequence[str]) -> bool:
     "which version did I say I run, and does it support OTLP?", still asks them."""
     if not facts:
         return False
-    if question.asks_what_user_said and not _SECOND_QUESTION.search(question.text):
+    if question.asks_only_what_user_said:
         return True
     known = frozenset().union(*(content_set(f) for f in facts))
     return question.words - _ASKING_WORDS <= known
+
+
+def second_question(question: str) -> bool:
+    """A second question joined to the first ("which version do we run, and does it support OTLP?"): then the
+    documents still have something to answer."""
+    return bool(_SECOND_QUESTION.search(question))
 
 
 def states_again(message: str, value: str) -> bool:
