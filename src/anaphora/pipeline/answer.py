@@ -24,7 +24,7 @@ from anaphora.answering.answer_guard import ANSWER_STOP
 from anaphora.answering.extractive import ExtractiveAnswerer
 from anaphora.answering.generate import Relay, generate
 from anaphora.models.base import ChatModel, ChatOptions
-from anaphora.pipeline.check import ABSTAIN, AnswerCheck, AnswerMode
+from anaphora.pipeline.check import ABSTAIN, NOT_COVERED, AnswerCheck, AnswerMode
 from anaphora.pipeline.prompt import build_messages
 from anaphora.pipeline.stage import Stage, StageResult
 from anaphora.pipeline.state import TurnState
@@ -36,6 +36,14 @@ NOT_TOLD = "You haven't told me that yet, so I can't say: the documents cannot k
 NOTHING_FOUND = "abstained: no passage passed the relevance thresholds"
 
 
+def abstention(state: TurnState) -> str:
+    """What a turn with nothing to answer from says: the names no page mentions, when the coverage check found
+    some (the question is about something the documents do not cover), else the fixed abstention."""
+    if state.uncovered:
+        return f"{NOT_COVERED}: no page mentions {', '.join(state.uncovered[:3])}."
+    return ABSTAIN
+
+
 class Answer(Stage):
     """The answer to the user's original words (see the module docstring for the strategies and their order)."""
 
@@ -45,6 +53,7 @@ class Answer(Stage):
         "answer",
         "question",
         "reading",
+        "uncovered",
         "request",
         "history",
         "summary",
@@ -92,7 +101,8 @@ class Answer(Stage):
             after = state.update(answer=NOT_TOLD, answer_source="abstain")
             return StageResult(after, "skipped", "asks what the user said, and no stated fact answers it")
         if state.nothing_found:
-            return StageResult(state.update(answer=ABSTAIN, answer_source="abstain"), "skipped", NOTHING_FOUND)
+            after = state.update(answer=abstention(state), answer_source="abstain")
+            return StageResult(after, "skipped", NOTHING_FOUND)
         if self.mode == "extractive" and self.extractive is not None and state.sources:
             return await self._quote(state)
         state, detail, checked = await self._generate(state)

@@ -23,7 +23,8 @@ from anaphora.types import Passage, UnitVerdict
 
 _SENTENCE_CLOSED = re.compile(r"[.!?][\"')\]]*$")
 
-ABSTAIN = "The documents do not cover this: none of the passages I found is relevant enough to answer from."
+NOT_COVERED = "The documents do not cover this"  # how every abstention opens (what later turns recognise)
+ABSTAIN = f"{NOT_COVERED}: none of the passages I found is relevant enough to answer from."
 LEFT_OUT = "(Part of this answer was left out: the documents did not support it.)"
 CheckMode = Literal["drop", "mark", "off"]
 AnswerMode = Literal["generate", "extractive", "auto"]

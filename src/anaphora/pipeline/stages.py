@@ -17,7 +17,7 @@ from anaphora.answering.conversation_answers import answer_about_conversation
 from anaphora.answering.select import PassageSelector
 from anaphora.pipeline.answer import NO_ANSWER, NOT_TOLD
 from anaphora.pipeline.budget import PromptBudget, PromptLimits, PromptParts
-from anaphora.pipeline.check import ABSTAIN
+from anaphora.pipeline.check import NOT_COVERED
 from anaphora.pipeline.prompt import (
     CONTEXT_FRAMING,
     MEMORY_FRAMING,
@@ -284,7 +284,7 @@ class AnswerFromConversation(Stage):
         request = state.reading.request if state.reading is not None else None
         if request is None:
             return StageResult(state, "skipped", "left to the model")
-        answer = answer_about_conversation(request, state.history, (ABSTAIN, NO_ANSWER, NOT_TOLD, ACKNOWLEDGED))
+        answer = answer_about_conversation(request, state.history, (NOT_COVERED, NO_ANSWER, NOT_TOLD, ACKNOWLEDGED))
         after = state.update(answer=answer, answer_source="conversation")
         return StageResult(after, "ok", f"{request.intent.value}: answered from the conversation, no model call")
 

@@ -4,9 +4,10 @@ A question about a thing no passage mentions ("can it forward to Splunk?", "does
 answered from the documents however well the retriever ranks: the passages it finds are about something else
 (the metrics backends that do exist, the authentication that is documented), and quoting them reads as a yes. The
 lexical index's own statistics say which words no passage uses; a question that names one, while no passage found
-is close to it, is refused with the fixed abstention. Only a word that is also rare in English counts (its Zipf
-frequency in ``wordfreq`` under :data:`RARE_ZIPF`: "splunk", "kerberos", "mqtt"): everyday words the docs happen not
-to use ("tuesday", "cranking", "stuff") name no subject. Short words and statements are not enough either.
+is close to it, is refused with the fixed abstention. Only a word that names something counts: one rare in English (its
+Zipf frequency in ``wordfreq`` under :data:`RARE_ZIPF`: "splunk", "kerberos", "mqtt"), or one the user wrote as a name
+(:func:`written_as_names`: "KEDA", "WSL2", "run it on Nomad?"); everyday words the docs happen not to use
+("tuesday", "cranking", "stuff") name no subject. Short words and statements are not enough either.
 """
 
 from __future__ import annotations
@@ -45,6 +46,23 @@ def unused_words(question: str, statistics: TermStatistics | None) -> list[str]:
     ]
 
 
+_NAME = re.compile(r"(?<![\w.])([A-Z][a-z]*[A-Z0-9][\w]*|[A-Z]{2,}[\w]*|[a-z]+\d[\w]*|[A-Z][a-z]+)(?![\w])")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:]\s+)\W*$")
+
+
+def written_as_names(question: str) -> set[str]:
+    """The words the user wrote as names: an inner capital or a digit ("KEDA", "WSL2", "DataDog", "k8s"), or a
+    capital that does not open a sentence ("run it on Nomad?"). A name can be an everyday English word ("Nomad",
+    "Iceberg", "Ruby"): how it is written says it names a product, a format or a platform."""
+    found = set()
+    for match in _NAME.finditer(question):
+        word = match.group(1)
+        opens = bool(_SENTENCE_START.search(question[: match.start()]))
+        if word[1:] != word[1:].lower() or any(c.isdigit() for c in word) or not opens:
+            found.add(word.lower())
+    return found
+
+
 def rare(word: str, below: float = RARE_ZIPF) -> bool:
     """The word is rare in English (a product or protocol name, not an everyday word the docs do not use)."""
     return zipf_frequency(word, "en") < below
@@ -61,7 +79,8 @@ def not_covered(
     """The unused words that make the question one the documents do not cover, or ``[]``: only when no passage
     found is ``close`` to the query (dense similarity at least ``close``: then the right page was found, and the
     unknown word is the user's own name for something on it)."""
-    missing = [w for w in unused_words(question, statistics) if rare(w)] if asks(question) else []
+    names = written_as_names(question)
+    missing = [w for w in unused_words(question, statistics) if rare(w) or w in names] if asks(question) else []
     if not missing:
         return []
     best = max((p.dense_score for p in passages if p.dense_score is not None), default=0.0)
