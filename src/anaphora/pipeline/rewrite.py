@@ -18,7 +18,7 @@ from anaphora.pipeline.query import QueryPlan
 from anaphora.reading.message import read
 from anaphora.reading.rewrite_guard import strip_preamble, validate_rewrite
 from anaphora.reading.route import REFERRING, TurnKind
-from anaphora.retrieval.terms import TermStatistics, disambiguating, naming, on_topic
+from anaphora.retrieval.terms import TermStatistics, disambiguating, naming, on_topic, on_topic_support
 from anaphora.sanitize import speaker_line
 from anaphora.text import STOPWORDS, content_set, english_stemmer, words
 from anaphora.types import Message
@@ -79,14 +79,18 @@ class HistoryExpansion:
             terms.append(word)
         return terms
 
-    def stands_alone(self, question: str) -> bool:
-        """The message names its own topic and does not point back into the conversation.
+    def stands_alone(self, question: str, history: Sequence[Message] = ()) -> bool:
+        """The message leaves the conversation's topic, by what it says or what it names.
 
         A message that says it changes the topic ("unrelated: ...") stands alone; one that goes back to an earlier
-        topic ("back to postgres: ...") does not. Without corpus statistics: no continuation, no pronoun, three
-        content words. With them, a word that names a topic in this corpus (:func:`~anaphora.retrieval.terms.
-        naming`) is enough ("What is taurine?"), and a pronoun in a later clause than such a word refers to it
-        ("What is the Galileo system and why is it important?"; but "Is prod007x in it?" still points back)."""
+        topic ("back to postgres: ...") or carries on ("and on ARM?") does not. Without corpus statistics: no
+        pronoun, three content words. With them, a word that names a topic in this corpus (:func:`~anaphora.
+        retrieval.terms.naming`) decides, and a pronoun in a later clause than such a word refers to it ("What is
+        the Galileo system and why is it important?"; but "Is prod007x in it?" still points back). On a later
+        turn (``history``) such a word must also be a *new subject*: named neither in the conversation nor in the
+        passages its topic finds (:meth:`new_subjects`). A message that names no new subject keeps the topic, however
+        complete it reads ("is there a timeout before a partial record is flushed?" after two turns on multiline
+        parsing)."""
         reading = read(question)
         if reading.shifts_topic:
             return True
@@ -100,12 +104,30 @@ class HistoryExpansion:
         referring = [n for n, clause in enumerate(clauses) if any(t in REFERRING for t in clause)]
         if referring:
             return any(n < referring[0] for n in named)
-        return reading.looks_standalone or bool(named)
+        if not history or statistics is None:
+            return reading.looks_standalone or bool(named)
+        naming_words = [t for (_, t), name in zip(content, names, strict=True) if name]
+        return bool(self.new_subjects(question, naming_words, history, statistics))
+
+    def new_subjects(
+        self, question: str, candidates: Sequence[str], history: Sequence[Message], statistics: TermStatistics
+    ) -> list[str]:
+        """The ``candidates`` (words of ``question`` that name a topic) the conversation has not named: in none of
+        its messages, and in none of the passages that best match its topic's words (pseudo-relevance feedback, as
+        :func:`~anaphora.retrieval.terms.on_topic`). "timeout" after multiline parsing is on the multiline pages;
+        "TLS" is not."""
+        said = frozenset().union(*(content_set(m.content) for m in history))
+        unseen = [w for w in dict.fromkeys(candidates) if not content_set(w) <= said]
+        topic = disambiguating(self.candidates(question, history), statistics)[: self.max_terms]
+        if not unseen or not topic:
+            return unseen
+        near = on_topic_support(topic, unseen, statistics)
+        return [w for w in unseen if not near[w]]
 
     def expand(self, question: str, history: Sequence[Message], alone: bool | None = None) -> tuple[str, bool]:
         """The query and whether it was expanded; ``alone``: :meth:`stands_alone`'s verdict when the caller has
         it already (it reads the corpus statistics for every word)."""
-        if not history or (self.stands_alone(question) if alone is None else alone):
+        if not history or (self.stands_alone(question, history) if alone is None else alone):
             return question, False
         statistics = self.statistics() if self.statistics else None
         terms = on_topic(disambiguating(self.candidates(question, history), statistics)[: self.max_terms], statistics)
@@ -118,7 +140,7 @@ class HistoryExpansion:
         message stands alone, or no earlier word is specific enough to add) the message, with the topic's words as
         an alternate (:meth:`topic_alternate`)."""
         if history and alone is None:
-            alone = self.stands_alone(question)
+            alone = self.stands_alone(question, history)
         query, expanded = self.expand(question, history, alone)
         if expanded:
             return QueryPlan(query, "expansion", alternates=(question,), **fields)
@@ -311,7 +333,7 @@ class GuardedRewriter:
         """Raises when the model fails; the query stage that runs it falls back (and times it out)."""
         if not history:
             return QueryPlan(question, "question", "skipped", "turn 1: no rewrite")
-        alone = self.fallback.stands_alone(question)  # asked once: it reads the corpus statistics for every word
+        alone = self.fallback.stands_alone(question, history)  # asked once: it reads the corpus statistics
         if alone and not self.style.structured:
             # the message is the query: a rewrite could only ride along, and the call costs a model round trip
             # (and, in llama.cpp, the answer prompt's cached prefix); the topic's words still ride along

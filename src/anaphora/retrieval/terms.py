@@ -116,3 +116,13 @@ def on_topic(words: Sequence[str], statistics: TermStatistics | None) -> list[st
     distinct = sorted({t for ts in tokens for t in ts})
     support = statistics.feedback([t for ts in tokens for t in ts], distinct, FEEDBACK_PASSAGES)
     return [word for word, ts in zip(words, tokens, strict=True) if any(support[t] > 0 for t in ts)]
+
+
+def on_topic_support(topic: Sequence[str], words: Sequence[str], statistics: TermStatistics) -> dict[str, bool]:
+    """For each of ``words``, whether the :data:`FEEDBACK_PASSAGES` passages that best match the ``topic`` words
+    use it: the corpus's own sense of what belongs to a topic (a follow-up that names such a word stays on it)."""
+    topic_tokens = [t for ts in bm25_tokens(list(topic)) for t in ts]
+    tokens = bm25_tokens(list(words))
+    distinct = sorted({t for ts in tokens for t in ts})
+    support = statistics.feedback(topic_tokens, distinct, FEEDBACK_PASSAGES)
+    return {word: any(support.get(t, 0) > 0 for t in ts) for word, ts in zip(words, tokens, strict=True)}
