@@ -43,6 +43,8 @@ class Capture(Stage):
     """Keeps the turn's state after generation, for the offline modes."""
 
     name = "capture"
+    reads = ("answer",)
+    writes = ()
 
     def __init__(self) -> None:
         self.state: TurnState | None = None

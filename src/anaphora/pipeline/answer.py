@@ -20,15 +20,20 @@ engine owns and which passes drafts on only when no later stage may change the a
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from anaphora.answering.answer_guard import ANSWER_STOP
 from anaphora.answering.extractive import ExtractiveAnswerer
 from anaphora.answering.generate import Relay, generate
 from anaphora.models.base import ChatModel, ChatOptions
 from anaphora.pipeline.check import ABSTAIN, NOT_COVERED, AnswerCheck, AnswerMode
 from anaphora.pipeline.prompt import build_messages
-from anaphora.pipeline.stage import Stage, StageResult
+from anaphora.pipeline.stage import ReleasingStage, StageResult
 from anaphora.pipeline.state import TurnState
 from anaphora.types import PromptLayout
+
+if TYPE_CHECKING:
+    from anaphora.pipeline.sink import AnswerSink
 
 NO_ANSWER = "I could not find this in the documents."
 # a question about what the user said, with nothing the user said to answer it: no document can
@@ -44,11 +49,10 @@ def abstention(state: TurnState) -> str:
     return ABSTAIN
 
 
-class Answer(Stage):
+class Answer(ReleasingStage):
     """The answer to the user's original words (see the module docstring for the strategies and their order)."""
 
     name = "answer"
-    releases = True
     reads = (
         "answer",
         "question",
@@ -96,7 +100,7 @@ class Answer(Stage):
     def applies(self, state: TurnState) -> bool:
         return not state.answer  # an earlier stage decided it (acknowledge, converse): never overwritten
 
-    async def run(self, state: TurnState) -> StageResult:
+    async def release(self, state: TurnState, sink: AnswerSink | None) -> StageResult:
         if state.reading is not None and state.reading.asks_only_what_user_said and not state.leading_facts:
             after = state.update(answer=NOT_TOLD, answer_source="abstain")
             return StageResult(after, "skipped", "asks what the user said, and no stated fact answers it")
@@ -105,7 +109,7 @@ class Answer(Stage):
             return StageResult(after, "skipped", NOTHING_FOUND)
         if self.mode == "extractive" and self.extractive is not None and state.sources:
             return await self._quote(state)
-        state, detail, checked = await self._generate(state)
+        state, detail, checked = await self._generate(state, sink)
         if not state.answer and not checked:  # unchecked, no usable answer: quote the passages, not nothing
             quoted = await self.extractive.answer_turn(state.extract_request()) if self.extractive is not None else None
             note = "model gave no usable answer: quoted the best passages instead"
@@ -131,16 +135,15 @@ class Answer(Stage):
         temperature = self.temperature if request.temperature is None else request.temperature
         return ChatOptions(temperature=temperature, max_tokens=max_tokens, stop=ANSWER_STOP)
 
-    def _relay(self, state: TurnState) -> tuple[Relay | None, object]:
+    def _relay(self, state: TurnState, sink: AnswerSink | None) -> tuple[Relay | None, object]:
         """Where the generator's deltas go: through the check's unit release (``drop``) to the sink's drafts, or
         straight to them; nowhere when nobody streams (the answer is then generated in one call)."""
-        sink = state.sink
         if sink is None or not sink.streaming:
             return None, None
         release = self.check.release(state, sink.draft)
         return (release.add if release is not None else sink.draft), release
 
-    async def _generate(self, state: TurnState) -> tuple[TurnState, str, bool]:
+    async def _generate(self, state: TurnState, sink: AnswerSink | None) -> tuple[TurnState, str, bool]:
         """The model's answer, a note, and whether it streamed through the check's unit release (then the check
         decides what an empty answer becomes, as it does for one with nothing supported)."""
         assert state.prompt is not None  # the budget ran before
@@ -156,7 +159,7 @@ class Answer(Stage):
             profile=state.profile,
             history_excerpts=plan.history_excerpts,
         )
-        relay, release = self._relay(state)
+        relay, release = self._relay(state, sink)
         generation = await generate(self.model, messages, self._options(state), relay)
         if release is not None:
             release.flush()  # the last unit, now complete

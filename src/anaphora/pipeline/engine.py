@@ -111,13 +111,14 @@ def trace_of(state: TurnState, records: list[StageRecord]) -> TurnTrace:
 
 
 async def run_stages(
-    observer: StageObserver, stages: Sequence[Stage], state: TurnState
+    observer: StageObserver, stages: Sequence[Stage], state: TurnState, sink: AnswerSink | None = None
 ) -> tuple[TurnState, list[StageRecord]]:
     """Run ``stages`` in order over ``state`` under ``observer``: the turn's loop, and evaluation's
-    (:mod:`anaphora.evaluation.retrieval_half`)."""
+    (:mod:`anaphora.evaluation.retrieval_half`). ``sink``, the turn's stream, is handed to the stage that releases
+    the answer and to no other: no other stage can put text on the stream."""
     records: list[StageRecord] = []
     for stage in stages:
-        state = await observer.run(stage, state, records)
+        state = await observer.run(stage, state, records, sink if stage.releases else None)
     return state, records
 
 
@@ -223,10 +224,12 @@ class Engine:
         """Finish background work (the parts are closed by their owner, :meth:`anaphora.app.Components.aclose`)."""
         await self.drain()
 
-    async def _run_stages(self, stages: Sequence[Stage], state: TurnState) -> tuple[TurnState, list[StageRecord]]:
-        return await run_stages(self.observer, stages, state)
+    async def _run_stages(
+        self, stages: Sequence[Stage], state: TurnState, sink: AnswerSink | None = None
+    ) -> tuple[TurnState, list[StageRecord]]:
+        return await run_stages(self.observer, stages, state, sink)
 
-    async def _start(self, request: TurnRequest, sink: AnswerSink, turns_before: int) -> TurnState:
+    async def _start(self, request: TurnRequest, turns_before: int) -> TurnState:
         """The turn's starting state: the sanitised question, recent history, its window and the summary."""
         question = sanitize(request.question).strip()
         if not question:
@@ -255,7 +258,6 @@ class Engine:
             turns_before=turns_before,
             window=window,
             summary=sanitize(summary),
-            sink=sink,
         )
 
     async def _run(self, request: TurnRequest, deltas: Deltas | None) -> TurnResult:
@@ -276,7 +278,7 @@ class Engine:
             turns_before = sum(1 for m in request.history or () if m.role == "user")
         if request.memory:
             await self._remembered(request.user_id)
-        state, records = await self._run_stages(self.stages, await self._start(request, sink, turns_before))
+        state, records = await self._run_stages(self.stages, await self._start(request, turns_before), sink)
         sink.release(state.answer)  # what the answer phase decided, now final
         trace = trace_of(state, records)
         citations = list(state.citations)

@@ -347,6 +347,7 @@ class RememberTurn(Stage):
 
     name = "memory_write"
     reads = ("request", "history", "answer", "answer_source", "turn_index", "turn_time", "memory_epoch")
+    writes = ()  # it writes the user's memory, not the turn
     counter = "memory_writer"
 
     def __init__(self, recorder: TurnRecorder, *, timeout_s: float) -> None:

@@ -8,12 +8,15 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager, nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from anaphora.metrics import Metrics
-from anaphora.pipeline.stage import Stage, StageResult, check_writes
+from anaphora.pipeline.stage import ReleasingStage, Stage, StageResult, check_writes
 from anaphora.pipeline.state import TurnState
 from anaphora.types import ModelCall, StageRecord, StageStatus, TurnTrace
+
+if TYPE_CHECKING:
+    from anaphora.pipeline.sink import AnswerSink
 
 log = logging.getLogger("anaphora.pipeline")
 
@@ -42,7 +45,9 @@ class StageObserver:
 
             yield finish
 
-    async def run(self, stage: Stage, state: TurnState, records: list[StageRecord]) -> TurnState:
+    async def run(
+        self, stage: Stage, state: TurnState, records: list[StageRecord], sink: AnswerSink | None = None
+    ) -> TurnState:
         """Run one stage: time it, span it, record it, count it; an optional stage that fails degrades to its
         fallback. A stage that does not apply is not run and leaves no record; one that changed a field it does
         not declare fails the turn (:func:`~anaphora.pipeline.stage.check_writes`)."""
@@ -50,7 +55,7 @@ class StageObserver:
             return state
         with self._span(f"anaphora.{stage.name}") as span:
             started = time.perf_counter()
-            result = await self._attempt(stage, state)
+            result = await self._attempt(stage, state, sink)
             ms = (time.perf_counter() - started) * 1000
             if span is not None:
                 span.set_attribute("anaphora.status", result.status)
@@ -62,13 +67,14 @@ class StageObserver:
         self._count(stage, record, state, result.state)
         return result.state
 
-    async def _attempt(self, stage: Stage, state: TurnState) -> StageResult:
+    async def _attempt(self, stage: Stage, state: TurnState, sink: AnswerSink | None) -> StageResult:
+        running = stage.release(state, sink) if isinstance(stage, ReleasingStage) else stage.run(state)
         try:
             if stage.timeout_s is None:
-                return await stage.run(state)
+                return await running
             # a deadline on the running task, not wait_for's new task: no extra trip through the event loop
             async with asyncio.timeout(stage.timeout_s):
-                return await stage.run(state)
+                return await running
         except TimeoutError:
             return self._degrade(stage, state, "timeout", f"took over {stage.timeout_s:g}s")
         except Exception as exc:

@@ -20,10 +20,14 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
+from typing import TYPE_CHECKING
 
 from anaphora.errors import PipelineError
 from anaphora.pipeline.state import FIELDS, INITIAL, UNTRACKED, TurnState
 from anaphora.types import StageStatus
+
+if TYPE_CHECKING:
+    from anaphora.pipeline.sink import AnswerSink
 
 _TRACKED = tuple(sorted(FIELDS - UNTRACKED))
 _tracked_values = attrgetter(*_TRACKED)  # every tracked field in one call: this runs after every stage
@@ -37,16 +41,34 @@ class StageResult:
 
 
 class Stage:
-    """Base class of the turn's stages. Defaults: runs on every turn, reads and writes nothing, required, no time
-    budget, no counter."""
+    """Base class of the turn's stages. Defaults: runs on every turn, required, no time budget, no counter.
+
+    ``reads`` and ``writes`` have no default: a concrete stage (one that defines ``run``) must declare both, or its
+    class is refused when it is created. Silence is not "writes nothing": the engine streams the answer live only
+    when no stage after the answer stage declares ``answer``, so a forgotten declaration would stream text that a
+    later stage meant to change."""
 
     name: str = "stage"
-    reads: tuple[str, ...] = ()  # the TurnState fields run (and applies) look at
-    writes: tuple[str, ...] = ()  # the TurnState fields it may change
+    reads: tuple[str, ...]  # the TurnState fields run (and applies) look at
+    writes: tuple[str, ...]  # the TurnState fields it may change
     retrieval: bool = False  # part of the retrieval half, which evaluation runs alone (Engine.retrieve)
     releases: bool = False  # decides the answer as it streams (the answer stage): the sink drafts through it
     timeout_s: float | None = None
     counter: str | None = None  # a named outcome counter in Metrics.requests ("rewriter", "reranker", ...)
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if vars(cls).get("base_stage") or ("run" not in vars(cls) and "release" not in vars(cls)):
+            return  # not a concrete stage: a base that subclasses complete
+        missing = [name for name in ("reads", "writes") if not hasattr(cls, name)]
+        if missing:
+            raise PipelineError(
+                f"stage class {cls.__name__} does not declare {' and '.join(missing)}",
+                hint=f"give {cls.__name__} the TurnState fields it " + " and ".join(
+                    {"reads": "reads (reads = (...))", "writes": "may change (writes = (...), () for none)"}[n]
+                    for n in missing
+                ),
+            )
 
     def applies(self, state: TurnState) -> bool:
         """Whether the stage runs on this turn; a stage that does not apply leaves no trace record."""
@@ -59,6 +81,22 @@ class Stage:
         """The state to go on with when :meth:`run` failed (``failure`` says how) and a note on what it fell back
         to; ``None``: the stage is required."""
         return None
+
+
+class ReleasingStage(Stage):
+    """The stage that decides the answer as it streams (the answer stage): the one stage the engine hands the turn's
+    stream (:class:`~anaphora.pipeline.sink.AnswerSink`) to. No other stage can reach the stream: it is not part of
+    the turn's state."""
+
+    releases = True
+    base_stage = True  # its subclasses declare what they read and write
+
+    async def run(self, state: TurnState) -> StageResult:
+        return await self.release(state, None)
+
+    async def release(self, state: TurnState, sink: AnswerSink | None) -> StageResult:
+        """Decide the answer, drafting it into ``sink`` as it is generated (``None``: nobody streams)."""
+        raise NotImplementedError
 
 
 def check_order(stages: Sequence[Stage], written: Collection[str] = INITIAL) -> None:

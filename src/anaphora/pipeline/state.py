@@ -6,7 +6,7 @@ The engine decides from this state, never from the trace; the trace is written f
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from anaphora.models.base import Usage
     from anaphora.pipeline.budget import PromptPlan
     from anaphora.pipeline.query import QueryPlan
-    from anaphora.pipeline.sink import AnswerSink
     from anaphora.pipeline.window import ConversationWindow
     from anaphora.reading.message import Reading
     from anaphora.reading.route import Route
@@ -76,7 +75,6 @@ class TurnState:
     support: tuple[UnitVerdict, ...] = ()  # the answer check's verdicts, unit by unit
     citations: tuple[Citation, ...] = ()
     calls: tuple[ModelCall, ...] = ()  # chat-model calls made: purpose ("rewrite", "answer", ...) and usage
-    sink: AnswerSink | None = field(default=None, compare=False, repr=False)  # the turn's stream (the engine's)
     memory: tuple[RecalledMemory, ...] = ()  # long-term memory recalled (the injected ones are shown)
     profile: str = ""  # the user's long-term profile summary (sanitised)
     turn_index: int | None = None  # set once the turn is stored (what memory writing cites)
@@ -220,7 +218,7 @@ INITIAL = frozenset(
     }
 )
 STORED = frozenset({"turn_index", "turn_time"})  # written once the turn is stored (what background stages read)
-UNTRACKED = frozenset({"sink"})  # not data: the engine's stream, which no stage declares
+UNTRACKED: frozenset[str] = frozenset()  # every field is data a stage declares (the stream is not in the state)
 
 _NAMES = tuple(f.name for f in fields(TurnState))
 _values = attrgetter(*_NAMES)

@@ -86,10 +86,11 @@ def test_without_a_later_stage_the_answer_streams_as_it_is_generated(tmp_path: P
 
 
 class Undeclared(Stage):
-    """Changes the answer without declaring it."""
+    """Changes the answer though it declares it changes nothing."""
 
     name = "undeclared"
     reads = ("answer",)
+    writes = ()
 
     async def run(self, state: TurnState) -> StageResult:
         return StageResult(state.update(answer=state.answer.replace("Kestrel", "K.")), "ok")
@@ -111,6 +112,7 @@ def test_a_stage_that_changes_what_it_does_not_declare_fails_the_turn(sample_rag
 class ReadsSelection(Stage):
     name = "reads_selection"
     reads = ("question", "selected")
+    writes = ()
 
     async def run(self, state: TurnState) -> StageResult:
         return StageResult(state, "ok")
@@ -130,6 +132,42 @@ def test_a_stage_that_declares_a_field_the_state_does_not_have_is_refused(rag: A
     class Typo(Stage):
         name = "typo"
         reads = ("answr",)
+        writes = ()
 
     with pytest.raises(PipelineError, match="'answr', which is not a TurnState field"):
         rag.components.engine.add_stage(Typo(), after="cite")
+
+
+def test_a_stage_class_that_does_not_declare_what_it_writes_is_refused_when_it_is_defined() -> None:
+    """Silence is not "writes nothing": a Redact that forgets ``writes = ("answer",)`` never runs, so it can never
+    let the engine stream the answer it meant to change."""
+    with pytest.raises(PipelineError, match="Redact does not declare writes") as caught:
+
+        class Redact(Stage):
+            name = "redact"
+            reads = ("answer",)
+
+            async def run(self, state: TurnState) -> StageResult:
+                return StageResult(state.update(answer=state.answer.replace("Kestrel", "K.")))
+
+    assert "writes = (...)" in (caught.value.hint or "")
+
+
+def test_only_the_answer_stage_is_handed_the_stream(sample_rag: Anaphora) -> None:
+    """The stream is not part of the turn's state: a stage sees no sink, and what the client is sent is the final
+    answer, streamed by the answer stage alone."""
+    seen: list[bool] = []
+
+    class Peek(Stage):
+        name = "peek"
+        reads = ("answer",)
+        writes = ()
+
+        async def run(self, state: TurnState) -> StageResult:
+            seen.append(hasattr(state, "sink"))
+            return StageResult(state)
+
+    sample_rag.components.engine.add_stage(Peek(), after="retrieve")
+    *deltas, result = list(sample_rag.stream(QUESTION, sample_rag.new_conversation()))
+    assert seen == [False]
+    assert "".join(deltas) == result.answer and result.answer
