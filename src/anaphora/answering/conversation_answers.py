@@ -239,9 +239,11 @@ def cut(text: str, budget: int) -> str:
 
 def recap(request: ConversationRequest, said: Sequence[Said]) -> str:
     """One gist per earlier answer (those about the topic, if the user named one), within the words the user
-    gave; as the number of lines asked for, or as a list."""
+    gave; as the number of lines asked for, or as a list. An answer that says again what an earlier one said (the same
+    fact asked about twice) adds no line: a recap never repeats a sentence."""
     turns = about(request.topic, said) or list(said)
     turns = [s for s in turns if any(u.kind != "code" for u in s.units)] or turns  # a config block is no gist
+    turns = without_repeats(turns)
     budget = request.max_words or (BRIEF_RECAP_WORDS if request.bullets else DEFAULT_RECAP_WORDS)
     lines = request.lines if request.lines and not request.bullets else None
     if request.bullets:
@@ -256,6 +258,19 @@ def recap(request: ConversationRequest, said: Sequence[Said]) -> str:
     else:
         text = " ".join(gist(s, max(4, budget // len(turns)), prose=True) for s in turns)
     return trim(text, budget)
+
+
+def without_repeats(said: Sequence[Said]) -> list[Said]:
+    """The answers with every sentence said once: a unit an earlier answer already said is left out, and an answer
+    left with nothing new is left out whole."""
+    seen: set[str] = set()
+    kept: list[Said] = []
+    for answer in said:
+        fresh = tuple(u for u in answer.units if " ".join(u.text.lower().split()) not in seen)
+        seen.update(" ".join(u.text.lower().split()) for u in answer.units)
+        if any(u.kind != "code" for u in fresh) or (fresh and not kept):
+            kept.append(Said(answer.index, answer.question, fresh))
+    return kept or list(said[:1])
 
 
 def trim(text: str, budget: int) -> str:

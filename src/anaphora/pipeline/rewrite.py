@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from anaphora.models.base import ChatModel, ChatOptions
 from anaphora.pipeline.query import QueryPlan
+from anaphora.reading.coverage import rare, unused_words, written_as_names
 from anaphora.reading.message import read
 from anaphora.reading.rewrite_guard import strip_preamble, validate_rewrite
 from anaphora.reading.route import REFERRING, TurnKind
@@ -117,7 +118,15 @@ class HistoryExpansion:
         :func:`~anaphora.retrieval.terms.on_topic`). "timeout" after multiline parsing is on the multiline pages;
         "TLS" is not."""
         said = frozenset().union(*(content_set(m.content) for m in history))
-        unseen = [w for w in dict.fromkeys(candidates) if not content_set(w) <= said]
+        # a word no passage uses names a subject only when it reads as a name ("Nomad", "KEDA", "splunk"): "ever"
+        # or "get" in a follow-up is no new subject
+        absent = set(unused_words(question, statistics))
+        names = written_as_names(question)
+        unseen = [
+            w
+            for w in dict.fromkeys(candidates)
+            if not content_set(w) <= said and (w.lower() not in absent or w.lower() in names or rare(w.lower()))
+        ]
         topic = disambiguating(self.candidates(question, history), statistics)[: self.max_terms]
         if not unseen or not topic:
             return unseen

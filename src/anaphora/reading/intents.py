@@ -145,8 +145,10 @@ _YOU_SAID = re.compile(
     r"\b(did|have) (you|u)( just)? (say|give|tell|mention|suggest|recommend|list|show|point|write|describe|quote|"
     r"mean|name|use|call)\b|(?<!\bif )(?<!\bwhen )(\byou|(?<![-\w])u)('ve| have)?( just)? (said|gave|told|mentioned|"
     r"suggested|recommended|listed|showed|shown|pointed|wrote|written|described|quoted|meant|named|used|called)\b|"
-    # any other thing the assistant has done with words: "you've thrown at me", "you have covered"
-    r"(?<!\bif )(?<!\bwhen )\byou('ve| have)( just)? \w+(ed|en|wn|ght|aid|ade|one|ent)\b|"
+    # any other thing the assistant has done with words: "you've thrown at me", "you brought up", "you covered"
+    # (not a verb that only looks past: "do you need", "you embed")
+    r"(?<!\bif )(?<!\bwhen )(?<!\bdo )(?<!\bdid )(?<!\bcan )\byou('ve| have)?( just)? "
+    r"(?!(?:need|feed|embed|speed|proceed|exceed|succeed)\b)\w+(ed|en|wn|ght|aid|ade|one|ent)\b|"
     r"\byour( very)? ((first|last|previous|earlier|original|second|latest) )?"
     r"(answer|reply|response|message|suggestion|example|snippet|command)s?\b|\bremind me\b"
 )

@@ -399,3 +399,51 @@ def test_a_recap_line_holds_no_code_block() -> None:
 )
 def test_a_table_row_said_as_a_sentence(table: str, said: str) -> None:
     assert as_sentence(Unit(table, "", "row")).text == said
+
+
+GATHER_HISTORY = [
+    Message(role="user", content="how do I make the broker wait longer before redelivering?"),
+    Message(
+        role="assistant",
+        content="Raise `visibility_timeout` in `broker_transport_options` [a.md#1]. Set the same value in "
+        "`result_backend_transport_options` too [a.md#2].",
+    ),
+    Message(role="user", content="and how do I start the worker?"),
+    Message(
+        role="assistant",
+        content="Start it with:\n\n```bash\ncelery -A proj worker --concurrency 4\n```\n\nThen run:\n\n"
+        "```bash\ncelery -A proj inspect active\n```",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "which settings did you mention? names only",
+        "give me all the options you brought up, bare names",
+        "list the keys you've thrown at me",
+    ],
+)
+def test_a_request_for_every_identifier_said_gathers_them_in_order_once(message: str) -> None:
+    """Phrasings of our own: each asks for every setting said, which the answer lists, each once, in order."""
+    request = recognise(message)
+    assert request is not None and request.gather, message
+    text = answer_about_conversation(request, GATHER_HISTORY)
+    names = [line.strip("- `") for line in text.splitlines()]
+    assert names[:3] == ["visibility_timeout", "broker_transport_options", "result_backend_transport_options"]
+    assert len(names) == len(set(names))
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ("what was the first command you gave me?", "celery -A proj worker"),
+        ("what was the second command you gave me?", "celery -A proj inspect active"),
+        ("paste the inspect command again", "celery -A proj inspect active"),
+    ],
+)
+def test_a_command_pointed_at_by_place_or_name_is_the_one_said(message: str, expected: str) -> None:
+    request = recognise(message)
+    assert request is not None, message
+    assert expected in answer_about_conversation(request, GATHER_HISTORY)

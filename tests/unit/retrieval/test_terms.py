@@ -154,3 +154,37 @@ def test_only_words_that_co_occur_with_the_conversations_topic_join_the_expansio
     ]
     query, expanded = HistoryExpansion(statistics=lambda: index).expand("Why did it fall?", history)
     assert expanded and query == "Why did it fall? eastern Roman empire called"  # not "Thanks clarifying"
+
+
+def parser_docs() -> BM25Index:
+    """A small docs site: multiline parsing pages (which also speak of the flush timeout of a partial record), output
+    pages with TLS, and filler pages."""
+    texts = [
+        "the multiline parser joins continuation lines into one record",
+        "multiline parser flush_timeout: a partial record is flushed after the timeout",
+        "configure the multiline parser with a start state regex and a cont state",
+        "the http output sends records to an endpoint; enable tls with tls on and tls.verify",
+        "the forward output can use tls certificates for the connection",
+    ] + [f"filler page {i} about buffering and storage of chunk {i}" for i in range(40)]
+    return BM25Index.build(np.arange(len(texts)), texts)
+
+
+def test_a_follow_up_that_names_no_new_subject_keeps_the_topic():
+    """A complete-looking question stays on the conversation's topic when what it names is on the pages of that
+    topic ("timeout", "flushed" after multiline parsing), and leaves it when it names what the topic's pages do not
+    (TLS). The user's own paraphrases, not a benchmark's."""
+    index = parser_docs()
+    expansion = HistoryExpansion(statistics=lambda: index)
+    history = [
+        Message(role="user", content="how do I set up the multiline parser for stack traces?"),
+        Message(role="assistant", content="Configure a start state regex and a continuation state."),
+    ]
+    for message in (
+        "is there a timeout before a partial record is flushed?",
+        "does a partial record ever get flushed on a timeout?",
+        "what about the continuation state regex?",
+    ):
+        assert not expansion.stands_alone(message, history), message
+    for message in ("how do I enable tls on the http output?", "can the forward output use tls certificates?"):
+        assert expansion.stands_alone(message, history), message
+    assert expansion.stands_alone("is there a timeout before a partial record is flushed?")  # turn 1: no topic
