@@ -14,28 +14,28 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 
 from anaphora.memory.protocols import MemoryReader
 from anaphora.memory.recall import MemoryRecall, Recalled
+from anaphora.memory.selection import Asked, ShowPolicy, select
 from anaphora.memory.types import MemoryItem
 from anaphora.memory.writer import TurnRecorder, TurnToRemember
 from anaphora.pipeline.stage import Stage, StageResult
 from anaphora.pipeline.state import Skip, TurnRequest, TurnState
 from anaphora.reading.extract import NO_LONGER
-from anaphora.reading.message import Reading, read
+from anaphora.reading.message import read
 from anaphora.reading.personal import (
     acknowledgement,
     as_you_said,
-    evidence_for,
     fact_answers,
     second_person,
     states_again,
 )
 from anaphora.retrieval.terms import TermStatistics, generic
 from anaphora.sanitize import sanitize
-from anaphora.text import whole_word, words
+from anaphora.text import words
 from anaphora.types import RecalledMemory
 
 TRACED = 10  # recalled items the trace lists (shown or not)
@@ -210,7 +210,7 @@ class PersonalQuery(Stage):
         return state, "retrieved without the user's statements"
 
 
-def record_of(recalled: Recalled, injected: bool, leads: bool = False) -> RecalledMemory:
+def record_of(recalled: Recalled, injected: bool, leads: bool = False, reason: str = "") -> RecalledMemory:
     item = recalled.item
     return RecalledMemory(
         id=item.id,
@@ -222,7 +222,9 @@ def record_of(recalled: Recalled, injected: bool, leads: bool = False) -> Recall
         current=item.current,
         score=round(recalled.score, 4),
         similarity=None if recalled.similarity is None else round(recalled.similarity, 4),
-        why=recalled.why + ("; a current fact the question about you asks for" if leads else ""),
+        why=recalled.why
+        + ("; a current fact the question about you asks for" if leads else "")
+        + (f"; not shown: {reason}" if not injected and reason else ""),
         injected=injected,
         leads=leads,
     )
@@ -274,28 +276,8 @@ class RecallMemory(Stage):
         self.recall = recall
         self.statistics = statistics
         self.profiles = profiles
-        self.k = k
-        self.min_score = min_score
-        self.fact_min_score = min_score if fact_min_score is None else fact_min_score
+        self.policy = ShowPolicy(k, min_score, min_score if fact_min_score is None else fact_min_score)
         self.timeout_s = timeout_s
-
-    def _leading(self, reading: Reading, ranked: list[Recalled]) -> list[Recalled]:
-        """The current facts a question about the user asks for, best first (none for other questions), but for one
-        the question itself states: the user is saying it, not asking it."""
-        facts = [r for r in ranked if r.item.kind == "fact" and r.item.current]
-        if not facts or not reading.about_user:
-            return []
-        question = reading.text
-        everyday = everyday_words(question, self.statistics)
-        asked = reading.asks_what_user_said  # then a fact close in meaning is shown without a shared word
-        if not asked:
-            facts = [r for r in facts if not states_again(question, r.item.value)]
-        return [
-            r
-            for r in facts
-            if fact_answers(question, r.item.text, r.item.value, everyday)
-            or (asked and r.similarity is not None and r.similarity >= self.fact_min_score)
-        ]
 
     def applies(self, state: TurnState) -> bool:
         return state.request.memory  # a temporary chat recalls nothing
@@ -308,38 +290,20 @@ class RecallMemory(Stage):
             return StageResult(state, "skipped", "retrieval skipped: profile only")
         query = state.plan.query.removesuffix(f" {state.personal}") if state.plan is not None else state.question
         ranked = [r for r in await self.recall.rank(user, query, now=time.time()) if not in_history(r, state)]
-        leading = self._leading(state.reading, ranked)[: self.k]
-        first = {r.item.id for r in leading}
-        ranked = leading + [r for r in ranked if r.item.id not in first]
-        shown = 0
-        records = []
-        said_here = [m.content for m in state.history if m.role == "user"]
-        past = state.reading.about_past
-        for recalled in ranked[:TRACED]:
-            leads = recalled.item.id in first
-            evidence = (
-                (recalled.item.current or past)
-                if recalled.item.kind == "fact"
-                else evidence_for(state.reading, read(recalled.item.text), said_here)
-            ) and names_any(recalled.item.text, state.uncovered)
-            inject = (
-                shown < self.k
-                and evidence
-                and (leads or (recalled.similarity is not None and recalled.similarity >= self.min_score))
-            )
-            shown += inject
-            records.append(record_of(recalled, inject, leads))
-        after = state.update(memory=tuple(records))  # injected ones are sources: the turn may answer from them
-        return StageResult(after, "ok", f"{shown} of {len(ranked)} recalled items shown")
+        reading = state.reading
+        asked = Asked(
+            question=reading,
+            said_here=tuple(m.content for m in state.history if m.role == "user"),
+            uncovered=state.uncovered,
+            everyday=tuple(everyday_words(state.question, self.statistics)) if reading.about_user else (),
+        )
+        selection = select(ranked, asked, self.policy, TRACED)
+        records = tuple(record_of(c.recalled, c.shown, c.leads, c.reason) for c in selection.chosen)
+        after = state.update(memory=records)  # injected ones are sources: the turn may answer from them
+        return StageResult(after, "ok", f"{selection.shown} of {len(ranked)} recalled items shown")
 
     def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
         return state, "answered without memory"
-
-
-def names_any(text: str, names: Sequence[str]) -> bool:
-    """Whether ``text`` names one of ``names`` (as a word, in any case); true when there are none to name."""
-    folded = text.casefold()
-    return not names or any(whole_word(n.casefold()).search(folded) for n in names)
 
 
 class RememberTurn(Stage):

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from anaphora import Anaphora, FakeChatModel, Settings
-from anaphora.pipeline.check import ABSTAIN
+from anaphora.pipeline.check import NOT_COVERED
 from anaphora.reading.message import read
 from tests.conftest import SAMPLE_DOCS
 
@@ -300,7 +300,7 @@ def test_closeness_alone_leads_with_a_fact_only_when_the_question_asks_what_the_
 def test_a_question_no_document_covers_is_not_answered_with_the_users_other_statements(rag: Anaphora) -> None:
     ask_anew(rag, "context: our Kestrel keeps its data on that one cluster")  # close to the question, word for word
     refused = ask_anew(rag, "could Kestrel keep its data in mongodb on that cluster?")
-    assert refused.answer == ABSTAIN
+    assert refused.answer == f"{NOT_COVERED}: no page mentions mongodb."
     assert not [m for m in refused.trace.memory if m.injected]
 
 
@@ -313,7 +313,7 @@ def test_a_model_is_not_asked_either_when_no_document_covers_and_no_memory_names
         ask_anew(rag, "context: our Kestrel keeps its data on that one cluster")
         model.calls.clear()
         refused = ask_anew(rag, "could Kestrel keep its data in mongodb on that cluster?")
-    assert refused.answer == ABSTAIN and not model.calls
+    assert refused.answer == f"{NOT_COVERED}: no page mentions mongodb." and not model.calls
 
 
 def test_a_memory_that_names_what_no_document_mentions_may_answer(rag: Anaphora) -> None:

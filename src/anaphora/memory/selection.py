@@ -1,0 +1,115 @@
+"""What of the recalled memory a turn shows, and why: the policy the recall stage applies, in memory's own home.
+
+:meth:`~anaphora.memory.recall.MemoryRecall.rank` orders a user's memories for a query; :func:`select` decides which
+of them the prompt shows (at most ``k``), which lead the answer (the current facts a question about the user asks
+for), and says for every one why it is shown or not. The pipeline's recall stage only adapts the turn to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from anaphora.memory.recall import Recalled
+from anaphora.reading.message import Reading, read
+from anaphora.reading.personal import evidence_for, fact_answers, states_again
+from anaphora.text import whole_word
+
+
+@dataclass(frozen=True, slots=True)
+class ShowPolicy:
+    """``k``: memories shown at most; ``min_score``: the cosine similarity to the query one needs to be shown;
+    ``fact_min_score``: what a fact needs for a question that asks what the user said (no shared word needed)."""
+
+    k: int
+    min_score: float
+    fact_min_score: float
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """What the turn asks of memory: the question as read, the user's messages already in the prompt (an episode
+    that says what they say adds nothing), the names no document mentions (then only a memory naming one answers),
+    and the question's words the documents use everywhere (sharing one makes no fact relevant)."""
+
+    question: Reading
+    said_here: tuple[str, ...] = ()
+    uncovered: tuple[str, ...] = ()
+    everyday: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Chosen:
+    recalled: Recalled
+    shown: bool
+    leads: bool
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """The recalled memories in the order the prompt would show them (leading facts first), each with its verdict."""
+
+    chosen: tuple[Chosen, ...] = field(default_factory=tuple)
+
+    @property
+    def shown(self) -> int:
+        return sum(c.shown for c in self.chosen)
+
+
+def leading(ranked: Sequence[Recalled], asked: Asked, policy: ShowPolicy) -> list[Recalled]:
+    """The current facts a question about the user asks for, best first (none for other questions), but for one
+    the question itself states: the user is saying it, not asking it."""
+    facts = [r for r in ranked if r.item.kind == "fact" and r.item.current]
+    question = asked.question
+    if not facts or not question.about_user:
+        return []
+    said = question.asks_what_user_said  # then a fact close in meaning is shown without a shared word
+    if not said:
+        facts = [r for r in facts if not states_again(question.text, r.item.value)]
+    return [
+        r
+        for r in facts
+        if fact_answers(question.text, r.item.text, r.item.value, asked.everyday)
+        or (said and r.similarity is not None and r.similarity >= policy.fact_min_score)
+    ][: policy.k]
+
+
+def names_any(text: str, names: Sequence[str]) -> bool:
+    """Whether ``text`` names one of ``names`` (as a word, in any case); true when there are none to name."""
+    folded = text.casefold()
+    return not names or any(whole_word(n.casefold()).search(folded) for n in names)
+
+
+def verdict(recalled: Recalled, asked: Asked) -> str:
+    """Why a memory may not be shown as evidence ('' when it may): a fact superseded since (unless the question asks
+    about the past), an episode that is no evidence (an earlier question, the same problem reported again), or one
+    that names none of what no document mentions."""
+    item = recalled.item
+    if item.kind == "fact" and not (item.current or asked.question.about_past):
+        return "superseded since"
+    if item.kind != "fact" and not evidence_for(asked.question, read(item.text), asked.said_here):
+        return "no evidence for this question"
+    if not names_any(item.text, asked.uncovered):
+        return "names nothing the documents do not cover"
+    return ""
+
+
+def select(ranked: Sequence[Recalled], asked: Asked, policy: ShowPolicy, depth: int) -> Selection:
+    """The first ``depth`` memories, leading facts first, each shown or not with its reason: a leading fact is shown;
+    another memory when it is evidence, similar enough to the query and within ``k``."""
+    first = leading(ranked, asked, policy)
+    leads = {r.item.id for r in first}
+    ordered = [*first, *(r for r in ranked if r.item.id not in leads)]
+    chosen, shown = [], 0
+    for recalled in ordered[:depth]:
+        is_lead = recalled.item.id in leads
+        reason = verdict(recalled, asked)
+        close = recalled.similarity is not None and recalled.similarity >= policy.min_score
+        if not reason and not (is_lead or close):
+            reason = f"similarity under {policy.min_score:g}"
+        if not reason and shown >= policy.k:
+            reason = f"over the {policy.k} shown"
+        shown += not reason
+        chosen.append(Chosen(recalled, not reason, is_lead, reason or ("leads" if is_lead else "shown")))
+    return Selection(tuple(chosen))
