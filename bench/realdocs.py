@@ -349,8 +349,17 @@ def breakdown(rows: list[dict]) -> dict:
     return by
 
 
-TABLE_KEYS = ("answered", "recall", "gold_hit", "meta_pass", "correct_refusal", "wrong_abstention",
-              "personal_answered", "memory_passed", "followup_as_typed")
+TABLE_KEYS = (
+    "answered",
+    "recall",
+    "gold_hit",
+    "meta_pass",
+    "correct_refusal",
+    "wrong_abstention",
+    "personal_answered",
+    "memory_passed",
+    "followup_as_typed",
+)
 
 
 def print_table(scores: dict) -> None:

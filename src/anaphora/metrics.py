@@ -46,6 +46,10 @@ class Metrics:
             ["verdict", "kept"],
             registry=self.registry,
         )
+        self._turn_series()
+
+    def _turn_series(self) -> None:
+        """The per-turn series: turns, model calls and their tokens, stage times, prompt size, the budget."""
         self.turns = Counter("anaphora_turns", "Turns answered", registry=self.registry)
         self.model_calls = Counter(
             "anaphora_model_calls", "Chat-model calls by purpose", ["purpose"], registry=self.registry

@@ -1,6 +1,7 @@
 """The package's shape. Its imports form no cycle, function-local ones included (an import inside a function is a
 cycle postponed, not removed): each layer imports only the ones below it; only ``if TYPE_CHECKING:`` imports, which
-never run, are left out. No function is over 100 lines or 12 parameters."""
+never run, are left out. No function is over 60 lines or 8 parameters (a CLI command's parameters are its options:
+those are counted in lines only)."""
 
 from __future__ import annotations
 
@@ -71,7 +72,7 @@ def test_no_import_cycle() -> None:
     assert not cycles, "\n".join(" -> ".join(c) for c in cycles[:10])
 
 
-MAX_LINES, MAX_PARAMETERS = 100, 12
+MAX_LINES, MAX_PARAMETERS = 60, 8
 
 
 def parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
@@ -82,14 +83,22 @@ def parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
     return count - (1 if names and names[0].arg in ("self", "cls") else 0)
 
 
-def test_no_function_is_over_100_lines_or_12_parameters() -> None:
+def command(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A typer command (``@app.command(...)``): its parameters are the command line's options."""
+    return any(
+        isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr == "command"
+        for d in node.decorator_list
+    )
+
+
+def test_no_function_is_over_60_lines_or_8_parameters() -> None:
     """A function that long, or taking that much, is several functions (or a value object) waiting to be named."""
     found = []
     for path in sorted((SRC / "anaphora").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 lines = (node.end_lineno or node.lineno) - node.lineno + 1
-                if lines > MAX_LINES or parameters(node) > MAX_PARAMETERS:
+                if lines > MAX_LINES or (parameters(node) > MAX_PARAMETERS and not command(node)):
                     where = f"{path.relative_to(SRC)}:{node.lineno} {node.name}"
                     found.append(f"{where}: {lines} lines, {parameters(node)} parameters")
     assert not found, "\n".join(found)

@@ -163,6 +163,11 @@ def print_trace(console: Console, result: TurnResult) -> None:
         console.print(
             f"  [dim]{call.purpose}[/dim]: {call.prompt_tokens} prompt tokens, {call.cached_tokens} from cache{first}"
         )
+    print_trace_tables(console, trace)
+
+
+def print_trace_tables(console: Console, trace: TurnTrace) -> None:
+    """The trace's retrieved passages and recalled memories, as tables."""
     retrieved = Table(show_header=True, header_style="bold", title="Retrieved", title_justify="left")
     for column in ("id", "score", "bm25", "dense", "rerank", "heading"):
         retrieved.add_column(column, overflow="fold")

@@ -61,14 +61,7 @@ BM25_K1, BM25_B = K1, B  # the passage index's constants
 TABLES = ("memory_items", "memory_vectors", "memory_terms", "memory_entities", "memory_profiles")  # each has user_id
 
 
-@migration
-async def m001_memory(conn: Any, text_search_config: str) -> None:
-    from psycopg import sql
-
-    await create_vector_extension(conn)
-    await run_script(
-        conn,
-        """
+MEMORY_META_SQL = """
         CREATE TABLE memory_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
         CREATE TABLE memory_entities (
             user_id TEXT NOT NULL,
@@ -87,22 +80,8 @@ async def m001_memory(conn: Any, text_search_config: str) -> None:
             covers JSONB NOT NULL,
             updated_at DOUBLE PRECISION NOT NULL
         )
-        """,
-    )
-    await conn.execute("INSERT INTO memory_meta (key, value) VALUES ('text_search_config', %s)", (text_search_config,))
-    await conn.execute(
-        sql.SQL(
-            "CREATE TABLE memory_items (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, "
-            "kind TEXT NOT NULL CHECK (kind IN ('episode', 'fact')), text TEXT NOT NULL, "
-            "conversation_id TEXT NOT NULL, turns INTEGER[] NOT NULL, time DOUBLE PRECISION NOT NULL, "
-            "subject TEXT NOT NULL, attribute TEXT NOT NULL, value TEXT NOT NULL, "
-            "valid_from DOUBLE PRECISION, valid_to DOUBLE PRECISION, source TEXT NOT NULL, "
-            "length INTEGER NOT NULL)"  # tokens of the text under the search configuration (BM25's length)
-        )
-    )
-    await run_script(
-        conn,
         """
+MEMORY_INDEX_SQL = """
         CREATE INDEX memory_items_user_time ON memory_items (user_id, time DESC, id);
         CREATE INDEX memory_items_time ON memory_items (time);
         CREATE INDEX memory_items_current_facts ON memory_items (user_id, lower(subject), lower(attribute))
@@ -122,8 +101,27 @@ async def m001_memory(conn: Any, text_search_config: str) -> None:
             embedding vector NOT NULL
         );
         CREATE INDEX memory_vectors_user ON memory_vectors (user_id)
-        """,
+        """
+
+
+@migration
+async def m001_memory(conn: Any, text_search_config: str) -> None:
+    from psycopg import sql
+
+    await create_vector_extension(conn)
+    await run_script(conn, MEMORY_META_SQL)
+    await conn.execute("INSERT INTO memory_meta (key, value) VALUES ('text_search_config', %s)", (text_search_config,))
+    await conn.execute(
+        sql.SQL(
+            "CREATE TABLE memory_items (id TEXT PRIMARY KEY, user_id TEXT NOT NULL, "
+            "kind TEXT NOT NULL CHECK (kind IN ('episode', 'fact')), text TEXT NOT NULL, "
+            "conversation_id TEXT NOT NULL, turns INTEGER[] NOT NULL, time DOUBLE PRECISION NOT NULL, "
+            "subject TEXT NOT NULL, attribute TEXT NOT NULL, value TEXT NOT NULL, "
+            "valid_from DOUBLE PRECISION, valid_to DOUBLE PRECISION, source TEXT NOT NULL, "
+            "length INTEGER NOT NULL)"  # tokens of the text under the search configuration (BM25's length)
+        )
     )
+    await run_script(conn, MEMORY_INDEX_SQL)
 
 
 @migration

@@ -36,6 +36,8 @@ from anaphora.retrieval.fusion import normalised_sum
 from anaphora.text import whole_word
 
 FOUND = 0.01  # what being in a list at all adds to an item's normalised score
+
+
 @dataclass(frozen=True, slots=True)
 class Recalled:
     """An item recalled for a question, its fused score and the cosine similarity of item and question."""

@@ -27,7 +27,7 @@ from anaphora.answering.extractive import ExtractiveAnswerer
 from anaphora.answering.generate import Relay, generate
 from anaphora.models.base import ChatModel, ChatOptions
 from anaphora.pipeline.check import ABSTAIN, NOT_COVERED, AnswerCheck, AnswerMode
-from anaphora.pipeline.prompt import build_messages
+from anaphora.pipeline.prompt import build_messages, system_text
 from anaphora.pipeline.stage import ReleasingStage, StageResult
 from anaphora.pipeline.state import TurnState
 from anaphora.types import PromptLayout
@@ -149,14 +149,13 @@ class Answer(ReleasingStage):
         assert state.prompt is not None  # the budget ran before
         plan = state.prompt
         messages = build_messages(
-            self.system_prompt,
+            system_text(self.system_prompt, state.profile),
             plan.history,
             plan.passages if state.retrieves else None,
             state.question,
             plan.summary,
             self.layout,
             memories=plan.memories,
-            profile=state.profile,
             history_excerpts=plan.history_excerpts,
         )
         relay, release = self._relay(state, sink)

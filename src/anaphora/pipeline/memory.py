@@ -182,9 +182,7 @@ class PersonalQuery(Stage):
                 back = as_you_said(words=episode.text) if just_said else back
         # facts of other conversations count only for a question about the user
         others = [f for f in facts if f.conversation_id != here and f.current and not f.value.startswith(NO_LONGER)]
-        others = (
-            [f for f in others if not states_again(state.question, f.value)] if state.reading.about_user else []
-        )
+        others = [f for f in others if not states_again(state.question, f.value)] if state.reading.about_user else []
         everyday = everyday_words(state.question, self.statistics) if others else []  # read only when it counts
         elsewhere = [personal_words(f) for f in others if fact_answers(state.question, f.text, f.value, everyday)]
         return (said + elsewhere)[:PERSONAL_FACTS], back

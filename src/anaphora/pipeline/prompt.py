@@ -75,19 +75,16 @@ def build_messages(
     summary: str = "",
     layout: PromptLayout = "cache_stable",
     memories: Sequence[Passage] = (),
-    profile: str = "",
     history_excerpts: Sequence[Sequence[Passage]] = (),
 ) -> list[Message]:
-    """``passages=None`` means retrieval was not used for this turn: no context block at all. The user's profile
-    follows the system prompt, then a running summary of older turns, placed as ``layout`` says (stable parts
-    first); recalled memories (``memories``) go after the excerpts, just before the question.
-    ``history_excerpts`` (per turn of ``history``, or none) are the passages each earlier turn showed: they are
-    shown again with it, as it was asked, so the turn reads the same on every later turn and the prompt grows only
-    at its end; a passage an earlier turn of the prompt shows is named by id, not repeated."""
+    """``passages=None`` means retrieval was not used for this turn: no context block at all. ``system_prompt`` is
+    the whole system message (with the user's profile: :func:`system_text`); a running summary of older turns is
+    placed as ``layout`` says (stable parts first); recalled memories (``memories``) go after the excerpts, just
+    before the question. ``history_excerpts`` (per turn of ``history``, or none) are the passages each earlier
+    turn showed: they are shown again with it, as it was asked, so the turn reads the same on every later turn and
+    the prompt grows only at its end; a passage an earlier turn of the prompt shows is named by id, not repeated."""
     summary = sanitize(summary)
-    system = system_text(system_prompt, profile) + (
-        f"{SUMMARY_LABEL}{summary}" if summary and layout == "sliding" else ""
-    )
+    system = system_prompt + (f"{SUMMARY_LABEL}{summary}" if summary and layout == "sliding" else "")
     messages = [Message(role="system", content=system)]
     excerpts = iter(history_excerpts)
     shown: set[str] = set()

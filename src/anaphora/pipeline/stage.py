@@ -64,7 +64,8 @@ class Stage:
         if missing:
             raise PipelineError(
                 f"stage class {cls.__name__} does not declare {' and '.join(missing)}",
-                hint=f"give {cls.__name__} the TurnState fields it " + " and ".join(
+                hint=f"give {cls.__name__} the TurnState fields it "
+                + " and ".join(
                     {"reads": "reads (reads = (...))", "writes": "may change (writes = (...), () for none)"}[n]
                     for n in missing
                 ),

@@ -23,6 +23,7 @@ _AMOUNT = re.compile(
     re.IGNORECASE,
 )
 
+
 def asks_how(question: str) -> bool:
     """The question asks for a procedure ("how do I turn on retention?"): what to type answers it, so a sentence
     that introduces a code block counts as quoting code twice."""

@@ -25,6 +25,7 @@ def route_by_rules(message: str, has_history: bool):
 def route_turn(message: str, has_history: bool):
     return _route_turn(read(message), has_history)
 
+
 pytestmark = pytest.mark.unit
 
 CHIT_CHAT = [
