@@ -10,23 +10,20 @@ Also a TCP proxy that holds each connection for a while before passing it on: a 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import socket
 import socketserver
-import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
-from tests.integration.services import free_port
+from tests.integration.services import ServiceProcess
 
 MODEL_ALIAS = "smollm2"
 CONTEXT_TOKENS = 2048
-START_TIMEOUT_S = 120.0
 
 
 def server_command(gguf: Path, port: int) -> list[str]:
@@ -47,52 +44,26 @@ def server_command(gguf: Path, port: int) -> list[str]:
 
 
 @dataclass
-class LlamaServer:
-    gguf: Path
-    workdir: Path
-    port: int = field(default_factory=free_port)
-    proc: subprocess.Popen | None = None
-    starts: int = 0
+class LlamaServer(ServiceProcess):
+    """llama-cpp-python's server as a child process, started like `anaphora serve` in the service tests."""
+
+    gguf: Path = Path()
+    name: str = "llama_server"
+    ready_path = "/v1/models"
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"{self.url}/v1"
 
-    @property
-    def log_path(self) -> Path:
-        return self.workdir / "llama_server.log"
+    def command(self) -> list[str]:
+        return server_command(self.gguf, self.port)
 
-    def log_tail(self, chars: int = 3000) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-chars:]
-        except OSError:
-            return "(no log)"
+    def environment(self) -> dict[str, str]:
+        return dict(os.environ)
 
     @property
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
-
-    def start(self) -> LlamaServer:
-        """Start it (on the same port every time) and wait until ``/v1/models`` answers."""
-        assert not self.running, "already running"
-        self.starts += 1
-        with self.log_path.open("a") as log:
-            log.write(f"\n--- start {self.starts} ---\n")
-            log.flush()
-            self.proc = subprocess.Popen(server_command(self.gguf, self.port), stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"the llama.cpp server exited with {self.proc.returncode}:\n{self.log_tail()}")
-            try:
-                if httpx.get(f"{self.base_url}/models", timeout=5).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                self.kill()
-                raise AssertionError(f"the llama.cpp server was not ready in {START_TIMEOUT_S} s:\n{self.log_tail()}")
-            time.sleep(0.2)
 
     def pause(self) -> None:
         """SIGSTOP: connections are accepted by the kernel, nothing answers them."""
@@ -103,20 +74,9 @@ class LlamaServer:
         if self.running:
             self.proc.send_signal(signal.SIGCONT)
 
-    def kill(self) -> None:
-        """SIGKILL: a crash; the connections it held are reset."""
-        if self.running:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(timeout=30)
-
     def stop(self) -> None:
-        if self.running:
-            self.resume()
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.kill()
+        self.resume()  # a stopped process cannot handle SIGTERM
+        super().stop()
 
     def ensure_running(self) -> None:
         """Running and not stopped, whatever the test before did to it."""

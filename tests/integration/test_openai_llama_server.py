@@ -57,7 +57,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServ
         unavailable(f"llama-cpp-python's server cannot start ({exc}); `make install-test` installs its extra")
     from anaphora.models.llamacpp import embedded_gguf_path
 
-    server = LlamaServer(embedded_gguf_path(), tmp_path_factory.mktemp("llama-server")).start()
+    server = LlamaServer(env={}, workdir=tmp_path_factory.mktemp("llama-server"), gguf=embedded_gguf_path()).start()
     yield server
     server.stop()
 

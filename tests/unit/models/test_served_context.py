@@ -112,9 +112,7 @@ def test_the_budget_takes_the_smaller_of_the_reported_context_and_the_setting() 
 
 
 @pytest.mark.parametrize("server", [LLAMA_SERVER], indirect=True)
-def test_an_openai_model_declares_what_its_server_reports_and_the_prompt_budget_follows(
-    server, tmp_path: Path
-) -> None:
+def test_an_openai_model_declares_what_its_server_reports_and_the_prompt_budget_follows(server, tmp_path: Path) -> None:
     base_url, _ = server
     settings = Settings(
         data_dir=tmp_path / "data", chat_model="openai:model.gguf", openai_base_url=base_url, embedder="hashing"
