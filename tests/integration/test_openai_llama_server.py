@@ -266,7 +266,11 @@ def test_a_server_killed_mid_turn_fails_open_then_names_itself_and_is_found_afte
 
         llama.start()  # the same port: the same Anaphora finds it again
         again = client.chat.completions.create(model="anaphora", messages=first)
-    assert again.choices[0].message.content and again.model_extra["anaphora"]["trace"]["answer_source"] == "model"
+        llama.stop()  # a clean restart while Anaphora keeps a connection to it alive
+        llama.start()
+        after_restart = client.chat.completions.create(model="anaphora", messages=first)
+    for reply in (again, after_restart):
+        assert reply.choices[0].message.content and reply.model_extra["anaphora"]["trace"]["answer_source"] == "model"
 
 
 def wait_for(condition, what: str, timeout_s: float = 60.0) -> None:

@@ -38,10 +38,14 @@ def served_context_tokens(
     base_url = base_url.rstrip("/")
     root = base_url.removesuffix("/v1")
     with httpx.Client(headers=headers, timeout=timeout_s, transport=transport) as client:
-        entry = model_entry(get_json(client, f"{base_url}/models"), model)
+        listing = get_json(client, f"{base_url}/models")
+        if listing is None:  # down or unreachable: no second wait
+            log.info("the chat endpoint %s did not answer; its context is not known", base_url)
+            return None
+        entry = model_entry(listing, model)
         found = positive(entry.get("max_model_len")) or positive(entry.get("context_length"))
         if found is None:
-            props = get_json(client, f"{root}/props")
+            props = get_json(client, f"{root}/props") or {}
             settings = props.get("default_generation_settings")
             found = positive(settings.get("n_ctx") if isinstance(settings, dict) else None) or positive(
                 props.get("n_ctx")
@@ -53,12 +57,15 @@ def served_context_tokens(
     return found
 
 
-def get_json(client: httpx.Client, url: str) -> dict[str, Any]:
-    """The JSON object at ``url``, or ``{}`` for anything else (an error status, a refused connection, HTML)."""
+def get_json(client: httpx.Client, url: str) -> dict[str, Any] | None:
+    """The JSON object at ``url``; ``{}`` for any other answer (an error status, HTML); None for no answer."""
     try:
         response = client.get(url)
+    except httpx.HTTPError:
+        return None
+    try:
         body = response.json() if response.status_code == 200 else {}
-    except (httpx.HTTPError, ValueError):
+    except ValueError:
         return {}
     return body if isinstance(body, dict) else {}
 
