@@ -152,9 +152,10 @@ class OpenAICompatibleChatModel:
                         yield text
                     return
                 chunks = 0
-                async for delta in sse_deltas(response, usage):
-                    chunks += 1
-                    yield delta
+                async with contextlib.aclosing(sse_deltas(response, usage)) as deltas:
+                    async for delta in deltas:
+                        chunks += 1
+                        yield delta
                 if not usage.prompt_tokens:  # the server sent no usage chunk
                     estimate_usage(messages, chunks, usage)
         except httpx.HTTPError as exc:
