@@ -26,7 +26,14 @@ from anaphora.memory.sqlite_store import SQLiteMemoryStore
 from anaphora.memory.ttl import within_ttl
 from anaphora.memory.writer import TurnRecorder
 from anaphora.metrics import Metrics
-from anaphora.model_defaults import answer_mode, embeds_answer_units, query_rewriter, uses_model_facts, window_policy
+from anaphora.model_defaults import (
+    answer_mode,
+    context_tokens,
+    embeds_answer_units,
+    query_rewriter,
+    uses_model_facts,
+    window_policy,
+)
 from anaphora.models import ChatModel, load_chat_model
 from anaphora.pipeline.answer import Answer
 from anaphora.pipeline.budget import PromptBudget, PromptLimits
@@ -324,7 +331,9 @@ def build_summarizer(settings: Settings, chat_model: ChatModel, conversations: H
         conversations,
         max_tokens=settings.prompt.summary_max_tokens,
         timeout_s=settings.prompt.summary_timeout_s,
-        input_tokens=max(256, settings.models.context_window // 2 - settings.prompt.summary_max_tokens),
+        input_tokens=max(
+            256, context_tokens(settings.models, chat_model.capabilities) // 2 - settings.prompt.summary_max_tokens
+        ),
     )
 
 
@@ -397,8 +406,7 @@ def build_stages(settings: Settings, parts: StageParts) -> list[Stage]:
         Budget(
             PromptBudget(parts.chat_model.count_tokens, format_passage, history_context),
             PromptLimits(
-                budget=(capabilities.context_tokens or settings.models.context_window)
-                - settings.answers.answer_max_tokens,
+                budget=context_tokens(settings.models, capabilities) - settings.answers.answer_max_tokens,
                 history_budget=settings.prompt.history_budget_tokens,
                 memory_budget=settings.memory.memory_max_tokens,
                 answer_reserve=settings.answers.answer_max_tokens,

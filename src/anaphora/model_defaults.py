@@ -1,7 +1,7 @@
 """Settings left unset (or 'auto') resolved from what the chat model declares (:class:`~anaphora.models.base.
 ModelCapabilities`), never from its name: the answer mode, the query rewriter, history excerpts, the verbatim
-window and model-written memory facts. The one place these defaults are decided; :func:`anaphora.app.build_stages`
-reads them."""
+window, model-written memory facts and the context the prompt must fit. The one place these defaults are decided;
+:func:`anaphora.app.build_stages` reads them."""
 
 from __future__ import annotations
 
@@ -11,7 +11,14 @@ from anaphora.errors import ConfigurationError
 from anaphora.models.base import ModelCapabilities
 from anaphora.pipeline.check import AnswerMode
 from anaphora.pipeline.window import WindowPolicy
-from anaphora.settings import AnswerSettings, IngestSettings, MemorySettings, PromptSettings, RetrievalSettings
+from anaphora.settings import (
+    AnswerSettings,
+    IngestSettings,
+    MemorySettings,
+    ModelSettings,
+    PromptSettings,
+    RetrievalSettings,
+)
 
 RewriterChoice = Literal["analysis", "model", "expansion", "off"]
 CACHED_WINDOW = (16, 8)  # a model whose provider caches prefixes: a longer window folds less often (prefix 0.89)
@@ -24,6 +31,13 @@ def answer_mode(settings: AnswerSettings, capabilities: ModelCapabilities) -> An
     if settings.answer_mode is not None:
         return settings.answer_mode
     return "auto" if capabilities.reliable_answers else "extractive"
+
+
+def context_tokens(settings: ModelSettings, capabilities: ModelCapabilities) -> int:
+    """The context every prompt must fit: ``context_window``, or less where the model declares less (an
+    OpenAI-compatible server that reports a shorter context than the setting refuses anything longer)."""
+    declared = capabilities.context_tokens
+    return min(declared, settings.context_window) if declared else settings.context_window
 
 
 def embeds_answer_units(settings: IngestSettings, mode: AnswerMode) -> bool:

@@ -116,7 +116,14 @@ class ModelSettings(SettingsGroup):
         "'on' for bare-metal AMX",
     )
     model_timeout_s: float = Field(default=120.0, gt=0, description="timeout of one chat-model call")
-    context_window: int = Field(default=8192, ge=512, description="the chat model's context length in tokens")
+    context_window: int = Field(
+        default=8192,
+        ge=512,
+        description="the chat model's context length in tokens: every prompt fits it, with room for the answer. An "
+        "OpenAI-compatible server that reports a shorter one for the model (vLLM, llama.cpp's llama-server) is "
+        "believed; one that reports nothing (OpenAI, Ollama, LM Studio, llama-cpp-python) needs it set to its own "
+        "(docs/own-model.md)",
+    )
     model_threads: int | None = Field(default=None, ge=1, description="CPU threads for the in-process model")
 
     # Embedder -----------------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import httpx
 
@@ -77,31 +77,36 @@ class ServiceProcess:
         except OSError:
             return "(no log)"
 
-    def start(self) -> ServiceProcess:
-        """Start `anaphora serve` (on the same port each time) and wait until /readyz answers 200."""
-        assert self.proc is None or self.proc.poll() is not None, "already running"
-        self.workdir.mkdir(parents=True, exist_ok=True)
+    ready_path = "/readyz"  # answers 200 once the service is ready
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-m", "anaphora", "serve"]
+
+    def environment(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("ANAPHORA_")}
         env.update(self.env)
         env["ANAPHORA_SERVER_PORT"] = str(self.port)
         env["ANAPHORA_SERVER_HOST"] = "127.0.0.1"
+        return env
+
+    def start(self) -> Self:
+        """Start the service (`anaphora serve`; on the same port each time) and wait until ``ready_path`` answers
+        200."""
+        assert self.proc is None or self.proc.poll() is not None, "already running"
+        self.workdir.mkdir(parents=True, exist_ok=True)
         self.starts += 1
         with self.log_path.open("a") as log:
             log.write(f"\n--- start {self.starts} ---\n")
             log.flush()
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "anaphora", "serve"],
-                cwd=self.workdir,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
+                self.command(), cwd=self.workdir, env=self.environment(), stdout=log, stderr=subprocess.STDOUT
             )
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
             if self.proc.poll() is not None:
                 raise AssertionError(f"{self.name} exited with {self.proc.returncode}:\n{self.log_tail()}")
             try:
-                if httpx.get(f"{self.url}/readyz", timeout=5).status_code == 200:
+                if httpx.get(f"{self.url}{self.ready_path}", timeout=5).status_code == 200:
                     return self
             except httpx.HTTPError:
                 pass

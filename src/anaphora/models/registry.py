@@ -54,15 +54,23 @@ def gguf(argument: str, settings: ModelSettings) -> ChatModel:
 
 
 def openai(argument: str, settings: ModelSettings) -> ChatModel:
+    """An OpenAI-compatible endpoint, with the context length its server reports for the model (asked once, here;
+    a server that is down or reports none leaves ``context_window`` in charge)."""
     from anaphora.models.openai_compat import OpenAICompatibleChatModel
+    from anaphora.models.served_context import PROBE_TIMEOUT_S, served_context_tokens
 
     if not argument:
         raise ConfigurationError("'openai:' needs a model name", hint="use openai:MODEL, e.g. openai:gpt-4o-mini")
+    key = settings.openai_api_key.get_secret_value()
+    reported = served_context_tokens(
+        settings.openai_base_url, argument, api_key=key, timeout_s=min(settings.model_timeout_s, PROBE_TIMEOUT_S)
+    )
     return OpenAICompatibleChatModel(
         argument,
         base_url=settings.openai_base_url,
-        api_key=settings.openai_api_key.get_secret_value(),
+        api_key=key,
         timeout_s=settings.model_timeout_s,
+        context_tokens=reported,
     )
 
 

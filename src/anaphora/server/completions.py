@@ -22,10 +22,20 @@ from fastapi.responses import StreamingResponse
 from anaphora.report.signals import handoff
 from anaphora.server import errors, sse
 from anaphora.server.turns import Turn
-from anaphora.types import TurnResult
+from anaphora.types import TurnResult, TurnTrace
 
 Extension = Callable[[TurnResult], dict[str, Any]]
 Counter = Callable[[str], int]
+
+
+def spent_tokens(trace: TurnTrace | None, answer: str, count_tokens: Counter) -> tuple[int, int, int]:
+    """``(prompt, completion, cached)`` tokens of a turn's answer: as the model's server reported them for the
+    answer call, else the prompt as the budget counted it and the answer counted with the model's tokenizer (a
+    quoted answer made no call; a server may report nothing)."""
+    call = next((c for c in reversed(trace.calls) if c.purpose == "answer"), None) if trace else None
+    prompt = call.prompt_tokens if call and call.prompt_tokens else (trace.prompt_tokens if trace else 0)
+    completion = call.completion_tokens if call and call.completion_tokens else count_tokens(answer) if answer else 0
+    return prompt, completion, call.cached_tokens if call else 0
 
 
 def turn_details(result: TurnResult, *, stored: bool, support_url: str = "") -> dict[str, Any]:
@@ -52,8 +62,7 @@ class Completion:
         self.count_tokens = count_tokens
 
     def usage(self, result: TurnResult) -> dict[str, int]:
-        prompt = result.trace.prompt_tokens
-        completion = self.count_tokens(result.answer)
+        prompt, completion, _ = spent_tokens(result.trace, result.answer, self.count_tokens)
         return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
     def _base(self, kind: str) -> dict[str, Any]:

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from anaphora.server import errors, sse
-from anaphora.server.completions import Counter, Extension
+from anaphora.server.completions import Counter, Extension, spent_tokens
 from anaphora.store.protocols import StoredTurn
 from anaphora.turn_ids import parse_response_id as parse_response_id  # the names of a turn live there
 from anaphora.turn_ids import response_id
-from anaphora.types import Citation, TurnResult
+from anaphora.types import Citation, TurnResult, TurnTrace
 
 
 def item_id(conversation_id: str, position: int) -> str:
@@ -52,11 +52,11 @@ def annotations(answer: str, citations: Sequence[Citation]) -> list[dict[str, An
     return found
 
 
-def usage(prompt_tokens: int, answer: str, count_tokens: Counter) -> dict[str, Any]:
-    output = count_tokens(answer) if answer else 0
+def usage(trace: TurnTrace | None, answer: str, count_tokens: Counter) -> dict[str, Any]:
+    prompt_tokens, output, cached = spent_tokens(trace, answer, count_tokens)
     return {
         "input_tokens": prompt_tokens,
-        "input_tokens_details": {"cached_tokens": 0},
+        "input_tokens_details": {"cached_tokens": cached},
         "output_tokens": output,
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": prompt_tokens + output,
@@ -202,7 +202,7 @@ class ResponseFraming:
             self.shape.id, self.shape.item = stored.id, stored.item
             self.shape.previous_response_id = stored.previous_response_id
         answer, citations = result.answer, result.citations
-        spent = usage(result.trace.prompt_tokens, answer, self.count_tokens)
+        spent = usage(result.trace, answer, self.count_tokens)
         return [
             self._event("response.output_text.done", **self._at(), text=answer, logprobs=[]),
             self._event("response.content_part.done", **self._at(), part=text_part(answer, citations)),

@@ -14,6 +14,7 @@ import pytest
 
 from anaphora.errors import ModelError, ModelUnavailableError
 from anaphora.models import ChatModel, ChatOptions
+from anaphora.models.base import approx_tokens as model_tokens
 from anaphora.models.fake import shared_chars
 from anaphora.models.openai_compat import OpenAICompatibleChatModel
 from anaphora.testing.chat_model_contract import ChatModelContract
@@ -30,6 +31,9 @@ class Recorded:
     path: str
     authorization: str | None
     body: Any
+
+
+DROP = 0  # a Behaviour status: the server closes the connection without answering
 
 
 @dataclass
@@ -71,13 +75,16 @@ class FakeServer:
         if callable(self.behaviour):
             return self.behaviour(body)
         behaviour = self.behaviour
-        if behaviour.body is None and behaviour.events is None:  # default: echo-ish completion / stream
-            if isinstance(body, dict) and body.get("stream"):
-                return Behaviour(
-                    events=sse_events(["Four", " is", " the", " answer."]), content_type="text/event-stream"
-                )
-            return Behaviour(body=completion("Four."))
+        if behaviour.body is None and behaviour.events is None and behaviour.status != DROP:
+            return default_answer(body)
         return behaviour
+
+
+def default_answer(body: Any) -> Behaviour:
+    """A completion, or a stream when one is asked for."""
+    if isinstance(body, dict) and body.get("stream"):
+        return Behaviour(events=sse_events(["Four", " is", " the", " answer."]), content_type="text/event-stream")
+    return Behaviour(body=completion("Four."))
 
 
 def _make_handler(server_state: FakeServer) -> type[BaseHTTPRequestHandler]:
@@ -101,6 +108,9 @@ def _make_handler(server_state: FakeServer) -> type[BaseHTTPRequestHandler]:
             self._send(server_state.answer(body))
 
         def _send(self, behaviour: Behaviour) -> None:
+            if behaviour.status == DROP:  # close the connection without a word
+                self.close_connection = True
+                return
             self.send_response(behaviour.status)
             self.send_header("Content-Type", behaviour.content_type)
             if behaviour.events is not None:
@@ -381,10 +391,12 @@ async def test_timeout_raises_model_unavailable(make_model, server) -> None:
     server.behaviour = slow
     model = make_model(server.base_url, timeout_s=0.2)
     try:
-        with pytest.raises(ModelUnavailableError):
+        with pytest.raises(ModelUnavailableError) as info:
             await model.chat(MESSAGES, ChatOptions())
     finally:
         release.set()
+    assert f"{server.base_url} did not answer within 0.2 s (ReadTimeout)" in info.value.message
+    assert "ANAPHORA_MODEL_TIMEOUT_S" in info.value.hint
 
 
 # --- provider prompt caches: usage.prompt_tokens_details.cached_tokens -----------------------------------------------
@@ -444,3 +456,61 @@ async def test_cached_tokens_are_read_from_replies_and_the_usage_chunk(make_mode
 async def test_a_server_without_usage_details_reports_no_cached_tokens(make_model, server) -> None:
     reply = await make_model(server.base_url).chat(MESSAGES, ChatOptions())
     assert reply.usage.cached_tokens == 0 and reply.usage.prompt_tokens == 7
+
+
+# --- what a real server does: context limits, timeouts, dropped connections, streams without usage ------------------
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # llama-cpp-python's server (OpenAI's wording and code)
+        b'{"error": {"message": "This model\'s maximum context length is 2048 tokens. However, you requested 3135 '
+        b'tokens", "type": "invalid_request_error", "code": "context_length_exceeded"}}',
+        # llama.cpp's server
+        b'{"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it", '
+        b'"type": "exceed_context_size_error"}}',
+    ],
+    ids=["openai-style", "llama-server"],
+)
+async def test_a_prompt_over_the_servers_context_says_which_setting_to_change(make_model, server, body) -> None:
+    server.behaviour = Behaviour(status=400, body=body)
+    with pytest.raises(ModelUnavailableError) as info:
+        await make_model(server.base_url).chat(MESSAGES, ChatOptions())
+    assert server.base_url in info.value.message and "longer than its context" in info.value.message
+    assert "ANAPHORA_CONTEXT_WINDOW" in info.value.hint
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["chat", "stream"])
+async def test_a_connection_dropped_before_the_answer_is_tried_once_more(make_model, server, streamed) -> None:
+    """What a kept-alive connection looks like when the server dropped it as the request went out."""
+    answers = iter([Behaviour(status=DROP)])
+
+    def once_dropped(body: dict) -> Behaviour:
+        return next(answers, None) or default_answer(body)
+
+    server.behaviour = once_dropped
+    model = make_model(server.base_url)
+    if streamed:
+        text = "".join([d async for d in model.stream(MESSAGES, ChatOptions())])
+    else:
+        text = (await model.chat(MESSAGES, ChatOptions())).text
+    assert text in ("Four.", "Four is the answer.") and len(server.requests) == 2
+
+
+async def test_a_server_that_drops_every_connection_is_named(make_model, server) -> None:
+    server.behaviour = Behaviour(status=DROP)
+    with pytest.raises(ModelUnavailableError) as info:
+        await make_model(server.base_url).chat(MESSAGES, ChatOptions())
+    assert f"{server.base_url} did not answer: RemoteProtocolError" in info.value.message
+    assert len(server.requests) == 2  # once more, not forever
+
+
+async def test_a_stream_without_a_usage_chunk_gets_its_usage_estimated(make_model, server) -> None:
+    """llama-cpp-python's server ignores stream_options: a token per chunk, the prompt at four characters a token."""
+    deltas = ["Four", " is", " the", " answer."]
+    server.behaviour = Behaviour(events=sse_events(deltas), content_type="text/event-stream")
+    stream = make_model(server.base_url).stream(MESSAGES, ChatOptions())
+    assert "".join([d async for d in stream]) == "Four is the answer."
+    assert stream.usage.completion_tokens == 4
+    assert stream.usage.prompt_tokens == sum(model_tokens(m.content) + 4 for m in MESSAGES)

@@ -230,7 +230,7 @@ async def respond(svc: Service, body: CreateResponse, turn: Turn, shape: respons
     result = await turn.result()
     if body.store:
         shape = responses.ResponseShape.stored(result.conversation_id, result.turn_index, body.model, echo=shape.echo)
-    spent = responses.usage(result.trace.prompt_tokens, result.answer, count)
+    spent = responses.usage(result.trace, result.answer, count)
     return replies.turn_reply(turn, shape.completed(result.answer, result.citations, spent, extension(result)))
 
 
@@ -238,14 +238,13 @@ def stored_object(svc: Service, conversation_id: str, turn: StoredTurn) -> dict[
     model = svc.components.chat_model
     shape = responses.ResponseShape.stored(conversation_id, turn.index, model.name)
     shape.created_at = int(turn.created_at)
-    prompt_tokens = turn.trace.prompt_tokens if turn.trace else 0
     details = {
         "citations": turn.citations,
         "trace": turn.trace,
         "conversation_id": conversation_id,
         "turn_index": turn.index,
     }
-    spent = responses.usage(prompt_tokens, turn.answer, model.count_tokens)
+    spent = responses.usage(turn.trace, turn.answer, model.count_tokens)
     return shape.completed(turn.answer, turn.citations, spent, details)
 
 
