@@ -11,6 +11,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from anaphora.memory.dates import date_label
+from anaphora.store.chains import Prelude
 from anaphora.types import Citation, Message, ModelCall, Passage, RecalledMemory, UnitVerdict
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ class TurnRequest:
     temperature: float | None = None  # per-request answer options; None: the settings decide
     max_tokens: int | None = None
     memory: bool = True  # False: a temporary chat; nothing is remembered from this turn or recalled into it
+    prelude: Prelude | None = None  # stored with the turn, in its transaction: the chain it opens, turns added
 
 
 def said_by_user(memory: RecalledMemory) -> str:

@@ -21,25 +21,22 @@ from typing import Any
 
 from anaphora.server import errors, sse
 from anaphora.server.completions import Counter, Extension
+from anaphora.store.chains import response_id
 from anaphora.store.protocols import StoredTurn
 from anaphora.types import Citation, TurnResult
 
-_RESPONSE_ID = re.compile(r"resp_(.+)_(\d{1,9})")
-
-
-def response_id(conversation_id: str, index: int) -> str:
-    return f"resp_{conversation_id}_{index}"
-
-
-def parse_response_id(value: str) -> tuple[str, int] | None:
-    """(conversation id, turn index) of a stored response's id; None for any other string."""
-    found = _RESPONSE_ID.fullmatch(value)
-    return (found.group(1), int(found.group(2))) if found else None
+_ITEM_ID = re.compile(r"msg_(.+)_(\d{1,10})")
 
 
 def item_id(conversation_id: str, position: int) -> str:
     """The id of the item at ``position`` of a conversation: turn ``i`` is items ``2i`` (question), ``2i+1``."""
     return f"msg_{conversation_id}_{position}"
+
+
+def parse_item_id(value: str, conversation_id: str) -> int | None:
+    """The position of a conversation's item from its id; None for an id of no item of that conversation."""
+    found = _ITEM_ID.fullmatch(value)
+    return int(found.group(2)) if found and found.group(1) == conversation_id else None
 
 
 def temporary_id(prefix: str) -> str:

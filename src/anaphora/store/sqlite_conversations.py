@@ -3,18 +3,28 @@
 Blocking by design: the methods are ``async`` to keep the one ``ConversationStore`` Protocol, but each runs its
 SQLite statements on the event loop's thread. They are a few indexed statements on a local WAL database (well under
 a millisecond for an append or a window's turns), less than a worker-thread hop costs, and the database's one
-connection is serialised by its lock anyway. A store whose calls can wait (PostgreSQL, Redis) is truly async.
+connection is serialised by its lock anyway. The one long write, a branch's copy of a chain's turns, runs in a worker
+thread. A store whose calls can wait (PostgreSQL, Redis) is truly async.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sqlite3
 import time
-import uuid
 from collections.abc import Iterable, Sequence
 
-from anaphora.errors import ConversationNotFoundError
-from anaphora.store.protocols import Conversation, StoredTurn, Summary
+from anaphora.errors import ConversationExistsError, ConversationNotFoundError
+from anaphora.store.protocols import (
+    AppendThroughExtend,
+    ChainStart,
+    Conversation,
+    NewTurn,
+    StoredTurn,
+    Summary,
+    new_conversation_id,
+)
 from anaphora.store.sqlite_database import Database
 from anaphora.types import Citation, Passage, TurnTrace
 
@@ -45,6 +55,44 @@ def _turn(row) -> StoredTurn:
     )
 
 
+def _row(turn: NewTurn) -> tuple:
+    """A turn's columns from ``question`` to ``window_start``, as stored."""
+    return (
+        turn.question,
+        turn.answer,
+        json.dumps([c.model_dump() for c in turn.citations]),
+        turn.trace.model_dump_json() if turn.trace is not None else "null",
+        json.dumps([json.loads(p.model_dump_json()) for p in turn.shown_passages]),
+        turn.window_start,
+    )
+
+
+def _open(db: sqlite3.Connection, user_id: str, conversation_id: str, start: ChainStart, now: float) -> None:
+    """Create the conversation a write starts, with a branch's turns copied from its parent."""
+    title = start.title
+    if start.parent is not None:
+        parent = db.execute("SELECT user_id, title FROM conversations WHERE id = ?", (start.parent,)).fetchone()
+        held = db.execute(
+            "SELECT COUNT(*) FROM turns WHERE conversation_id = ? AND idx < ?", (start.parent, start.upto)
+        ).fetchone()[0]
+        if parent is None or parent["user_id"] != user_id or held < start.upto:
+            raise ConversationNotFoundError(start.parent)
+        title = title or parent["title"]
+    if db.execute("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)).fetchone() is not None:
+        raise ConversationExistsError(conversation_id)
+    db.execute(
+        "INSERT INTO conversations(id, user_id, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
+        (conversation_id, user_id, title, now, now),
+    )
+    if start.parent is not None and start.upto:
+        db.execute(
+            "INSERT INTO turns(conversation_id, idx, question, answer, citations, trace, shown_passages, "
+            "window_start, created_at) SELECT ?, idx, question, answer, citations, trace, shown_passages, "
+            "window_start, created_at FROM turns WHERE conversation_id = ? AND idx < ?",
+            (conversation_id, start.parent, start.upto),
+        )
+
+
 def _delete(db, select_ids: str, params: tuple) -> dict[str, int]:
     """Delete the conversations ``select_ids`` selects (turns and summaries cascade); count all three first."""
     counts = {}
@@ -56,7 +104,7 @@ def _delete(db, select_ids: str, params: tuple) -> dict[str, int]:
     return {"conversations": counts["conversations"], "turns": counts["turns"], "summaries": counts["summaries"]}
 
 
-class SQLiteConversationStore:
+class SQLiteConversationStore(AppendThroughExtend):
     def __init__(self, db: Database) -> None:
         self.db = db
 
@@ -71,7 +119,7 @@ class SQLiteConversationStore:
 
     async def create(self, user_id: str, title: str = "") -> Conversation:
         now = time.time()
-        conversation_id = uuid.uuid4().hex[:12]
+        conversation_id = new_conversation_id()
         with self.db.transaction() as db:
             db.execute(
                 "INSERT INTO conversations(id, user_id, title, created_at, updated_at) VALUES (?, ?, ?, ?, ?)",
@@ -92,67 +140,57 @@ class SQLiteConversationStore:
         )
         return [_conversation(r) for r in rows]
 
-    async def turns(self, user_id: str, conversation_id: str, *, last: int | None = None) -> list[StoredTurn]:
+    async def turns(
+        self, user_id: str, conversation_id: str, *, last: int | None = None, start: int = 0, stop: int | None = None
+    ) -> list[StoredTurn]:
         await self.get(user_id, conversation_id)
+        where = "conversation_id = ? AND idx >= ?" + (" AND idx < ?" if stop is not None else "")
+        params: tuple = (conversation_id, start) + ((stop,) if stop is not None else ())
         if last is None:
-            rows = self.db.query("SELECT * FROM turns WHERE conversation_id = ? ORDER BY idx", (conversation_id,))
+            rows = self.db.query(f"SELECT * FROM turns WHERE {where} ORDER BY idx", params)
         else:
             rows = self.db.query(
-                "SELECT * FROM (SELECT * FROM turns WHERE conversation_id = ? ORDER BY idx DESC LIMIT ?) ORDER BY idx",
-                (conversation_id, last),
+                f"SELECT * FROM (SELECT * FROM turns WHERE {where} ORDER BY idx DESC LIMIT ?) ORDER BY idx",
+                (*params, max(last, 0)),
             )
         return [_turn(r) for r in rows]
 
-    async def append_turn(
+    async def extend(
+        self, user_id: str, conversation_id: str, turns: Sequence[NewTurn], *, start: ChainStart | None = None
+    ) -> list[StoredTurn]:
+        """In one transaction; a branch's copy runs in a worker thread (one ``INSERT ... SELECT``), so a long
+        chain is copied without holding up the event loop."""
+        rows = [_row(turn) for turn in turns]  # serialised first: a turn that cannot be leaves nothing written
+        if start is not None and start.parent is not None:
+            return await asyncio.to_thread(self._extend, user_id, conversation_id, turns, rows, start)
+        return self._extend(user_id, conversation_id, turns, rows, start)
+
+    def _extend(
         self,
         user_id: str,
         conversation_id: str,
-        question: str,
-        answer: str,
-        citations: Sequence[Citation],
-        trace: TurnTrace,
-        *,
-        shown_passages: Sequence[Passage] = (),
-        window_start: int | None = None,
-    ) -> StoredTurn:
+        turns: Sequence[NewTurn],
+        rows: list[tuple],
+        start: ChainStart | None,
+    ) -> list[StoredTurn]:
         now = time.time()
         with self.db.transaction() as db:
+            if start is not None:
+                _open(db, user_id, conversation_id, start, now)
             owner = db.execute("SELECT user_id, title FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
             if owner is None or owner["user_id"] != user_id:
                 raise ConversationNotFoundError(conversation_id)
-            index = db.execute(
+            first = db.execute(
                 "SELECT COALESCE(MAX(idx) + 1, 0) FROM turns WHERE conversation_id = ?", (conversation_id,)
             ).fetchone()[0]
-            db.execute(
+            db.executemany(
                 "INSERT INTO turns(conversation_id, idx, question, answer, citations, trace, shown_passages, "
                 "window_start, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    conversation_id,
-                    index,
-                    question,
-                    answer,
-                    json.dumps([c.model_dump() for c in citations]),
-                    trace.model_dump_json(),
-                    json.dumps([json.loads(p.model_dump_json()) for p in shown_passages]),
-                    window_start,
-                    now,
-                ),
+                [(conversation_id, first + n, *row, now) for n, row in enumerate(rows)],
             )
-            title = owner["title"] or question[:80]
-            db.execute(
-                "UPDATE conversations SET updated_at = ?, title = ? WHERE id = ?",
-                (now, title, conversation_id),
-            )
-        return StoredTurn(
-            index=index,
-            question=question,
-            answer=answer,
-            citations=list(citations),
-            trace=trace,
-            shown_passages=list(shown_passages),
-            window_start=window_start,
-            created_at=now,
-        )
+            title = owner["title"] or (turns[0].question[:80] if turns else "")
+            db.execute("UPDATE conversations SET updated_at = ?, title = ? WHERE id = ?", (now, title, conversation_id))
+        return [turn.stored(first + n, now) for n, turn in enumerate(turns)]
 
     async def rename(self, user_id: str, conversation_id: str, title: str) -> Conversation:
         with self.db.transaction() as db:
