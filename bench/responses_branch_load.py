@@ -147,7 +147,10 @@ async def run(base: str, chains: dict[str, str], args: argparse.Namespace) -> di
     points = [rng.randrange(args.turns // 2, args.turns - 1) for _ in range(args.branches)]
     began = time.perf_counter()
     results = await asyncio.gather(
-        *(branch(base, users[n % len(users)], response_id(chains[users[n % len(users)]], p)) for n, p in enumerate(points))
+        *(
+            branch(base, users[n % len(users)], response_id(chains[users[n % len(users)]], p))
+            for n, p in enumerate(points)
+        )
     )
     wall_s = time.perf_counter() - began
     await asyncio.sleep(0.3)
@@ -198,8 +201,10 @@ def main() -> None:
         chains = seed_chain(settings, users, args.turns)
         seed_s = time.perf_counter() - started
         port = free_port()
-        env = {"data_dir": str(data_dir), "chat_model": "fake", "embedder": "hashing", "jwt_secret": SECRET,
-               "similarity_threshold": "0", "rewriter": "expansion", "history_sweep_interval_s": "3600", **extra}  # fmt: skip
+        env = {
+            **{"data_dir": str(data_dir), "chat_model": "fake", "embedder": "hashing", "jwt_secret": SECRET},
+            **{"similarity_threshold": "0", "rewriter": "expansion", "history_sweep_interval_s": "3600", **extra},
+        }
         process = serve(env, port, Path(tmp) / "server.log")
         try:
             base = f"http://127.0.0.1:{port}"

@@ -67,8 +67,8 @@ from anaphora.store import (
     SQLiteCorpus,
     SQLiteEmbeddingCache,
     StoredTurn,
+    chains,
 )
-from anaphora.store import chains
 from anaphora.store.postgres_conversations import PostgresConversationStore
 from anaphora.store.postgres_passages import PostgresPassageStore
 from anaphora.store.protocols import DocumentRegistry, EmbeddingCache, HistoryStore, PassageIndex, all_conversations

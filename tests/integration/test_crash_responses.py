@@ -135,7 +135,9 @@ def test_killed_responses_turns_leave_no_orphan_and_no_stray_turn(
                 time.sleep(delay)
                 service.kill()
                 now = snapshot(settings)
-                context = f"{backend}, kill {round_} ({list(body)}) after {delay:.2f} s, turn ~{turn_s:.2f} s, seed {seed_}"
+                context = (
+                    f"{backend}, kill {round_} ({list(body)}) after {delay:.2f} s, turn ~{turn_s:.2f} s, seed {seed_}"
+                )
                 assert_no_partial_state(now, before, context)
                 kept.append(sum(map(len, now.values())) > sum(map(len, before.values())))
                 before = now

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictStr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictStr
 
 from anaphora.errors import InputError
 from anaphora.server.schemas import CreateConversation, Text, TurnOptions, whole_number
@@ -48,6 +48,20 @@ class InputItem(BaseModel):
     content: Text | list[ContentPart] | None = None
 
 
+def _at_most_max_items(items: list[InputItem]) -> list[InputItem]:
+    """The item cap as a check of the list (a length error inside the union would be reported as a wrong type)."""
+    if len(items) > MAX_ITEMS:
+        raise ValueError(f"should have at most {MAX_ITEMS} items, not {len(items)}")
+    return items
+
+
+InputItems = Annotated[
+    list[InputItem],
+    Field(min_length=1, json_schema_extra={"maxItems": MAX_ITEMS}),
+    AfterValidator(_at_most_max_items),
+]
+
+
 class ConversationRef(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
@@ -64,7 +78,7 @@ class CreateResponse(BaseModel):
     model_config = ConfigDict(extra="allow")  # collected and refused by name: see unsupported()
 
     model: Text = Field(default="anaphora", max_length=256)
-    input: Annotated[Text, Field(min_length=1)] | Annotated[list[InputItem], Field(min_length=1, max_length=MAX_ITEMS)]
+    input: Annotated[Text, Field(min_length=1)] | InputItems
     instructions: Annotated[Text, Field(max_length=MAX_INSTRUCTIONS_CHARS)] | None = None
     previous_response_id: Text | None = Field(default=None, max_length=256)
     conversation: Text | ConversationRef | None = None

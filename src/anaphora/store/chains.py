@@ -122,7 +122,12 @@ def _traced(turns: Sequence[NewTurn]) -> tuple[NewTurn, ...]:
 
 
 async def append_answered(
-    store: ConversationStore, user_id: str, conversation_id: str, turns: Sequence[NewTurn], *, start: ChainStart | None = None
+    store: ConversationStore,
+    user_id: str,
+    conversation_id: str,
+    turns: Sequence[NewTurn],
+    *,
+    start: ChainStart | None = None,
 ) -> list[StoredTurn]:
     """Append turns answered elsewhere, all or none (a turn without a trace gets one saying it was added); with
     ``start`` they open a new conversation ``conversation_id``, in the same transaction."""

@@ -86,8 +86,9 @@ return 1
 )
 
 # ARGV: prefix, ttl, id, user_id, now, start ('1': the write creates the conversation), its title, parent id or '',
-# turns to copy from the parent, the title if the conversation has none, then the turns' JSON. Returns the first new turn's index, -1 (not found) or -2
-# (the id is taken). A branch is copied in the server (COPY, then LTRIM to the branch point).
+# turns to copy from the parent, the title if the conversation has none, then the turns' JSON. Returns the first new
+# turn's index, -1 (not found) or -2 (the id is taken). A branch is copied in the server (COPY, then LTRIM to the
+# branch point; COPY needs Redis 6.2).
 _EXTEND = (
     _LUA_COMMON
     + """

@@ -4,7 +4,8 @@ Blocking by design: the methods are ``async`` to keep the one ``ConversationStor
 SQLite statements on the event loop's thread. They are a few indexed statements on a local WAL database (well under
 a millisecond for an append or a window's turns), less than a worker-thread hop costs, and the database's one
 connection is serialised by its lock anyway. The one long write, a branch's copy of a chain's turns, runs in a worker
-thread. A store whose calls can wait (PostgreSQL, Redis) is truly async.
+thread; while it holds the database, the other calls run in worker threads too (:func:`inline_unless_busy`), so none
+waits for it on the event loop. A store whose calls can wait (PostgreSQL, Redis) is truly async.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from anaphora.store.protocols import (
     Summary,
     new_conversation_id,
 )
-from anaphora.store.sqlite_database import Database
+from anaphora.store.sqlite_database import Database, inline_unless_busy
 from anaphora.types import Citation, Passage, TurnTrace
 
 _SELECT = "SELECT c.*, (SELECT COUNT(*) FROM turns t WHERE t.conversation_id = c.id) AS turn_count FROM conversations c"
@@ -111,13 +112,15 @@ class SQLiteConversationStore(AppendThroughExtend):
     async def open(self) -> None:
         return None  # the database was opened (and migrated) when it was built
 
-    async def ping(self) -> None:
+    @inline_unless_busy
+    def ping(self) -> None:
         self.db.query("SELECT 1")
 
     async def aclose(self) -> None:
         return None  # the database is closed by its owner (close_local)
 
-    async def create(self, user_id: str, title: str = "") -> Conversation:
+    @inline_unless_busy
+    def create(self, user_id: str, title: str = "") -> Conversation:
         now = time.time()
         conversation_id = new_conversation_id()
         with self.db.transaction() as db:
@@ -127,23 +130,27 @@ class SQLiteConversationStore(AppendThroughExtend):
             )
         return Conversation(id=conversation_id, user_id=user_id, title=title, created_at=now, updated_at=now)
 
-    async def get(self, user_id: str, conversation_id: str) -> Conversation:
+    def _get(self, user_id: str, conversation_id: str) -> Conversation:
         rows = self.db.query(f"{_SELECT} WHERE c.id = ? AND c.user_id = ?", (conversation_id, user_id))
         if not rows:
             raise ConversationNotFoundError(conversation_id)
         return _conversation(rows[0])
 
-    async def list(self, user_id: str, *, limit: int = 50, offset: int = 0) -> list[Conversation]:
+    get = inline_unless_busy(_get)
+
+    @inline_unless_busy
+    def list(self, user_id: str, *, limit: int = 50, offset: int = 0) -> list[Conversation]:
         rows = self.db.query(
             f"{_SELECT} WHERE c.user_id = ? ORDER BY c.updated_at DESC, c.id LIMIT ? OFFSET ?",
             (user_id, limit, offset),
         )
         return [_conversation(r) for r in rows]
 
-    async def turns(
+    @inline_unless_busy
+    def turns(
         self, user_id: str, conversation_id: str, *, last: int | None = None, start: int = 0, stop: int | None = None
     ) -> list[StoredTurn]:
-        await self.get(user_id, conversation_id)
+        self._get(user_id, conversation_id)
         where = "conversation_id = ? AND idx >= ?" + (" AND idx < ?" if stop is not None else "")
         params: tuple = (conversation_id, start) + ((stop,) if stop is not None else ())
         if last is None:
@@ -158,12 +165,12 @@ class SQLiteConversationStore(AppendThroughExtend):
     async def extend(
         self, user_id: str, conversation_id: str, turns: Sequence[NewTurn], *, start: ChainStart | None = None
     ) -> list[StoredTurn]:
-        """In one transaction; a branch's copy runs in a worker thread (one ``INSERT ... SELECT``), so a long
+        """In one transaction; a branch's copy (one ``INSERT ... SELECT``) always runs in a worker thread, so a long
         chain is copied without holding up the event loop."""
         rows = [_row(turn) for turn in turns]  # serialised first: a turn that cannot be leaves nothing written
         if start is not None and start.parent is not None:
             return await asyncio.to_thread(self._extend, user_id, conversation_id, turns, rows, start)
-        return self._extend(user_id, conversation_id, turns, rows, start)
+        return await self._extend_inline(user_id, conversation_id, turns, rows, start)
 
     def _extend(
         self,
@@ -192,14 +199,18 @@ class SQLiteConversationStore(AppendThroughExtend):
             db.execute("UPDATE conversations SET updated_at = ?, title = ? WHERE id = ?", (now, title, conversation_id))
         return [turn.stored(first + n, now) for n, turn in enumerate(turns)]
 
-    async def rename(self, user_id: str, conversation_id: str, title: str) -> Conversation:
+    _extend_inline = inline_unless_busy(_extend)
+
+    @inline_unless_busy
+    def rename(self, user_id: str, conversation_id: str, title: str) -> Conversation:
         with self.db.transaction() as db:
             db.execute(
                 "UPDATE conversations SET title = ? WHERE id = ? AND user_id = ?", (title, conversation_id, user_id)
             )
-        return await self.get(user_id, conversation_id)
+        return self._get(user_id, conversation_id)
 
-    async def delete(self, user_id: str, conversation_id: str) -> None:
+    @inline_unless_busy
+    def delete(self, user_id: str, conversation_id: str) -> None:
         with self.db.transaction() as db:
             deleted = db.execute(
                 "DELETE FROM conversations WHERE id = ? AND user_id = ?", (conversation_id, user_id)
@@ -207,7 +218,8 @@ class SQLiteConversationStore(AppendThroughExtend):
         if not deleted:
             raise ConversationNotFoundError(conversation_id)
 
-    async def delete_inactive(self, before_ts: float, *, keep: Iterable[str] = ()) -> dict[str, int]:
+    @inline_unless_busy
+    def delete_inactive(self, before_ts: float, *, keep: Iterable[str] = ()) -> dict[str, int]:
         """Delete every conversation whose last activity (``updated_at``) is older than ``before_ts``, with its
         turns and summaries, in one transaction; ``keep`` names conversations to spare (e.g. a turn in flight).
         Returns how many conversations, turns and summaries went."""
@@ -217,13 +229,15 @@ class SQLiteConversationStore(AppendThroughExtend):
         with self.db.transaction() as db:
             return _delete(db, f"SELECT id FROM conversations WHERE {where}", (before_ts, *spared))
 
-    async def erase_user(self, user_id: str) -> dict[str, int]:
+    @inline_unless_busy
+    def erase_user(self, user_id: str) -> dict[str, int]:
         """Delete every conversation of ``user_id`` with its turns and summaries, atomically; returns the counts."""
         with self.db.transaction() as db:
             return _delete(db, "SELECT id FROM conversations WHERE user_id = ?", (user_id,))
 
-    async def summary(self, user_id: str, conversation_id: str) -> Summary | None:
-        await self.get(user_id, conversation_id)
+    @inline_unless_busy
+    def summary(self, user_id: str, conversation_id: str) -> Summary | None:
+        self._get(user_id, conversation_id)
         rows = self.db.query(
             "SELECT covers_turns, text, created_at FROM summaries WHERE conversation_id = ? "
             "ORDER BY covers_turns DESC LIMIT 1",
@@ -231,7 +245,8 @@ class SQLiteConversationStore(AppendThroughExtend):
         )
         return Summary(**dict(rows[0])) if rows else None
 
-    async def save_summary(self, user_id: str, conversation_id: str, covers_turns: int, text: str) -> None:
+    @inline_unless_busy
+    def save_summary(self, user_id: str, conversation_id: str, covers_turns: int, text: str) -> None:
         with self.db.transaction() as db:
             owner = db.execute("SELECT user_id FROM conversations WHERE id = ?", (conversation_id,)).fetchone()
             if owner is None or owner["user_id"] != user_id:

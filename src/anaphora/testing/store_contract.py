@@ -178,7 +178,9 @@ class ConversationStoreContract:
             Passage(id="c.md#0", text="also", source="c.md", heading="", score=0.125),
         ]
         appended = await store.append_turn(
-            ALICE, conversation.id, NewTurn(question="q?", answer="a", trace=make_trace("q?"), shown_passages=shown, window_start=3)
+            ALICE,
+            conversation.id,
+            NewTurn(question="q?", answer="a", trace=make_trace("q?"), shown_passages=shown, window_start=3),
         )
         await add_turn(store, ALICE, conversation.id, 1)
         first, second = await store.turns(ALICE, conversation.id)
@@ -393,9 +395,9 @@ class ConversationStoreContract:
         ids = [new_conversation_id() for _ in range(CONCURRENT_APPENDS)]
         starts = [ChainStart(parent=original.id, upto=1 + n % 6) for n in range(CONCURRENT_APPENDS)]
         await asyncio.gather(
-            *(store.extend(ALICE, i, [make_turn(20 + n)], start=s) for n, (i, s) in enumerate(zip(ids, starts)))
+            *(store.extend(ALICE, ids[n], [make_turn(20 + n)], start=starts[n]) for n in range(CONCURRENT_APPENDS))
         )
-        for n, (opened, start) in enumerate(zip(ids, starts)):
+        for n, (opened, start) in enumerate(zip(ids, starts, strict=True)):
             turns = await store.turns(ALICE, opened)
             assert [t.index for t in turns] == list(range(start.upto + 1))
             assert turns[-1].question == f"question {20 + n}?"

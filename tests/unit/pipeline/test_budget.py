@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from anaphora import FakeChatModel, Settings, TurnTrace
+from anaphora import FakeChatModel, Settings
 from anaphora.app import build_components
 from anaphora.errors import InputError
 from anaphora.models.fake import echo_first_context

@@ -134,7 +134,9 @@ def test_input_is_capped_like_the_other_routes_and_refused_before_anything_is_st
             assert reply.status_code == status, (param, reply.text)
             assert error["param"].startswith(param) and any(ch.isdigit() for ch in error["message"]), error
         too_big = http.post(
-            "/v1/responses", content=b'{"input": "' + b"z" * 2_100_000 + b'"}', headers={"content-type": "application/json"}
+            "/v1/responses",
+            content=b'{"input": "' + b"z" * 2_100_000 + b'"}',
+            headers={"content-type": "application/json"},
         )
         assert too_big.status_code == 413 and "2000000 bytes" in too_big.json()["error"]["message"]
     assert state(running) == []

@@ -29,7 +29,11 @@ def store(tmp_path: Path):
 @pytest.fixture
 def chat(tmp_path: Path):
     settings = Settings(
-        data_dir=tmp_path / "data", chat_model="fake", embedder="hashing", similarity_threshold=0.0, rewriter="expansion"
+        data_dir=tmp_path / "data",
+        chat_model="fake",
+        embedder="hashing",
+        similarity_threshold=0.0,
+        rewriter="expansion",
     )
     with Anaphora(settings, model=FakeChatModel()) as rag:
         rag.ingest([SAMPLE_DOCS])
@@ -94,7 +98,10 @@ async def test_placing_a_turn_writes_nothing_and_the_turn_writes_its_prelude_at_
     assert [c.id for c in await store.list("alice")] == [original.id]  # nothing yet
 
     turns_before, recent = await chains.history_before(store, "alice", place.conversation_id, place.prelude, last=2)
-    assert turns_before == 3 and [(t.index, t.question) for t in recent] == [(1, "question 1?"), (2, "asked elsewhere?")]
+    assert turns_before == 3 and [(t.index, t.question) for t in recent] == [
+        (1, "question 1?"),
+        (2, "asked elsewhere?"),
+    ]
     stored = await chains.write_turn(store, "alice", place.conversation_id, place.prelude, make_turn(9))
     assert stored.index == 3
     turns = await store.turns("alice", place.conversation_id)
