@@ -130,7 +130,7 @@ def test_killed_responses_turns_leave_no_orphan_and_no_stray_turn(
                     with service.client(USER) as http, contextlib.suppress(httpx.HTTPError):  # the server dies
                         http.post("/v1/responses", json=body)
 
-                delay = turn_s * (0.4 if round_ < 4 else rng.uniform(0.6, 1.1))
+                delay = turn_s * (0.4 if round_ < 3 else rng.uniform(0.7, 1.8))
                 pool.submit(send)
                 time.sleep(delay)
                 service.kill()
