@@ -187,7 +187,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=10_000)
     parser.add_argument("--branches", type=int, default=8)
-    parser.add_argument("--users", type=int, default=8, help="users the branches are spread over (4 in flight each)")
+    parser.add_argument("--users", type=int, default=2, help="users the branches are spread over (4 in flight each)")
     parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
     args = parser.parse_args()
     users = [f"{OWNER}-{n}" for n in range(args.users)]
