@@ -189,6 +189,7 @@ def main() -> None:
     parser.add_argument("--branches", type=int, default=8)
     parser.add_argument("--users", type=int, default=2, help="users the branches are spread over (4 in flight each)")
     parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument("--memory", choices=["on", "off"], default="on", help="long-term memory (the default: on)")
     args = parser.parse_args()
     users = [f"{OWNER}-{n}" for n in range(args.users)]
     with tempfile.TemporaryDirectory(prefix="anaphora-branch-") as tmp, contextlib.ExitStack() as stack:
@@ -204,6 +205,7 @@ def main() -> None:
         env = {
             **{"data_dir": str(data_dir), "chat_model": "fake", "embedder": "hashing", "jwt_secret": SECRET},
             **{"similarity_threshold": "0", "rewriter": "expansion", "history_sweep_interval_s": "3600", **extra},
+            **({"memory": "off"} if args.memory == "off" else {}),
         }
         process = serve(env, port, Path(tmp) / "server.log")
         try:
@@ -224,6 +226,7 @@ def main() -> None:
         "chain_turns": args.turns,
         "branches": args.branches,
         "users": args.users,
+        "memory": args.memory,
         "seed_s": round(seed_s, 1),
         "healthz_idle_ms": latency(measured["idle"]),
         "healthz_during_ms": latency(measured["samples"]),

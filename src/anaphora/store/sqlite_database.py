@@ -220,15 +220,31 @@ def m007_episodes_keep_the_users_words(db: sqlite3.Connection) -> None:
 
 def inline_unless_busy(method: Callable[..., T]) -> Callable[..., Awaitable[T]]:
     """An async method of a store over a :class:`Database` (``self.db``) from a blocking one. It runs on the caller's
-    thread (the event loop's: a few indexed statements cost less than a thread hop) while the database is free, and
-    in a worker thread while another thread holds it (a long write, e.g. a branch's copy), so a caller never waits
-    for the database on the event loop."""
+    thread (the event loop's: a few indexed statements cost less than a thread hop), holding the database, while the
+    database is free, and in a worker thread while another thread holds it (a long write, e.g. a branch's copy), so a
+    caller never waits for the database on the event loop. Only for methods that take no other lock (the database's
+    would then be taken first, against the usual order): see :func:`inline_if_free`."""
 
     @functools.wraps(method)
     async def run(self: Any, *args: Any, **kwargs: Any) -> T:
         with self.db.held_if_free() as free:
             if free:
                 return method(self, *args, **kwargs)
+        return await asyncio.to_thread(method, self, *args, **kwargs)
+
+    return run
+
+
+def inline_if_free(method: Callable[..., T]) -> Callable[..., Awaitable[T]]:
+    """As :func:`inline_unless_busy`, for methods that take locks of their own: the database is only looked at, not
+    held, so a write that starts between the look and the method's first statement can still make it wait."""
+
+    @functools.wraps(method)
+    async def run(self: Any, *args: Any, **kwargs: Any) -> T:
+        with self.db.held_if_free() as free:
+            pass
+        if free:
+            return method(self, *args, **kwargs)
         return await asyncio.to_thread(method, self, *args, **kwargs)
 
     return run
