@@ -113,10 +113,12 @@ async def probe(base: str, stop: asyncio.Event, samples: list[float]) -> None:
             await asyncio.sleep(PROBE_EVERY_S)
 
 
-async def branch(base: str, user: str, previous: str) -> dict:
+async def branch(base: str, user: str, previous: str | None) -> dict:
+    """One turn continuing ``previous`` (a branch), or starting a new chain (None)."""
+    body = {"input": "And on ARM?", **({"previous_response_id": previous} if previous else {})}
     async with httpx.AsyncClient(base_url=base, timeout=300, headers=bearer(user)) as http:
         began = time.perf_counter()
-        reply = await http.post("/v1/responses", json={"input": "And on ARM?", "previous_response_id": previous})
+        reply = await http.post("/v1/responses", json=body)
         body = reply.json()
     conversation = (body.get("conversation") or {}).get("id")
     turn = body.get("anaphora", {}).get("turn_index")
@@ -173,7 +175,8 @@ def check(measured: dict, turns: int) -> list[str]:
     """Every answered branch is a whole chain plus its turn; refused ones left nothing (counted per user)."""
     problems = []
     for result in measured["results"]:
-        if result["status"] == 200 and result["turn_index"] != int(result["previous"].rsplit("_", 1)[1]) + 1:
+        branch_point = int(result["previous"].rsplit("_", 1)[1]) if result["previous"] else -1
+        if result["status"] == 200 and result["turn_index"] != branch_point + 1:
             problems.append(f"branch from {result['previous']} answered as turn {result['turn_index']}")
     for user, counts in measured["after"].items():
         answered = [r for r in measured["results"] if r["user"] == user and r["status"] == 200]
@@ -190,6 +193,10 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=2, help="users the branches are spread over (4 in flight each)")
     parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument("--memory", choices=["on", "off"], default="on", help="long-term memory (the default: on)")
+    parser.add_argument(
+        "--mode", choices=["branch", "new"], default="branch", help="new: the control, new chains (nothing copied)"
+    )
+    parser.add_argument("--server-log", type=Path, help="keep the server's output here (default: dropped)")
     args = parser.parse_args()
     users = [f"{OWNER}-{n}" for n in range(args.users)]
     with tempfile.TemporaryDirectory(prefix="anaphora-branch-") as tmp, contextlib.ExitStack() as stack:
@@ -207,7 +214,7 @@ def main() -> None:
             **{"similarity_threshold": "0", "rewriter": "expansion", "history_sweep_interval_s": "3600", **extra},
             **({"memory": "off"} if args.memory == "off" else {}),
         }
-        process = serve(env, port, Path(tmp) / "server.log")
+        process = serve(env, port, args.server_log or Path(tmp) / "server.log")
         try:
             base = f"http://127.0.0.1:{port}"
             asyncio.run(wait_ready(base, process))
@@ -227,6 +234,7 @@ def main() -> None:
         "branches": args.branches,
         "users": args.users,
         "memory": args.memory,
+        "mode": args.mode,
         "seed_s": round(seed_s, 1),
         "healthz_idle_ms": latency(measured["idle"]),
         "healthz_during_ms": latency(measured["samples"]),
@@ -237,7 +245,7 @@ def main() -> None:
         "results": measured["results"],
         "problems": problems,
     }
-    path = write_result(f"responses_branch_load-{args.backend}", payload)
+    path = write_result(f"responses_branch_load-{args.backend}-{args.mode}", payload)
     print({k: v for k, v in payload.items() if k != "results"})
     print(f"written to {path}")
     if problems:

@@ -108,6 +108,7 @@ def _delete(db, select_ids: str, params: tuple) -> dict[str, int]:
 class SQLiteConversationStore(AppendThroughExtend):
     def __init__(self, db: Database) -> None:
         self.db = db
+        self._copying: asyncio.Lock | None = None  # one branch's copy at a time (made in the running loop)
 
     async def open(self) -> None:
         return None  # the database was opened (and migrated) when it was built
@@ -169,7 +170,11 @@ class SQLiteConversationStore(AppendThroughExtend):
         chain is copied without holding up the event loop."""
         rows = [_row(turn) for turn in turns]  # serialised first: a turn that cannot be leaves nothing written
         if start is not None and start.parent is not None:
-            return await asyncio.to_thread(self._extend, user_id, conversation_id, turns, rows, start)
+            # copies queue here, not in worker threads that would each wait for the database and leave none for
+            # the calls that go to a thread while it is busy
+            self._copying = self._copying or asyncio.Lock()
+            async with self._copying:
+                return await asyncio.to_thread(self._extend, user_id, conversation_id, turns, rows, start)
         return await self._extend_inline(user_id, conversation_id, turns, rows, start)
 
     def _extend(
