@@ -1,15 +1,18 @@
 """Responses branches on a long chain: does the service keep answering while they are stored? (issue 51, item 1)
 
-    python bench/responses_branch_load.py [--turns 10000] [--branches 8] [--users 8] [--backend sqlite|postgres]
+    python bench/responses_branch_load.py [--turns 10000] [--branches 8] [--users 2] [--mode branch|new]
+                                          [--backend sqlite|postgres] [--memory on|off]
 
-Seeds one chain of --turns turns (a ~60-word question, a ~300-word answer, a small trace each, as bench/stores.py
-writes them) straight into the store of a temporary data dir, then starts `anaphora serve` (fake chat model, the
-no-model embedder, JWT auth) on 127.0.0.1 in a child process, and sends --branches concurrent ``POST /v1/responses``
-continuing from earlier responses of the chain (each a branch: a new conversation holding the chain up to that
-response, copied when the turn is stored), from --users users (the per-user in-flight limit is 4), while a probe
-reads ``/healthz`` every 20 ms. Reports the probe's latency (p50, p99, max) during the branches, each branch's status
-and latency, and checks afterwards that every answered branch holds its whole chain and that the refused ones
-(429) left nothing; writes bench/results/responses_branch_load.json. Bounded: one round, 127.0.0.1 only.
+Seeds one chain of --turns turns per user (a ~60-word question, a ~300-word answer, a small trace each, as
+bench/stores.py writes them) straight into the store of a temporary data dir, then starts `anaphora serve` (fake
+chat model, the no-model embedder, JWT auth) on 127.0.0.1 in a child process, and sends --branches concurrent
+``POST /v1/responses`` continuing from earlier responses of the chains (each a branch: a new conversation holding
+the chain up to that response, copied when the turn is stored), spread over --users users (the per-user in-flight
+limit is 4: one user gets four 429s, refused before anything is written), while a probe reads ``/healthz`` every
+20 ms. ``--mode new`` is the control: as many new chains at once, nothing copied. Reports the probe's latency (p50,
+p99, max) before and during the requests, each request's status and latency, and checks afterwards that every
+answered branch holds its whole chain and that the refused ones left nothing; writes
+bench/results/responses_branch_load-BACKEND-MODE-uUSERS.json. Bounded: one round, 127.0.0.1 only.
 """
 
 from __future__ import annotations
@@ -192,6 +195,7 @@ def main() -> None:
     parser.add_argument("--branches", type=int, default=8)
     parser.add_argument("--users", type=int, default=2, help="users the branches are spread over (4 in flight each)")
     parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument("--postgres-url", help="a database to use with --backend postgres (default: a new one)")
     parser.add_argument("--memory", choices=["on", "off"], default="on", help="long-term memory (the default: on)")
     parser.add_argument(
         "--mode", choices=["branch", "new"], default="branch", help="new: the control, new chains (nothing copied)"
@@ -203,7 +207,8 @@ def main() -> None:
         data_dir = Path(tmp) / "data"
         extra = {}
         if args.backend == "postgres":
-            extra = {"conversation_store": "postgres", "postgres_url": stack.enter_context(embedded_postgres())}
+            url = args.postgres_url or stack.enter_context(embedded_postgres())
+            extra = {"conversation_store": "postgres", "postgres_url": url}
         settings = Settings(data_dir=data_dir, chat_model="fake", embedder="hashing", **extra)
         started = time.perf_counter()
         chains = seed_chain(settings, users, args.turns)
@@ -245,7 +250,7 @@ def main() -> None:
         "results": measured["results"],
         "problems": problems,
     }
-    path = write_result(f"responses_branch_load-{args.backend}-{args.mode}", payload)
+    path = write_result(f"responses_branch_load-{args.backend}-{args.mode}-u{args.users}", payload)
     print({k: v for k, v in payload.items() if k != "results"})
     print(f"written to {path}")
     if problems:
