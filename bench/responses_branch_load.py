@@ -22,7 +22,6 @@ import asyncio
 import contextlib
 import os
 import random
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,6 +32,7 @@ from pathlib import Path
 import httpx
 import jwt
 from common import embedded_postgres, git_revision, machine, percentile, summary_ms, write_result
+from load import free_port, wait_ready
 from stores import _workload
 
 from anaphora.app import build_conversation_store
@@ -69,31 +69,12 @@ def seed_chain(settings: Settings, users: list[str], turns: int) -> dict[str, st
     return asyncio.run(write())
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def serve(settings: dict[str, str], port: int, log: Path) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANAPHORA_")}
     env.update({f"ANAPHORA_{k.upper()}": v for k, v in settings.items()})
     env.update(ANAPHORA_SERVER_HOST="127.0.0.1", ANAPHORA_SERVER_PORT=str(port))
     with log.open("w") as out:
         return subprocess.Popen([sys.executable, "-m", "anaphora", "serve"], env=env, stdout=out, stderr=out)
-
-
-async def wait_ready(base: str, process: subprocess.Popen, timeout_s: float = 180) -> None:
-    deadline = time.monotonic() + timeout_s
-    async with httpx.AsyncClient(base_url=base) as http:
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise SystemExit(f"the server exited with {process.returncode}")
-            with contextlib.suppress(httpx.TransportError):
-                if (await http.get("/readyz")).status_code == 200:
-                    return
-            await asyncio.sleep(0.2)
-    raise SystemExit("the server did not become ready")
 
 
 def latency(values: list[float]) -> dict[str, float]:
@@ -189,6 +170,31 @@ def check(measured: dict, turns: int) -> list[str]:
     return problems
 
 
+def report(args: argparse.Namespace, measured: dict, seed_s: float, problems: list[str]) -> dict:
+    return {
+        "benchmark": "responses_branch_load",
+        "date": date.today().isoformat(),
+        "machine": machine(),
+        "revision": git_revision(),
+        "command": "python bench/responses_branch_load.py " + " ".join(sys.argv[1:]),
+        "backend": args.backend,
+        "chain_turns": args.turns,
+        "branches": args.branches,
+        "users": args.users,
+        "memory": args.memory,
+        "mode": args.mode,
+        "seed_s": round(seed_s, 1),
+        "healthz_idle_ms": latency(measured["idle"]),
+        "healthz_during_ms": latency(measured["samples"]),
+        "healthz_samples": len(measured["samples"]),
+        "branches_wall_s": round(measured["wall_s"], 2),
+        "branch_statuses": sorted(r["status"] for r in measured["results"]),
+        "branch_ms": latency([r["ms"] for r in measured["results"]]),
+        "results": measured["results"],
+        "problems": problems,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=10_000)
@@ -228,28 +234,7 @@ def main() -> None:
             process.terminate()
             process.wait(timeout=30)
     problems = check(measured, args.turns)
-    payload = {
-        "benchmark": "responses_branch_load",
-        "date": date.today().isoformat(),
-        "machine": machine(),
-        "revision": git_revision(),
-        "command": "python bench/responses_branch_load.py " + " ".join(sys.argv[1:]),
-        "backend": args.backend,
-        "chain_turns": args.turns,
-        "branches": args.branches,
-        "users": args.users,
-        "memory": args.memory,
-        "mode": args.mode,
-        "seed_s": round(seed_s, 1),
-        "healthz_idle_ms": latency(measured["idle"]),
-        "healthz_during_ms": latency(measured["samples"]),
-        "healthz_samples": len(measured["samples"]),
-        "branches_wall_s": round(measured["wall_s"], 2),
-        "branch_statuses": sorted(r["status"] for r in measured["results"]),
-        "branch_ms": latency([r["ms"] for r in measured["results"]]),
-        "results": measured["results"],
-        "problems": problems,
-    }
+    payload = report(args, measured, seed_s, problems)
     path = write_result(f"responses_branch_load-{args.backend}-{args.mode}-u{args.users}", payload)
     print({k: v for k, v in payload.items() if k != "results"})
     print(f"written to {path}")
