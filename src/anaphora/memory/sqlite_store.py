@@ -158,9 +158,7 @@ class SQLiteMemoryStore:
         return fact
 
     @inline_if_free
-    def upsert_entities(
-        self, user_id: str, mentions: Sequence[EntityMention], *, epoch: int | None = None
-    ) -> None:
+    def upsert_entities(self, user_id: str, mentions: Sequence[EntityMention], *, epoch: int | None = None) -> None:
         with self.db.transaction() as db:
             if _stale(db, user_id, epoch):
                 return
@@ -172,9 +170,7 @@ class SQLiteMemoryStore:
             )
 
     @inline_if_free
-    def set_profile(
-        self, user_id: str, text: str, covers: Sequence[str] = (), *, epoch: int | None = None
-    ) -> None:
+    def set_profile(self, user_id: str, text: str, covers: Sequence[str] = (), *, epoch: int | None = None) -> None:
         with self.db.transaction() as db:
             if _stale(db, user_id, epoch):
                 return
@@ -225,9 +221,7 @@ class SQLiteMemoryStore:
     profile = inline_if_free(_profile)
 
     @inline_if_free
-    def list(
-        self, user_id: str, *, kind: MemoryKind | None = None, limit: int = 50, offset: int = 0
-    ) -> MemoryPage:
+    def list(self, user_id: str, *, kind: MemoryKind | None = None, limit: int = 50, offset: int = 0) -> MemoryPage:
         where, params = ("user_id = ? AND kind = ?", (user_id, kind)) if kind else ("user_id = ?", (user_id,))
         rows = self.db.query(
             f"SELECT * FROM memory_items WHERE {where} ORDER BY time DESC, id LIMIT ? OFFSET ?",

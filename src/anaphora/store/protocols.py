@@ -41,7 +41,6 @@ class NewTurn(BaseModel):
     shown_passages: list[Passage] = Field(default_factory=list)
     window_start: int | None = None
 
-
     def stored(self, index: int, created_at: float) -> StoredTurn:
         """This turn as a store returns it once written at ``index``."""
         return StoredTurn(
