@@ -1,5 +1,5 @@
 """Crash safety of Responses turns: `anaphora serve` killed with SIGKILL in the middle of ``POST /v1/responses``
-turns that would open a conversation, branch a long chain or store input items, ten times, on SQLite and PostgreSQL.
+turns that would open a conversation, branch a long chain or store input items, ten times, on every store.
 
 A Responses turn writes nothing before it is answered: its new conversation, its branch's copy of the chain and the
 input items it brought are stored with the turn, in one transaction. So after every kill each conversation of the
@@ -95,14 +95,20 @@ def bodies(chain: str, short: str, latest: int, rng: random.Random) -> list[dict
     ]
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+@pytest.mark.parametrize("backend", ["sqlite", "postgres", "redis"])
 def test_killed_responses_turns_leave_no_orphan_and_no_stray_turn(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     extra = _backend_settings(backend, request)
     data_dir = tmp_path / "data"
     ingest_corpus(data_dir)
-    env = base_settings(data_dir, conversation_store=backend, chat_model=f"fake:{WORD_PAUSE_S}", **extra)
+    env = base_settings(
+        data_dir,
+        conversation_store=backend,
+        chat_model=f"fake:{WORD_PAUSE_S}",
+        turn_lock_lease_s=2,  # a killed replica's Redis lock frees itself quickly
+        **extra,
+    )
     settings = Settings(data_dir=data_dir, chat_model="fake", embedder="hashing", conversation_store=backend, **extra)
     chain, short = seed(settings)
     service = ServiceProcess(env, tmp_path / "service")
