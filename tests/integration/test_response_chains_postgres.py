@@ -21,6 +21,7 @@ from tests.unit.server.test_response_chains import (  # noqa: E402,F401 - collec
     test_a_question_empty_after_sanitizing_stores_nothing_however_it_is_placed,
     test_a_turn_over_the_users_limit_is_refused_before_anything_is_written,
     test_input_is_capped_like_the_other_routes_and_refused_before_anything_is_stored,
+    test_requests_continuing_the_same_response_at_once_each_follow_it,
 )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from anaphora.errors import InputError
@@ -245,13 +246,15 @@ class Engine:
         elif request.conversation_id is None:
             history = []
         else:
-            turns_before, stored = await history_before(
+            before = await history_before(
                 self.conversations,
                 request.user_id,
                 request.conversation_id,
                 request.prelude,
                 last=self.window.max_turns,
             )
+            turns_before, stored = before.turns_before, before.recent
+            request = replace(request, conversation_id=before.conversation_id, prelude=before.prelude)  # a branch?
             history = turns_to_messages(stored)
             covers = 0
             opens = request.prelude is not None and request.prelude.start is not None  # no summary yet
@@ -287,6 +290,7 @@ class Engine:
         if request.memory:
             await self._remembered(request.user_id)
         state, records = await self._run_stages(self.stages, await self._start(request, sink, turns_before))
+        request = state.request  # where the turn is stored, as its history was read
         sink.release(state.answer)  # what the answer phase decided, now final
         trace = trace_of(state, records)
         citations = list(state.citations)

@@ -154,6 +154,18 @@ class Prelude:
 
     start: ChainStart | None = None
     seeded: tuple[NewTurn, ...] = ()
+    after: int | None = None  # the turn continues this turn of its conversation: a branch if others came since
+
+
+@dataclass(frozen=True, slots=True)
+class Before:
+    """What comes before a turn, read when it runs: where it is stored (a branch, when turns of the conversation
+    came after the response it continues), how many turns precede it, and the latest of them."""
+
+    conversation_id: str
+    prelude: Prelude | None
+    turns_before: int
+    recent: list[StoredTurn]
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,20 +196,25 @@ async def place_turn(
         return Place(new_conversation_id(), Prelude(ChainStart(), seeded), len(seeded))
     end = await find(store, user_id, previous_response)
     if end.is_latest:
-        return Place(end.conversation.id, Prelude(seeded=seeded), end.index + 1 + len(seeded))
+        return Place(end.conversation.id, Prelude(seeded=seeded, after=end.index), end.index + 1 + len(seeded))
     start = ChainStart(parent=end.conversation.id, upto=end.index + 1)
     return Place(new_conversation_id(), Prelude(start, seeded), end.index + 1 + len(seeded))
 
 
 async def history_before(
     store: ConversationStore, user_id: str, conversation_id: str, prelude: Prelude | None, *, last: int
-) -> tuple[int, list[StoredTurn]]:
-    """(turns before the turn, the latest ``last`` of them) as the turn will see them once its prelude is written:
-    the conversation's turns (a branch's parent's, up to the branch point), then the seeded ones."""
+) -> Before:
+    """What comes before the turn once its prelude is written: the conversation's turns (a branch's parent's, up to
+    the branch point), then the seeded ones; the latest ``last`` of them are read. A turn that continues a response
+    after which other turns were stored meanwhile (requests that raced) becomes a branch from that response."""
     start = prelude.start if prelude is not None else None
     seeded = prelude.seeded if prelude is not None else ()
     if start is None:
         held = (await store.get(user_id, conversation_id)).turn_count
+        after = prelude.after if prelude is not None else None
+        if after is not None and held != after + 1:
+            branch = Prelude(ChainStart(parent=conversation_id, upto=after + 1), seeded)
+            return await history_before(store, user_id, new_conversation_id(), branch, last=last)
         earlier = await store.turns(user_id, conversation_id, last=last) if last > 0 else []
     elif start.parent is None:
         held, earlier = 0, []
@@ -209,7 +226,7 @@ async def history_before(
     created = earlier[-1].created_at if earlier else 0.0
     added = [turn.stored(held + n, created) for n, turn in enumerate(seeded)]
     recent = [*earlier, *added][-last:] if last > 0 else []
-    return held + len(seeded), recent
+    return Before(conversation_id, prelude, held + len(seeded), recent)
 
 
 async def write_turn(

@@ -200,3 +200,31 @@ def test_a_long_conversation_is_read_a_page_at_a_time(running) -> None:
         assert items("desc") == ascending[::-1]
         wrong = http.get(f"/v1/conversations/{conversation}/items", params={"after": f"msg_{conversation}_60"})
         assert wrong.status_code == 400 and wrong.json()["error"]["param"] == "after"
+
+
+def test_requests_continuing_the_same_response_at_once_each_follow_it(server_settings) -> None:
+    """Two requests continue the chain's latest response together: the first is appended, the second (which finds
+    a turn after that response when it runs) is stored as a branch from it; both name it as their previous."""
+    settings = server_settings()
+    with serve(settings, components_for(settings, SlowModel(pause_s=0.02))) as running:
+        root = chain_of(running, 1)[0]
+        replies: list[dict] = []
+        threads = [
+            threading.Thread(target=lambda q=q: replies.append(ask(running, input=q, previous_response_id=root)))
+            for q in ("And on ARM?", "What about its memory limits?")
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+        turns = [running_turns(running, r["conversation"]["id"]) for r in replies]
+    # each follows the root: in its conversation, or in a branch whose first turn is the root's (a copy, its own id)
+    assert len(replies) == 2 and root in {r["previous_response_id"] for r in replies}
+    assert all(r["id"].endswith("_1") and r["previous_response_id"].endswith("_0") for r in replies)
+    assert len({r["conversation"]["id"] for r in replies}) == 2
+    assert [len(t) for t in turns] == [2, 2] and turns[0][0] == turns[1][0]
+
+
+def running_turns(running: Running, conversation: str) -> list[tuple[str, str]]:
+    with running.client() as http:
+        return [(t["question"], t["answer"]) for t in http.get(f"/v1/conversations/{conversation}").json()["turns"]]

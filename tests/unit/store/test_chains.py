@@ -97,11 +97,9 @@ async def test_placing_a_turn_writes_nothing_and_the_turn_writes_its_prelude_at_
     assert place.index == 3 and place.prelude.start.upto == 2
     assert [c.id for c in await store.list("alice")] == [original.id]  # nothing yet
 
-    turns_before, recent = await chains.history_before(store, "alice", place.conversation_id, place.prelude, last=2)
-    assert turns_before == 3 and [(t.index, t.question) for t in recent] == [
-        (1, "question 1?"),
-        (2, "asked elsewhere?"),
-    ]
+    before = await chains.history_before(store, "alice", place.conversation_id, place.prelude, last=2)
+    assert (before.conversation_id, before.prelude, before.turns_before) == (place.conversation_id, place.prelude, 3)
+    assert [(t.index, t.question) for t in before.recent] == [(1, "question 1?"), (2, "asked elsewhere?")]
     stored = await chains.write_turn(store, "alice", place.conversation_id, place.prelude, make_turn(9))
     assert stored.index == 3
     turns = await store.turns("alice", place.conversation_id)
@@ -109,7 +107,7 @@ async def test_placing_a_turn_writes_nothing_and_the_turn_writes_its_prelude_at_
     assert turns[2].trace.route_reason == "added as items"
 
     tail = await chains.place_turn(store, "alice", previous_response=response_id(original.id, 3))
-    assert (tail.conversation_id, tail.index, tail.prelude.start) == (original.id, 4, None)
+    assert (tail.conversation_id, tail.index, tail.prelude.start, tail.prelude.after) == (original.id, 4, None, 3)
     new = await chains.place_turn(store, "alice")
     assert new.index == 0 and new.prelude.start is not None and new.prelude.start.parent is None
     with pytest.raises(NotFoundError):
@@ -139,3 +137,22 @@ async def test_discard_if_unanswered_removes_only_a_conversation_without_the_tur
 def test_the_response_id_round_trips() -> None:
     assert chains.parse_response_id(response_id("ab_c", 12)) == ("ab_c", 12)
     assert chains.parse_response_id("resp_abc") is None and chains.parse_response_id("msg_a_1") is None
+
+
+async def test_a_turn_continuing_a_response_that_others_followed_meanwhile_branches_from_it(store) -> None:
+    """Two requests continue the same latest response: the one that runs second finds a turn after it and is stored
+    as a branch from that response, so each response's previous is the one its request named."""
+    original = await store.create("alice")
+    await store.extend("alice", original.id, [make_turn(n) for n in range(4)])
+    first = await chains.place_turn(store, "alice", previous_response=response_id(original.id, 3))
+    second = await chains.place_turn(store, "alice", previous_response=response_id(original.id, 3))
+    ran = await chains.history_before(store, "alice", first.conversation_id, first.prelude, last=8)
+    await chains.write_turn(store, "alice", ran.conversation_id, ran.prelude, make_turn(10))
+    raced = await chains.history_before(store, "alice", second.conversation_id, second.prelude, last=8)
+    assert raced.conversation_id != original.id and raced.turns_before == 4
+    assert [t.index for t in raced.recent] == [0, 1, 2, 3] and raced.prelude.start.upto == 4
+    stored = await chains.write_turn(store, "alice", raced.conversation_id, raced.prelude, make_turn(11))
+    assert stored.index == 4
+    assert [t.question for t in await store.turns("alice", original.id)][3:] == ["question 3?", "question 10?"]
+    branched = await store.turns("alice", raced.conversation_id)
+    assert [t.question for t in branched][3:] == ["question 3?", "question 11?"]
