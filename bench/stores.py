@@ -34,6 +34,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np
 from common import CACHE, domain_paths, embedded_postgres, git_revision, machine, summary_ms, write_result
 
+from anaphora.store import NewTurn
 from anaphora.types import Citation, Passage, StageRecord, TurnTrace
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -90,7 +91,8 @@ async def _bench_store(store, workload, reads: int) -> dict:
     conversations = [(await store.create(USER, f"bench {i}")).id for i in range(CONVERSATIONS)]
     started = time.perf_counter()
     for n, (question, answer, citations, trace) in enumerate(workload):
-        await store.append_turn(USER, conversations[n % CONVERSATIONS], question, answer, citations, trace)
+        turn = NewTurn(question=question, answer=answer, citations=citations, trace=trace)
+        await store.append_turn(USER, conversations[n % CONVERSATIONS], turn)
     append_s = time.perf_counter() - started
     samples = []
     for n in range(reads):

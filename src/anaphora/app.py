@@ -76,6 +76,7 @@ from anaphora.store import (
     SQLiteCorpus,
     SQLiteEmbeddingCache,
     StoredTurn,
+    chains,
 )
 from anaphora.store.postgres_conversations import PostgresConversationStore
 from anaphora.store.postgres_passages import PostgresPassageStore
@@ -648,6 +649,41 @@ class Anaphora:
         """Right to erase: every conversation, cached embedding of their text and memory of the user; the counts."""
         return self.run(erase_user_data(self.components, user_id))
 
+    def chain(self, response_id: str, *, user_id: str = LOCAL_USER, last: int | None = None) -> list[StoredTurn]:
+        """The turns of the chain a stored response ends (``resp_{conversation}_{index}``: see
+        :func:`anaphora.store.chains.response_id`), oldest first; with ``last``, only the latest ``last``."""
+        return self.run(chains.chain(self.components.conversations, user_id, response_id, last=last))
+
+    def branch(self, response_id: str, *, user_id: str = LOCAL_USER, title: str = "") -> str:
+        """A new conversation holding the chain a stored response ends (the original keeps every turn); its id.
+        ``ask(..., continue_from=response_id)`` branches too, storing the branch only with its answered turn."""
+        return self.run(chains.branch(self.components.conversations, user_id, response_id, title=title)).id
+
+    def _request(
+        self,
+        question: str,
+        conversation_id: str | None,
+        *,
+        user_id: str,
+        history: Sequence[Message] | None = None,
+        memory: bool = True,
+        continue_from: str | None = None,
+    ) -> TurnRequest:
+        require_valid_text(question, "the question")
+        if continue_from is None:
+            return TurnRequest(
+                question, user_id=user_id, conversation_id=conversation_id, history=history, memory=memory
+            )
+        if conversation_id is not None or history is not None:
+            raise InputError(
+                "continue_from cannot be combined with a conversation or a history",
+                hint="continue a response chain with continue_from, or a conversation with its id",
+            )
+        place = self.run(chains.place_turn(self.components.conversations, user_id, previous_response=continue_from))
+        return TurnRequest(
+            question, user_id=user_id, conversation_id=place.conversation_id, prelude=place.prelude, memory=memory
+        )
+
     def ask(
         self,
         question: str,
@@ -656,21 +692,29 @@ class Anaphora:
         user_id: str = LOCAL_USER,
         history: Sequence[Message] | None = None,
         memory: bool = True,
+        continue_from: str | None = None,
     ) -> TurnResult:
-        """``memory=False``: a temporary chat, that recalls no long-term memory and leaves none."""
-        require_valid_text(question, "the question")
-        request = TurnRequest(
-            question, user_id=user_id, conversation_id=conversation_id, history=history, memory=memory
-        )
-        return self.run(self.components.engine.ask(request))
+        """``memory=False``: a temporary chat, that recalls no long-term memory and leaves none.
+        ``continue_from``: a stored response's id, whose chain the turn continues: appended to its conversation
+        when it is the chain's latest turn, else stored in a new conversation, a branch, with the chain up to it
+        (written with the turn: a turn that fails leaves nothing)."""
+        options = {"user_id": user_id, "history": history, "memory": memory, "continue_from": continue_from}
+        return self.run(self.components.engine.ask(self._request(question, conversation_id, **options)))
 
     def stream(
-        self, question: str, conversation_id: str | None = None, *, user_id: str = LOCAL_USER, memory: bool = True
+        self,
+        question: str,
+        conversation_id: str | None = None,
+        *,
+        user_id: str = LOCAL_USER,
+        memory: bool = True,
+        continue_from: str | None = None,
     ) -> Iterator[str | TurnResult]:
-        """Yield text deltas, then the final :class:`TurnResult`; ``memory`` as in :meth:`ask`."""
-        require_valid_text(question, "the question")
+        """Yield text deltas, then the final :class:`TurnResult`; ``memory`` and ``continue_from`` as in
+        :meth:`ask`."""
         engine = self.components.engine
-        request = TurnRequest(question, user_id=user_id, conversation_id=conversation_id, memory=memory)
+        options = {"user_id": user_id, "memory": memory, "continue_from": continue_from}
+        request = self._request(question, conversation_id, **options)
 
         async def start():
             return engine.stream(request)

@@ -130,6 +130,17 @@ class InputError(AnaphoraError):
         self.code = code
 
 
+class ConversationExistsError(InputError):
+    """A write that starts a conversation under an id that is taken (the caller chose it: ``ChainStart``)."""
+
+    def __init__(self, conversation_id: str) -> None:
+        super().__init__(
+            f"a conversation {conversation_id!r} exists already",
+            hint="start the conversation under a fresh id (anaphora.store.new_conversation_id())",
+            code="conflict",
+        )
+
+
 class InvalidJSONError(InputError):
     pass
 

@@ -31,6 +31,7 @@ from anaphora.errors import (
     require,
 )
 from anaphora.settings import load_settings
+from anaphora.store.chains import response_id
 from anaphora.types import TurnResult
 
 app = typer.Typer(
@@ -49,6 +50,13 @@ errors = terminal(stderr=True)
 
 TraceOption = Annotated[bool, typer.Option("--trace", help="print the per-turn trace")]
 ConversationOption = Annotated[str | None, typer.Option("--conversation", "-c", help="conversation id to continue")]
+ContinueOption = Annotated[
+    str | None,
+    typer.Option(
+        "--continue",
+        help="a response id (resp_...) whose chain to continue; an earlier response of a chain starts a branch",
+    ),
+]
 TemporaryOption = Annotated[
     bool, typer.Option("--temporary", help="a temporary chat: recall no long-term memory and leave none")
 ]
@@ -127,9 +135,17 @@ def ingest(
         _ingest(rag, paths, prune=prune, force=rebuild, verbose=verbose, every_s=progress_every, workers=workers)
 
 
-def _answer(rag: Anaphora, question: str, conversation: str | None, trace: bool, *, memory: bool = True) -> TurnResult:
+def _answer(
+    rag: Anaphora,
+    question: str,
+    conversation: str | None,
+    trace: bool,
+    *,
+    memory: bool = True,
+    continue_from: str | None = None,
+) -> TurnResult:
     result: TurnResult | None = None
-    for item in rag.stream(question, conversation, memory=memory):
+    for item in rag.stream(question, conversation, memory=memory, continue_from=continue_from):
         if isinstance(item, TurnResult):
             result = item
         else:
@@ -140,6 +156,8 @@ def _answer(rag: Anaphora, question: str, conversation: str | None, trace: bool,
     print_memories(console, result)
     if trace:
         print_trace(console, result)
+    if result.conversation_id:
+        console.print(f"[dim]response {shown(response_id(result.conversation_id, result.turn_index))}[/dim]")
     return result
 
 
@@ -148,18 +166,20 @@ def ask(
     ctx: typer.Context,
     question: Annotated[str, typer.Argument(help="your question")],
     conversation: ConversationOption = None,
+    continue_from: ContinueOption = None,
     trace: TraceOption = False,
     temporary: TemporaryOption = False,
     remember: Annotated[
         bool, typer.Option("--remember", help="store this turn in a new conversation, so it is remembered")
     ] = False,
 ) -> None:
-    """Answer one question (continuing a conversation with --conversation). Without a conversation the turn is
-    not stored, so nothing of it is remembered: --remember starts one."""
+    """Answer one question (continuing a conversation with --conversation, or a response's chain with --continue).
+    Without either the turn is not stored, so nothing of it is remembered: --remember starts one."""
     with _open(ctx) as rag:
-        if remember and conversation is None and not temporary:
+        if remember and conversation is None and continue_from is None and not temporary:
             conversation = rag.new_conversation(question[:60])
-        _answer(rag, question, conversation, trace, memory=not temporary)
+        result = _answer(rag, question, conversation, trace, memory=not temporary, continue_from=continue_from)
+        conversation = result.conversation_id or None
         remembers = rag.components.settings.memory.enabled and not temporary
     if conversation is None and remembers:
         console.print(
@@ -177,13 +197,22 @@ def ask(
 def chat(
     ctx: typer.Context,
     conversation: ConversationOption = None,
+    continue_from: ContinueOption = None,
     trace: TraceOption = False,
     temporary: TemporaryOption = False,
 ) -> None:
-    """Chat in the terminal; the conversation is stored and can be resumed with --conversation."""
+    """Chat in the terminal; the conversation is stored and can be resumed with --conversation. With --continue the
+    chat goes on from a stored response: in its conversation when it is the latest, else in a branch, stored with
+    the first answer."""
     with _open(ctx) as rag:
-        conversation = conversation or rag.new_conversation()
-        console.print(f"[dim]conversation {conversation} — /quit or Ctrl-D to leave[/dim]")
+        if continue_from is not None and conversation is not None:
+            raise InputError("--continue and --conversation cannot be used together", hint="give one of them")
+        if continue_from is None:
+            conversation = conversation or rag.new_conversation()
+            console.print(f"[dim]conversation {shown(conversation)} — /quit or Ctrl-D to leave[/dim]")
+        else:
+            rag.chain(continue_from, last=1)  # an unknown response is refused before the first question
+            console.print(f"[dim]continuing from response {shown(continue_from)} — /quit or Ctrl-D to leave[/dim]")
         while True:
             try:
                 question = console.input("[bold green]you>[/bold green] ").strip()
@@ -196,10 +225,13 @@ def chat(
                 continue
             console.print("[bold blue]anaphora>[/bold blue] ", end="")
             try:
-                _answer(rag, question, conversation, trace, memory=not temporary)
+                result = _answer(rag, question, conversation, trace, memory=not temporary, continue_from=continue_from)
             except AnaphoraError as exc:
                 _report(exc)
-        console.print(f"[dim]resume with: anaphora chat --conversation {conversation}[/dim]")
+                continue
+            conversation, continue_from = result.conversation_id, None
+        if conversation is not None:
+            console.print(f"[dim]resume with: anaphora chat --conversation {shown(conversation)}[/dim]")
 
 
 @conversations_app.command("list")
@@ -215,9 +247,10 @@ def conversations_list(ctx: typer.Context, limit: int = 50) -> None:
 
 @conversations_app.command("show")
 def conversations_show(ctx: typer.Context, conversation: str) -> None:
-    """Print a conversation's turns with their sources."""
+    """Print a conversation's turns with their sources, each under its response id (for --continue)."""
     with _open(ctx) as rag:
         for turn in rag.turns(conversation):
+            console.print(f"[dim]{shown(response_id(conversation, turn.index))}[/dim]")
             console.print(f"[bold green]you>[/bold green] {shown(turn.question)}")
             console.print("[bold blue]anaphora>[/bold blue] ", end="")
             console.print(inert(turn.answer), markup=False)

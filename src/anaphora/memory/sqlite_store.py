@@ -34,7 +34,7 @@ from anaphora.memory.types import (
     Profile,
     epoch_key,
 )
-from anaphora.store.sqlite_database import Database
+from anaphora.store.sqlite_database import Database, inline_if_free
 
 REMOVALS = "memory_removals"  # the meta key counting removals of memory rows, by any user
 _EPOCH = "SELECT epoch FROM memory_epochs WHERE user_key = ?"
@@ -76,7 +76,8 @@ class SQLiteMemoryStore:
     async def open(self) -> None:
         return None  # the database was opened, and the memory tables migrated, when this store was built
 
-    async def ping(self) -> None:
+    @inline_if_free
+    def ping(self) -> None:
         self.db.query("SELECT 1 FROM memory_items LIMIT 1")
 
     async def aclose(self) -> None:
@@ -85,11 +86,13 @@ class SQLiteMemoryStore:
 
     # --- writes ----------------------------------------------------------------------------------------------
 
-    async def epoch(self, user_id: str) -> int:
+    @inline_if_free
+    def epoch(self, user_id: str) -> int:
         rows = self.db.query(_EPOCH, (epoch_key(user_id),))
         return rows[0]["epoch"] if rows else 0
 
-    async def add(
+    @inline_if_free
+    def add(
         self, user_id: str, items: Sequence[MemoryItem], vectors: np.ndarray | None = None, *, epoch: int | None = None
     ) -> list[MemoryItem]:
         if any(item.user_id != user_id for item in items):
@@ -157,9 +160,8 @@ class SQLiteMemoryStore:
             return replace(fact, valid_from=since, valid_to=min(later))
         return fact
 
-    async def upsert_entities(
-        self, user_id: str, mentions: Sequence[EntityMention], *, epoch: int | None = None
-    ) -> None:
+    @inline_if_free
+    def upsert_entities(self, user_id: str, mentions: Sequence[EntityMention], *, epoch: int | None = None) -> None:
         with self.db.transaction() as db:
             if _stale(db, user_id, epoch):
                 return
@@ -170,9 +172,8 @@ class SQLiteMemoryStore:
                 [(user_id, m.name.casefold(), m.name, m.kind, m.seen_at, m.seen_at) for m in mentions],
             )
 
-    async def set_profile(
-        self, user_id: str, text: str, covers: Sequence[str] = (), *, epoch: int | None = None
-    ) -> None:
+    @inline_if_free
+    def set_profile(self, user_id: str, text: str, covers: Sequence[str] = (), *, epoch: int | None = None) -> None:
         with self.db.transaction() as db:
             if _stale(db, user_id, epoch):
                 return
@@ -186,16 +187,21 @@ class SQLiteMemoryStore:
     # --- reads -----------------------------------------------------------------------------------------------
 
     # The searches run inline, like the store's statements: a few milliseconds of numpy for a user with 6,000
-    # items, where a hop to a worker thread cost more than the search on a loaded machine (bench/memory.py).
+    # items, where a hop to a worker thread cost more than the search on a loaded machine (bench/memory.py). Every
+    # method goes to a worker thread only while another thread holds the database (a branch's copy of a long chain:
+    # inline_if_free), so none waits for it on the event loop.
 
-    async def lexical(self, user_id: str, queries: Sequence[str], k: int) -> list[list[MemoryHit]]:
+    @inline_if_free
+    def lexical(self, user_id: str, queries: Sequence[str], k: int) -> list[list[MemoryHit]]:
         index = self._index(user_id)
         return [index.lexical(query, k) for query in queries]
 
-    async def dense(self, user_id: str, vectors: np.ndarray, k: int) -> list[list[MemoryHit]]:
+    @inline_if_free
+    def dense(self, user_id: str, vectors: np.ndarray, k: int) -> list[list[MemoryHit]]:
         return self._index(user_id).dense(vectors, k)
 
-    async def get_many(self, user_id: str, item_ids: Sequence[str]) -> dict[str, MemoryItem]:
+    @inline_if_free
+    def get_many(self, user_id: str, item_ids: Sequence[str]) -> dict[str, MemoryItem]:
         wanted = list(dict.fromkeys(item_ids))
         found: dict[str, MemoryItem] = {}
         for start in range(0, len(wanted), 500):  # within SQLite's bound-parameter limit
@@ -208,16 +214,17 @@ class SQLiteMemoryStore:
             found.update((row["id"], _item(row)) for row in rows)
         return {item_id: found[item_id] for item_id in wanted if item_id in found}
 
-    async def profile(self, user_id: str) -> Profile | None:
+    def _profile(self, user_id: str) -> Profile | None:
         rows = self.db.query("SELECT * FROM memory_profiles WHERE user_id = ?", (user_id,))
         if not rows:
             return None
         row = rows[0]
         return Profile(user_id, row["text"], row["updated_at"], tuple(json.loads(row["covers"])))
 
-    async def list(
-        self, user_id: str, *, kind: MemoryKind | None = None, limit: int = 50, offset: int = 0
-    ) -> MemoryPage:
+    profile = inline_if_free(_profile)
+
+    @inline_if_free
+    def list(self, user_id: str, *, kind: MemoryKind | None = None, limit: int = 50, offset: int = 0) -> MemoryPage:
         where, params = ("user_id = ? AND kind = ?", (user_id, kind)) if kind else ("user_id = ?", (user_id,))
         rows = self.db.query(
             f"SELECT * FROM memory_items WHERE {where} ORDER BY time DESC, id LIMIT ? OFFSET ?",
@@ -226,25 +233,28 @@ class SQLiteMemoryStore:
         more = len(rows) > limit
         return MemoryPage(tuple(_item(r) for r in rows[:limit]), offset + limit if more else None)
 
-    async def entities(self, user_id: str, *, limit: int = 100) -> list[Entity]:
+    @inline_if_free
+    def entities(self, user_id: str, *, limit: int = 100) -> list[Entity]:
         rows = self.db.query(
             "SELECT * FROM memory_entities WHERE user_id = ? ORDER BY mentions DESC, last_seen DESC, key LIMIT ?",
             (user_id, limit),
         )
         return [_entity(r) for r in rows]
 
-    async def export(self, user_id: str) -> MemoryExport:
+    @inline_if_free
+    def export(self, user_id: str) -> MemoryExport:
         rows = self.db.query("SELECT * FROM memory_items WHERE user_id = ? ORDER BY time DESC, id", (user_id,))
         entities = self.db.query(
             "SELECT * FROM memory_entities WHERE user_id = ? ORDER BY mentions DESC, last_seen DESC, key", (user_id,)
         )
         return MemoryExport(
-            user_id, tuple(_item(r) for r in rows), tuple(_entity(r) for r in entities), await self.profile(user_id)
+            user_id, tuple(_item(r) for r in rows), tuple(_entity(r) for r in entities), self._profile(user_id)
         )
 
     # --- removal ---------------------------------------------------------------------------------------------
 
-    async def delete(self, user_id: str, item_id: str) -> None:
+    @inline_if_free
+    def delete(self, user_id: str, item_id: str) -> None:
         with self.db.transaction() as db:
             deleted = db.execute("DELETE FROM memory_items WHERE id = ? AND user_id = ?", (item_id, user_id)).rowcount
             _count_removal(db)
@@ -252,7 +262,8 @@ class SQLiteMemoryStore:
             raise MemoryNotFoundError(item_id)
         self._forget_index(user_id)
 
-    async def delete_expired(self, before_ts: float) -> dict[str, int]:
+    @inline_if_free
+    def delete_expired(self, before_ts: float) -> dict[str, int]:
         with self.db.transaction() as db:
             vectors = db.execute(
                 "SELECT COUNT(*) FROM memory_vectors WHERE item_key IN (SELECT key FROM memory_items WHERE time < ?)",
@@ -265,7 +276,8 @@ class SQLiteMemoryStore:
             self._indexes.clear()
         return {"memories": memories, "vectors": vectors, "entities": entities, "profiles": 0}
 
-    async def erase_user(self, user_id: str) -> dict[str, int]:
+    @inline_if_free
+    def erase_user(self, user_id: str) -> dict[str, int]:
         with self.db.transaction() as db:
             counts = {
                 name: db.execute(f"SELECT COUNT(*) FROM {table} WHERE user_id = ?", (user_id,)).fetchone()[0]

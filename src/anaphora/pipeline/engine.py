@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from anaphora.errors import InputError
@@ -25,7 +26,8 @@ from anaphora.pipeline.state import INITIAL, LOCAL_USER, STORED, TurnRequest, Tu
 from anaphora.pipeline.summary import RollingSummarizer
 from anaphora.pipeline.window import ConversationWindow, WindowPolicy
 from anaphora.sanitize import sanitize
-from anaphora.store.protocols import ConversationStore, StoredTurn, SummaryStore
+from anaphora.store.chains import history_before, write_turn
+from anaphora.store.protocols import ConversationStore, NewTurn, StoredTurn, SummaryStore
 from anaphora.types import Message, StageRecord, TurnResult, TurnTrace
 
 __all__ = [
@@ -240,12 +242,19 @@ class Engine:
         elif request.conversation_id is None:
             history = []
         else:
-            stored = await self.conversations.turns(
-                request.user_id, request.conversation_id, last=self.window.max_turns
+            before = await history_before(
+                self.conversations,
+                request.user_id,
+                request.conversation_id,
+                request.prelude,
+                last=self.window.max_turns,
             )
+            turns_before, stored = before.turns_before, before.recent
+            request = replace(request, conversation_id=before.conversation_id, prelude=before.prelude)  # a branch?
             history = turns_to_messages(stored)
             covers = 0
-            if self.window.summary and self.summaries is not None:
+            opens = request.prelude is not None and request.prelude.start is not None  # no summary yet
+            if self.window.summary and self.summaries is not None and not opens:
                 current = await self.summaries.summary(request.user_id, request.conversation_id)
                 summary, covers = (current.text, current.covers_turns) if current else ("", 0)
             window = ConversationWindow.from_stored(stored, turns_before, self.window, covers)
@@ -271,14 +280,12 @@ class Engine:
             return result
 
     async def _turn(self, request: TurnRequest, sink: AnswerSink) -> TurnResult:
-        if request.conversation_id is not None:  # an unknown conversation is refused before any work
-            conversation = await self.conversations.get(request.user_id, request.conversation_id)
-            turns_before = conversation.turn_count
-        else:
-            turns_before = sum(1 for m in request.history or () if m.role == "user")
+        # a stored conversation's turns are counted when its history is read (an unknown one is refused there)
+        turns_before = sum(1 for m in request.history or () if m.role == "user")
         if request.memory:
             await self._remembered(request.user_id)
         state, records = await self._run_stages(self.stages, await self._start(request, turns_before), sink)
+        request = state.request  # where the turn is stored, as its history was read
         sink.release(state.answer)  # what the answer phase decided, now final
         trace = trace_of(state, records)
         citations = list(state.citations)
@@ -286,15 +293,16 @@ class Engine:
         turn_index = turns_before
         if request.conversation_id is not None:
             started = time.perf_counter()  # timed outside the trace, which is stored as it is now
-            stored = await self.conversations.append_turn(
-                request.user_id,
-                request.conversation_id,
-                request.question,
-                state.answer,
-                citations,
-                trace,  # audit only: what the next turn reads are the two fields below
-                shown_passages=state.shown_passages,
+            turn = NewTurn(
+                question=request.question,
+                answer=state.answer,
+                citations=citations,
+                trace=trace,  # audit only: what the next turn reads are the two fields below
+                shown_passages=list(state.shown_passages),
                 window_start=state.window_start,
+            )
+            stored = await write_turn(
+                self.conversations, request.user_id, request.conversation_id, request.prelude, turn
             )
             self.observer.seconds("remember", time.perf_counter() - started)
             turn_index = stored.index

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from anaphora.answering.extractive import ExtractiveAnswer, ExtractRequest, same_page
 from anaphora.reading.dates import date_label
+from anaphora.store.chains import Prelude
 from anaphora.types import Citation, Message, ModelCall, Passage, RecalledMemory, UnitVerdict
 
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ class TurnRequest:
     temperature: float | None = None  # per-request answer options; None: the settings decide
     max_tokens: int | None = None
     memory: bool = True  # False: a temporary chat; nothing is remembered from this turn or recalled into it
+    prelude: Prelude | None = None  # stored with the turn, in its transaction: the chain it opens, turns added
 
 
 def said_by_user(memory: RecalledMemory) -> str:

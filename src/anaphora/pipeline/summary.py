@@ -21,6 +21,7 @@ from anaphora.store.protocols import ConversationStore, StoredTurn, SummaryStore
 from anaphora.types import Message, StageStatus
 
 log = logging.getLogger("anaphora.summary")
+PAGE = 64  # turns read for one update: more than any input_tokens batch holds
 
 SUMMARY_INSTRUCTIONS = (
     "You keep a short running summary of a conversation between a user and an assistant about the user's "
@@ -70,8 +71,9 @@ class RollingSummarizer:
         done = current.covers_turns if current else 0
         if covers <= done:
             return "skipped"
-        turns = await self.conversations.turns(user_id, conversation_id)
-        fresh = self._batch([t for t in turns if done <= t.index < covers])
+        # a page past what the summary covers, never the whole conversation (a branch of a long chain has thousands)
+        turns = await self.conversations.turns(user_id, conversation_id, start=done, stop=min(covers, done + PAGE))
+        fresh = self._batch(turns)
         if not fresh:
             return "skipped"
         covers = fresh[-1].index + 1  # a long backlog is caught up over several updates

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictStr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictStr
 
 from anaphora.errors import InputError
 from anaphora.server.schemas import CreateConversation, Text, TurnOptions, whole_number
 from anaphora.types import Message, Role
 
 TEXT_PARTS = ("input_text", "output_text", "text")
+MAX_ITEMS = 20  # input items of a response, items added to a conversation at once
+MAX_INSTRUCTIONS_CHARS = 16_000  # echoed, not used: the default max_message_chars
+# OpenAI's limits on metadata: 16 pairs, keys of at most 64 characters, values of at most 512
+Metadata = dict[Annotated[Text, Field(max_length=64)], Annotated[Text, Field(max_length=512)]]
 _HINTS = {
     "tools": "Anaphora answers from its own documents and calls no tools: leave `tools` out",
     "tool_choice": "Anaphora calls no tools: leave `tool_choice` out",
@@ -44,6 +48,20 @@ class InputItem(BaseModel):
     content: Text | list[ContentPart] | None = None
 
 
+def _at_most_max_items(items: list[InputItem]) -> list[InputItem]:
+    """The item cap as a check of the list (a length error inside the union would be reported as a wrong type)."""
+    if len(items) > MAX_ITEMS:
+        raise ValueError(f"should have at most {MAX_ITEMS} items, not {len(items)}")
+    return items
+
+
+InputItems = Annotated[
+    list[InputItem],
+    Field(min_length=1, json_schema_extra={"maxItems": MAX_ITEMS}),
+    AfterValidator(_at_most_max_items),
+]
+
+
 class ConversationRef(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
@@ -60,15 +78,15 @@ class CreateResponse(BaseModel):
     model_config = ConfigDict(extra="allow")  # collected and refused by name: see unsupported()
 
     model: Text = Field(default="anaphora", max_length=256)
-    input: Annotated[Text, Field(min_length=1)] | Annotated[list[InputItem], Field(min_length=1)]
-    instructions: Text | None = None
+    input: Annotated[Text, Field(min_length=1)] | InputItems
+    instructions: Annotated[Text, Field(max_length=MAX_INSTRUCTIONS_CHARS)] | None = None
     previous_response_id: Text | None = Field(default=None, max_length=256)
     conversation: Text | ConversationRef | None = None
     store: StrictBool = True
     stream: StrictBool = False
     max_output_tokens: whole_number(1) | None = None  # type: ignore[valid-type]
     temperature: StrictFloat | None = Field(default=None, ge=0, le=2)  # a strict float takes an integer too
-    metadata: dict[str, Text] | None = Field(default=None, max_length=16)
+    metadata: Metadata | None = Field(default=None, max_length=16)
     user: Text | None = Field(default=None, max_length=256)
     anaphora: TurnOptions = Field(default_factory=TurnOptions)
 
@@ -101,8 +119,8 @@ class NewConversation(CreateConversation):
     """``POST /v1/conversations``: Anaphora's ``title``, and OpenAI's ``items`` (earlier turns, as for
     :class:`CreateItems`) and ``metadata`` (echoed in the reply, not stored)."""
 
-    items: list[InputItem] = Field(default_factory=list, max_length=20)
-    metadata: dict[str, Text] | None = Field(default=None, max_length=16)
+    items: list[InputItem] = Field(default_factory=list, max_length=MAX_ITEMS)
+    metadata: Metadata | None = Field(default=None, max_length=16)
 
 
 class CreateItems(BaseModel):
@@ -110,7 +128,7 @@ class CreateItems(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    items: list[InputItem] = Field(min_length=1, max_length=20)
+    items: list[InputItem] = Field(min_length=1, max_length=MAX_ITEMS)
 
 
 def _text(item: InputItem, where: str) -> str:

@@ -12,6 +12,7 @@ source, ``index``: where the answer cites it); the trace travels in the ``anapho
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Sequence
@@ -25,10 +26,18 @@ from anaphora.turn_ids import parse_response_id as parse_response_id  # the name
 from anaphora.turn_ids import response_id
 from anaphora.types import Citation, TurnResult, TurnTrace
 
+_ITEM_ID = re.compile(r"msg_(.+)_(\d{1,10})")
+
 
 def item_id(conversation_id: str, position: int) -> str:
     """The id of the item at ``position`` of a conversation: turn ``i`` is items ``2i`` (question), ``2i+1``."""
     return f"msg_{conversation_id}_{position}"
+
+
+def parse_item_id(value: str, conversation_id: str) -> int | None:
+    """The position of a conversation's item from its id; None for an id of no item of that conversation."""
+    found = _ITEM_ID.fullmatch(value)
+    return int(found.group(2)) if found and found.group(1) == conversation_id else None
 
 
 def temporary_id(prefix: str) -> str:

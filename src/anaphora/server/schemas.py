@@ -182,7 +182,8 @@ class TurnOut(BaseModel):
 
 
 class ConversationDetail(ConversationOut):
-    turns: list[TurnOut]
+    turns: list[TurnOut] = Field(description="a page of turns, oldest first: the latest ones unless before is given")
+    has_more: bool = Field(default=False, description="earlier turns exist: read them with before=turns[0].index")
 
 
 class ConversationList(BaseModel):

@@ -6,12 +6,14 @@ from anaphora.store.locks import LockBackend, ProcessTurnLock, SharedTurnLock
 from anaphora.store.postgres_conversations import PostgresConversationStore
 from anaphora.store.postgres_passages import PostgresPassageStore
 from anaphora.store.protocols import (
+    ChainStart,
     Conversation,
     ConversationStore,
     DocumentRegistry,
     EmbeddingCache,
     Lease,
     LockKey,
+    NewTurn,
     PassageIndex,
     Session,
     SessionStore,
@@ -20,6 +22,7 @@ from anaphora.store.protocols import (
     Summary,
     SummaryStore,
     TurnLock,
+    new_conversation_id,
 )
 from anaphora.store.redis_store import RedisConversationStore, RedisEmbeddingCache
 from anaphora.store.sqlite_conversations import SQLiteConversationStore
@@ -28,6 +31,7 @@ from anaphora.store.sqlite_database import Database
 from anaphora.store.sqlite_embedding_cache import SQLiteEmbeddingCache
 
 __all__ = [
+    "ChainStart",
     "Conversation",
     "ConversationStore",
     "Database",
@@ -36,6 +40,7 @@ __all__ = [
     "Lease",
     "LockBackend",
     "LockKey",
+    "NewTurn",
     "PassageIndex",
     "PostgresConversationStore",
     "PostgresPassageStore",
@@ -53,4 +58,5 @@ __all__ = [
     "Summary",
     "SummaryStore",
     "TurnLock",
+    "new_conversation_id",
 ]

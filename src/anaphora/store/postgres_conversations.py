@@ -15,15 +15,25 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from anaphora.errors import ConversationNotFoundError, NotFoundError, TurnNotFoundError
+from anaphora.errors import ConversationExistsError, ConversationNotFoundError, NotFoundError, TurnNotFoundError
 from anaphora.store.migrations import Migrations
 from anaphora.store.postgres_pool import AsyncPostgresStore, Migration, run_script
-from anaphora.store.protocols import Conversation, Feedback, LoggedTurn, StoredTurn, Summary, Vote
+from anaphora.store.protocols import (
+    AppendThroughExtend,
+    ChainStart,
+    Conversation,
+    Feedback,
+    LoggedTurn,
+    NewTurn,
+    StoredTurn,
+    Summary,
+    Vote,
+    new_conversation_id,
+)
 from anaphora.store.turn_fields import feedback_of, fields_from_trace
 from anaphora.types import Citation, Passage, TurnTrace
 
@@ -158,6 +168,20 @@ def _json(value: Any) -> str:
     return json.dumps(clean(value))
 
 
+def _row(turn: NewTurn) -> tuple:
+    """A turn's columns from ``question`` to ``window_start``, as stored (NaN and infinities as null, as SQLite
+    stores them)."""
+    trace = json.loads(turn.trace.model_dump_json()) if turn.trace is not None else None
+    return (
+        _text(turn.question),
+        _text(turn.answer),
+        _json([json.loads(c.model_dump_json()) for c in turn.citations]),
+        _json(trace) if trace is not None else None,
+        _json([json.loads(p.model_dump_json()) for p in turn.shown_passages]),
+        turn.window_start,
+    )
+
+
 def _not_found(conversation_id: str) -> NotFoundError:
     return ConversationNotFoundError(conversation_id)
 
@@ -199,7 +223,7 @@ def _turn(row: dict[str, Any]) -> StoredTurn:
     )
 
 
-class PostgresConversationStore(AsyncPostgresStore):
+class PostgresConversationStore(AppendThroughExtend, AsyncPostgresStore):
     """Conversations in PostgreSQL. Construction is cheap and synchronous; the pool opens (and the schema is
     migrated) on :meth:`open` or on first use. Close it with :meth:`aclose`."""
 
@@ -222,7 +246,7 @@ class PostgresConversationStore(AsyncPostgresStore):
 
     async def create(self, user_id: str, title: str = "") -> Conversation:
         now = _now()
-        conversation_id = uuid.uuid4().hex[:12]
+        conversation_id = new_conversation_id()
         async with await self._conn() as conn:
             await conn.execute(
                 "INSERT INTO conversations (id, user_id, title, created_at, updated_at) VALUES (%s, %s, %s, %s, %s)",
@@ -255,18 +279,19 @@ class PostgresConversationStore(AsyncPostgresStore):
             )
             return [_conversation(r) for r in await cursor.fetchall()]
 
-    async def turns(self, user_id: str, conversation_id: str, *, last: int | None = None) -> list[StoredTurn]:
+    async def turns(
+        self, user_id: str, conversation_id: str, *, last: int | None = None, start: int = 0, stop: int | None = None
+    ) -> list[StoredTurn]:
+        where = "t.conversation_id = %s AND t.idx >= %s" + (" AND t.idx < %s" if stop is not None else "")
+        params: tuple = (conversation_id, start) + ((stop,) if stop is not None else ())
         async with await self._conn() as conn:
             await self._owned(conn, user_id, conversation_id)
             if last is None:
-                cursor = await conn.execute(
-                    f"{_TURNS} WHERE t.conversation_id = %s ORDER BY t.idx", (user_id, conversation_id)
-                )
+                cursor = await conn.execute(f"{_TURNS} WHERE {where} ORDER BY t.idx", (user_id, *params))
             else:
                 cursor = await conn.execute(
-                    f"SELECT * FROM ({_TURNS} WHERE t.conversation_id = %s ORDER BY t.idx DESC LIMIT %s) x "
-                    "ORDER BY idx",
-                    (user_id, conversation_id, last),
+                    f"SELECT * FROM ({_TURNS} WHERE {where} ORDER BY t.idx DESC LIMIT %s) x ORDER BY idx",
+                    (user_id, *params, max(last, 0)),
                 )
             return [_turn(r) for r in await cursor.fetchall()]
 
@@ -317,54 +342,57 @@ class PostgresConversationStore(AsyncPostgresStore):
             rows = await cursor.fetchall()
         return [LoggedTurn(user_id=r["owner"], conversation_id=r["conversation_id"], turn=_turn(r)) for r in rows]
 
-    async def append_turn(
-        self,
-        user_id: str,
-        conversation_id: str,
-        question: str,
-        answer: str,
-        citations: Sequence[Citation],
-        trace: TurnTrace,
-        *,
-        shown_passages: Sequence[Passage] = (),
-        window_start: int | None = None,
-    ) -> StoredTurn:
+    async def _open(self, conn: Any, user_id: str, conversation_id: str, start: ChainStart, now: datetime) -> None:
+        """Create the conversation a write starts, with a branch's turns copied from its parent (in the server)."""
+        title = _text(start.title)
+        if start.parent is not None:
+            parent = await self._owned(conn, user_id, start.parent)
+            cursor = await conn.execute(
+                "SELECT COUNT(*) AS held FROM turns WHERE conversation_id = %s AND idx < %s",
+                (start.parent, start.upto),
+            )
+            if (await cursor.fetchone())["held"] < start.upto:
+                raise _not_found(start.parent)
+            title = title or parent["title"]
+        cursor = await conn.execute(
+            "INSERT INTO conversations (id, user_id, title, created_at, updated_at) VALUES (%s, %s, %s, %s, %s) "
+            "ON CONFLICT (id) DO NOTHING",
+            (conversation_id, user_id, title, now, now),
+        )
+        if not cursor.rowcount:
+            raise ConversationExistsError(conversation_id)
+        if start.parent is not None and start.upto:
+            await conn.execute(
+                "INSERT INTO turns (conversation_id, idx, question, answer, citations, trace, shown_passages, "
+                "window_start, created_at) SELECT %s, idx, question, answer, citations, trace, shown_passages, "
+                "window_start, created_at FROM turns WHERE conversation_id = %s AND idx < %s",
+                (conversation_id, start.parent, start.upto),
+            )
+
+    async def extend(
+        self, user_id: str, conversation_id: str, turns: Sequence[NewTurn], *, start: ChainStart | None = None
+    ) -> list[StoredTurn]:
+        rows = [_row(turn) for turn in turns]  # serialised first: a turn that cannot be leaves nothing written
         now = _now()
         async with await self._conn() as conn, conn.transaction():
+            if start is not None:
+                await self._open(conn, user_id, conversation_id, start, now)
             owner = await self._owned(conn, user_id, conversation_id, lock=True)  # serialises appends
             cursor = await conn.execute(
                 "SELECT COALESCE(MAX(idx) + 1, 0) AS next FROM turns WHERE conversation_id = %s", (conversation_id,)
             )
-            index = (await cursor.fetchone())["next"]
+            first = (await cursor.fetchone())["next"]
+            async with conn.cursor() as writer:
+                await writer.executemany(
+                    "INSERT INTO turns (conversation_id, idx, question, answer, citations, trace, shown_passages, "
+                    "window_start, created_at) VALUES (%s, %s, %s, %s, %s::jsonb, %s::jsonb, %s::jsonb, %s, %s)",
+                    [(conversation_id, first + n, *row, now) for n, row in enumerate(rows)],
+                )
+            title = owner["title"] or (_text(turns[0].question[:80]) if turns else "")
             await conn.execute(
-                "INSERT INTO turns (conversation_id, idx, question, answer, citations, trace, shown_passages, "
-                "window_start, created_at) VALUES (%s, %s, %s, %s, %s::jsonb, %s::jsonb, %s::jsonb, %s, %s)",
-                (
-                    conversation_id,
-                    index,
-                    _text(question),
-                    _text(answer),
-                    _json([json.loads(c.model_dump_json()) for c in citations]),
-                    _json(json.loads(trace.model_dump_json())),  # as SQLite stores it: NaN and infinities as null
-                    _json([json.loads(p.model_dump_json()) for p in shown_passages]),
-                    window_start,
-                    now,
-                ),
+                "UPDATE conversations SET updated_at = %s, title = %s WHERE id = %s", (now, title, conversation_id)
             )
-            await conn.execute(
-                "UPDATE conversations SET updated_at = %s, title = %s WHERE id = %s",
-                (now, owner["title"] or _text(question[:80]), conversation_id),
-            )
-        return StoredTurn(
-            index=index,
-            question=question,
-            answer=answer,
-            citations=list(citations),
-            trace=trace,
-            shown_passages=list(shown_passages),
-            window_start=window_start,
-            created_at=now.timestamp(),
-        )
+        return [turn.stored(first + n, now.timestamp()) for n, turn in enumerate(turns)]
 
     async def delete(self, user_id: str, conversation_id: str) -> None:
         async with await self._conn() as conn:

@@ -4,6 +4,7 @@ turn locks)."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
@@ -40,6 +41,19 @@ class NewTurn(BaseModel):
     shown_passages: list[Passage] = Field(default_factory=list)
     window_start: int | None = None
 
+    def stored(self, index: int, created_at: float) -> StoredTurn:
+        """This turn as a store returns it once written at ``index``."""
+        return StoredTurn(
+            question=self.question,
+            answer=self.answer,
+            citations=list(self.citations),
+            trace=self.trace,
+            shown_passages=list(self.shown_passages),
+            window_start=self.window_start,
+            index=index,
+            created_at=created_at,
+        )
+
 
 Vote = Literal["up", "down"]
 MAX_COMMENT_CHARS = 2000  # a vote's comment: a few sentences, not a document
@@ -70,13 +84,30 @@ class LoggedTurn(BaseModel):
     turn: StoredTurn
 
 
+class ChainStart(BaseModel):
+    """A conversation that a write creates in the same transaction as its turns, so a turn that fails or is killed
+    leaves no conversation behind. ``parent``: a branch, holding the first ``upto`` turns of that conversation of
+    the same user, copied as they are (their indexes, times, traces); ``title``: none takes the parent's title, or
+    the first question's."""
+
+    title: str = ""
+    parent: str | None = None
+    upto: int = Field(default=0, ge=0)
+
+
+def new_conversation_id() -> str:
+    """A fresh conversation id, the same shape every store gives (a caller may choose it: :class:`ChainStart`)."""
+    return uuid.uuid4().hex[:12]
+
+
 class ConversationStore(Protocol):
     """Conversations and their turns, owned by a user.
 
     Rules: a turn (question, answer, citations, trace and the fields the next turn reads, ``shown_passages`` and
     ``window_start``) is appended atomically or not at all, and read back as it was given; turn indexes are
-    0, 1, 2, ... without gaps; every read and write is scoped to ``user_id`` and an id owned by another user is
-    reported as missing (:class:`anaphora.errors.NotFoundError`), never revealed.
+    0, 1, 2, ... without gaps; ``extend`` writes several turns (and the conversation they open, with a branch's
+    copied turns) in one transaction; every read and write is scoped to ``user_id`` and an id owned by another user
+    is reported as missing (:class:`anaphora.errors.NotFoundError`), never revealed.
     """
 
     async def open(self) -> None:
@@ -95,20 +126,25 @@ class ConversationStore(Protocol):
 
     async def list(self, user_id: str, *, limit: int = 50, offset: int = 0) -> list[Conversation]: ...
 
-    async def turns(self, user_id: str, conversation_id: str, *, last: int | None = None) -> list[StoredTurn]: ...
+    async def turns(
+        self, user_id: str, conversation_id: str, *, last: int | None = None, start: int = 0, stop: int | None = None
+    ) -> list[StoredTurn]:
+        """The turns with ``start <= index < stop`` (``stop`` None: to the end), oldest first; with ``last``, only
+        the last ``last`` of them. A page of a long conversation is read without reading the rest."""
+        ...
 
-    async def append_turn(
-        self,
-        user_id: str,
-        conversation_id: str,
-        question: str,
-        answer: str,
-        citations: Sequence[Citation],
-        trace: TurnTrace,
-        *,
-        shown_passages: Sequence[Passage] = (),
-        window_start: int | None = None,
-    ) -> StoredTurn: ...
+    async def append_turn(self, user_id: str, conversation_id: str, turn: NewTurn) -> StoredTurn:
+        """Append one turn: ``extend`` with one."""
+        ...
+
+    async def extend(
+        self, user_id: str, conversation_id: str, turns: Sequence[NewTurn], *, start: ChainStart | None = None
+    ) -> list[StoredTurn]:
+        """Append ``turns`` in order, in one transaction: all of them or none. With ``start`` the write creates the
+        conversation ``conversation_id`` first (a :class:`ChainStart`; an id already taken is refused), in the
+        same transaction; a ``start.parent`` that is missing, another user's or shorter than ``start.upto`` is
+        reported as missing. Long copies never block the event loop."""
+        ...
 
     async def rename(self, user_id: str, conversation_id: str, title: str) -> Conversation:
         """Set the title; activity (``updated_at``) and the turns are untouched. Returns the conversation."""
@@ -180,6 +216,17 @@ class TurnLog(Protocol):
     """
 
     async def logged_turns(self, since: float, until: float, *, limit: int = 100_000) -> list[LoggedTurn]: ...
+class AppendThroughExtend:
+    """``append_turn`` as every backend writes it: one turn through ``extend``."""
+
+    async def extend(
+        self, user_id: str, conversation_id: str, turns: Sequence[NewTurn], *, start: ChainStart | None = None
+    ) -> list[StoredTurn]:
+        raise NotImplementedError
+
+    async def append_turn(self, user_id: str, conversation_id: str, turn: NewTurn) -> StoredTurn:
+        [stored] = await self.extend(user_id, conversation_id, [turn])
+        return stored
 
 
 async def all_conversations(store: ConversationStore, user_id: str, *, page: int = 100) -> list[Conversation]:

@@ -27,14 +27,31 @@ from __future__ import annotations
 import functools
 import json
 import time
-import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 
-from anaphora.errors import ConversationNotFoundError, NotFoundError, StoreError, TurnNotFoundError, require
-from anaphora.store.protocols import Conversation, Feedback, LoggedTurn, StoredTurn, Summary, Vote
+from anaphora.errors import (
+    ConversationExistsError,
+    ConversationNotFoundError,
+    NotFoundError,
+    StoreError,
+    TurnNotFoundError,
+    require,
+)
+from anaphora.store.protocols import (
+    AppendThroughExtend,
+    ChainStart,
+    Conversation,
+    Feedback,
+    LoggedTurn,
+    NewTurn,
+    StoredTurn,
+    Summary,
+    Vote,
+    new_conversation_id,
+)
 from anaphora.store.turn_fields import fields_from_trace
 from anaphora.types import Citation, Passage, TurnTrace
 
@@ -80,24 +97,50 @@ return 1
 """
 )
 
-# ARGV: prefix, ttl, id, user_id, turn JSON, now, title if the conversation has none. Returns the index, or -1.
-_APPEND = (
+# ARGV: prefix, ttl, id, user_id, now, start ('1': the write creates the conversation), its title, parent id or '',
+# turns to copy from the parent, the title if the conversation has none, then the turns' JSON. Returns the first new
+# turn's index, -1 (not found) or -2 (the id is taken). A branch is copied in the server (COPY, then LTRIM to the
+# branch point; COPY needs Redis 6.2).
+_EXTEND = (
     _LUA_COMMON
     + """
-local id, user, now = ARGV[3], ARGV[4], ARGV[6]
+local id, user, now = ARGV[3], ARGV[4], ARGV[5]
 local conv = prefix .. 'conv:' .. id
-if redis.call('HGET', conv, 'user_id') ~= user then
+local turns = prefix .. 'turns:' .. id
+if ARGV[6] == '1' then
+  local title, parent, upto = ARGV[7], ARGV[8], tonumber(ARGV[9])
+  if parent ~= '' then
+    local from = prefix .. 'conv:' .. parent
+    if redis.call('HGET', from, 'user_id') ~= user or redis.call('LLEN', prefix .. 'turns:' .. parent) < upto then
+      return -1
+    end
+    if title == '' then
+      title = redis.call('HGET', from, 'title')
+    end
+  end
+  if redis.call('EXISTS', conv) == 1 or redis.call('EXISTS', turns) == 1 then
+    return -2
+  end
+  if parent ~= '' and upto > 0 then
+    redis.call('COPY', prefix .. 'turns:' .. parent, turns)
+    redis.call('LTRIM', turns, 0, upto - 1)
+  end
+  redis.call('HSET', conv, 'user_id', user, 'title', title, 'created_at', now, 'updated_at', now)
+elseif redis.call('HGET', conv, 'user_id') ~= user then
   return -1
 end
-local n = redis.call('RPUSH', prefix .. 'turns:' .. id, ARGV[5])
+local first = redis.call('LLEN', turns)
+for i = 11, #ARGV do
+  redis.call('RPUSH', turns, ARGV[i])
+end
 if redis.call('HGET', conv, 'title') == '' then
-  redis.call('HSET', conv, 'title', ARGV[7])
+  redis.call('HSET', conv, 'title', ARGV[10])
 end
 redis.call('HSET', conv, 'updated_at', now)
 redis.call('ZADD', prefix .. 'user:' .. user, now, id)
 redis.call('ZADD', prefix .. 'updated', now, id)
 refresh(id, user)
-return n - 1
+return first
 """
 )
 
@@ -269,6 +312,21 @@ def _feedback(votes: dict[str, str], index: int, user_id: str) -> Feedback | Non
     )
 
 
+def _payload(turn: NewTurn, now: float) -> str:
+    """A turn as the JSON a list entry holds (NaN and infinities as null, as SQLite stores them)."""
+    return json.dumps(
+        {
+            "question": turn.question,
+            "answer": turn.answer,
+            "citations": [json.loads(c.model_dump_json()) for c in turn.citations],
+            "trace": json.loads(turn.trace.model_dump_json()) if turn.trace is not None else None,
+            "shown_passages": [json.loads(p.model_dump_json()) for p in turn.shown_passages],
+            "window_start": turn.window_start,
+            "created_at": now,
+        }
+    )
+
+
 def _turn(index: int, raw: str, feedback: Feedback | None = None) -> StoredTurn:
     data = json.loads(raw)
     if "shown_passages" in data:
@@ -288,7 +346,7 @@ def _turn(index: int, raw: str, feedback: Feedback | None = None) -> StoredTurn:
     )
 
 
-class RedisConversationStore:
+class RedisConversationStore(AppendThroughExtend):
     """Conversations in Redis, a TTL on every key. Construction is cheap and connects lazily; close with
     :meth:`aclose`."""
 
@@ -310,7 +368,7 @@ class RedisConversationStore:
             name: self.client.register_script(source)
             for name, source in (
                 ("create", _CREATE),
-                ("append", _APPEND),
+                ("extend", _EXTEND),
                 ("save_summary", _SAVE_SUMMARY),
                 ("delete", _DELETE),
                 ("rename", _RENAME),
@@ -347,7 +405,7 @@ class RedisConversationStore:
     @translating
     async def create(self, user_id: str, title: str = "") -> Conversation:
         now = time.time()
-        conversation_id = uuid.uuid4().hex[:12]
+        conversation_id = new_conversation_id()
         await self._run("create", conversation_id, user_id, title, repr(now))
         return Conversation(id=conversation_id, user_id=user_id, title=title, created_at=now, updated_at=now)
 
@@ -400,18 +458,21 @@ class RedisConversationStore:
         return live[offset:wanted]
 
     @translating
-    async def turns(self, user_id: str, conversation_id: str, *, last: int | None = None) -> list[StoredTurn]:
+    async def turns(
+        self, user_id: str, conversation_id: str, *, last: int | None = None, start: int = 0, stop: int | None = None
+    ) -> list[StoredTurn]:
         await self._owned(user_id, conversation_id)
-        if last is not None and last <= 0:
-            return []
         key = self.key("turns", conversation_id)
+        count = await self.client.llen(key)  # turns are only ever appended: the positions below stay theirs
+        high = count if stop is None else min(stop, count)
+        low = max(start, 0, high - last if last is not None else 0)
+        if high <= low:
+            return []
         async with self.client.pipeline(transaction=True) as pipe:
-            pipe.llen(key)
-            pipe.lrange(key, 0 if last is None else -last, -1)
+            pipe.lrange(key, low, high - 1)
             pipe.hgetall(self.key("fb", conversation_id))
-            count, raws, votes = await pipe.execute()
-        first = count - len(raws)
-        return [_turn(first + n, raw, _feedback(votes, first + n, user_id)) for n, raw in enumerate(raws)]
+            raws, votes = await pipe.execute()
+        return [_turn(low + n, raw, _feedback(votes, low + n, user_id)) for n, raw in enumerate(raws)]
 
     @translating
     async def rate(self, user_id: str, conversation_id: str, index: int, vote: Vote, comment: str = "") -> Feedback:
@@ -457,44 +518,19 @@ class RedisConversationStore:
         return found[:limit]
 
     @translating
-    async def append_turn(
-        self,
-        user_id: str,
-        conversation_id: str,
-        question: str,
-        answer: str,
-        citations: Sequence[Citation],
-        trace: TurnTrace,
-        *,
-        shown_passages: Sequence[Passage] = (),
-        window_start: int | None = None,
-    ) -> StoredTurn:
+    async def extend(
+        self, user_id: str, conversation_id: str, turns: Sequence[NewTurn], *, start: ChainStart | None = None
+    ) -> list[StoredTurn]:
         now = time.time()
-        payload = json.dumps(
-            {
-                "question": question,
-                "answer": answer,
-                "citations": [json.loads(c.model_dump_json()) for c in citations],
-                # as SQLite stores it: NaN and infinities as null
-                "trace": json.loads(trace.model_dump_json()) if trace is not None else None,
-                "shown_passages": [json.loads(p.model_dump_json()) for p in shown_passages],
-                "window_start": window_start,
-                "created_at": now,
-            }
-        )
-        index = await self._run("append", conversation_id, user_id, payload, repr(now), question[:80])
-        if index < 0:
-            raise _not_found(conversation_id)
-        return StoredTurn(
-            index=index,
-            question=question,
-            answer=answer,
-            citations=list(citations),
-            trace=trace,
-            shown_passages=list(shown_passages),
-            window_start=window_start,
-            created_at=now,
-        )
+        payloads = [_payload(turn, now) for turn in turns]  # serialised first: nothing is written on a failure
+        opening = ("1", start.title, start.parent or "", start.upto) if start is not None else ("0", "", "", 0)
+        title = turns[0].question[:80] if turns else ""
+        first = await self._run("extend", conversation_id, user_id, repr(now), *opening, title, *payloads)
+        if first == -2:
+            raise ConversationExistsError(conversation_id)
+        if first < 0:
+            raise _not_found(start.parent if start is not None and start.parent else conversation_id)
+        return [turn.stored(first + n, now) for n, turn in enumerate(turns)]
 
     @translating
     async def delete(self, user_id: str, conversation_id: str) -> None:

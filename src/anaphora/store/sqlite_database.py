@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 import sqlite3
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 
 from anaphora.errors import StoreError
 from anaphora.store.migrations import Migrations, migrate_now
 from anaphora.store.turn_fields import fields_from_trace
 
 Migration = Callable[[sqlite3.Connection], None]
+T = TypeVar("T")
 HINT = "upgrade Anaphora, or point ANAPHORA_DATA_DIR at another directory"
 # Steps recorded in this ledger that another owner of tables in the same database now runs (and records in its own):
 # long-term memory's (anaphora.memory.sqlite_schema).
@@ -192,6 +196,38 @@ def m008_feedback(db: sqlite3.Connection) -> None:
     )
 
 
+def inline_unless_busy(method: Callable[..., T]) -> Callable[..., Awaitable[T]]:
+    """An async method of a store over a :class:`Database` (``self.db``) from a blocking one. It runs on the caller's
+    thread (the event loop's: a few indexed statements cost less than a thread hop), holding the database, while the
+    database is free, and in a worker thread while another thread holds it (a long write, e.g. a branch's copy), so a
+    caller never waits for the database on the event loop. Only for methods that take no other lock (the database's
+    would then be taken first, against the usual order): see :func:`inline_if_free`."""
+
+    @functools.wraps(method)
+    async def run(self: Any, *args: Any, **kwargs: Any) -> T:
+        with self.db.held_if_free() as free:
+            if free:
+                return method(self, *args, **kwargs)
+        return await asyncio.to_thread(method, self, *args, **kwargs)
+
+    return run
+
+
+def inline_if_free(method: Callable[..., T]) -> Callable[..., Awaitable[T]]:
+    """As :func:`inline_unless_busy`, for methods that take locks of their own: the database is only looked at, not
+    held, so a write that starts between the look and the method's first statement can still make it wait."""
+
+    @functools.wraps(method)
+    async def run(self: Any, *args: Any, **kwargs: Any) -> T:
+        with self.db.held_if_free() as free:
+            pass
+        if free:
+            return method(self, *args, **kwargs)
+        return await asyncio.to_thread(method, self, *args, **kwargs)
+
+    return run
+
+
 class Database:
     """One SQLite connection guarded by a lock; statements are short, so callers run them inline."""
 
@@ -237,6 +273,16 @@ class Database:
                 raise
             else:
                 self._conn.execute("COMMIT")
+
+    @contextmanager
+    def held_if_free(self) -> Iterator[bool]:
+        """Hold the connection's lock if no other thread does (yields True), else yield False at once."""
+        free = self._lock.acquire(blocking=False)
+        try:
+            yield free
+        finally:
+            if free:
+                self._lock.release()
 
     def query(self, sql: str, params: tuple | list = ()) -> list[sqlite3.Row]:
         with self._lock:

@@ -30,8 +30,8 @@ from typing import Any
 
 import pytest
 
-from anaphora.errors import NotFoundError, TurnNotFoundError
-from anaphora.store.protocols import HistoryStore
+from anaphora.errors import ConversationExistsError, NotFoundError, TurnNotFoundError
+from anaphora.store.protocols import ChainStart, HistoryStore, NewTurn, new_conversation_id
 from anaphora.types import Citation, Passage, StageRecord, TurnTrace
 
 ALICE, BOB = "alice", "bob"
@@ -49,15 +49,18 @@ def make_trace(question: str) -> TurnTrace:
     )
 
 
+def make_turn(n: int, **fields: Any) -> NewTurn:
+    question = f"question {n}?"
+    citations = [Citation(id=f"doc.md#{n}", source="doc.md", heading="H")]
+    return NewTurn(question=question, answer=f"answer {n}", citations=citations, trace=make_trace(question), **fields)
+
+
 async def add_turn(store: HistoryStore, user: str, conversation_id: str, n: int):
-    return await store.append_turn(
-        user,
-        conversation_id,
-        f"question {n}?",
-        f"answer {n}",
-        [Citation(id=f"doc.md#{n}", source="doc.md", heading="H")],
-        make_trace(f"question {n}?"),
-    )
+    return await store.append_turn(user, conversation_id, make_turn(n))
+
+
+def turn_of(question: str, answer: str = "a", trace: TurnTrace | None = None) -> NewTurn:
+    return NewTurn(question=question, answer=answer, trace=trace if trace is not None else make_trace(question))
 
 
 class _UnserialisableTrace(TurnTrace):
@@ -175,7 +178,9 @@ class ConversationStoreContract:
             Passage(id="c.md#0", text="also", source="c.md", heading="", score=0.125),
         ]
         appended = await store.append_turn(
-            ALICE, conversation.id, "q?", "a", [], make_trace("q?"), shown_passages=shown, window_start=3
+            ALICE,
+            conversation.id,
+            NewTurn(question="q?", answer="a", trace=make_trace("q?"), shown_passages=shown, window_start=3),
         )
         await add_turn(store, ALICE, conversation.id, 1)
         first, second = await store.turns(ALICE, conversation.id)
@@ -190,7 +195,7 @@ class ConversationStoreContract:
     async def test_turn_text_round_trips_exactly(self, store):
         conversation = await store.create(ALICE)
         question = 'Ünïcödé ‘quotes’ "json" \\ back\\slash\nnew line — 日本語 🙂?'
-        await store.append_turn(ALICE, conversation.id, question, "  spaced  ", [], make_trace(question))
+        await store.append_turn(ALICE, conversation.id, turn_of(question, "  spaced  "))
         [stored] = await store.turns(ALICE, conversation.id)
         assert stored.question == question and stored.answer == "  spaced  " and stored.citations == []
 
@@ -199,7 +204,7 @@ class ConversationStoreContract:
         U+FFFD in its place, and nothing else may change."""
         conversation = await store.create(ALICE, "ti\x00tle")
         question = "nul\x00inside?"
-        await store.append_turn(ALICE, conversation.id, question, "an\x00swer", [], make_trace(question))
+        await store.append_turn(ALICE, conversation.id, turn_of(question, "an\x00swer"))
         await store.save_summary(ALICE, conversation.id, 1, "sum\x00mary")
         [stored] = await store.turns(ALICE, conversation.id)
         allowed = ("\x00", "\ufffd")
@@ -239,7 +244,7 @@ class ConversationStoreContract:
     async def test_long_first_question_is_cut_to_80_characters_for_the_title(self, store):
         conversation = await store.create(ALICE)
         question = "why " * 50
-        await store.append_turn(ALICE, conversation.id, question, "a", [], make_trace(question))
+        await store.append_turn(ALICE, conversation.id, turn_of(question))
         assert (await store.get(ALICE, conversation.id)).title == question[:80]
 
     async def test_concurrent_appends_get_distinct_gapless_indexes(self, store):
@@ -271,7 +276,7 @@ class ConversationStoreContract:
         before = await store.get(ALICE, conversation.id)
         bad = _UnserialisableTrace(question="q")
         with pytest.raises(RuntimeError):
-            await store.append_turn(ALICE, conversation.id, "broken?", "a", [], bad)
+            await store.append_turn(ALICE, conversation.id, turn_of("broken?", trace=bad))
         assert await store.get(ALICE, conversation.id) == before
         assert [t.question for t in await store.turns(ALICE, conversation.id)] == ["question 0?"]
         assert (await add_turn(store, ALICE, conversation.id, 1)).index == 1
@@ -286,6 +291,129 @@ class ConversationStoreContract:
         assert await store.get(ALICE, conversation.id) == before
         assert [t.index for t in await store.turns(ALICE, conversation.id)] == [0]
         assert (await add_turn(store, ALICE, conversation.id, 1)).index == 1
+
+    # --- ranges, extend, chains ------------------------------------------------------------------------------
+
+    async def test_turns_by_range_read_only_that_range(self, store):
+        conversation = await store.create(ALICE)
+        for n in range(6):
+            await add_turn(store, ALICE, conversation.id, n)
+
+        async def indexes(**bounds):
+            return [t.index for t in await store.turns(ALICE, conversation.id, **bounds)]
+
+        assert await indexes(start=2, stop=4) == [2, 3]
+        assert await indexes(start=4) == [4, 5]
+        assert await indexes(stop=3, last=2) == [1, 2]
+        assert await indexes(start=1, stop=5, last=10) == [1, 2, 3, 4]
+        assert await indexes(start=6) == [] and await indexes(stop=0) == [] and await indexes(stop=3, last=0) == []
+        assert await indexes(start=3, stop=99) == [3, 4, 5]
+        [third] = await store.turns(ALICE, conversation.id, start=2, stop=3)
+        assert third == (await store.turns(ALICE, conversation.id))[2]
+
+    async def test_extend_appends_every_turn_in_order(self, store):
+        conversation = await store.create(ALICE)
+        await add_turn(store, ALICE, conversation.id, 0)
+        stored = await store.extend(ALICE, conversation.id, [make_turn(1), make_turn(2), make_turn(3)])
+        assert [t.index for t in stored] == [1, 2, 3]
+        turns = await store.turns(ALICE, conversation.id)
+        assert turns[1:] == stored and [t.question for t in turns] == [f"question {n}?" for n in range(4)]
+        assert (await store.get(ALICE, conversation.id)).title == "question 0?"
+        assert await store.extend(ALICE, conversation.id, []) == []
+
+    async def test_an_extend_that_fails_on_any_turn_writes_none(self, store):
+        conversation = await store.create(ALICE)
+        await add_turn(store, ALICE, conversation.id, 0)
+        before = await store.get(ALICE, conversation.id)
+        bad = turn_of("broken?", trace=_UnserialisableTrace(question="q"))
+        with pytest.raises(RuntimeError):
+            await store.extend(ALICE, conversation.id, [make_turn(1), bad])
+        assert await store.get(ALICE, conversation.id) == before
+        opened = new_conversation_id()
+        with pytest.raises(RuntimeError):
+            await store.extend(ALICE, opened, [make_turn(1), bad], start=ChainStart(title="t"))
+        with pytest.raises(NotFoundError):
+            await store.get(ALICE, opened)
+        assert [c.id for c in await store.list(ALICE)] == [conversation.id]
+
+    async def test_extend_with_a_start_opens_the_conversation_with_its_turns(self, store):
+        opened = new_conversation_id()
+        stored = await store.extend(ALICE, opened, [make_turn(0), make_turn(1)], start=ChainStart())
+        assert [t.index for t in stored] == [0, 1]
+        conversation = await store.get(ALICE, opened)
+        assert conversation.turn_count == 2 and conversation.title == "question 0?"
+        assert [c.id for c in await store.list(ALICE)] == [opened]
+        assert await store.turns(ALICE, opened) == stored
+        titled = new_conversation_id()
+        await store.extend(ALICE, titled, [], start=ChainStart(title="kept"))
+        assert (await store.get(ALICE, titled)).title == "kept"
+        assert (await add_turn(store, ALICE, titled, 0)).index == 0
+
+    async def test_a_start_under_a_taken_id_is_refused_and_changes_nothing(self, store):
+        taken = await store.create(BOB, "bob's")
+        with pytest.raises(ConversationExistsError):
+            await store.extend(ALICE, taken.id, [make_turn(0)], start=ChainStart())
+        assert await store.get(BOB, taken.id) == taken
+        assert await store.list(ALICE) == []
+
+    async def test_a_branch_holds_the_chain_up_to_its_point_and_leaves_the_original(self, store):
+        original = await store.create(ALICE, "the original")
+        shown = [Passage(id="b.md#2", text="shown", source="b.md", heading="H", score=0.25)]
+        for n in range(5):
+            await store.append_turn(ALICE, original.id, make_turn(n, shown_passages=shown, window_start=n // 2))
+        before = await store.turns(ALICE, original.id)
+        branched = new_conversation_id()
+        start = ChainStart(parent=original.id, upto=3)
+        [answered] = await store.extend(ALICE, branched, [make_turn(9)], start=start)
+        assert answered.index == 3
+        turns = await store.turns(ALICE, branched)
+        assert turns[:3] == before[:3]  # copied as they are: what the next turn reads, their traces and times
+        assert turns[3] == answered and turns[3].question == "question 9?"
+        assert (await store.get(ALICE, branched)).title == "the original"
+        assert await store.turns(ALICE, original.id) == before
+        assert (await store.get(ALICE, original.id)).turn_count == 5
+        assert (await add_turn(store, ALICE, branched, 10)).index == 4
+        assert await store.erase_user(ALICE) == {"conversations": 2, "turns": 10, "summaries": 0}
+
+    async def test_a_branch_of_a_missing_short_or_other_users_chain_is_not_found_and_opens_nothing(self, store):
+        alices = await store.create(ALICE)
+        for n in range(2):
+            await add_turn(store, ALICE, alices.id, n)
+        for user, parent, upto in ((BOB, alices.id, 1), (ALICE, "missing", 1), (ALICE, alices.id, 3)):
+            opened = new_conversation_id()
+            with pytest.raises(NotFoundError):
+                await store.extend(user, opened, [make_turn(5)], start=ChainStart(parent=parent, upto=upto))
+            with pytest.raises(NotFoundError):
+                await store.get(user, opened)
+        assert await store.list(BOB) == []
+        assert [c.id for c in await store.list(ALICE)] == [alices.id]
+        assert (await store.get(ALICE, alices.id)).turn_count == 2
+
+    async def test_concurrent_branches_of_one_chain(self, store):
+        original = await store.create(ALICE)
+        await store.extend(ALICE, original.id, [make_turn(n) for n in range(6)])
+        ids = [new_conversation_id() for _ in range(CONCURRENT_APPENDS)]
+        starts = [ChainStart(parent=original.id, upto=1 + n % 6) for n in range(CONCURRENT_APPENDS)]
+        await asyncio.gather(
+            *(store.extend(ALICE, ids[n], [make_turn(20 + n)], start=starts[n]) for n in range(CONCURRENT_APPENDS))
+        )
+        for n, (opened, start) in enumerate(zip(ids, starts, strict=True)):
+            turns = await store.turns(ALICE, opened)
+            assert [t.index for t in turns] == list(range(start.upto + 1))
+            assert turns[-1].question == f"question {20 + n}?"
+
+    async def test_a_write_that_opens_a_conversation_and_fails_half_way_leaves_none(self, store):
+        original = await store.create(ALICE)
+        await add_turn(store, ALICE, original.id, 0)
+        before = await store.get(ALICE, original.id)
+        opened = new_conversation_id()
+        async with self.failing_append(store):
+            with pytest.raises(Exception):  # noqa: B017 - whatever the backend raises
+                await store.extend(ALICE, opened, [make_turn(1)], start=ChainStart(parent=original.id, upto=1))
+        with pytest.raises(NotFoundError):
+            await store.get(ALICE, opened)
+        assert await store.list(ALICE) == [before]
+        assert await store.erase_user(ALICE) == {"conversations": 1, "turns": 1, "summaries": 0}
 
     # --- isolation ------------------------------------------------------------------------------------------
 

@@ -150,3 +150,39 @@ def test_ingest_reports_bad_files_and_keeps_good_ones(tmp_path: Path) -> None:
     assert "1 added" in result.stdout
     assert "broken.pdf" in result.stdout and "not a readable PDF" in result.stdout
     assert "image.png" in result.stdout and "unsupported" in result.stdout
+
+
+def test_ask_and_chat_continue_a_response_chain_and_branch_it(tmp_path: Path) -> None:
+    """Each stored answer names its response; --continue goes on from it: in its conversation when it is the
+    latest, else in a branch that holds the chain up to it (the original keeps every turn)."""
+
+    def response_of(output: str) -> str:
+        found = re.findall(r"response (resp_\w+_\d+)", output)
+        assert found, output
+        return found[-1]
+
+    run(tmp_path, "ingest", str(SAMPLE_DOCS))
+    first = run(tmp_path, "ask", "--remember", "How do I install Kestrel on Kubernetes?")
+    assert first.returncode == 0, first.stderr
+    root = response_of(first.stdout)
+    conversation = root.removeprefix("resp_").rsplit("_", 1)[0]
+    second = run(tmp_path, "ask", "--continue", root, "And on ARM?")
+    assert second.returncode == 0, second.stderr
+    assert response_of(second.stdout) == f"resp_{conversation}_1"
+
+    chatted = run(tmp_path, "chat", "--continue", root, stdin="What about its memory limits?\nAnd the CPU?\n/quit\n")
+    assert chatted.returncode == 0, chatted.stderr
+    branch = response_of(chatted.stdout).removeprefix("resp_").rsplit("_", 1)[0]
+    assert branch != conversation and response_of(chatted.stdout) == f"resp_{branch}_2"
+    shown = run(tmp_path, "conversations", "show", branch).stdout
+    assert [line.split("> ", 1)[1] for line in shown.splitlines() if line.startswith("you> ")] == [
+        "How do I install Kestrel on Kubernetes?",
+        "What about its memory limits?",
+        "And the CPU?",
+    ]
+    assert f"resp_{branch}_0" in shown
+    original = run(tmp_path, "conversations", "show", conversation).stdout
+    assert original.count("you> ") == 2
+
+    unknown = run(tmp_path, "ask", "--continue", f"resp_{conversation}_9", "And on ARM?")
+    assert unknown.returncode == 1 and "no response" in unknown.stderr

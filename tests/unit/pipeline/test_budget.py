@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from anaphora import FakeChatModel, Settings, TurnTrace
+from anaphora import FakeChatModel, Settings
 from anaphora.app import build_components
 from anaphora.errors import InputError
 from anaphora.models.fake import echo_first_context
@@ -22,6 +22,7 @@ from anaphora.pipeline.engine import TurnRequest
 from anaphora.pipeline.prompt import SUMMARY_END, SUMMARY_HEADING, summary_label
 from anaphora.pipeline.rewrite import REWRITE_INSTRUCTIONS
 from anaphora.pipeline.summary import SUMMARY_INSTRUCTIONS
+from anaphora.store import NewTurn
 from anaphora.types import Message, Passage
 from tests.conftest import SAMPLE_DOCS
 
@@ -322,7 +323,7 @@ async def test_two_hundred_turns_stay_within_the_budget(tmp_path) -> None:
         for i in range(196):
             question = f"Stored question {i} about Kestrel " + " ".join(["buffers"] * rng.randint(1, 30)) + "?"
             answer = f"Stored answer {i}. " + " ".join(["The agent keeps a disk spool."] * rng.randint(1, 40))
-            await store.append_turn("local", conversation, question, answer, [], TurnTrace(question=question))
+            await store.append_turn("local", conversation, NewTurn(question=question, answer=answer))
         budget = settings.models.context_window - settings.answers.answer_max_tokens
         evicted = 0
         questions = [
@@ -388,8 +389,8 @@ async def test_rendered_prompt_stays_within_the_budget(tmp_path) -> None:
         filler = room - summary_cost - (1 + MESSAGE_OVERHEAD) - MESSAGE_OVERHEAD
         assert filler > 0
         conversation = (await store.create("local")).id
-        await store.append_turn("local", conversation, "hello", "hello", [], TurnTrace(question="hello"))
-        await store.append_turn("local", conversation, "hi", "a" * (4 * filler), [], TurnTrace(question="hi"))
+        await store.append_turn("local", conversation, NewTurn(question="hello", answer="hello"))
+        await store.append_turn("local", conversation, NewTurn(question="hi", answer="a" * (4 * filler)))
         await store.save_summary("local", conversation, 1, summary)  # the first turn: not shown verbatim again
         result = await engine.ask(TurnRequest(question, conversation_id=conversation))
         assert result.trace.budget.used == result.trace.budget.budget  # planned to fill the budget exactly
@@ -412,7 +413,7 @@ async def test_summary_call_fits_the_context_window(tmp_path) -> None:
         conversation = (await store.create("local")).id
         for i in range(60):
             answer = f"Stored answer {i}. " + " ".join(["The agent keeps a disk spool."] * 15)
-            await store.append_turn("local", conversation, f"Question {i}?", answer, [], TurnTrace(question="q"))
+            await store.append_turn("local", conversation, NewTurn(question=f"Question {i}?", answer=answer))
         await engine.ask(TurnRequest("How do I set memory limits for the Kestrel agent?", conversation_id=conversation))
         await engine.drain()
         summary_calls = [c for c in fake.calls if c.messages[0].content.startswith(SUMMARY_INSTRUCTIONS[:40])]

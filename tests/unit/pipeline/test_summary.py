@@ -16,7 +16,7 @@ from anaphora.pipeline.engine import TurnRequest
 from anaphora.pipeline.observer import StageObserver
 from anaphora.pipeline.prompt import CONTEXT_OPEN, QUESTION_LABEL, SUMMARY_END, SUMMARY_HEADING
 from anaphora.pipeline.rewrite import REWRITE_INSTRUCTIONS
-from anaphora.pipeline.summary import SUMMARY_INSTRUCTIONS, RollingSummarizer, summary_prompt
+from anaphora.pipeline.summary import PAGE, SUMMARY_INSTRUCTIONS, RollingSummarizer, summary_prompt
 from anaphora.store.protocols import StoredTurn, Summary
 from anaphora.types import Message
 from tests.conftest import SAMPLE_DOCS
@@ -35,9 +35,14 @@ class MemoryStore:
             for i in range(turns)
         ]
         self.versions: list[Summary] = []
+        self.read = 0  # turns read, in all
 
-    async def turns(self, user_id: str, conversation_id: str, *, last: int | None = None) -> list[StoredTurn]:
-        return list(self._turns if last is None else self._turns[-last:])
+    async def turns(
+        self, user_id: str, conversation_id: str, *, last: int | None = None, start: int = 0, stop: int | None = None
+    ) -> list[StoredTurn]:
+        chosen = [t for t in self._turns if start <= t.index and (stop is None or t.index < stop)]
+        self.read += len(chosen)
+        return chosen if last is None else chosen[-last:] if last > 0 else []
 
     async def summary(self, user_id: str, conversation_id: str) -> Summary | None:
         return max(self.versions, key=lambda s: s.covers_turns) if self.versions else None
@@ -439,3 +444,14 @@ def test_stateless_turns_are_never_summarised(tmp_path) -> None:
         rag.ingest([SAMPLE_DOCS])
         rag.ask("And on ARM?", history=history)
     assert summary_calls(model) == []
+
+
+async def test_a_long_backlog_is_read_a_page_at_a_time() -> None:
+    """A branch of a long chain starts with thousands of turns to summarise: an update reads a page of them, not
+    the whole conversation."""
+    model, store = FakeChatModel(["A summary."] * 3), MemoryStore(5000)
+    s = summarizer(model, store, max_tokens=100)
+    assert await s.update("u", "c", 4990) == "ok"
+    assert 0 < store.read <= PAGE and store.versions[-1].covers_turns <= PAGE
+    assert await s.update("u", "c", 4990) == "ok"
+    assert store.read <= 2 * PAGE and store.versions[-1].covers_turns > store.versions[0].covers_turns

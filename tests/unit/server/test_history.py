@@ -12,7 +12,7 @@ import pytest
 import anaphora.store.sqlite_conversations as conversations_module
 from anaphora.server.history_sweeper import HistorySweeper
 from anaphora.server.turns import TurnRunner
-from anaphora.store import Database, SQLiteConversationStore
+from anaphora.store import Database, NewTurn, SQLiteConversationStore
 from anaphora.types import TurnTrace
 from tests.server_harness import components_for, serve, settings_for
 
@@ -46,7 +46,7 @@ async def conversation_with(store, clock, user: str, at: float, turns: int = 1, 
     clock.now = at
     conversation = await store.create(user)
     for _ in range(turns):
-        await store.append_turn(user, conversation.id, "q", "a", [], TurnTrace(question="q"))
+        await store.append_turn(user, conversation.id, NewTurn(question="q", answer="a", trace=TurnTrace(question="q")))
     if summary:
         await store.save_summary(user, conversation.id, 1, "summary")
     return conversation.id
@@ -58,7 +58,7 @@ async def test_delete_inactive_counts_what_went_and_spares_the_rest(store, clock
     recent = await conversation_with(store, clock, "alice", 5000)
     revived = await conversation_with(store, clock, "bob", 1000)
     clock.now = 6000
-    await store.append_turn("bob", revived, "q", "a", [], TurnTrace(question="q"))  # activity moves updated_at
+    await store.append_turn("bob", revived, NewTurn(question="q", answer="a"))  # activity moves updated_at
 
     assert await store.delete_inactive(2000, keep=[spared]) == {"conversations": 1, "turns": 2, "summaries": 1}
     assert [c.id for c in await store.list("alice")] == [recent] and old != recent

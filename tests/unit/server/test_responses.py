@@ -12,7 +12,7 @@ from anaphora import FakeChatModel, ModelUnavailableError
 from anaphora.models.base import ChatStream
 from anaphora.pipeline.query import QueryPlan
 from anaphora.pipeline.stages import QueryPlanner
-from anaphora.server.routes.responses import stored_response
+from anaphora.store.chains import response_turn
 from anaphora.store.protocols import Conversation, StoredTurn
 from tests.server_harness import SlowModel, components_for, serve, settings_for, token
 from tests.unit.server import test_openai as chat_tests
@@ -194,12 +194,15 @@ class GrowingStore:
     async def get(self, user_id: str, conversation_id: str) -> Conversation:
         return Conversation(id=conversation_id, user_id=user_id, title="", created_at=0, updated_at=0, turn_count=1)
 
-    async def turns(self, user_id: str, conversation_id: str, *, last: int | None = None) -> list[StoredTurn]:
-        return self.stored[-last:] if last else self.stored
+    async def turns(
+        self, user_id: str, conversation_id: str, *, last: int | None = None, start: int = 0, stop: int | None = None
+    ) -> list[StoredTurn]:
+        chosen = [t for t in self.stored if start <= t.index < (len(self.stored) if stop is None else stop)]
+        return chosen[-last:] if last is not None else chosen
 
 
 def test_a_response_read_while_its_chain_grows_is_still_found() -> None:
-    conversation_id, turn = asyncio.run(stored_response(GrowingStore(), "alice", "resp_c1_0"))
+    conversation_id, turn = asyncio.run(response_turn(GrowingStore(), "alice", "resp_c1_0"))
     assert (conversation_id, turn.index, turn.answer) == ("c1", 0, "a0")
 
 

@@ -10,7 +10,7 @@ from anaphora.pipeline.engine import TurnRequest
 from anaphora.report.signals import handoff
 from anaphora.server import completions, replies
 from anaphora.server.response_schemas import NewConversation
-from anaphora.server.routes.conversation_items import add_conversation_items
+from anaphora.server.routes.conversation_items import open_with_items
 from anaphora.server.routes.deps import Svc, User, VisitorTurn, check_length, memory_allowed
 from anaphora.server.schemas import (
     Answer,
@@ -31,14 +31,10 @@ BASE = "/v1/conversations"
 async def create(user: User, svc: Svc, body: NewConversation | None = None) -> ConversationOut:
     body = body or NewConversation()
     store = svc.components.conversations
-    conversation = await store.create(user.user_id, body.title)
-    if body.items:  # earlier turns, OpenAI's way of starting a conversation
-        try:
-            await add_conversation_items(svc, user.user_id, conversation.id, body)
-        except Exception:
-            await store.delete(user.user_id, conversation.id)
-            raise
-        conversation = await store.get(user.user_id, conversation.id)
+    if body.items:  # earlier turns, OpenAI's way of starting a conversation: stored with it, all or nothing
+        conversation = await store.get(user.user_id, await open_with_items(svc, user.user_id, body))
+    else:
+        conversation = await store.create(user.user_id, body.title)
     return ConversationOut.of(conversation).model_copy(update={"metadata": body.metadata or {}})
 
 
@@ -56,15 +52,25 @@ async def list_conversations(
 
 
 @router.get(
-    f"{BASE}/{{conversation_id}}", response_model=ConversationDetail, summary="A conversation with all its turns"
+    f"{BASE}/{{conversation_id}}",
+    response_model=ConversationDetail,
+    summary="A conversation with its latest turns (a page: earlier ones with before=the first index shown)",
 )
-async def read(conversation_id: str, user: User, svc: Svc) -> ConversationDetail:
+async def read(
+    conversation_id: str,
+    user: User,
+    svc: Svc,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    before: Annotated[int | None, Query(ge=0, le=2**31 - 1)] = None,
+) -> ConversationDetail:
     store = svc.components.conversations
     conversation = await store.get(user.user_id, conversation_id)
-    turns = await store.turns(user.user_id, conversation_id)
+    turns = await store.turns(user.user_id, conversation_id, stop=before, last=limit)
     link = svc.settings.server.support_url
     return ConversationDetail(
-        **ConversationOut.of(conversation).model_dump(), turns=[TurnOut.of(t, support_url=link) for t in turns]
+        **ConversationOut.of(conversation).model_dump(),
+        turns=[TurnOut.of(t, support_url=link) for t in turns],
+        has_more=bool(turns) and turns[0].index > 0,
     )
 
 

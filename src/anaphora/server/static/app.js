@@ -56,7 +56,8 @@ async function open(id) {
   }
   composerReady(false);
   try {
-    const conversation = await api.request("GET", `v1/conversations/${encodeURIComponent(id)}`);
+    // the latest 1000 turns (the most one page holds): every turn of any conversation a person reads here
+    const conversation = await api.request("GET", `v1/conversations/${encodeURIComponent(id)}?limit=1000`);
     if (conversationId !== id) return;
     setTitle(conversation.title);
     showTurns(conversation.turns, id);
