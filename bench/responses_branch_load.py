@@ -38,8 +38,8 @@ from stores import _workload
 from anaphora.app import build_conversation_store
 from anaphora.settings import Settings
 from anaphora.store import Database, NewTurn
-from anaphora.store.chains import response_id
 from anaphora.store.protocols import ChainStart, new_conversation_id
+from anaphora.turn_ids import response_id
 
 SECRET = "bench-secret-that-is-long-enough-for-hs256!"
 OWNER = "bench-owner"

@@ -651,7 +651,7 @@ class Anaphora:
 
     def chain(self, response_id: str, *, user_id: str = LOCAL_USER, last: int | None = None) -> list[StoredTurn]:
         """The turns of the chain a stored response ends (``resp_{conversation}_{index}``: see
-        :func:`anaphora.store.chains.response_id`), oldest first; with ``last``, only the latest ``last``."""
+        :func:`anaphora.turn_ids.response_id`), oldest first; with ``last``, only the latest ``last``."""
         return self.run(chains.chain(self.components.conversations, user_id, response_id, last=last))
 
     def branch(self, response_id: str, *, user_id: str = LOCAL_USER, title: str = "") -> str:

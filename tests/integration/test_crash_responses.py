@@ -23,9 +23,9 @@ import pytest
 from anaphora.app import build_conversation_store
 from anaphora.settings import Settings
 from anaphora.store import Database, StoredTurn
-from anaphora.store.chains import response_id
 from anaphora.store.protocols import ChainStart, new_conversation_id
 from anaphora.testing.store_contract import make_turn
+from anaphora.turn_ids import response_id
 from tests.integration.services import ServiceProcess, base_settings, ingest_corpus
 from tests.integration.test_crash import _backend_settings
 

@@ -31,7 +31,7 @@ from anaphora.errors import (
     require,
 )
 from anaphora.settings import load_settings
-from anaphora.store.chains import response_id
+from anaphora.turn_ids import response_id
 from anaphora.types import TurnResult
 
 app = typer.Typer(

@@ -256,8 +256,10 @@ class Database:
     def _migrate(self) -> None:
         with self.transaction() as db:
             applied = migrate_now(MIGRATIONS, SQLiteLedger(db), where=f" at {self.path}")
-            # what an Anaphora from before steps had names reads to refuse a newer store: steps in its numbering
-            db.execute(f"PRAGMA user_version = {len(set(applied) | MIGRATIONS.moved)}")
+            # what an Anaphora from before steps had names reads to refuse a newer store: the steps of its numbering
+            # (later steps, recorded by name only, add tables it never reads)
+            done = set(applied) | MIGRATIONS.moved
+            db.execute(f"PRAGMA user_version = {sum(1 for name in NUMBERED if name in done)}")
             if db.execute("SELECT 1 FROM meta WHERE key = 'store_id'").fetchone() is None:
                 self.set_meta(db, "store_id", uuid.uuid4().hex)
 

@@ -11,8 +11,8 @@ import pytest
 from anaphora import Anaphora, FakeChatModel, Settings
 from anaphora.errors import InputError, NotFoundError
 from anaphora.store import Database, NewTurn, SQLiteConversationStore, chains
-from anaphora.store.chains import response_id
 from anaphora.testing.store_contract import make_turn
+from anaphora.turn_ids import parse_response_id, response_id
 from tests.conftest import SAMPLE_DOCS
 
 pytestmark = pytest.mark.unit
@@ -135,8 +135,8 @@ async def test_discard_if_unanswered_removes_only_a_conversation_without_the_tur
 
 
 def test_the_response_id_round_trips() -> None:
-    assert chains.parse_response_id(response_id("ab_c", 12)) == ("ab_c", 12)
-    assert chains.parse_response_id("resp_abc") is None and chains.parse_response_id("msg_a_1") is None
+    assert parse_response_id(response_id("ab_c", 12)) == ("ab_c", 12)
+    assert parse_response_id("resp_abc") is None and parse_response_id("msg_a_1") is None
 
 
 async def test_a_turn_continuing_a_response_that_others_followed_meanwhile_branches_from_it(store) -> None:

@@ -9,8 +9,8 @@ from fastapi import APIRouter, Path
 
 from anaphora.errors import NotFoundError, TurnNotFoundError
 from anaphora.server.routes.deps import Svc, User
-from anaphora.server.routes.responses import response_not_found
 from anaphora.server.schemas import FeedbackDeleted, FeedbackIn, FeedbackOut
+from anaphora.store.chains import response_not_found
 from anaphora.turn_ids import parse_response_id
 
 router = APIRouter(tags=["feedback"])
