@@ -13,6 +13,8 @@ from anaphora.embeddings import CachedEmbedder, cache_key, load_embedder
 from anaphora.errors import ConfigurationError
 from anaphora.ingest import Ingestor, IngestReport
 from anaphora.ingest.ingestor import Progress
+from anaphora.ingest.sources import Sources
+from anaphora.ingest.sync import SiteReport
 from anaphora.memory import MemoryExport, MemoryKind, MemoryPage, MemoryStore
 from anaphora.memory.forget import forget
 from anaphora.memory.model_facts import ModelFactExtractor
@@ -29,6 +31,7 @@ from anaphora.pipeline.budget import PromptBudget, PromptLimits
 from anaphora.pipeline.check import AnswerCheck
 from anaphora.pipeline.engine import LOCAL_USER, Engine, TurnRequest
 from anaphora.pipeline.extractive import ExtractiveAnswerer, judged_texts
+from anaphora.pipeline.links import CitationLinks, LinkCitations
 from anaphora.pipeline.memory import (
     AcknowledgeStatement,
     PersonalQuery,
@@ -72,9 +75,11 @@ from anaphora.store.postgres_conversations import PostgresConversationStore
 from anaphora.store.postgres_passages import PostgresPassageStore
 from anaphora.store.protocols import DocumentRegistry, EmbeddingCache, HistoryStore, PassageIndex, all_conversations
 from anaphora.store.redis_store import RedisConversationStore, RedisEmbeddingCache
+from anaphora.store.sources import Source, SourceRegistry
+from anaphora.store.sqlite_sources import SQLiteSources
 from anaphora.telemetry import build_tracer
 from anaphora.text_policy import require_valid_text
-from anaphora.types import Message, TurnResult
+from anaphora.types import Citation, Message, TurnResult
 
 T = TypeVar("T")
 
@@ -100,6 +105,7 @@ class Components:
     local: ExitStack = field(default_factory=ExitStack, repr=False)
     clients: AsyncExitStack = field(default_factory=AsyncExitStack, repr=False)
     sentence_vectors: SentenceVectors | None = None  # the extractive answerer's memo (erase drops the user's)
+    sources: SourceRegistry | None = None  # ingested folders and sites, their pages' URLs (docs/sites.md)
 
     async def aclose(self) -> None:
         await self.clients.aclose()
@@ -253,6 +259,7 @@ class StageParts:
     memory_recall: RecallMemory | None = None
     memory_writer: RememberTurn | None = None  # its erase epoch is read first; statements are acknowledged as kept
     personal_query: PersonalQuery | None = None  # the user's stated facts join the retrieval query
+    links: Callable[[Sequence[Citation]], list[Citation]] | None = None  # citations' published URLs
 
 
 def build_stages(settings: Settings, parts: StageParts) -> list[Stage]:
@@ -304,6 +311,7 @@ def build_stages(settings: Settings, parts: StageParts) -> list[Stage]:
         *([AnswerFromConversation()] if converse else []),
         answer,
         Cite(),
+        *([LinkCitations(parts.links)] if parts.links else []),
     ]
 
 
@@ -383,6 +391,7 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None, l
         memory_recall=recall,
         memory_writer=writer,
         personal_query=personal,
+        links=CitationLinks(sources := SQLiteSources(database)),
     )
     engine = Engine(
         build_stages(settings, parts),
@@ -410,6 +419,7 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None, l
         local,
         clients,
         sentence_vectors=vectors,
+        sources=sources,
     )
 
 
@@ -470,6 +480,12 @@ def ingest_with_workers(components: Components, workers: int, paths: Sequence[st
         return ingestor.run(paths, **options)
 
 
+def sources_of(components: Components) -> Sources:
+    """The source service over ``components`` (its registry is the SQLite database's ``sources`` tables)."""
+    registry = components.sources or SQLiteSources(components.database)
+    return Sources(components.ingestor, components.corpus, registry, components.settings.sites)
+
+
 class Anaphora:
     """Synchronous facade over the async engine, for scripts and notebooks.
 
@@ -494,13 +510,36 @@ class Anaphora:
         progress: Progress | None = None,
         reading: Progress | None = None,
         workers: int = 1,
+        base_url: str | None = None,
+        generator: str | None = None,
+        directory_urls: bool | None = None,
     ) -> IngestReport:
         """``progress`` gets (chunks embedded, chunks to embed), ``reading`` (files read, files found so far);
-        ``workers``: embedding processes (see :func:`ingest_with_workers`); 1 embeds in this process."""
+        ``workers``: embedding processes (see :func:`ingest_with_workers`); 1 embeds in this process.
+        ``base_url``: where the folders are published (their citations then open the page at the heading), with
+        ``generator`` and ``directory_urls`` overriding what the tree says (:mod:`anaphora.ingest.urls`)."""
         options = {"prune": prune, "force": force, "progress": progress, "reading": reading}
         if workers > 1:
-            return ingest_with_workers(self.components, workers, paths, **options)
-        return self.components.ingestor.run(paths, **options)
+            report = ingest_with_workers(self.components, workers, paths, **options)
+        else:
+            report = self.components.ingestor.run(paths, **options)
+        self.sources.record_folders(
+            paths, report, base_url=base_url, generator=generator, directory_urls=directory_urls
+        )
+        return report
+
+    @property
+    def sources(self) -> Sources:
+        """Folders and sites ingested: their published URLs, site crawls and re-syncs (docs/sites.md)."""
+        return sources_of(self.components)
+
+    def ingest_site(self, url: str, *, allow_mass_delete: bool = False, force: bool = False) -> SiteReport:
+        """Crawl the documentation site at ``url`` (sitemap, robots.txt, main text) or re-sync it."""
+        return self.sources.site(url, allow_mass_delete=allow_mass_delete, force=force)
+
+    def sync(self, *, allow_mass_delete: bool = False) -> list[tuple[Source, IngestReport]]:
+        """Every stored source brought up to date: folders ingested again, sites re-synced."""
+        return self.sources.sync(lambda paths: self.ingest(paths), allow_mass_delete=allow_mass_delete)
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine of the async core (e.g. ``evaluation.replay(rag.components.engine, ...)``) on this

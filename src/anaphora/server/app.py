@@ -27,6 +27,7 @@ from anaphora.server.routes import (
     ops,
     responses,
     session,
+    sources,
     users,
 )
 from anaphora.server.sessions import SessionHeaderMiddleware
@@ -67,7 +68,7 @@ def create_app(
     app.state.service = service
     errors.install(app)
     openapi_errors.install(app)  # the error responses and media types the server really answers with
-    for module in (chat, responses, conversations, conversation_items, documents, memories, session, users, ops):
+    for module in (chat, responses, conversations, conversation_items, documents, memories, session, users, ops, sources):
         app.include_router(module.router)
     web.install(app, settings.server)  # the chat page at / (web_ui)
     return app

@@ -11,7 +11,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from anaphora.app import Components, aclose_components, build_components, close_local
+from anaphora.app import Components, aclose_components, build_components, close_local, sources_of
 from anaphora.errors import AnaphoraError, PermissionDeniedError
 from anaphora.server.auth import Authenticator, Principal
 from anaphora.server.coordination import build_session_store, build_turn_lock
@@ -86,7 +86,9 @@ class Service:
         self.http_metrics = HttpMetrics.of(engine.metrics.registry)
         self.http_metrics.turns_in_flight.set_function(lambda: runner.in_flight)
         components = self._components
-        self._jobs = IngestJobs(components.ingestor, components.corpus, self.settings.data_dir / "uploads")
+        self._jobs = IngestJobs(
+            components.ingestor, components.corpus, self.settings.data_dir / "uploads", sources_of(components)
+        )
         interval_s = self.settings.server.history_sweep_interval_s
         if self.settings.server.history_ttl_s > 0:
             self.sweeper = HistorySweeper(

@@ -4,6 +4,7 @@
 import * as api from "./api.js";
 import { $, el, show } from "./dom.js";
 import { render } from "./markdown.js";
+import { pageLink } from "./sources.js";
 import { whyPanel } from "./why.js";
 
 const dialog = () => $("passage");
@@ -43,7 +44,7 @@ function renderAnswer(node, answer, citations, trace) {
         el("span", { class: "cite-number", text: String(i + 1) }),
         el("span", { class: "source-name", text: c.source || c.id }),
         c.heading ? el("span", { class: "source-heading", text: ` — ${c.heading}` }) : null,
-      )),
+      ), pageLink(c)),
     ),
   );
   show(sources, Boolean(citations && citations.length));

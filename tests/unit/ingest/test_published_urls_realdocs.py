@@ -1,0 +1,146 @@
+"""Every chunk of four real documentation trees, cited with a base URL, opens a page that a served copy of the site
+answers with 200, at an anchor that page has; the fifth (celery, Sphinx RST) is checked on its page paths only.
+
+The served copy is built here: each page's Markdown (front matter removed, dialects unwrapped, as ingest reads it)
+rendered by markdown-it to HTML, written where the generator writes it (``x/`` -> ``x/index.html``, ``x.html``, a
+clean ``x`` -> ``x.html``), each heading's ``id`` made from the *rendered* heading's text by the generator's slug
+rule, and served by ``http.server`` on 127.0.0.1 with the usual static-host lookups.
+
+What this proves: the URL mapping is one-to-one over real trees (no two files on one URL, every URL lands on a
+page), every heading path the ingest parse gives a chunk finds its heading (so no citation falls back to the page
+top by accident), and ids computed from markdown-it tokens equal ids computed from the rendered HTML. What it does
+not prove: that Hugo, MkDocs, Docusaurus or VitePress themselves render these ids. The slug rules are pinned to the
+generators' documented outputs in test_urls.py, and explicit ``{#id}`` attributes (587 in semaphore-ce, 30 in mise)
+are taken verbatim.
+
+The trees are ../shared/bench/realdocs-dev (see its README for licences); elsewhere the test is skipped.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections import defaultdict
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import httpx
+import pytest
+from markdown_it import MarkdownIt
+
+from anaphora.embeddings.hashing import HashingEmbedder
+from anaphora.ingest.chunker import chunk_sections
+from anaphora.ingest.dialects import unwrap
+from anaphora.ingest.markdown import split_front_matter
+from anaphora.ingest.parsers import parse_file
+from anaphora.ingest.urls import HeadingIds, SiteRules, chunk_url, detect_generator, explicit_id, folder_page, page_path
+from tests.conftest import ROOT
+from tests.local_http import serving
+
+pytestmark = [pytest.mark.unit, pytest.mark.slow]
+
+REALDOCS = next(
+    (p for p in (b / "shared" / "bench" / "realdocs-dev" for b in (ROOT.parent, ROOT.parent.parent)) if p.is_dir()),
+    None,
+)
+GENERATORS = {"loki": "hugo", "traefik": "mkdocs", "semaphore-ce": "docusaurus", "mise": "vitepress"}
+BASE = "http://docs.test/"
+_TAG = re.compile(r"<[^>]+>")
+
+
+def pages_of(corpus: Path) -> list[Path]:
+    return sorted(p for p in corpus.rglob("*.md") if p.name != "SOURCE.md")
+
+
+def output_file(path: str) -> str:
+    """Where a static build writes the page served at ``path``."""
+    if path == "" or path.endswith("/"):
+        return path + "index.html"
+    return path if path.endswith(".html") else path + ".html"
+
+
+def rendered(text: str, generator: str) -> str:
+    """The page as HTML, each heading with the id its rendered text gets from the generator's slug rule."""
+    _, body, _ = split_front_matter(text)
+    parser = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
+    tokens = parser.parse(unwrap(body))
+    ids = HeadingIds(generator)
+    for index, token in enumerate(tokens):
+        if token.type == "heading_open":
+            inner = parser.renderer.renderInline(tokens[index + 1].children or [], parser.options, {})
+            shown = html.unescape(_TAG.sub("", inner)).strip()
+            label, explicit = explicit_id(shown)
+            token.attrSet("id", ids(label.strip(), explicit))
+    return parser.renderer.render(tokens, parser.options, {})
+
+
+def build_copy(corpus: Path, rules: SiteRules, out: Path) -> None:
+    seen: dict[str, Path] = {}
+    for file in pages_of(corpus):
+        link = folder_page(corpus, file, rules)
+        path = link.url.removeprefix(BASE)
+        assert path not in seen, f"{file} and {seen[path]} are both published at {link.url}"
+        seen[path] = file
+        target = out / output_file(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(rendered(file.read_text(encoding="utf-8-sig", errors="replace"), rules.generator))
+
+
+class StaticHost(SimpleHTTPRequestHandler):
+    """A static host's lookups: ``/x/`` -> ``x/index.html``, a clean ``/x`` -> ``x.html``."""
+
+    def translate_path(self, path: str) -> str:
+        local = Path(super().translate_path(path))
+        if not local.exists() and Path(f"{local}.html").is_file():
+            return f"{local}.html"
+        return str(local)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def cited_urls(corpus: Path, rules: SiteRules) -> dict[str, set[str]]:
+    """Every chunk's citation URL, by page (chunked as ingest chunks, no embedding)."""
+    count = HashingEmbedder().count_tokens
+    anchors: dict[str, set[str]] = defaultdict(set)
+    for file in pages_of(corpus):
+        page = folder_page(corpus, file, rules)
+        sections = parse_file(file).sections
+        for piece in chunk_sections(sections, size=200, overlap=40, count=count):
+            url = chunk_url(page, piece.heading)
+            anchors[page.url].add(url.split("#", 1)[1] if "#" in url else "")
+    return anchors
+
+
+@pytest.mark.skipif(REALDOCS is None, reason="the realdocs-dev corpora are not beside the repository")
+@pytest.mark.parametrize("name", sorted(GENERATORS))
+def test_every_chunk_of_a_real_tree_opens_a_served_page_at_an_existing_anchor(name: str, tmp_path: Path) -> None:
+    corpus = REALDOCS / name
+    generator = detect_generator(corpus)
+    assert generator == GENERATORS[name]
+    rules = SiteRules(BASE, generator)
+    build_copy(corpus, rules, tmp_path)
+    cited = cited_urls(corpus, rules)
+    headings = sum(len(a - {""}) for a in cited.values())
+    assert headings > len(cited)  # most citations open a heading, not the page top
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(StaticHost, directory=str(tmp_path)))
+    missing = []
+    with serving(server) as local, httpx.Client(timeout=10) as http:
+        for page, anchors in cited.items():
+            response = http.get(local + "/" + page.removeprefix(BASE))
+            assert response.status_code == 200, page
+            missing += [f"{page}#{a}" for a in anchors if a and f'id="{a}"' not in response.text]
+    assert not missing, f"{len(missing)} anchors not on their page, e.g. {missing[:5]}"
+
+
+@pytest.mark.skipif(REALDOCS is None, reason="the realdocs-dev corpora are not beside the repository")
+def test_celery_rst_pages_map_to_sphinx_html_one_to_one() -> None:
+    corpus = REALDOCS / "celery"
+    assert detect_generator(corpus) == "sphinx"
+    rules = SiteRules(BASE, "sphinx")
+    files = sorted(p.relative_to(corpus).as_posix() for p in corpus.rglob("*.rst"))
+    paths = [page_path(f, rules) for f in files]
+    assert len(set(paths)) == len(files) > 200
+    assert page_path("userguide/tasks.rst", rules) == "userguide/tasks.html"
+    assert all(p.endswith(".html") and not p.startswith("/") for p in paths)
