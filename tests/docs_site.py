@@ -38,16 +38,17 @@ VANISHING = "# Legacy dashboard\n\nThe legacy dashboard listened on port 8081 an
 def render(markdown: str) -> tuple[str, str]:
     """(title, article HTML) of a Markdown page, headings given ids as MkDocs does (traefik's generator)."""
     metadata, body, _ = split_front_matter(markdown)
-    tokens = MarkdownIt("commonmark", {"html": False}).enable("table").parse(body)
+    parser = MarkdownIt("commonmark", {"html": False}).enable("table")
+    tokens = parser.parse(body)
     ids = HeadingIds("mkdocs")
     for index, token in enumerate(tokens):
         if token.type == "heading_open":
             inline = tokens[index + 1]
             text, explicit = explicit_id(inline.content)
-            inline.content = text
-            inline.children = MarkdownIt().parseInline(text)[0].children
-            token.attrSet("id", ids("".join(t.content for t in inline.children if t.type in ("text", "code_inline")), explicit))
-    article = MarkdownIt("commonmark", {"html": False}).enable("table").renderer.render(tokens, {}, {})
+            inline.children = parser.parseInline(text)[0].children
+            shown = "".join(t.content for t in inline.children or [] if t.type in ("text", "code_inline"))
+            token.attrSet("id", ids(shown, explicit))
+    article = parser.renderer.render(tokens, parser.options, {})
     title = str(metadata.get("title") or "")
     if title and not any(t.type == "heading_open" and t.tag == "h1" for t in tokens):
         article = f"<h1>{html.escape(title)}</h1>\n{article}"
@@ -118,8 +119,10 @@ class DocsSite:
         if self.down:
             return 503, {}, "down for maintenance"
         if path == "/robots.txt":
-            return 200, {"Content-Type": "text/plain"}, (
-                f"User-agent: *\nDisallow: /docs/private/\n\nSitemap: {base}/sitemap_index.xml\n"
+            return (
+                200,
+                {"Content-Type": "text/plain"},
+                (f"User-agent: *\nDisallow: /docs/private/\n\nSitemap: {base}/sitemap_index.xml\n"),
             )
         if path in (maps := self.sitemaps(base)):
             return 200, {"Content-Type": "application/xml"}, maps[path]
@@ -128,8 +131,11 @@ class DocsSite:
         if path == "/docs/app/":
             return 200, {"Content-Type": "text/html"}, SHELL
         if path == "/docs/changing/":
-            return 200, {"Content-Type": "text/html"}, page("Release cadence", render(
-                CHANGING_V2 if self.changed else CHANGING_V1)[1])
+            return (
+                200,
+                {"Content-Type": "text/html"},
+                page("Release cadence", render(CHANGING_V2 if self.changed else CHANGING_V1)[1]),
+            )
         if path == "/docs/vanishing/" and not (self.vanished or self.redesigned):
             return 200, {"Content-Type": "text/html"}, page("Legacy dashboard", render(VANISHING)[1])
         if path in self.html and not self.redesigned:
@@ -139,7 +145,7 @@ class DocsSite:
 
 def handler_for(site: DocsSite) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             base = f"http://{self.headers['Host']}"
             status, headers, body = site.respond(self.path, base)
             data = body.encode()

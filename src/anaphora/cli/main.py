@@ -12,7 +12,6 @@ from anaphora.app import Anaphora
 from anaphora.cli.eval import eval_app
 from anaphora.cli.memory import memory_app
 from anaphora.cli.progress import DEFAULT_EVERY_S, IngestProgress
-from anaphora.cli.sites import ingest_sites, print_sources_table, sync_sources
 from anaphora.cli.render import (
     inert,
     print_ingest_report,
@@ -22,8 +21,9 @@ from anaphora.cli.render import (
     shown,
     terminal,
 )
-from anaphora.ingest.sources import is_site
+from anaphora.cli.sites import ingest_sites, print_sources_table, sync_sources
 from anaphora.errors import AnaphoraError, ConversationNotFoundError, InputError, MemoryNotFoundError, require
+from anaphora.ingest.sources import is_site
 from anaphora.settings import load_settings
 from anaphora.types import TurnResult
 

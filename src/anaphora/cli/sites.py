@@ -52,7 +52,13 @@ def sync_sources(console: Console, rag: Anaphora, *, allow_mass_delete: bool, ve
 
 def print_sources_table(console: Console, rag: Anaphora) -> None:
     for source in rag.sources.registry.sources():
-        when = datetime.fromtimestamp(source.synced_at, UTC).strftime("%Y-%m-%d %H:%M UTC") if source.synced_at else "never"
+        when = (
+            datetime.fromtimestamp(source.synced_at, UTC).strftime("%Y-%m-%d %H:%M UTC")
+            if source.synced_at
+            else "never"
+        )
         url = f" -> {source.base_url}" if source.base_url and source.kind == "folder" else ""
         pages = len(rag.sources.registry.pages(source.root))
-        console.print(f"{source.id:>3} {source.kind:<6} {shown(source.root)}{shown(url)}  last sync {when}, {pages} pages")
+        console.print(
+            f"{source.id:>3} {source.kind:<6} {shown(source.root)}{shown(url)}  last sync {when}, {pages} pages"
+        )

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
-from urllib.parse import urljoin, urldefrag
+from urllib.parse import urldefrag, urljoin
 
 from anaphora.errors import ConfigurationError
 from anaphora.ingest.sections import Section
@@ -96,7 +96,7 @@ def _clean(root) -> None:
     for element in root.xpath(_BOILERPLATE):
         if element.getparent() is not None:
             element.drop_tree()
-    for anchor in root.iter("a"):
+    for anchor in list(root.iter("a")):
         text = (anchor.text_content() or "").strip().lower()
         inside_heading = any(a.tag in _HEADINGS for a in anchor.iterancestors())
         if (inside_heading and text in _PERMALINK_TEXT) or _EDIT_LINK.match(text):
@@ -136,16 +136,21 @@ def extract_page(html: str, url: str) -> ExtractedPage:
     canonical = _canonical(root, url)
     links = [urldefrag(urljoin(url, a.get("href")))[0] for a in root.xpath("//a[@href]")]
     robots = " ".join(m.get("content", "") for m in root.xpath("//meta[@name='robots']")).lower()
-    whole = _text(root.body) if root.body is not None else ""
+    bodies = root.xpath("//body")
+    whole = _text(bodies[0]) if bodies else ""
     if "noindex" in robots:
         return ExtractedPage(title, canonical, links=links, problem="marked noindex (meta robots)")
     _clean(root)
+    anchors = _anchors(root)
+    for heading in root.iter(*_HEADINGS):  # Readability drops a heading whose id reads "tags", "media", "tool"...
+        heading.attrib.pop("id", None)
+        heading.attrib.pop("class", None)
     cleaned = lxml.html.tostring(root, encoding="unicode")
     main = _readability()(cleaned, url=url).summary(html_partial=True)
     sections = parse_html(main)
     words = sum(len(s.text.split()) for s in sections)
     shown = " ".join(s.text for s in sections)
-    page = ExtractedPage(title, canonical, sections, _anchors(root), links)
+    page = ExtractedPage(title, canonical, sections, anchors, links)
     if JS_SHELL.search(whole) and len(shown) < SHELL_MAX_CHARS:
         page.problem = "a JavaScript shell (no text without running its scripts)"
     elif words < MIN_WORDS:

@@ -350,7 +350,12 @@ class Ingestor:
         return self.embedder.embed([search_text(c.heading, c.text) for c in chunks])
 
     def write_parsed(
-        self, root: str, documents: Iterable[tuple[str, str, ParsedDocument]], report: IngestReport, *, force: bool = False
+        self,
+        root: str,
+        documents: Iterable[tuple[str, str, ParsedDocument]],
+        report: IngestReport,
+        *,
+        force: bool = False,
     ) -> None:
         """Write documents parsed elsewhere (``(source, content hash, document)``: the pages of a crawled site)
         under ``root``, chunked, labelled, embedded and written as files are; an unchanged hash writes nothing."""

@@ -71,8 +71,8 @@ class Sources:
             known = {s.root: s for s in self.registry.sources()}.get(str(folder))
             url = self.base_url_of(folder, base_url)
             chosen = generator or (known.generator if known and known.generator else None)
-            directory = directory_urls if directory_urls is not None else (known.options if known else {}).get(
-                "directory_urls"
+            directory = (
+                directory_urls if directory_urls is not None else (known.options if known else {}).get("directory_urls")
             )
             rules = SiteRules(url, chosen or detect_generator(folder), directory) if url else None
             self.publish(folder, rules)
@@ -109,8 +109,7 @@ class Sources:
             if source.kind == "site":
                 report: IngestReport = self.site(source.root, allow_mass_delete=allow_mass_delete)
             elif Path(source.root).is_dir():
-                report = ingest_folders([source.root])
-                self.record_folders([source.root], report)
+                report = ingest_folders([source.root])  # which records the folder again (Anaphora.ingest)
             else:
                 report = IngestReport(warnings=[(source.root, "the folder is gone; its documents are kept")])
             done.append((source, report))

@@ -24,6 +24,7 @@ from anaphora.ingest.ingestor import Ingestor, IngestReport
 from anaphora.ingest.parsers import ParsedDocument
 from anaphora.ingest.site import GONE, Discovery, Fetched, SiteScope, SiteUnreachable, normalize
 from anaphora.settings import SiteSettings
+from anaphora.store.protocols import DocumentRegistry
 from anaphora.store.sources import Source, SourcePage, SourceRegistry
 
 
@@ -82,7 +83,11 @@ class _Sorter:
     def _unchanged(self, visit: Visit, before: SourcePage | None) -> None:
         if before is None:
             return
-        self.out.pages[visit.url] = replace(before, checked_at=self.now, lastmod=visit.lastmod or before.lastmod)
+        lastmod = visit.lastmod or before.lastmod
+        if before.source:
+            why = "sitemap lastmod unchanged" if visit.fetched is None else "not modified (HTTP 304)"
+            before = replace(before, outcome="unchanged", reason=why)
+        self.out.pages[visit.url] = replace(before, checked_at=self.now, lastmod=lastmod)
         if before.source:
             self.report.unchanged.append(before.source)
         elif before.outcome == "skipped":
@@ -102,7 +107,15 @@ class _Sorter:
         source = self.scope.source(key)
         self.out.documents[key] = (source, page)
         self.out.pages[key] = SourcePage(
-            key, source, page.title, page.anchors, "indexed", "", fetched.etag, fetched.last_modified, visit.lastmod,
+            key,
+            source,
+            page.title,
+            page.anchors,
+            "indexed",
+            "",
+            fetched.etag,
+            fetched.last_modified,
+            visit.lastmod,
             self.now,
         )
         if key != visit.url:
@@ -167,6 +180,10 @@ class SiteSync:
         report.warnings.extend((scope.root, note) for note in discovery.notes)
         report.skipped.extend((u, "disallowed by robots.txt") for u in discovery.disallowed)
         out = _Sorter(previous, scope, report).sort(visits)
+        for url in discovery.disallowed:
+            out.pages[url] = SourcePage(
+                url, outcome="skipped", reason="disallowed by robots.txt", checked_at=time.time()
+            )
         self._absent(discovery, visits, previous, out)
         self.ingestor.write_parsed(scope.root, _documents(out), report, force=force)
         removed = self._remove(scope, previous, out, report, allow_mass_delete)

@@ -77,7 +77,8 @@ class SiteRules:
 def check_base_url(url: str) -> None:
     if not re.match(r"^https?://[^/\s]+", url or ""):
         raise InputError(
-            f"base URL {url!r} is not an http(s) URL", hint="give the published site's address, e.g. https://docs.example.com/"
+            f"base URL {url!r} is not an http(s) URL",
+            hint="give the published site's address, e.g. https://docs.example.com/",
         )
 
 
@@ -92,7 +93,7 @@ def detect_generator(root: Path, *, sample: int = 60) -> str:
         return "sphinx"
     if any(root.rglob("_index.md")):
         return "hugo"
-    votes = dict.fromkeys(g for g, _ in _MARKS, 0)
+    votes = dict.fromkeys((g for g, _ in _MARKS), 0)
     for file in sorted(root.rglob("*.md"))[:sample]:
         try:
             text = file.read_text(encoding="utf-8", errors="replace")

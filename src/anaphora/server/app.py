@@ -68,7 +68,8 @@ def create_app(
     app.state.service = service
     errors.install(app)
     openapi_errors.install(app)  # the error responses and media types the server really answers with
-    for module in (chat, responses, conversations, conversation_items, documents, memories, session, users, ops, sources):
+    routes = (chat, responses, conversations, conversation_items, documents, memories, session, users, ops, sources)
+    for module in routes:
         app.include_router(module.router)
     web.install(app, settings.server)  # the chat page at / (web_ui)
     return app

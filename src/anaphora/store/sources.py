@@ -62,7 +62,9 @@ class SourceRegistry(Protocol):
 
     def pages(self, root: str) -> list[SourcePage]: ...
 
-    def put_pages(self, root: str, pages: Iterable[SourcePage], *, drop: Iterable[str] = (), replace: bool = False) -> None:
+    def put_pages(
+        self, root: str, pages: Iterable[SourcePage], *, drop: Iterable[str] = (), replace: bool = False
+    ) -> None:
         """Upsert ``pages``, delete the pages with URLs in ``drop`` (``replace``: every other page of ``root``)."""
         ...
 
