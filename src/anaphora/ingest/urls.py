@@ -22,6 +22,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 from urllib.parse import quote
@@ -56,7 +57,14 @@ _MARKS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 _EXPLICIT_ID = re.compile(r"\s*\{:?\s*#([\w.:-]+)[^}]*\}\s*$")
 _NUMBER_PREFIX = re.compile(r"^\d+[-_.]")
-_INDEX_NAMES = {"index", "readme"}
+# the file names each generator serves as their folder's page (MkDocs: README when there is no index.md)
+_INDEX_NAMES = {
+    "docusaurus": {"index", "readme"},
+    "mkdocs": {"index", "readme"},
+    "hugo": {"_index", "index"},
+    "gitbook": {"readme", "index"},
+    "vitepress": {"index"},
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +132,7 @@ def page_path(source: str, rules: SiteRules, metadata: dict[str, Any] | None = N
         if slug.startswith("/"):
             return slug.strip().lstrip("/")
         stem = slug.strip()
-    index = stem.lower() in _INDEX_NAMES or (generator == "hugo" and stem == "_index")
+    index = stem.lower() in _INDEX_NAMES.get(generator, {"index"})
     if generator == "docusaurus" and parts and stem == parts[-1]:
         index = True  # a doc named like its folder is the folder's index
     if generator == "sphinx":
@@ -271,6 +279,14 @@ def _slug_text(children: Sequence) -> str:
     return "".join(t.content for t in children if t.type in ("text", "code_inline")).strip()
 
 
+@cache
+def _headings_parser():
+    """The blocks of a page without their inline parse (half the time of a full parse): only headings are read."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": True}).disable(["inline", "text_join"])
+
+
 def markdown_anchors(text: str, generator: str) -> tuple[str, dict[str, Any], tuple[Anchor, ...]]:
     """(title, front matter, the page's headings with their ids) of a Markdown page, as ``generator`` renders it.
     Heading texts are those :mod:`anaphora.ingest.markdown` gives the chunks' heading paths, so they match."""
@@ -282,11 +298,11 @@ def markdown_anchors(text: str, generator: str) -> tuple[str, dict[str, Any], tu
     ids = HeadingIds(generator)
     anchors: list[Anchor] = []
     stack: list[tuple[int, str]] = []
-    tokens = _parser().parse(unwrap(body))
+    tokens = _headings_parser().parse(unwrap(body))
     for index, token in enumerate(tokens):
         if token.type != "heading_open":
             continue
-        children = tokens[index + 1].children or []
+        children = _parser().parseInline(tokens[index + 1].content)[0].children or []
         shown = HEADING_ATTRIBUTES.sub("", render_inline(children)).strip()
         _, explicit = explicit_id(tokens[index + 1].content)
         level = int(token.tag[1])

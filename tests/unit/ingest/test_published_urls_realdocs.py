@@ -34,7 +34,16 @@ from anaphora.ingest.chunker import chunk_sections
 from anaphora.ingest.dialects import unwrap
 from anaphora.ingest.markdown import split_front_matter
 from anaphora.ingest.parsers import parse_file
-from anaphora.ingest.urls import HeadingIds, SiteRules, chunk_url, detect_generator, explicit_id, folder_page, page_path
+from anaphora.ingest.urls import (
+    HeadingIds,
+    PageLink,
+    SiteRules,
+    chunk_url,
+    detect_generator,
+    explicit_id,
+    folder_page,
+    page_path,
+)
 from tests.conftest import ROOT
 from tests.local_http import serving
 
@@ -75,16 +84,15 @@ def rendered(text: str, generator: str) -> str:
     return parser.renderer.render(tokens, parser.options, {})
 
 
-def build_copy(corpus: Path, rules: SiteRules, out: Path) -> None:
+def build_copy(corpus: Path, links: dict[Path, PageLink], generator: str, out: Path) -> None:
     seen: dict[str, Path] = {}
-    for file in pages_of(corpus):
-        link = folder_page(corpus, file, rules)
+    for file, link in links.items():
         path = link.url.removeprefix(BASE)
         assert path not in seen, f"{file} and {seen[path]} are both published at {link.url}"
         seen[path] = file
         target = out / output_file(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(rendered(file.read_text(encoding="utf-8-sig", errors="replace"), rules.generator))
+        target.write_text(rendered(file.read_text(encoding="utf-8-sig", errors="replace"), generator))
 
 
 class StaticHost(SimpleHTTPRequestHandler):
@@ -92,7 +100,7 @@ class StaticHost(SimpleHTTPRequestHandler):
 
     def translate_path(self, path: str) -> str:
         local = Path(super().translate_path(path))
-        if not local.exists() and Path(f"{local}.html").is_file():
+        if not path.endswith("/") and Path(f"{local}.html").is_file():  # also beside a folder of that name
             return f"{local}.html"
         return str(local)
 
@@ -100,12 +108,11 @@ class StaticHost(SimpleHTTPRequestHandler):
         pass
 
 
-def cited_urls(corpus: Path, rules: SiteRules) -> dict[str, set[str]]:
+def cited_urls(links: dict[Path, PageLink]) -> dict[str, set[str]]:
     """Every chunk's citation URL, by page (chunked as ingest chunks, no embedding)."""
     count = HashingEmbedder().count_tokens
     anchors: dict[str, set[str]] = defaultdict(set)
-    for file in pages_of(corpus):
-        page = folder_page(corpus, file, rules)
+    for file, page in links.items():
         sections = parse_file(file).sections
         for piece in chunk_sections(sections, size=200, overlap=40, count=count):
             url = chunk_url(page, piece.heading)
@@ -120,8 +127,9 @@ def test_every_chunk_of_a_real_tree_opens_a_served_page_at_an_existing_anchor(na
     generator = detect_generator(corpus)
     assert generator == GENERATORS[name]
     rules = SiteRules(BASE, generator)
-    build_copy(corpus, rules, tmp_path)
-    cited = cited_urls(corpus, rules)
+    links = {file: folder_page(corpus, file, rules) for file in pages_of(corpus)}
+    build_copy(corpus, links, generator, tmp_path)
+    cited = cited_urls(links)
     headings = sum(len(a - {""}) for a in cited.values())
     assert headings > len(cited)  # most citations open a heading, not the page top
     server = ThreadingHTTPServer(("127.0.0.1", 0), partial(StaticHost, directory=str(tmp_path)))
