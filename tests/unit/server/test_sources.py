@@ -14,7 +14,7 @@ from tests.unit.server.test_openai import client, extension
 
 pytestmark = pytest.mark.unit
 BASE = "https://docs.example.com/kestrel/"
-QUESTION = "How do I install Kestrel on Kubernetes?"
+QUESTION = "What are the prerequisites for installing Kestrel on Kubernetes?"
 
 
 @pytest.fixture
@@ -47,7 +47,8 @@ def test_chat_completions_carry_the_urls_in_the_extension(running) -> None:
         )
     citations = extension(reply)["citations"]
     assert citations and all(c["url"].startswith(BASE) for c in citations)
-    assert any("#" in c["url"] for c in citations)  # a heading's anchor, not only the page
+    for citation in citations:  # a section's passage opens its heading, the page's introduction the page
+        assert ("#" in citation["url"]) == (" > " in citation["heading"]), citation
 
 
 def test_the_sources_api_lists_the_folder_and_its_pages_for_admins(running) -> None:
