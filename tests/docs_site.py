@@ -77,6 +77,8 @@ class DocsSite:
     vanished: bool = False  # the vanishing page answers 404 and has left the sitemap
     down: bool = False  # every request answers 503
     redesigned: bool = False  # the sitemap lists the changing page only; the content pages answer 404
+    lastmod: bool = True  # the sitemap gives lastmod (without: a re-sync asks with If-None-Match)
+    failing: set[str] = field(default_factory=set)  # paths that answer 503 (a partial outage)
     log: list[tuple[str, int]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -98,12 +100,14 @@ class DocsSite:
             ("/docs/private/keys/", "2026-11-01"),  # disallowed by robots.txt
             ("/outside/", "2026-11-01"),  # outside the prefix
             ("/docs/changing/", "2026-12-01" if self.changed else "2026-11-01"),
+            ("/docs/overview/index.html", "2026-11-01"),  # the overview again, its canonical URL names it
         ]
         extra = [] if self.vanished or self.redesigned else [("/docs/vanishing/", "2026-11-01")]
         if self.redesigned:
             urls = [u for u in urls if u[0] == "/docs/changing/"]
         entries = lambda items: "".join(  # noqa: E731
-            f"<url><loc>{base}{path}</loc><lastmod>{mod}</lastmod></url>" for path, mod in items
+            f"<url><loc>{base}{path}</loc>{f'<lastmod>{mod}</lastmod>' if self.lastmod else ''}</url>"
+            for path, mod in items
         )
         ns = 'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
         return {
@@ -116,7 +120,7 @@ class DocsSite:
         }
 
     def respond(self, path: str, base: str) -> tuple[int, dict[str, str], str]:
-        if self.down:
+        if self.down or path in self.failing:
             return 503, {}, "down for maintenance"
         if path == "/robots.txt":
             return (
@@ -138,6 +142,13 @@ class DocsSite:
             )
         if path == "/docs/vanishing/" and not (self.vanished or self.redesigned):
             return 200, {"Content-Type": "text/html"}, page("Legacy dashboard", render(VANISHING)[1])
+        if path == "/docs/overview/index.html" and not self.redesigned:
+            canonical = f"{base}/docs/overview/"
+            return (
+                200,
+                {"Content-Type": "text/html"},
+                self.html["/docs/overview/"].replace("<title>", f'<link rel="canonical" href="{canonical}"><title>', 1),
+            )
         if path in self.html and not self.redesigned:
             return 200, {"Content-Type": "text/html; charset=utf-8"}, self.html[path]
         return 404, {"Content-Type": "text/html"}, page("Not found", "<h1>Not found</h1><p>No such page.</p>")

@@ -94,7 +94,7 @@ class SiteCrawl:
         before = self.previous.get(url)
         if before and lastmod and before.lastmod == lastmod and before.outcome in SETTLED and not self.force:
             return Visit(url, lastmod)
-        settled = before is not None and before.outcome in ("indexed", "unchanged") and not self.force
+        settled = before is not None and not self.force  # its validators ask whether it changed since
         fetched = await self.fetcher.get(
             url, before.etag if settled else None, before.last_modified if settled else None
         )

@@ -136,8 +136,17 @@ class _Sorter:
             self._skip(visit, problem)
 
     def _skip(self, visit: Visit, reason: str) -> None:
+        """Record a page that is not indexed, with its validators: the next sync asks whether it changed."""
+        fetched = visit.fetched
+        ok = fetched is not None and fetched.status == 200
         self.out.pages[visit.url] = SourcePage(
-            visit.url, outcome="skipped", reason=reason, lastmod=visit.lastmod, checked_at=self.now
+            visit.url,
+            outcome="skipped",
+            reason=reason,
+            etag=fetched.etag if ok and fetched else None,
+            last_modified=fetched.last_modified if ok and fetched else None,
+            lastmod=visit.lastmod,
+            checked_at=self.now,
         )
 
 
@@ -165,7 +174,9 @@ class SiteSync:
         started = time.perf_counter()
         scope = SiteScope.of(url)
         report = SiteReport(url=scope.root)
-        previous = {p.url: p for p in self.registry.pages(scope.root)}
+        present = {d.source for d in self.corpus.documents() if d.root == scope.root}
+        # a page whose document is gone (deleted through the API) is fetched again as a new one
+        previous = {p.url: p for p in self.registry.pages(scope.root) if not p.source or p.source in present}
         limits = crawl_limits(self.settings)
         try:
             discovery, visits, fetcher = asyncio.run(

@@ -362,6 +362,8 @@ class SessionEnded(BaseModel):
 class SourceOut(BaseModel):
     """An ingested folder or site: how it is published and what its last sync did (counts by outcome)."""
 
+    model_config = ConfigDict(extra="ignore")
+
     id: int
     kind: Literal["folder", "site"]
     root: str

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import tests.docs_site as tests_docs_site
 from anaphora import Anaphora
 from anaphora.ingest.sync import SiteReport
 from anaphora.pipeline.links import CitationLinks
@@ -77,6 +78,22 @@ def test_a_crawl_indexes_each_content_page_once_and_none_of_the_template(site, r
     pages = {p.url: p for p in rag.sources.registry.pages(f"{base}/docs/")}
     assert pages[f"{base}/docs/old-tracing/"].outcome == "skipped"  # the redirect, folded into its target
     assert pages[f"{base}/docs/tracing/"].outcome == "indexed"
+    alias = pages[f"{base}/docs/overview/index.html"]  # folded into the page its canonical link names
+    assert alias.outcome == "skipped" and alias.reason == f"duplicate of {base}/docs/overview/"
+
+
+def test_without_lastmod_a_resync_asks_conditionally_and_a_304_writes_nothing(site, rag) -> None:
+    docs, base = site
+    docs.lastmod = False
+    rag.ingest_site(f"{base}/docs/")
+    generation, before = rag.components.corpus.generation(), len(docs.log)
+    report = rag.ingest_site(f"{base}/docs/")
+    statuses = {path: status for path, status in docs.log[before:] if path in CONTENT}
+    assert statuses == dict.fromkeys(CONTENT, 304)  # each page asked with its ETag, none downloaded
+    assert report.downloaded == 0 and report.chunks_written == 0
+    assert rag.components.corpus.generation() == generation
+    pages = rag.sources.registry.pages(f"{base}/docs/")
+    assert {p.reason for p in pages if p.source} == {"not modified (HTTP 304)"}
 
 
 def test_a_second_run_with_no_change_downloads_nothing_and_writes_nothing(site, rag) -> None:
@@ -119,6 +136,21 @@ def test_an_outage_leaves_the_index_as_it_was(site, rag) -> None:
     assert site_documents(rag, base) == documents and rag.components.corpus.generation() == generation
     source = rag.sources.registry.sources()[0]
     assert source.synced_at == synced and source.report["error"]
+
+
+def test_a_page_that_fails_or_turns_into_a_shell_keeps_its_indexed_version(site, rag) -> None:
+    docs, base = site
+    rag.ingest_site(f"{base}/docs/")
+    documents = site_documents(rag, base)
+    docs.changed, docs.failing = True, {"/docs/changing/"}  # changed, but answers 503
+    docs.html["/docs/metrics/"] = tests_docs_site.SHELL  # a redesign that renders in the browser only
+    docs.lastmod = False
+    report = rag.ingest_site(f"{base}/docs/")
+    kept = dict(report.kept)
+    assert "503" in kept[f"{base}/docs/changing/"] and "JavaScript shell" in kept[f"{base}/docs/metrics/"]
+    assert not report.removed and not report.updated and site_documents(rag, base) == documents
+    pages = {p.url: p for p in rag.sources.registry.pages(f"{base}/docs/")}
+    assert pages[f"{base}/docs/metrics/"].outcome == "kept" and pages[f"{base}/docs/metrics/"].source
 
 
 def test_a_sync_that_would_empty_the_index_removes_nothing_unless_allowed(site, rag) -> None:

@@ -4,6 +4,7 @@ page (indexed, unchanged, skipped or kept, with the reason)."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import asdict
 
 from fastapi import APIRouter
 
@@ -21,16 +22,7 @@ def _registry(svc) -> SourceRegistry:
 
 
 def _out(source: Source, pages: int) -> SourceOut:
-    return SourceOut(
-        id=source.id,
-        kind=source.kind,
-        root=source.root,
-        base_url=source.base_url,
-        generator=source.generator,
-        synced_at=source.synced_at,
-        pages=pages,
-        last_report=source.report,
-    )
+    return SourceOut.model_validate({**asdict(source), "pages": pages, "last_report": source.report})
 
 
 def _listing(registry: SourceRegistry) -> list[SourceOut]:
@@ -51,16 +43,5 @@ async def source_pages(source_id: int, user: Admin, svc: Svc) -> SourcePageList:
     if not found:
         raise NotFoundError(f"no source {source_id}", hint="GET /v1/sources lists them")
     pages = await asyncio.to_thread(registry.pages, found[0].root)
-    data = [
-        SourcePageOut(
-            url=p.url,
-            source=p.source,
-            title=p.title,
-            outcome=p.outcome,
-            reason=p.reason,
-            lastmod=p.lastmod,
-            checked_at=p.checked_at,
-        )
-        for p in pages
-    ]
+    data = [SourcePageOut.model_validate(page, from_attributes=True) for page in pages]
     return SourcePageList(source_id=source_id, data=data)
