@@ -1,10 +1,10 @@
 """Every chunk of four real documentation trees, cited with a base URL, opens a page that a served copy of the site
 answers with 200, at an anchor that page has; the fifth (celery, Sphinx RST) is checked on its page paths only.
 
-The served copy is built here: each page's Markdown (front matter removed, dialects unwrapped, as ingest reads it)
-rendered by markdown-it to HTML, written where the generator writes it (``x/`` -> ``x/index.html``, ``x.html``, a
-clean ``x`` -> ``x.html``), each heading's ``id`` made from the *rendered* heading's text by the generator's slug
-rule, and served by ``http.server`` on 127.0.0.1 with the usual static-host lookups.
+The served copy is :mod:`anaphora.testing.static_site`'s: each page's Markdown (front matter removed, dialects
+unwrapped, as ingest reads it) rendered by markdown-it to HTML, written where the generator writes it (``x/`` ->
+``x/index.html``, ``x.html``, a clean ``x`` -> ``x.html``), each heading's ``id`` made from the *rendered* heading's
+text by the generator's slug rule, and served by ``http.server`` on 127.0.0.1 with the usual static-host lookups.
 
 What this proves: the URL mapping is one-to-one over real trees (no two files on one URL, every URL lands on a
 page), every heading path the ingest parse gives a chunk finds its heading (so no citation falls back to the page
@@ -18,32 +18,19 @@ The trees are ../shared/bench/realdocs-dev (see its README for licences); elsewh
 
 from __future__ import annotations
 
-import html
-import re
 from collections import defaultdict
 from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
 import pytest
-from markdown_it import MarkdownIt
 
 from anaphora.embeddings.hashing import HashingEmbedder
 from anaphora.ingest.chunker import chunk_sections
-from anaphora.ingest.dialects import unwrap
-from anaphora.ingest.markdown import split_front_matter
 from anaphora.ingest.parsers import parse_file
-from anaphora.ingest.urls import (
-    HeadingIds,
-    PageLink,
-    SiteRules,
-    chunk_url,
-    detect_generator,
-    explicit_id,
-    folder_page,
-    page_path,
-)
+from anaphora.ingest.urls import PageLink, SiteRules, chunk_url, detect_generator, folder_page, page_path
+from anaphora.testing.static_site import StaticHost, build_site
 from tests.conftest import ROOT
 from tests.local_http import serving
 
@@ -55,57 +42,10 @@ REALDOCS = next(
 )
 GENERATORS = {"loki": "hugo", "traefik": "mkdocs", "semaphore-ce": "docusaurus", "mise": "vitepress"}
 BASE = "http://docs.test/"
-_TAG = re.compile(r"<[^>]+>")
 
 
 def pages_of(corpus: Path) -> list[Path]:
     return sorted(p for p in corpus.rglob("*.md") if p.name != "SOURCE.md")
-
-
-def output_file(path: str) -> str:
-    """Where a static build writes the page served at ``path``."""
-    if path == "" or path.endswith("/"):
-        return path + "index.html"
-    return path if path.endswith(".html") else path + ".html"
-
-
-def rendered(text: str, generator: str) -> str:
-    """The page as HTML, each heading with the id its rendered text gets from the generator's slug rule."""
-    _, body, _ = split_front_matter(text)
-    parser = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
-    tokens = parser.parse(unwrap(body))
-    ids = HeadingIds(generator)
-    for index, token in enumerate(tokens):
-        if token.type == "heading_open":
-            inner = parser.renderer.renderInline(tokens[index + 1].children or [], parser.options, {})
-            shown = html.unescape(_TAG.sub("", inner)).strip()
-            label, explicit = explicit_id(shown)
-            token.attrSet("id", ids(label.strip(), explicit))
-    return parser.renderer.render(tokens, parser.options, {})
-
-
-def build_copy(corpus: Path, links: dict[Path, PageLink], generator: str, out: Path) -> None:
-    seen: dict[str, Path] = {}
-    for file, link in links.items():
-        path = link.url.removeprefix(BASE)
-        assert path not in seen, f"{file} and {seen[path]} are both published at {link.url}"
-        seen[path] = file
-        target = out / output_file(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(rendered(file.read_text(encoding="utf-8-sig", errors="replace"), generator))
-
-
-class StaticHost(SimpleHTTPRequestHandler):
-    """A static host's lookups: ``/x/`` -> ``x/index.html``, a clean ``/x`` -> ``x.html``."""
-
-    def translate_path(self, path: str) -> str:
-        local = Path(super().translate_path(path))
-        if not path.endswith("/") and Path(f"{local}.html").is_file():  # also beside a folder of that name
-            return f"{local}.html"
-        return str(local)
-
-    def log_message(self, *args: object) -> None:
-        pass
 
 
 def cited_urls(links: dict[Path, PageLink]) -> dict[str, set[str]]:
@@ -128,7 +68,7 @@ def test_every_chunk_of_a_real_tree_opens_a_served_page_at_an_existing_anchor(na
     assert generator == GENERATORS[name]
     rules = SiteRules(BASE, generator)
     links = {file: folder_page(corpus, file, rules) for file in pages_of(corpus)}
-    build_copy(corpus, links, generator, tmp_path)
+    build_site(links, BASE, generator, tmp_path)  # refuses two files on one URL
     cited = cited_urls(links)
     headings = sum(len(a - {""}) for a in cited.values())
     assert headings > len(cited)  # most citations open a heading, not the page top
