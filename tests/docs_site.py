@@ -32,6 +32,7 @@ SHELL = (
 )
 CHANGING_V1 = "# Release cadence\n\nTraefik ships a minor release every quarter and patches every two weeks.\n"
 CHANGING_V2 = "# Release cadence\n\nTraefik ships a minor release every month and patches every week since v3.7.\n"
+HOME = "# Traefik documentation\n\nStart with the overview, then set up tracing and metrics for your routers.\n"
 VANISHING = "# Legacy dashboard\n\nThe legacy dashboard listened on port 8081 and was removed in version three.\n"
 
 
@@ -79,6 +80,7 @@ class DocsSite:
     redesigned: bool = False  # the sitemap lists the changing page only; the content pages answer 404
     lastmod: bool = True  # the sitemap gives lastmod (without: a re-sync asks with If-None-Match)
     failing: set[str] = field(default_factory=set)  # paths that answer 503 (a partial outage)
+    sitemap: bool = True  # without: robots.txt names none and the sitemaps answer 404 (links are followed)
     log: list[tuple[str, int]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -123,12 +125,9 @@ class DocsSite:
         if self.down or path in self.failing:
             return 503, {}, "down for maintenance"
         if path == "/robots.txt":
-            return (
-                200,
-                {"Content-Type": "text/plain"},
-                (f"User-agent: *\nDisallow: /docs/private/\n\nSitemap: {base}/sitemap_index.xml\n"),
-            )
-        if path in (maps := self.sitemaps(base)):
+            named = f"Sitemap: {base}/sitemap_index.xml\n" if self.sitemap else ""
+            return 200, {"Content-Type": "text/plain"}, f"User-agent: *\nDisallow: /docs/private/\n\n{named}"
+        if self.sitemap and path in (maps := self.sitemaps(base)):
             return 200, {"Content-Type": "application/xml"}, maps[path]
         if path == "/docs/old-tracing/":
             return 301, {"Location": "/docs/tracing/"}, ""
@@ -149,6 +148,8 @@ class DocsSite:
                 {"Content-Type": "text/html"},
                 self.html["/docs/overview/"].replace("<title>", f'<link rel="canonical" href="{canonical}"><title>', 1),
             )
+        if path == "/docs/":  # the home page: no sitemap lists it, a link crawl starts there
+            return 200, {"Content-Type": "text/html"}, page("Traefik docs", render(HOME)[1])
         if path in self.html and not self.redesigned:
             return 200, {"Content-Type": "text/html; charset=utf-8"}, self.html[path]
         return 404, {"Content-Type": "text/html"}, page("Not found", "<h1>Not found</h1><p>No such page.</p>")

@@ -294,5 +294,6 @@ def _add_urls(tree: ET.Element, fetcher: SiteFetcher, found: Discovery) -> None:
             found.disallowed.append(loc)
         elif len(found.pages) < fetcher.limits.max_pages:
             found.pages[loc] = values.get("lastmod") or None
-        else:
+        elif found.complete:
             found.complete = False
+            found.notes.append(f"the sitemaps list more pages than the limit (crawl_max_pages = {len(found.pages)})")

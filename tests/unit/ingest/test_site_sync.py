@@ -179,3 +179,32 @@ def test_citations_of_crawled_pages_open_the_page_at_the_heading(site, rag) -> N
     assert citation.url and citation.url.startswith(f"{base}/docs/middlewares/basicauth/#")
     anchor = citation.url.split("#", 1)[1]
     assert f'id="{anchor}"' in docs.html["/docs/middlewares/basicauth/"]
+
+
+def test_without_a_sitemap_links_under_the_prefix_are_followed(site, rag) -> None:
+    docs, base = site
+    docs.sitemap = False
+    report = rag.ingest_site(f"{base}/docs/tracing/")  # the prefix is /docs/tracing/: nothing else is in scope
+    assert report.added == ["docs/tracing/"]
+    report = rag.ingest_site(f"{base}/docs/")
+    assert set(report.added) == {"docs/"} | {f"docs/{p}" for p in PAGES}  # from the home page's links
+    requested = docs.requested()
+    assert "/docs/private/keys/" not in requested and "/outside/" not in requested
+    assert reasons(report)[f"{base}/docs/private/keys/"] == "disallowed by robots.txt"
+
+
+def test_the_page_limit_stops_a_crawl_and_nothing_is_removed_for_it(site, tmp_path) -> None:
+    docs, base = site
+    with Anaphora(data_dir=tmp_path / "d", chat_model="fake", embedder="hashing", crawl_delay_s=0) as rag:
+        rag.ingest_site(f"{base}/docs/")
+    with Anaphora(
+        data_dir=tmp_path / "d",
+        chat_model="fake",
+        embedder="hashing",
+        crawl_delay_s=0,
+        crawl_max_pages=2,
+        crawl_concurrency=1,
+    ) as rag:
+        docs.vanished = True  # gone from the sitemap, but the sitemap is not read whole this time
+        report = rag.ingest_site(f"{base}/docs/")
+    assert not report.removed and any("crawl_max_pages = 2" in w for _, w in report.warnings)
