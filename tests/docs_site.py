@@ -13,10 +13,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from markdown_it import MarkdownIt
-
 from anaphora.ingest.markdown import split_front_matter
-from anaphora.ingest.urls import HeadingIds, explicit_id
+from anaphora.testing.static_site import render_article
 
 MARKER = "QZXV-TEMPLATE-MARKER"
 PAGES = {  # path under /docs/ -> file of the traefik corpus
@@ -38,20 +36,10 @@ VANISHING = "# Legacy dashboard\n\nThe legacy dashboard listened on port 8081 an
 
 def render(markdown: str) -> tuple[str, str]:
     """(title, article HTML) of a Markdown page, headings given ids as MkDocs does (traefik's generator)."""
-    metadata, body, _ = split_front_matter(markdown)
-    parser = MarkdownIt("commonmark", {"html": False}).enable("table")
-    tokens = parser.parse(body)
-    ids = HeadingIds("mkdocs")
-    for index, token in enumerate(tokens):
-        if token.type == "heading_open":
-            inline = tokens[index + 1]
-            text, explicit = explicit_id(inline.content)
-            inline.children = parser.parseInline(text)[0].children
-            shown = "".join(t.content for t in inline.children or [] if t.type in ("text", "code_inline"))
-            token.attrSet("id", ids(shown, explicit))
-    article = parser.renderer.render(tokens, parser.options, {})
+    metadata, _, _ = split_front_matter(markdown)
+    article = render_article(markdown, "mkdocs")
     title = str(metadata.get("title") or "")
-    if title and not any(t.type == "heading_open" and t.tag == "h1" for t in tokens):
+    if title and "<h1" not in article:
         article = f"<h1>{html.escape(title)}</h1>\n{article}"
     return title, article
 
