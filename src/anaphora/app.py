@@ -14,7 +14,7 @@ from anaphora.errors import ConfigurationError
 from anaphora.ingest import Ingestor, IngestReport
 from anaphora.ingest.ingestor import Progress
 from anaphora.ingest.sources import Sources
-from anaphora.ingest.sync import SiteReport
+from anaphora.ingest.sync import SiteReport, SiteSync
 from anaphora.memory import MemoryExport, MemoryKind, MemoryPage, MemoryStore
 from anaphora.memory.forget import forget
 from anaphora.memory.model_facts import ModelFactExtractor
@@ -483,7 +483,7 @@ def ingest_with_workers(components: Components, workers: int, paths: Sequence[st
 def sources_of(components: Components) -> Sources:
     """The source service over ``components`` (its registry is the SQLite database's ``sources`` tables)."""
     registry = components.sources or SQLiteSources(components.database)
-    return Sources(components.ingestor, components.corpus, registry, components.settings.sites)
+    return Sources(SiteSync(components.ingestor, components.corpus, registry, components.settings.sites))
 
 
 class Anaphora:

@@ -12,14 +12,10 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import httpx
-
-from anaphora.ingest.ingestor import Ingestor, IngestReport
+from anaphora.ingest.ingestor import IngestReport
 from anaphora.ingest.sync import SiteReport, SiteSync, summarize
 from anaphora.ingest.urls import SiteRules, detect_generator, folder_page
-from anaphora.settings import SiteSettings
-from anaphora.store.protocols import DocumentRegistry
-from anaphora.store.sources import Source, SourcePage, SourceRegistry
+from anaphora.store.sources import Source, SourcePage
 
 IngestFolders = Callable[[Sequence[str | Path]], IngestReport]
 
@@ -29,16 +25,10 @@ def is_site(path: str | Path) -> bool:
 
 
 class Sources:
-    def __init__(
-        self,
-        ingestor: Ingestor,
-        corpus: DocumentRegistry,
-        registry: SourceRegistry,
-        settings: SiteSettings,
-        transport: httpx.AsyncBaseTransport | None = None,
-    ) -> None:
-        self.ingestor, self.corpus, self.registry, self.settings = ingestor, corpus, registry, settings
-        self.sites = SiteSync(ingestor, corpus, registry, settings, transport)
+    def __init__(self, sites: SiteSync) -> None:
+        """``sites``: the site sync, whose corpus, registry and settings the folders share."""
+        self.sites = sites
+        self.corpus, self.registry, self.settings = sites.corpus, sites.registry, sites.settings
 
     def site(self, url: str, *, allow_mass_delete: bool = False, force: bool = False) -> SiteReport:
         return self.sites.run(url, allow_mass_delete=allow_mass_delete, force=force)
