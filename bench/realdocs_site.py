@@ -114,6 +114,7 @@ def main() -> None:
         + (f" --limit {args.limit}" if args.limit else ""),
         "seconds": round(time.time() - started),
         "generator": generator,
+        "embed_answer_units": Settings(chat_model=args.model).ingest.embed_answer_units,  # ANAPHORA_EMBED_...
         "conversations": len(chosen),
         "ingest": {"markdown": md_stats, "site": site_stats},
         "scores": {"markdown": aggregate(md_rows), "site": aggregate(site_rows)},
