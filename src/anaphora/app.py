@@ -17,6 +17,8 @@ from anaphora.embeddings import CachedEmbedder, cache_key, load_embedder
 from anaphora.errors import ConfigurationError, InputError
 from anaphora.ingest import Ingestor, IngestReport
 from anaphora.ingest.ingestor import Progress
+from anaphora.ingest.sources import CitationLinks, Sources
+from anaphora.ingest.sync import SiteReport, SiteSync
 from anaphora.memory import MemoryExport, MemoryKind, MemoryPage, MemoryStore
 from anaphora.memory.forget import forget
 from anaphora.memory.model_facts import ModelFactExtractor, Supports
@@ -56,6 +58,7 @@ from anaphora.pipeline.stages import (
     Budget,
     CheckCoverage,
     Cite,
+    LinkCitations,
     QueryPlanner,
     Retrieve,
     Router,
@@ -91,9 +94,11 @@ from anaphora.store.protocols import (
     all_conversations,
 )
 from anaphora.store.redis_store import RedisConversationStore, RedisEmbeddingCache
+from anaphora.store.sources import Source, SourceRegistry
+from anaphora.store.sqlite_sources import SQLiteSources
 from anaphora.telemetry import build_tracer
 from anaphora.text_policy import require_valid_text
-from anaphora.types import Message, TurnResult
+from anaphora.types import Citation, Message, TurnResult
 
 T = TypeVar("T")
 L = TypeVar("L", bound="Closable")
@@ -151,6 +156,7 @@ class Components:
     stage_parts: StageParts  # what the engine's stages were built from (evaluation builds its own list of them)
     closers: Closers = field(default_factory=Closers, repr=False)
     sentence_vectors: SentenceVectors | None = None  # the extractive answerer's memo (erase drops the user's)
+    sources: SourceRegistry | None = None  # ingested folders and sites, their pages' URLs (docs/sites.md)
 
     async def aclose(self) -> None:
         await self.closers.aclose()
@@ -368,6 +374,7 @@ class StageParts:
     memory_recall: RecallMemory | None = None
     memory_writer: RememberTurn | None = None  # its erase epoch is read first; statements are acknowledged as kept
     personal_query: PersonalQuery | None = None  # the user's stated facts join the retrieval query
+    links: Callable[[Sequence[Citation]], list[Citation]] | None = None  # citations' published URLs
 
 
 def build_stages(settings: Settings, parts: StageParts) -> list[Stage]:
@@ -418,6 +425,7 @@ def build_stages(settings: Settings, parts: StageParts) -> list[Stage]:
         *([AnswerFromConversation()] if converse else []),
         answer,
         Cite(),
+        *([LinkCitations(parts.links)] if parts.links else []),
     ]
 
 
@@ -470,6 +478,7 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None, c
         memory_recall=recall,
         memory_writer=writer,
         personal_query=personal,
+        links=CitationLinks(sources := SQLiteSources(database)),
     )
     return Components(
         settings=settings,
@@ -486,6 +495,7 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None, c
         stage_parts=parts,
         closers=closers,
         sentence_vectors=vectors,
+        sources=sources,
     )
 
 
@@ -561,6 +571,12 @@ def ingest_with_workers(components: Components, workers: int, paths: Sequence[st
         return ingestor.run(paths, **options)
 
 
+def sources_of(components: Components) -> Sources:
+    """The source service over ``components`` (its registry is the SQLite database's ``sources`` tables)."""
+    registry = components.sources or SQLiteSources(components.database)
+    return Sources(SiteSync(components.ingestor, components.corpus, registry, components.settings.sites))
+
+
 class Anaphora:
     """Synchronous facade over the async engine, for scripts and notebooks.
 
@@ -585,13 +601,36 @@ class Anaphora:
         progress: Progress | None = None,
         reading: Progress | None = None,
         workers: int = 1,
+        base_url: str | None = None,
+        generator: str | None = None,
+        directory_urls: bool | None = None,
     ) -> IngestReport:
         """``progress`` gets (chunks embedded, chunks to embed), ``reading`` (files read, files found so far);
-        ``workers``: embedding processes (see :func:`ingest_with_workers`); 1 embeds in this process."""
+        ``workers``: embedding processes (see :func:`ingest_with_workers`); 1 embeds in this process.
+        ``base_url``: where the folders are published (their citations then open the page at the heading), with
+        ``generator`` and ``directory_urls`` overriding what the tree says (:mod:`anaphora.ingest.urls`)."""
         options = {"prune": prune, "force": force, "progress": progress, "reading": reading}
         if workers > 1:
-            return ingest_with_workers(self.components, workers, paths, **options)
-        return self.components.ingestor.run(paths, **options)
+            report = ingest_with_workers(self.components, workers, paths, **options)
+        else:
+            report = self.components.ingestor.run(paths, **options)
+        self.sources.record_folders(
+            paths, report, base_url=base_url, generator=generator, directory_urls=directory_urls
+        )
+        return report
+
+    @property
+    def sources(self) -> Sources:
+        """Folders and sites ingested: their published URLs, site crawls and re-syncs (docs/sites.md)."""
+        return sources_of(self.components)
+
+    def ingest_site(self, url: str, *, allow_mass_delete: bool = False, force: bool = False) -> SiteReport:
+        """Crawl the documentation site at ``url`` (sitemap, robots.txt, main text) or re-sync it."""
+        return self.sources.site(url, allow_mass_delete=allow_mass_delete, force=force)
+
+    def sync(self, *, allow_mass_delete: bool = False) -> list[tuple[Source, IngestReport]]:
+        """Every stored source brought up to date: folders ingested again, sites re-synced."""
+        return self.sources.sync(lambda paths: self.ingest(paths), allow_mass_delete=allow_mass_delete)
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine of the async core (e.g. ``evaluation.replay(retrieval_half(rag.components), ...)``) on this

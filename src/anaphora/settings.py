@@ -699,6 +699,38 @@ class TelemetrySettings(SettingsGroup):
     otel_endpoint: str = Field(default="", description="OTLP/HTTP traces endpoint (default: the exporter's own)")
 
 
+class SiteSettings(SettingsGroup):
+    """Published sites: the URLs that citations open, and how a site is crawled and re-synced (docs/sites.md)."""
+
+    base_urls: dict[str, str] = Field(
+        default_factory=dict,
+        description="the published URL of an ingested folder, by the folder's path (e.g. {\"docs\" = "
+        "\"https://docs.example.com/\"}): its citations then open the page at the heading; `anaphora ingest "
+        "PATH --base-url URL` sets it for one folder",
+    )
+    crawl_max_pages: int = Field(default=1000, ge=1, description="most pages one crawl of a site fetches")
+    crawl_max_page_bytes: int = Field(
+        default=5 * 1024 * 1024, ge=1024, description="largest page (or sitemap) fetched; a larger one is skipped"
+    )
+    crawl_max_total_bytes: int = Field(
+        default=500 * 1024 * 1024, ge=1024, description="most bytes one crawl downloads; it stops there"
+    )
+    crawl_concurrency: int = Field(default=4, ge=1, le=32, description="requests to the site at the same time")
+    crawl_delay_s: float = Field(
+        default=0.2, ge=0, description="least time between two requests to the site (robots.txt Crawl-delay wins)"
+    )
+    crawl_timeout_s: float = Field(default=20.0, gt=0, description="one request's time limit")
+    crawl_user_agent: str = Field(
+        default="AnaphoraBot/0.1 (docs assistant indexer)", description="User-Agent sent, and matched in robots.txt"
+    )
+    sync_max_delete_share: float = Field(
+        default=0.25,
+        ge=0,
+        le=1,
+        description="a sync that would remove more than this share of a site's indexed pages removes none "
+        "(a redesign or an outage must not empty the index); --allow-mass-delete lifts it for one run",
+    )
+
 class Settings(BaseSettings):
     """Everything configurable, with the defaults of the product brief: three paths and one group per concern."""
 
@@ -723,6 +755,7 @@ class Settings(BaseSettings):
     server: ServerSettings = Field(default_factory=ServerSettings)
     public: PublicSettings = Field(default_factory=PublicSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
+    sites: SiteSettings = Field(default_factory=SiteSettings)
 
     @field_validator("data_dir", mode="after")
     @classmethod

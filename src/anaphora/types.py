@@ -46,6 +46,10 @@ class Citation(BaseModel):
     id: str
     source: str = ""
     heading: str = ""
+    url: str | None = Field(
+        default=None,
+        description="the published page at the cited heading, when the source has a base URL or is a crawled site",
+    )
     how: Literal["cited", "attributed", "supported"] = Field(
         default="cited",
         description="'supported': the passage supports a unit of the answer (the support check); 'cited': the "

@@ -22,6 +22,7 @@ from anaphora.cli.render import (
     shown,
     terminal,
 )
+from anaphora.cli.sites import ingest_sites, print_sources_table, sync_sources
 from anaphora.errors import (
     AnaphoraError,
     ConversationNotFoundError,
@@ -30,6 +31,7 @@ from anaphora.errors import (
     TurnNotFoundError,
     require,
 )
+from anaphora.ingest.sources import is_site
 from anaphora.settings import load_settings
 from anaphora.turn_ids import response_id
 from anaphora.types import TurnResult
@@ -104,10 +106,18 @@ def _ingest(
     verbose: bool = False,
     every_s: float = DEFAULT_EVERY_S,
     workers: int = 1,
+    **published,
 ):
+    """``published``: base_url, generator, directory_urls (anaphora.app.Anaphora.ingest)."""
     with IngestProgress(errors, every_s=every_s) as progress:
         report = rag.ingest(
-            paths, prune=prune, force=force, progress=progress.chunks, reading=progress.files, workers=workers
+            paths,
+            prune=prune,
+            force=force,
+            progress=progress.chunks,
+            reading=progress.files,
+            workers=workers,
+            **published,
         )
     print_ingest_report(console, report, verbose=verbose)
     return report
@@ -116,7 +126,10 @@ def _ingest(
 @app.command()
 def ingest(
     ctx: typer.Context,
-    paths: Annotated[list[Path], typer.Argument(help="files or folders (.md .rst .txt .html .pdf .jsonl)")],
+    paths: Annotated[
+        list[str],
+        typer.Argument(help="files or folders (.md .rst .txt .html .pdf .jsonl), or a site's URL to crawl"),
+    ],
     prune: Annotated[bool, typer.Option(help="remove documents whose files left an ingested folder")] = True,
     rebuild: Annotated[bool, typer.Option(help="re-chunk and re-embed unchanged files too")] = False,
     verbose: Annotated[
@@ -129,10 +142,58 @@ def ingest(
     workers: Annotated[
         int, typer.Option(min=1, help="embedding processes, each with its own embedder threads (more cores)")
     ] = 1,
+    base_url: Annotated[
+        str | None, typer.Option(help="where the folders are published: citations open the page at the heading")
+    ] = None,
+    generator: Annotated[
+        str | None, typer.Option(help="the site generator (docusaurus mkdocs hugo gitbook sphinx vitepress plain)")
+    ] = None,
+    directory_urls: Annotated[
+        bool | None, typer.Option(help="pages served as folder/ (MkDocs use_directory_urls, VitePress clean URLs)")
+    ] = None,
+    allow_mass_delete: Annotated[
+        bool, typer.Option(help="let a site's re-sync remove more than sync_max_delete_share of its pages")
+    ] = False,
 ) -> None:
-    """Index documents. Unchanged files are skipped, changed ones replaced, deleted ones removed."""
+    """Index documents, or crawl a site from its URL. Unchanged files and pages are skipped, changed ones
+    replaced, deleted ones removed."""
+    urls = [p for p in paths if is_site(p)]
+    files = [Path(p) for p in paths if not is_site(p)]
     with _open(ctx) as rag:
-        _ingest(rag, paths, prune=prune, force=rebuild, verbose=verbose, every_s=progress_every, workers=workers)
+        if files:
+            _ingest(
+                rag,
+                files,
+                prune=prune,
+                force=rebuild,
+                verbose=verbose,
+                every_s=progress_every,
+                workers=workers,
+                base_url=base_url,
+                generator=generator,
+                directory_urls=directory_urls,
+            )
+        ingest_sites(console, rag, urls, allow_mass_delete=allow_mass_delete, force=rebuild, verbose=verbose)
+
+
+@app.command()
+def sync(
+    ctx: typer.Context,
+    allow_mass_delete: Annotated[
+        bool, typer.Option(help="let a site's re-sync remove more than sync_max_delete_share of its pages")
+    ] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="name every page skipped or kept")] = False,
+) -> None:
+    """Bring every ingested folder and site up to date (a site fetches only what changed)."""
+    with _open(ctx) as rag:
+        sync_sources(console, rag, allow_mass_delete=allow_mass_delete, verbose=verbose)
+
+
+@app.command()
+def sources(ctx: typer.Context) -> None:
+    """List the ingested folders and sites with their published URL and last sync."""
+    with _open(ctx) as rag:
+        print_sources_table(console, rag)
 
 
 def _answer(

@@ -102,6 +102,19 @@ def print_sources(console: Console, result: TurnResult) -> None:
     for citation in documents:
         where = f" — {citation.heading}" if citation.heading else ""
         console.print(f"  [cyan]{shown(f'[{citation.id}]')}[/cyan] {shown(citation.source + where)}")
+        if citation.url:
+            console.print(Text("    ").append(link(citation.url)))
+
+
+_SAFE_URL = re.compile(r"^https?://[^\s\x00-\x1f\x7f-\x9f]+$")
+
+
+def link(url: str) -> Text:
+    """A URL as text that terminals supporting OSC 8 make clickable (rich emits the hyperlink only to a terminal);
+    a URL with anything odd in it is shown inert and not linked."""
+    if _SAFE_URL.match(url):
+        return Text(url, style=f"link {url}")
+    return Text(inert(url))
 
 
 def gist(text: str, limit: int = 100) -> str:

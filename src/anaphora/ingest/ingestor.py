@@ -121,6 +121,14 @@ def _empty_reason(file: Path, data: bytes) -> str:
     return "no text found"
 
 
+class _SiteRoot(str):
+    """A site's root URL where :meth:`Ingestor._label` expects a folder: ``name`` is its last path segment."""
+
+    @property
+    def name(self) -> str:
+        return self.rstrip("/").rsplit("/", 1)[-1]
+
+
 class Ingestor:
     def __init__(
         self,
@@ -340,3 +348,33 @@ class Ingestor:
         if not chunks:
             return np.empty((0, self.embedder.dim), dtype=np.float32)
         return self.embedder.embed([search_text(c.heading, c.text) for c in chunks])
+
+    def write_parsed(
+        self,
+        root: str,
+        documents: Iterable[tuple[str, str, ParsedDocument]],
+        report: IngestReport,
+        *,
+        force: bool = False,
+    ) -> None:
+        """Write documents parsed elsewhere (``(source, content hash, document)``: the pages of a crawled site)
+        under ``root``, chunked, labelled, embedded and written as files are; an unchanged hash writes nothing."""
+        known = {(d.root, d.source): d.content_hash for d in self.corpus.documents() if d.root == root}
+        claimed: set[str] = set()
+
+        def prepared() -> Iterator[_Pending]:
+            for source, content_hash, document in documents:
+                fingerprint = self._fingerprint(content_hash.encode())
+                previous = known.get((root, source))
+                if previous == fingerprint and not force:
+                    report.unchanged.append(source)
+                    continue
+                chunks, taken = self._label(document, _SiteRoot(root), source, claimed)  # type: ignore[arg-type]
+                if taken:
+                    report.skipped.append((source, f"passage id {sorted(taken)[0]!r} is already used"))
+                    continue
+                claimed.update(c.id for c in chunks)
+                yield _Pending(root, source, fingerprint, chunks, is_new=previous is None)
+
+        for window in self._windows(prepared()):
+            self._write(window, report)

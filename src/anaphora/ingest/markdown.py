@@ -27,7 +27,7 @@ from anaphora.ingest.dialects import (
 )
 from anaphora.ingest.sections import Block, Section
 
-METADATA_KEYS = ("title", "description", "weight", "aliases")
+METADATA_KEYS = ("title", "description", "weight", "aliases", "slug", "url", "permalink")  # the last three: urls.py
 _BR = "\x00"  # where an inline <br> was: nothing between two code spans (a dotted key split over lines), else a space
 CELL_BREAK = _BR  # a line break inside a table cell, for other readers that build cells (table_blocks)
 

@@ -9,7 +9,8 @@ gate, select, coverage) declare the fallback they degrade to.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from anaphora.answering.citations import extract_citations
@@ -309,3 +310,26 @@ class Cite(Stage):
         else:
             citations = extract_citations(state.answer, shown)
         return StageResult(state.update(citations=tuple(citations)), "ok", f"{len(citations)} cited")
+
+
+class LinkCitations(Stage):
+    """After cite: each citation gets its published URL (optional: a failure leaves the citations as they were)."""
+
+    name = "link_citations"
+    reads = ("citations",)
+    writes = ("citations",)
+    timeout_s = 2.0
+
+    def __init__(self, links: Callable[[Sequence[Citation]], list[Citation]]) -> None:
+        self.links = links
+
+    def applies(self, state: TurnState) -> bool:
+        return bool(state.citations)
+
+    async def run(self, state: TurnState) -> StageResult:
+        linked = await asyncio.to_thread(self.links, state.citations)
+        count = sum(1 for c in linked if c.url)
+        return StageResult(state.update(citations=tuple(linked)), "ok", f"{count} of {len(linked)} linked")
+
+    def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str] | None:
+        return state, "citations without URLs"

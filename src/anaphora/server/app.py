@@ -31,6 +31,7 @@ from anaphora.server.routes import (
     report,
     responses,
     session,
+    sources,
     users,
     visitor,
 )
@@ -78,7 +79,7 @@ def create_app(
     errors.install(app)
     openapi_errors.install(app)  # the error responses and media types the server really answers with
     routers = (chat, responses, conversations, conversation_items, feedback, documents, memories, session, users)
-    for module in (*routers, visitor, report, ops):
+    for module in (*routers, visitor, report, sources, ops):
         app.include_router(module.router)
     web.install(app, settings.server, widget=settings.public.public_mode)  # the chat page at / (web_ui)
     widget.install(app, settings.public)  # the embeddable widget (public mode)

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from anaphora.errors import NotFoundError
 from anaphora.ingest import Ingestor, IngestReport
+from anaphora.ingest.sources import Sources, is_site
 from anaphora.store.protocols import DocumentRegistry
 
 log = logging.getLogger("anaphora.server")
@@ -64,10 +65,14 @@ class Upload:
 
 
 class IngestJobs:
-    def __init__(self, ingestor: Ingestor, corpus: DocumentRegistry, uploads: Path) -> None:
+    def __init__(
+        self, ingestor: Ingestor, corpus: DocumentRegistry, uploads: Path, sources: Sources | None = None
+    ) -> None:
+        """``sources``: records ingested folders (their published URLs) and crawls sites given by URL."""
         self.ingestor = ingestor
         self.corpus = corpus
         self.uploads = uploads
+        self.sources = sources
         self._jobs: dict[str, Job] = {}
         self._one_at_a_time = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -86,10 +91,11 @@ class IngestJobs:
             del self._jobs[old.id]
         return job
 
-    def ingest_path(self, path: str) -> Job:
-        """Ingest a file or folder on the server, pruning documents whose files left that folder."""
+    def ingest_path(self, path: str, **published: Any) -> Job:
+        """Ingest a file or folder on the server, pruning documents whose files left that folder, or crawl (and
+        re-sync) the site at a URL. ``published``: base_url, generator (:meth:`Sources.record_folders`)."""
         job = self._new()
-        self._start(job, self._run_path(job, path))
+        self._start(job, self._run_path(job, path, published))
         return job
 
     def ingest_uploads(self, uploads: Sequence[Upload]) -> Job:
@@ -130,8 +136,13 @@ class IngestJobs:
             finally:
                 job.finished_at = time.time()
 
-    async def _run_path(self, job: Job, path: str) -> IngestReport:
-        return await asyncio.to_thread(self.ingestor.run, [path], progress=job.progress)
+    async def _run_path(self, job: Job, path: str, published: dict[str, Any]) -> IngestReport:
+        if self.sources is not None and is_site(path):
+            return await asyncio.to_thread(self.sources.site, path)  # its own event loop, in the worker thread
+        report = await asyncio.to_thread(self.ingestor.run, [path], progress=job.progress)
+        if self.sources is not None:
+            await asyncio.to_thread(self.sources.record_folders, [path], report, **published)
+        return report
 
     async def _run_uploads(self, job: Job, folder: Path, names: set[str]) -> IngestReport:
         root = str(folder.resolve())

@@ -197,10 +197,18 @@ class FileCitation(BaseModel):
     title: str = Field(description="the passage's heading")
 
 
+class UrlCitation(BaseModel):
+    type: Literal["url_citation"] = "url_citation"
+    start_index: int = Field(description="where the answer cites it: the start of its [id] (the end: none named)")
+    end_index: int
+    url: str = Field(description="the published page at the cited heading (sources with a base URL, sites)")
+    title: str = Field(description="the passage's heading")
+
+
 class OutputText(BaseModel):
     type: Literal["output_text"] = "output_text"
     text: str
-    annotations: list[FileCitation]
+    annotations: list[FileCitation | UrlCitation]
     logprobs: list[Any]
 
 

@@ -45,19 +45,29 @@ def temporary_id(prefix: str) -> str:
 
 
 def annotations(answer: str, citations: Sequence[Citation]) -> list[dict[str, Any]]:
-    """Each citation as a ``file_citation`` at the place the answer cites it (its end, when it names no id)."""
+    """Each citation as a ``file_citation`` at the place the answer cites it (its end, when it names no id), and,
+    when its source is published (a base URL, a crawled site), a ``url_citation`` of the page at the heading over
+    the same place (the span of ``[id]``)."""
     found = []
     for citation in citations:
-        at = answer.find(f"[{citation.id}]")
+        marker = f"[{citation.id}]"
+        at = answer.find(marker)
+        index = at if at >= 0 else len(answer)
         found.append(
             {
                 "type": "file_citation",
                 "file_id": citation.id,
                 "filename": citation.source,
-                "index": at if at >= 0 else len(answer),
+                "index": index,
                 "title": citation.heading,
             }
         )
+        if citation.url:
+            end = index + len(marker) if at >= 0 else index
+            title = citation.heading or citation.source
+            found.append(
+                {"type": "url_citation", "start_index": index, "end_index": end, "url": citation.url, "title": title}
+            )
     return found
 
 

@@ -324,7 +324,11 @@ class IngestPath(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    path: Text = Field(min_length=1, max_length=4096)
+    path: Text = Field(min_length=1, max_length=4096, description="a file or folder on the server, or a site's URL")
+    base_url: str | None = Field(
+        default=None, max_length=2048, description="where the folder is published: citations open the page"
+    )
+    generator: str | None = Field(default=None, max_length=32, description="the site generator (docs/sites.md)")
 
 
 class Progress(BaseModel):
@@ -404,3 +408,39 @@ class SessionEnded(BaseModel):
     object: Literal["session.ended"] = "session.ended"
     id: str | None
     ended: bool = True
+
+
+class SourceOut(BaseModel):
+    """An ingested folder or site: how it is published and what its last sync did (counts by outcome)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: int
+    kind: Literal["folder", "site"]
+    root: str
+    base_url: str | None
+    generator: str | None
+    synced_at: float | None
+    pages: int
+    last_report: dict[str, Any]
+
+
+class SourceList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[SourceOut]
+
+
+class SourcePageOut(BaseModel):
+    url: str
+    source: str = Field(description="the indexed document's name ('' when the page is not indexed)")
+    title: str
+    outcome: str = Field(description="indexed, unchanged, skipped or kept (its indexed version kept)")
+    reason: str
+    lastmod: str | None
+    checked_at: float
+
+
+class SourcePageList(BaseModel):
+    object: Literal["list"] = "list"
+    source_id: int
+    data: list[SourcePageOut]

@@ -14,7 +14,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from anaphora.app import Components, build_components, close_local
+from anaphora.app import Components, build_components, close_local, sources_of
 from anaphora.errors import AnaphoraError, PermissionDeniedError
 from anaphora.server.auth import Authenticator, Principal
 from anaphora.server.coordination import build_turn_lock
@@ -124,7 +124,7 @@ async def running_service(
         stack.push_async_callback(public_limits.aclose)
         lock = build_turn_lock(settings)
         stack.push_async_callback(lock.aclose)
-        jobs = IngestJobs(components.ingestor, components.corpus, settings.data_dir / "uploads")
+        jobs = IngestJobs(components.ingestor, components.corpus, settings.data_dir / "uploads", sources_of(components))
         stack.push_async_callback(_drain, "ingestion job(s)", jobs.drain, grace_s)
         runner = TurnRunner(components.engine, max_per_user=settings.server.max_concurrent_turns_per_user, lock=lock)
         stack.push_async_callback(_drain, "turn(s)", runner.drain, grace_s)

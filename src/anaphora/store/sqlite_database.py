@@ -228,6 +228,41 @@ def inline_if_free(method: Callable[..., T]) -> Callable[..., Awaitable[T]]:
     return run
 
 
+@migration
+def m008_sources(db: sqlite3.Connection) -> None:
+    """Ingested folders and sites with how they are published and their last sync, and each page's URL, heading
+    ids, sync validators and outcome (:mod:`anaphora.store.sources`)."""
+    run_script(
+        db,
+        """
+        CREATE TABLE sources (
+            id INTEGER PRIMARY KEY,
+            root TEXT NOT NULL UNIQUE,
+            kind TEXT NOT NULL,
+            base_url TEXT,
+            generator TEXT,
+            options TEXT NOT NULL DEFAULT '{}',
+            synced_at REAL,
+            report TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE TABLE source_pages (
+            root TEXT NOT NULL,
+            url TEXT NOT NULL,
+            source TEXT NOT NULL DEFAULT '',
+            title TEXT NOT NULL DEFAULT '',
+            anchors TEXT NOT NULL DEFAULT '[]',
+            outcome TEXT NOT NULL,
+            reason TEXT NOT NULL DEFAULT '',
+            etag TEXT,
+            last_modified TEXT,
+            lastmod TEXT,
+            checked_at REAL NOT NULL,
+            PRIMARY KEY (root, url)
+        );
+        CREATE INDEX source_pages_source ON source_pages(source)
+        """,
+    )
+
 class Database:
     """One SQLite connection guarded by a lock; statements are short, so callers run them inline."""
 

@@ -75,6 +75,7 @@ def test_the_stage_list_reads_as_the_pipeline(rag: Anaphora) -> None:
         "budget",
         "answer",
         "cite",
+        "link_citations",
     ]
 
 
@@ -95,7 +96,17 @@ def _break(stage: Stage, failure: str) -> None:
         stage.timeout_s = 0.05
 
 
-OPTIONAL = ["memory_epoch", "acknowledge", "query", "skip_gate", "personal_query", "select", "coverage", "memory"]
+OPTIONAL = [
+    "memory_epoch",
+    "acknowledge",
+    "query",
+    "skip_gate",
+    "personal_query",
+    "select",
+    "coverage",
+    "memory",
+    "link_citations",
+]
 
 
 @pytest.mark.parametrize("failure", ["error", "model", "timeout"])

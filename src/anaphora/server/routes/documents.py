@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 
 from anaphora.errors import InputError, NotFoundError
+from anaphora.ingest.urls import GENERATORS, check_base_url
 from anaphora.server.jobs import Upload, job_view
 from anaphora.server.json_body import parse_json
 from anaphora.server.routes.deps import Admin, Svc
@@ -31,7 +32,11 @@ _BODY = {
         "application/json": {
             "schema": {
                 "type": "object",
-                "properties": {"path": {"type": "string", "minLength": 1, "maxLength": 4096}},
+                "properties": {
+                    "path": {"type": "string", "minLength": 1, "maxLength": 4096},
+                    "base_url": {"type": "string", "maxLength": 2048},
+                    "generator": {"type": "string", "maxLength": 32},
+                },
                 "required": ["path"],
                 "additionalProperties": False,
             }
@@ -63,15 +68,21 @@ async def _uploads(request: Request) -> list[Upload]:
     return uploads
 
 
-async def _path(request: Request) -> str:
+async def _path(request: Request) -> IngestPath:
     value = parse_json(await request.body())
     try:
-        return IngestPath.model_validate(value).path
+        body = IngestPath.model_validate(value)
     except ValidationError as exc:
         raise InputError(
-            'the JSON body must be {"path": "<file or folder on the server>"}',
+            'the JSON body must be {"path": "<file or folder on the server, or a site\'s URL>"} (optionally with '
+            '"base_url" and "generator")',
             hint="or upload files as multipart/form-data",
         ) from exc
+    if body.base_url is not None:
+        check_base_url(body.base_url)
+    if body.generator is not None and body.generator not in GENERATORS:
+        raise InputError(f"unknown site generator {body.generator!r}", hint=f"use one of: {', '.join(GENERATORS)}")
+    return body
 
 
 @router.post(
@@ -86,7 +97,8 @@ async def ingest(request: Request, user: Admin, svc: Svc) -> JobStarted:
     if kind == "multipart/form-data":
         job = svc.jobs.ingest_uploads(await _uploads(request))
     elif kind == "application/json" or kind.endswith("+json"):
-        job = svc.jobs.ingest_path(await _path(request))
+        body = await _path(request)
+        job = svc.jobs.ingest_path(body.path, base_url=body.base_url, generator=body.generator)
     else:
         raise InputError(
             f"unsupported content type {kind or '(none)'}",

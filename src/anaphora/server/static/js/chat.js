@@ -60,7 +60,7 @@ function renderAnswer(node, answer, citations, trace) {
       c.heading ? el("span", { class: "source-heading", text: ` — ${c.heading}` }) : null,
     ];
     const url = urlOf(c);
-    return url ? sourceLink(url, { class: "source" }, ...parts) : el("button", { type: "button", class: "source", onclick: open(c) }, ...parts);
+    return url ? sourceLink(url, { class: "source source-link" }, ...parts) : el("button", { type: "button", class: "source", onclick: open(c) }, ...parts);
   };
   render(node.querySelector(".answer"), answer, cite);
   const sources = node.querySelector(".sources");

@@ -3,6 +3,7 @@
 
 import * as api from "./api.js";
 import { $, el, show } from "./dom.js";
+import * as sources from "./sources.js";
 
 const POLL_MS = 250;
 let reportError = () => {};
@@ -37,6 +38,7 @@ async function refresh() {
     el("li", { "data-name": d.source.toLowerCase() }, el("span", { class: "doc-name", text: d.source }), el("span", { class: "muted", text: ` ${d.chunks} chunks` })),
   );
   $("document-list").replaceChildren(...items);
+  await sources.refresh().catch(() => show($("source-box"), false)); // an older server: no sources API
   const n = items.length;
   $("document-count").textContent = `${n.toLocaleString("en")} ${n === 1 ? "document" : "documents"}`;
   show($("document-filter"), n > OPEN_UP_TO);

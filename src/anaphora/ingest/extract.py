@@ -1,0 +1,158 @@
+"""The main text of a fetched web page, with its headings (for sections and anchors), its canonical URL and its links.
+
+Extraction is readability-lxml's (the maintained Python port of Mozilla's Readability heuristics): it returns the
+main content *as HTML*, so the headings survive and become the sections' heading paths, as a Markdown page's do.
+trafilatura scores as well on article text, but its outputs (text, Markdown, XML) drop the headings' ids a citation
+needs and it brings a larger tree of dependencies (date parsing, language detection). Before Readability scores the
+page, the parts no generator puts the content in are removed (``nav``, ``header``, ``footer``, ``aside``, forms,
+scripts, ARIA navigation/banner/contentinfo, "edit this page" and permalink links), so a short page is not mistaken
+for its sidebar.
+
+A page whose main text is empty, or a "please enable JavaScript" shell, is reported with the reason and never
+indexed: its text would answer nothing and replace a good page on re-sync.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from urllib.parse import urldefrag, urljoin
+
+from anaphora.errors import ConfigurationError
+from anaphora.ingest.sections import Section
+from anaphora.store.sources import Anchor
+
+_BOILERPLATE = (
+    "//script | //style | //noscript | //template | //nav | //header | //footer | //aside | //form | //iframe"
+    " | //*[@role='navigation' or @role='banner' or @role='contentinfo' or @role='search' or @aria-hidden='true']"
+)
+_PERMALINK_TEXT = {"", "¶", "#", "§", "🔗", "\u200b", "link", "permalink", "direct link to heading"}
+_EDIT_LINK = re.compile(r"^\s*(edit|improve|suggest an edit to) this page\s*$", re.IGNORECASE)
+JS_SHELL = re.compile(
+    r"(enable|turn on|activate)\s+javascript|javascript\s+(is\s+)?(required|disabled|must be enabled)"
+    r"|requires\s+javascript|needs\s+javascript",
+    re.IGNORECASE,
+)
+MIN_WORDS = 5  # fewer words of main text: nothing to answer from
+SHELL_MAX_CHARS = 600  # a page this short that asks for JavaScript is a shell, whatever else it says
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+
+
+@dataclass(slots=True)
+class ExtractedPage:
+    """What a page gives the index: sections under heading paths, or ``problem`` (why it gives nothing)."""
+
+    title: str = ""
+    canonical: str | None = None
+    sections: list[Section] = field(default_factory=list)
+    anchors: tuple[Anchor, ...] = ()
+    links: list[str] = field(default_factory=list)
+    problem: str | None = None
+
+    @property
+    def text_hash(self) -> str:
+        """A hash of the extracted text only: a new theme around unchanged text re-indexes nothing."""
+        digest = hashlib.sha256()
+        for section in self.sections:
+            digest.update(f"{section.heading}\n{section.text}\n".encode())
+        return digest.hexdigest()
+
+
+def _readability():
+    try:
+        from readability import Document
+    except ImportError as exc:  # the optional extra
+        raise ConfigurationError(
+            "ingesting a web site needs readability-lxml", hint="pip install 'anaphora[site]'"
+        ) from exc
+    return Document
+
+
+def _text(element) -> str:
+    return re.sub(r"\s+", " ", element.text_content()).strip()
+
+
+def _heading_id(heading) -> str | None:
+    """The id a link to this heading uses: its own, an anchor inside it, a permalink's target, or its section's."""
+    if heading.get("id"):
+        return heading.get("id")
+    for anchor in heading.iter("a"):
+        if anchor.get("id") or anchor.get("name"):
+            return anchor.get("id") or anchor.get("name")
+        href = anchor.get("href") or ""
+        if href.startswith("#") and len(href) > 1:
+            return href[1:]
+    parent = heading.getparent()
+    if parent is not None and parent.tag in ("section", "div") and parent.get("id"):
+        first = next((c for c in parent if isinstance(c.tag, str) and c.tag in _HEADINGS), None)
+        if first is heading:
+            return parent.get("id")
+    return None
+
+
+def _clean(root) -> None:
+    """Remove what is never content, and the permalink/edit links that would leak into heading texts."""
+    for element in root.xpath(_BOILERPLATE):
+        if element.getparent() is not None:
+            element.drop_tree()
+    for anchor in list(root.iter("a")):
+        text = (anchor.text_content() or "").strip().lower()
+        inside_heading = any(a.tag in _HEADINGS for a in anchor.iterancestors())
+        if (inside_heading and text in _PERMALINK_TEXT) or _EDIT_LINK.match(text):
+            anchor.drop_tree()
+
+
+def _anchors(root) -> tuple[Anchor, ...]:
+    found: list[Anchor] = []
+    stack: list[tuple[int, str]] = []
+    for heading in root.iter(*_HEADINGS):
+        level, text = int(heading.tag[1]), _text(heading)
+        stack = [(lvl, t) for lvl, t in stack if lvl < level]
+        if (anchor_id := _heading_id(heading)) and text:
+            found.append(Anchor(anchor_id, text, tuple(t for _, t in stack)))
+        stack.append((level, text))
+    return tuple(found)
+
+
+def _canonical(root, url: str) -> str | None:
+    for link in root.xpath("//link[@rel and @href]"):
+        if "canonical" in link.get("rel", "").lower().split():
+            return urldefrag(urljoin(url, link.get("href").strip()))[0]
+    return None
+
+
+def extract_page(html: str, url: str) -> ExtractedPage:
+    """Extract ``html`` fetched from ``url`` (the URL after redirects)."""
+    import lxml.html
+
+    from anaphora.ingest.parsers import parse_html
+
+    try:
+        root = lxml.html.document_fromstring(html)
+    except (ValueError, lxml.etree.ParserError) as exc:
+        return ExtractedPage(problem=f"not readable as HTML ({exc})")
+    title = _text(root.find(".//title")) if root.find(".//title") is not None else ""
+    canonical = _canonical(root, url)
+    links = [urldefrag(urljoin(url, a.get("href")))[0] for a in root.xpath("//a[@href]")]
+    robots = " ".join(m.get("content", "") for m in root.xpath("//meta[@name='robots']")).lower()
+    bodies = root.xpath("//body")
+    whole = _text(bodies[0]) if bodies else ""
+    if "noindex" in robots:
+        return ExtractedPage(title, canonical, links=links, problem="marked noindex (meta robots)")
+    _clean(root)
+    anchors = _anchors(root)
+    for heading in root.iter(*_HEADINGS):  # Readability drops a heading whose id reads "tags", "media", "tool"...
+        heading.attrib.pop("id", None)
+        heading.attrib.pop("class", None)
+    cleaned = lxml.html.tostring(root, encoding="unicode")
+    main = _readability()(cleaned, url=url).summary(html_partial=True)
+    sections = parse_html(main)
+    words = sum(len(s.text.split()) for s in sections)
+    shown = " ".join(s.text for s in sections)
+    page = ExtractedPage(title, canonical, sections, anchors, links)
+    if JS_SHELL.search(whole) and len(shown) < SHELL_MAX_CHARS:
+        page.problem = "a JavaScript shell (no text without running its scripts)"
+    elif words < MIN_WORDS:
+        page.problem = "no main text (empty page)"
+    return page
