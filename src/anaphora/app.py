@@ -601,22 +601,19 @@ class Anaphora:
         progress: Progress | None = None,
         reading: Progress | None = None,
         workers: int = 1,
-        base_url: str | None = None,
-        generator: str | None = None,
-        directory_urls: bool | None = None,
+        **published: Any,
     ) -> IngestReport:
         """``progress`` gets (chunks embedded, chunks to embed), ``reading`` (files read, files found so far);
         ``workers``: embedding processes (see :func:`ingest_with_workers`); 1 embeds in this process.
-        ``base_url``: where the folders are published (their citations then open the page at the heading), with
-        ``generator`` and ``directory_urls`` overriding what the tree says (:mod:`anaphora.ingest.urls`)."""
+        ``published``: ``base_url``, where the folders are published (their citations then open the page at the
+        heading), with ``generator`` and ``directory_urls`` overriding what the tree says
+        (:meth:`~anaphora.ingest.sources.Sources.record_folders`, :mod:`anaphora.ingest.urls`)."""
         options = {"prune": prune, "force": force, "progress": progress, "reading": reading}
         if workers > 1:
             report = ingest_with_workers(self.components, workers, paths, **options)
         else:
             report = self.components.ingestor.run(paths, **options)
-        self.sources.record_folders(
-            paths, report, base_url=base_url, generator=generator, directory_urls=directory_urls
-        )
+        self.sources.record_folders(paths, report, **published)
         return report
 
     @property

@@ -289,8 +289,10 @@ def test_steps_are_recorded_by_name_and_a_store_from_before_names_is_not_migrate
     assert [r[0] for r in first.query("SELECT name FROM schema_migrations")] == MIGRATIONS.names
     with first.transaction() as conn:  # what a store written before steps were recorded by name looks like
         conn.execute("DROP TABLE schema_migrations")
-        conn.execute("DROP TABLE feedback")  # a step added after names were recorded
+        conn.execute("DROP TABLE feedback")  # steps added after names were recorded
         conn.execute("DROP INDEX turns_created")
+        conn.execute("DROP TABLE source_pages")
+        conn.execute("DROP TABLE sources")
         Database.set_meta(conn, "marker", "kept")
     first.close()
     second = Database(path)  # must not re-run the steps (they would fail: the tables exist)
