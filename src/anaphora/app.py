@@ -13,6 +13,7 @@ from anaphora.embeddings import CachedEmbedder, cache_key, load_embedder
 from anaphora.errors import ConfigurationError
 from anaphora.ingest import Ingestor, IngestReport
 from anaphora.ingest.ingestor import Progress
+from anaphora.ingest.searchable import SearchableIngestor
 from anaphora.memory import MemoryExport, MemoryKind, MemoryPage, MemoryStore
 from anaphora.memory.forget import forget
 from anaphora.memory.model_facts import ModelFactExtractor
@@ -405,7 +406,9 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None, l
         conversations,
         chat_model,
         engine,
-        Ingestor(corpus, embedder, settings.ingest, ahead=answer_units_ahead(settings, chat_model)),
+        SearchableIngestor(
+            corpus, embedder, settings.ingest, ahead=answer_units_ahead(settings, chat_model), index=passages
+        ),
         memory,
         local,
         clients,
@@ -466,7 +469,9 @@ def ingest_with_workers(components: Components, workers: int, paths: Sequence[st
     cached = components.embedder
     with ProcessPoolEmbedder(components.settings, workers, cached.inner) as pool:
         embedder = CachedEmbedder(pool, cached.cache)
-        ingestor = Ingestor(components.corpus, embedder, components.settings.ingest, components.ingestor.ahead)
+        ingestor = SearchableIngestor(
+            components.corpus, embedder, components.settings.ingest, components.ingestor.ahead, index=components.passages
+        )
         return ingestor.run(paths, **options)
 
 

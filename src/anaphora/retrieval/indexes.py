@@ -1,18 +1,29 @@
-"""The search indexes derived from the chunk table, cached on disk and rebuilt when the corpus changed.
+"""The search indexes derived from the chunk table, cached on disk, rebuilt off the request path when the corpus
+changed.
 
 SQLite is the truth; ``bm25/`` and ``dense/`` under ``<data_dir>/index`` are caches stamped with the corpus
 generation they were built from. A stale, missing or unreadable cache is rebuilt, so a crash between a
 corpus write and an index save costs a rebuild, never a wrong answer.
 
+A rebuild of a large corpus takes seconds (about 20 s for 37k passages on two cores), so turns never wait for one:
+:meth:`IndexCache.get` serves the generation it has and, when the corpus moved on, starts building the next one in a
+background thread; the new generation replaces the old in one assignment when it is complete. Only the very first
+use (nothing built yet) and :meth:`IndexCache.refresh` (called by ingestion, which wants what it wrote searchable
+when it reports done) build in the caller's thread. Passage keys are never reused (see
+:class:`~anaphora.store.sqlite_corpus.SQLiteCorpus`), so a key an older generation returns names the same passage or
+none.
+
 Reading the generation is a query on the shared SQLite connection, which under load queues behind the turns being
 stored; so it is read at most every ``recheck_s`` seconds, and at once after a change made in this process. A
-change made by another process (``anaphora ingest`` beside a running service) shows within ``recheck_s``.
+change made by another process (``anaphora ingest`` beside a running service) shows within ``recheck_s`` plus the
+time of the rebuild.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import shutil
 import threading
@@ -26,6 +37,8 @@ from anaphora.retrieval.bm25 import BM25Index
 from anaphora.retrieval.dense import EXACT_BELOW, DenseIndex
 from anaphora.store.protocols import embedder_mismatch
 from anaphora.store.sqlite_corpus import SQLiteCorpus
+
+log = logging.getLogger("anaphora.retrieval")
 
 
 @dataclass(frozen=True)
@@ -56,7 +69,10 @@ class IndexCache:
         self._dim = dim
         self._current: SearchIndexes | None = None
         self._checked: tuple[float, int] = (float("-inf"), -1)  # (when, corpus.local_writes) of the last check
-        self._lock = threading.Lock()
+        self.seen_generation = -1  # the newest corpus generation observed (may be ahead of the one served)
+        self._build_lock = threading.Lock()  # one build at a time, whoever asked for it
+        self._rebuilding: threading.Thread | None = None
+        self._failure: ConfigurationError | None = None  # what the last background build refused to build
 
     @property
     def dim(self) -> int:
@@ -65,20 +81,61 @@ class IndexCache:
         return self._dim
 
     def get(self) -> SearchIndexes:
+        """The newest built generation. Never waits for a rebuild once one generation is built: a stale one is
+        served while the next is built in the background."""
         current = self._current
+        if current is None:
+            return self.refresh()
+        if self._failure is not None:
+            raise self._failure
         checked_at, writes_seen = self._checked
         now = time.monotonic()
-        if current is not None and writes_seen == self.corpus.local_writes and now - checked_at < self.recheck_s:
+        if writes_seen == self.corpus.local_writes and now - checked_at < self.recheck_s:
             return current
         writes = self.corpus.local_writes
-        generation = self.corpus.generation()
+        self.seen_generation = self.corpus.generation()
         self._checked = (now, writes)
-        if current is not None and current.generation == generation:
+        if self.seen_generation != current.generation:
+            self._rebuild_in_background()
+        return self._current or current
+
+    def refresh(self) -> SearchIndexes:
+        """Bring the indexes to the corpus's current generation now, in the caller's thread (an ingestion that
+        wants its writes searchable when it reports done); turns keep using the previous generation meanwhile."""
+        with self._build_lock:
+            generation = self.corpus.generation()
+            self.seen_generation = max(self.seen_generation, generation)
+            current = self._current
+            if current is None or current.generation != generation:
+                current = self._load(generation) or self._build(generation)
+                self._current = current
+            self._failure = None
             return current
-        with self._lock:
-            if self._current is None or self._current.generation != generation:
-                self._current = self._load(generation) or self._build(generation)
-            return self._current
+
+    def wait_for_rebuild(self, timeout_s: float | None = None) -> bool:
+        """Wait for a background rebuild to finish (for tests and benchmarks); False if one is still running."""
+        rebuilding = self._rebuilding
+        if rebuilding is not None:
+            rebuilding.join(timeout_s)
+            return not rebuilding.is_alive()
+        return True
+
+    def _rebuild_in_background(self) -> None:
+        with contextlib.suppress(RuntimeError):  # a thread cannot start while the interpreter shuts down
+            if self._rebuilding is None or not self._rebuilding.is_alive():
+                self._rebuilding = threading.Thread(target=self._rebuild, name="anaphora-index-rebuild", daemon=True)
+                self._rebuilding.start()
+
+    def _rebuild(self) -> None:
+        started = time.perf_counter()
+        try:
+            built = self.refresh()
+        except ConfigurationError as exc:  # the embedder changed: turns say so, as they did before
+            self._failure = exc
+        except Exception:  # the old generation keeps serving; the next check tries again
+            log.exception("rebuilding the search indexes failed; the previous generation keeps serving")
+        else:
+            log.info("search indexes at generation %d (%.1f s)", built.generation, time.perf_counter() - started)
 
     def _check_embedder(self) -> None:
         built_with = self.corpus.embedder()

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictStr
 
 from anaphora.errors import InputError
-from anaphora.server.schemas import CreateConversation, Text, TurnOptions, whole_number
+from anaphora.server.schemas import CreateConversation, Metadata, Text, TurnOptions, whole_number
 from anaphora.types import Message, Role
 
 TEXT_PARTS = ("input_text", "output_text", "text")
@@ -68,7 +68,7 @@ class CreateResponse(BaseModel):
     stream: StrictBool = False
     max_output_tokens: whole_number(1) | None = None  # type: ignore[valid-type]
     temperature: StrictFloat | None = Field(default=None, ge=0, le=2)  # a strict float takes an integer too
-    metadata: dict[str, Text] | None = Field(default=None, max_length=16)
+    metadata: Metadata | None = None
     user: Text | None = Field(default=None, max_length=256)
     anaphora: TurnOptions = Field(default_factory=TurnOptions)
 
@@ -102,7 +102,7 @@ class NewConversation(CreateConversation):
     :class:`CreateItems`) and ``metadata`` (echoed in the reply, not stored)."""
 
     items: list[InputItem] = Field(default_factory=list, max_length=20)
-    metadata: dict[str, Text] | None = Field(default=None, max_length=16)
+    metadata: Metadata | None = None
 
 
 class CreateItems(BaseModel):

@@ -30,7 +30,8 @@ import pytest
 
 from anaphora.embeddings.hashing import HashingEmbedder
 from anaphora.errors import ConfigurationError, PassageIdTakenError
-from anaphora.ingest import Ingestor, IngestReport
+from anaphora.ingest import IngestReport
+from anaphora.ingest.searchable import SearchableIngestor
 from anaphora.settings import IngestSettings
 from anaphora.store.protocols import DocumentRegistry, DocumentVersion, PassageIndex
 from anaphora.store.sqlite_corpus import search_text
@@ -85,8 +86,11 @@ class PassageStoreContract:
         return folder
 
     @pytest.fixture
-    def ingest(self, registry: DocumentRegistry, embedder: HashingEmbedder) -> Callable[..., IngestReport]:
-        ingestor = Ingestor(registry, embedder, IngestSettings())
+    def ingest(
+        self, registry: DocumentRegistry, index: PassageIndex, embedder: HashingEmbedder
+    ) -> Callable[..., IngestReport]:
+        """Ingests, then makes the writes searchable (``warm_up``), as the application's ingestor does."""
+        ingestor = SearchableIngestor(registry, embedder, IngestSettings(), index=index)
         return lambda *paths, **options: ingestor.run(list(paths), **options)
 
     @pytest.fixture

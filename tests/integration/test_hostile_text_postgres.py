@@ -1,0 +1,33 @@
+"""The hostile-text checks of tests/unit/server/test_hostile_text.py on PostgreSQL (conversations, memory and
+passages), where a NUL in an id or a user id used to be a 500 (issue 51)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.server_harness import components_for, serve, settings_for
+from tests.unit.server.test_hostile_text import check_nul_ids, check_subjects, check_surrogate_keys
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def running(tmp_path_factory, new_database):
+    url = new_database()
+    settings = settings_for(
+        tmp_path_factory.mktemp("hostile-pg"), conversation_store="postgres", passage_store="postgres", postgres_url=url
+    )
+    with serve(settings, components_for(settings)) as server:
+        yield server
+
+
+def test_a_lone_surrogate_in_a_json_key_is_refused_before_anything_is_stored(running) -> None:
+    check_surrogate_keys(running)
+
+
+def test_a_token_whose_sub_holds_a_lone_surrogate_or_a_nul_is_401_on_every_route(running) -> None:
+    check_subjects(running)
+
+
+def test_a_nul_in_a_path_id_is_404_on_every_route(running) -> None:
+    check_nul_ids(running)
