@@ -27,16 +27,22 @@ def operations() -> Iterator[tuple[str, str]]:
 
 
 def with_ids(template: str, value: str) -> str:
-    """The path with every ``{id}`` replaced by ``value`` (percent-encoded: a NUL travels as %00)."""
-    parts = template.split("/")
-    quoted = httpx.URL("http://x/" + value).raw_path.decode()[1:] if value else value
-    return "/".join(quoted if part.startswith("{") else part for part in parts)
+    """The path with every ``{id}`` replaced by ``value``, a NUL percent-encoded (%00), as a client sends it."""
+    value = value.replace(NUL, "%00")
+    return "/".join(value if part.startswith("{") else part for part in template.split("/"))
 
 
-def request(http: httpx.Client, method: str, path: str, **kwargs: Any) -> httpx.Response:
-    if method in ("POST", "PATCH") and "json" not in kwargs and "content" not in kwargs:
-        kwargs["json"] = {}
-    return http.request(method, path, **kwargs)
+def post_json(http: httpx.Client, path: str, body: Any, method: str = "POST") -> httpx.Response:
+    """``body`` as JSON with every non-ASCII character escaped (so a lone surrogate travels as ``\\ud800``, the
+    only way JSON can carry one)."""
+    content = json.dumps(body).encode("ascii")
+    return http.request(method, path, content=content, headers={"Content-Type": "application/json"})
+
+
+def request(http: httpx.Client, method: str, path: str) -> httpx.Response:
+    if method in ("POST", "PATCH"):
+        return post_json(http, path, {}, method)
+    return http.request(method, path)
 
 
 def subjects_refused(running: Running) -> dict[str, list[int]]:
@@ -79,7 +85,7 @@ def surrogate_keys_refused(running: Running) -> list[tuple[str, int]]:
     seen = []
     with running.client("alice") as http:
         for what, path, body in sent:
-            response = http.post(path, json=body)
+            response = post_json(http, path, body)
             if response.headers.get("content-type", "").startswith("text/event-stream"):
                 events = sse_events(response)
                 seen.append((what, 500 if any("error" in str(e) for e in events) else response.status_code))

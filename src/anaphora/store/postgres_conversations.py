@@ -139,6 +139,12 @@ def _not_found(conversation_id: str) -> NotFoundError:
     return ConversationNotFoundError(conversation_id)
 
 
+def _nameable(user_id: str, conversation_id: str) -> None:
+    """An id holding NUL names nothing here (PostgreSQL text cannot even compare it): not found, as on SQLite."""
+    if "\x00" in user_id or "\x00" in conversation_id:
+        raise _not_found(conversation_id)
+
+
 _SELECT = (
     "SELECT c.id, c.user_id, c.title, c.created_at, c.updated_at, "
     "(SELECT COUNT(*) FROM turns t WHERE t.conversation_id = c.id) AS turn_count FROM conversations c"
@@ -181,6 +187,7 @@ class PostgresConversationStore(AsyncPostgresStore):
     close = AsyncPostgresStore.aclose
 
     async def _owned(self, conn: Any, user_id: str, conversation_id: str, *, lock: bool = False) -> dict[str, Any]:
+        _nameable(user_id, conversation_id)
         cursor = await conn.execute(
             "SELECT user_id, title FROM conversations WHERE id = %s" + (" FOR UPDATE" if lock else ""),
             (conversation_id,),
@@ -202,6 +209,7 @@ class PostgresConversationStore(AsyncPostgresStore):
         return Conversation(id=conversation_id, user_id=user_id, title=title, created_at=stamp, updated_at=stamp)
 
     async def get(self, user_id: str, conversation_id: str) -> Conversation:
+        _nameable(user_id, conversation_id)
         async with await self._conn() as conn:
             cursor = await conn.execute(f"{_SELECT} WHERE c.id = %s AND c.user_id = %s", (conversation_id, user_id))
             row = await cursor.fetchone()
@@ -210,6 +218,7 @@ class PostgresConversationStore(AsyncPostgresStore):
         return _conversation(row)
 
     async def rename(self, user_id: str, conversation_id: str, title: str) -> Conversation:
+        _nameable(user_id, conversation_id)
         async with await self._conn() as conn:
             await conn.execute(
                 "UPDATE conversations SET title = %s WHERE id = %s AND user_id = %s",
@@ -290,6 +299,7 @@ class PostgresConversationStore(AsyncPostgresStore):
         )
 
     async def delete(self, user_id: str, conversation_id: str) -> None:
+        _nameable(user_id, conversation_id)
         async with await self._conn() as conn:
             cursor = await conn.execute(
                 "DELETE FROM conversations WHERE id = %s AND user_id = %s", (conversation_id, user_id)

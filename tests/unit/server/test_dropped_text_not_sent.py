@@ -46,8 +46,8 @@ def test_the_dropped_sentence_is_in_no_reply_event_or_stored_trace(running) -> N
         with http.stream("POST", f"/v1/conversations/{conversation}/messages", json=body) as streamed:
             events = sse_events(streamed)
         assert "systemctl" not in json.dumps(events)
-        final = next(e for e in reversed(events) if isinstance(e, dict) and "trace" in e)
-        check_trace(final["trace"])
+        final = next(e for e in reversed(events) if isinstance(e, dict) and "anaphora" in e)
+        check_trace(final["anaphora"]["trace"])
 
         stored = http.get(f"/v1/conversations/{conversation}")
         assert "systemctl" not in stored.text
