@@ -470,7 +470,11 @@ def ingest_with_workers(components: Components, workers: int, paths: Sequence[st
     with ProcessPoolEmbedder(components.settings, workers, cached.inner) as pool:
         embedder = CachedEmbedder(pool, cached.cache)
         ingestor = SearchableIngestor(
-            components.corpus, embedder, components.settings.ingest, components.ingestor.ahead, index=components.passages
+            components.corpus,
+            embedder,
+            components.settings.ingest,
+            components.ingestor.ahead,
+            index=components.passages,
         )
         return ingestor.run(paths, **options)
 

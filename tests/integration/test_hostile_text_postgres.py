@@ -31,3 +31,20 @@ def test_a_token_whose_sub_holds_a_lone_surrogate_or_a_nul_is_401_on_every_route
 
 def test_a_nul_in_a_path_id_is_404_on_every_route(running) -> None:
     check_nul_ids(running)
+
+
+def test_the_postgres_stores_answer_not_found_for_a_nul_id_in_the_library_too(running) -> None:
+    import asyncio
+
+    from anaphora.errors import MemoryNotFoundError, NotFoundError
+    from anaphora.memory.forget import forget
+
+    components = running.components
+
+    async def attempts() -> None:
+        with pytest.raises(NotFoundError):
+            await components.conversations.get("alice", "conv\x00x")
+        with pytest.raises(MemoryNotFoundError):
+            await forget(components.memory, "alice", "mem\x00x")
+
+    asyncio.run(attempts())

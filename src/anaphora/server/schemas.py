@@ -41,7 +41,9 @@ Text = Annotated[StrictStr, AfterValidator(_encodable), Field(json_schema_extra=
 # to the keys as to the values (a key is echoed in the reply, which cannot encode a lone surrogate)
 METADATA_PAIRS, METADATA_KEY_CHARS, METADATA_VALUE_CHARS = 16, 64, 512
 Metadata = Annotated[
-    dict[Annotated[Text, Field(max_length=METADATA_KEY_CHARS)], Annotated[Text, Field(max_length=METADATA_VALUE_CHARS)]],
+    dict[
+        Annotated[Text, Field(max_length=METADATA_KEY_CHARS)], Annotated[Text, Field(max_length=METADATA_VALUE_CHARS)]
+    ],
     Field(max_length=METADATA_PAIRS),
 ]
 

@@ -330,7 +330,11 @@ class ConversationStoreContract:
     async def test_an_id_holding_a_nul_is_not_found_on_every_method(self, store):
         """No store can hold such an id (PostgreSQL text refuses NUL): not found, never a database error."""
         conversation = await store.create(ALICE, "real")
-        for user, conversation_id in ((ALICE, "a\x00b"), (ALICE, conversation.id + "\x00"), ("al\x00ice", conversation.id)):
+        for user, conversation_id in (
+            (ALICE, "a\x00b"),
+            (ALICE, conversation.id + "\x00"),
+            ("al\x00ice", conversation.id),
+        ):
             for call in (
                 store.get(user, conversation_id),
                 store.turns(user, conversation_id),

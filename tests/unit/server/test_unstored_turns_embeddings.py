@@ -36,7 +36,9 @@ def test_unstored_and_temporary_turns_leave_no_vector_in_the_cache_and_stored_on
         assert chat.status_code == 200, chat.text
         assert cached(running, chat.json()["anaphora"]["trace"]) == []
 
-        unstored = http.post("/v1/responses", json={"input": "Which ports does Kestrel open for wombats?", "store": False})
+        unstored = http.post(
+            "/v1/responses", json={"input": "Which ports does Kestrel open for wombats?", "store": False}
+        )
         assert unstored.status_code == 200, unstored.text
         assert cached(running, unstored.json()["anaphora"]["trace"]) == []
 
