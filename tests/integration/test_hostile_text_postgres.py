@@ -6,9 +6,18 @@ from __future__ import annotations
 import pytest
 
 from tests.server_harness import components_for, serve, settings_for
-from tests.unit.server.test_hostile_text import check_nul_ids, check_subjects, check_surrogate_keys
+from tests.unit.server.test_hostile_text import (  # collected here again, against this module's `running`
+    test_a_lone_surrogate_in_a_json_key_is_refused_before_anything_is_stored,
+    test_a_nul_in_a_path_id_is_404_on_every_route,
+    test_a_token_whose_sub_holds_a_lone_surrogate_or_a_nul_is_401_on_every_route,
+)
 
 pytestmark = pytest.mark.integration
+__all__ = [
+    "test_a_lone_surrogate_in_a_json_key_is_refused_before_anything_is_stored",
+    "test_a_nul_in_a_path_id_is_404_on_every_route",
+    "test_a_token_whose_sub_holds_a_lone_surrogate_or_a_nul_is_401_on_every_route",
+]
 
 
 @pytest.fixture(scope="module")
@@ -19,18 +28,6 @@ def running(tmp_path_factory, new_database):
     )
     with serve(settings, components_for(settings)) as server:
         yield server
-
-
-def test_a_lone_surrogate_in_a_json_key_is_refused_before_anything_is_stored(running) -> None:
-    check_surrogate_keys(running)
-
-
-def test_a_token_whose_sub_holds_a_lone_surrogate_or_a_nul_is_401_on_every_route(running) -> None:
-    check_subjects(running)
-
-
-def test_a_nul_in_a_path_id_is_404_on_every_route(running) -> None:
-    check_nul_ids(running)
 
 
 def test_the_postgres_stores_answer_not_found_for_a_nul_id_in_the_library_too(running) -> None:

@@ -20,7 +20,7 @@ def running(tmp_path_factory):
         yield server
 
 
-def check_surrogate_keys(running) -> None:
+def test_a_lone_surrogate_in_a_json_key_is_refused_before_anything_is_stored(running) -> None:
     before = hostile.stored_conversations(running)
     seen = dict(hostile.surrogate_keys_refused(running))
     assert seen == {
@@ -33,25 +33,13 @@ def check_surrogate_keys(running) -> None:
     assert hostile.stored_conversations(running) == before, "a refused request stored nothing"
 
 
-def check_subjects(running) -> None:
+def test_a_token_whose_sub_holds_a_lone_surrogate_or_a_nul_is_401_on_every_route(running) -> None:
     seen = hostile.subjects_refused(running)
     for name, statuses in seen.items():
         assert statuses and set(statuses) == {401}, (name, statuses)
 
 
-def check_nul_ids(running) -> None:
+def test_a_nul_in_a_path_id_is_404_on_every_route(running) -> None:
     seen = hostile.nul_ids_not_found(running)
     assert len(seen) >= 10
     assert {status for _, _, status in seen} == {404}, [s for s in seen if s[2] != 404]
-
-
-def test_a_lone_surrogate_in_a_json_key_is_refused_before_anything_is_stored(running) -> None:
-    check_surrogate_keys(running)
-
-
-def test_a_token_whose_sub_holds_a_lone_surrogate_or_a_nul_is_401_on_every_route(running) -> None:
-    check_subjects(running)
-
-
-def test_a_nul_in_a_path_id_is_404_on_every_route(running) -> None:
-    check_nul_ids(running)

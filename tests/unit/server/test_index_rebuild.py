@@ -10,9 +10,10 @@ import httpx
 import pytest
 
 from anaphora.retrieval.bm25 import BM25Index
-from tests.server_harness import bearer, components_for, serve, settings_for
+from tests.unit.server.test_documents import admin, running
 
 pytestmark = pytest.mark.unit
+__all__ = ["admin", "running"]  # the documents tests' server and admin client
 GUIDE = b"# Zephyr rotation\n\nRotate the zephyr keys every ninety days with `zephyr rotate --all`.\n"
 QUESTION = "How often do I rotate the zephyr keys?"
 
@@ -26,17 +27,6 @@ class GatedBuilds:
 
     def wait_entered(self) -> None:
         assert self.entered.wait(20), "no index rebuild started"
-
-
-@pytest.fixture
-def running(tmp_path):
-    settings = settings_for(tmp_path)
-    with serve(settings, components_for(settings)) as server:
-        yield server
-
-
-def admin(running) -> httpx.Client:
-    return httpx.Client(base_url=running.url, headers=bearer("root", scope="admin"), timeout=60)
 
 
 def timed_sources(http: httpx.Client, question: str = QUESTION) -> tuple[float, set[str]]:
