@@ -171,7 +171,8 @@ def main() -> None:
         port = free_port()
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"), str(BENCH)]))}
         serving = [sys.executable, str(BENCH / "load.py"), "--serve", json.dumps(overrides(data_dir)), str(port)]
-        child = subprocess.Popen(serving, env=env)  # bench/load.py's own child: the service alone
+        # bench/load.py's own child: the service alone, its access log discarded
+        child = subprocess.Popen(serving, env=env, stdout=subprocess.DEVNULL)
         try:
             base = f"http://127.0.0.1:{port}"
             asyncio.run(wait_ready(base, child))

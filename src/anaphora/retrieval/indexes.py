@@ -5,13 +5,14 @@ SQLite is the truth; ``bm25/`` and ``dense/`` under ``<data_dir>/index`` are cac
 generation they were built from. A stale, missing or unreadable cache is rebuilt, so a crash between a
 corpus write and an index save costs a rebuild, never a wrong answer.
 
-A rebuild of a large corpus takes seconds (about 20 s for 37k passages on two cores), so turns never wait for one:
-:meth:`IndexCache.get` serves the generation it has and, when the corpus moved on, starts building the next one in a
-background thread; the new generation replaces the old in one assignment when it is complete. Only the very first
-use (nothing built yet) and :meth:`IndexCache.refresh` (called by ingestion, which wants what it wrote searchable
-when it reports done) build in the caller's thread. Passage keys are never reused (see
-:class:`~anaphora.store.sqlite_corpus.SQLiteCorpus`), so a key an older generation returns names the same passage or
-none.
+A rebuild of a large corpus takes seconds to minutes (about 20 s for 37k passages on two idle cores), so turns never
+wait for one: :meth:`IndexCache.get` serves the generation it has and, when the corpus moved on, starts building
+the next one in a background thread; the new generation replaces the old in one assignment when it is complete.
+Only the very first use (nothing built yet) and :meth:`IndexCache.refresh` (called by ingestion, which wants what
+it wrote searchable when it reports done) build in the caller's thread. A large corpus is built by a child process
+at low CPU priority (:mod:`anaphora.retrieval.rebuild`), so a rebuild holds neither the service's GIL nor its
+cores. Passage keys are never reused (see :class:`~anaphora.store.sqlite_corpus.SQLiteCorpus`), so a key an older
+generation returns names the same passage or none.
 
 Reading the generation is a query on the shared SQLite connection, which under load queues behind the turns being
 stored; so it is read at most every ``recheck_s`` seconds, and at once after a change made in this process. A
@@ -35,6 +36,7 @@ from pathlib import Path
 from anaphora.errors import ConfigurationError
 from anaphora.retrieval.bm25 import BM25Index
 from anaphora.retrieval.dense import EXACT_BELOW, DenseIndex
+from anaphora.retrieval.rebuild import CHILD_FROM, BuildSpec, build_in_child
 from anaphora.store.protocols import embedder_mismatch
 from anaphora.store.sqlite_corpus import SQLiteCorpus
 
@@ -58,10 +60,14 @@ class IndexCache:
         *,
         recheck_s: float = 1.0,
         exact_below: int = EXACT_BELOW,
+        child_from: int | None = CHILD_FROM,
     ) -> None:
         """``dim`` may be a callable, so that the embedder is loaded only when an index is first needed.
-        ``exact_below``: corpora with fewer passages are searched by an exact scan, larger ones by HNSW."""
+        ``exact_below``: corpora with fewer passages are searched by an exact scan, larger ones by HNSW.
+        ``child_from``: corpora of this many passages or more are built by a child process
+        (:mod:`anaphora.retrieval.rebuild`); None: always in this process."""
         self.corpus = corpus
+        self.child_from = child_from
         self.exact_below = exact_below
         self.directory = directory
         self.embedder_name = embedder_name
@@ -169,6 +175,22 @@ class IndexCache:
             return None
 
     def _build(self, generation: int) -> SearchIndexes:
+        """A corpus of ``child_from`` passages or more is built by a child process at low priority
+        (:mod:`anaphora.retrieval.rebuild`) and loaded from the disk cache; a smaller one, or when the child cannot
+        (an in-memory database, a read-only data dir), here."""
+        child_from = self.child_from
+        if child_from is not None and self.corpus.db.path != ":memory:" and self.corpus.chunk_count() >= child_from:
+            spec = BuildSpec(
+                self.corpus.db.path, str(self.directory), self.embedder_name, self.dim, self.exact_below, generation
+            )
+            if build_in_child(spec):
+                built = self._load(generation)
+                if built is not None:
+                    return built
+        return self.build_here(generation)
+
+    def build_here(self, generation: int) -> SearchIndexes:
+        """Build the indexes in this thread and save them to the cache directory (best effort)."""
         keys, texts = self.corpus.keys_and_texts()
         bm25 = BM25Index.build(keys, texts)
         vector_keys, vectors = self.corpus.keys_and_vectors()

@@ -319,3 +319,32 @@ def test_passage_keys_are_never_reused_after_a_removal(app: Components, docs: Pa
     app.ingestor.run([docs])
     keys_after = {int(k) for k in app.corpus.keys_and_texts()[0]}
     assert keys_after and not keys_after & keys_before
+
+
+def test_a_large_corpus_is_built_by_a_child_process_and_loaded(app: Components, docs: Path, build_calls: list[int]):
+    """Past child_from passages the build runs in another process (low priority, its own GIL): this process builds
+    nothing and loads what the child saved, stamped with the generation."""
+    app.ingestor.run([docs])
+    build_calls.clear()
+    cache = IndexCache(
+        app.corpus, app.settings.data_dir / "child-index", app.embedder.name, app.embedder.dim, child_from=1
+    )
+    indexes = cache.get()
+    assert build_calls == [], "built by the child, not here"
+    assert indexes.generation == app.corpus.generation() and len(indexes.dense) == 2
+    assert top_bm25_source(app, cache, "barracuda") == "beta.md"
+    stamp = json.loads((app.settings.data_dir / "child-index" / "stamp.json").read_text())
+    assert stamp["generation"] == app.corpus.generation()
+
+
+def test_a_child_that_cannot_build_leaves_the_build_to_this_process(
+    app: Components, docs: Path, build_calls, monkeypatch
+):
+    app.ingestor.run([docs])
+    build_calls.clear()
+    monkeypatch.setattr("anaphora.retrieval.rebuild.sys.executable", "/nonexistent/python")
+    cache = IndexCache(
+        app.corpus, app.settings.data_dir / "child-index", app.embedder.name, app.embedder.dim, child_from=1
+    )
+    assert len(cache.get().dense) == 2
+    assert build_calls == [2]
