@@ -92,18 +92,16 @@ class IndexCache:
         current = self._current
         if current is None:
             return self.refresh()
-        if self._failure is not None:
-            raise self._failure
         checked_at, writes_seen = self._checked
         now = time.monotonic()
-        if writes_seen == self.corpus.local_writes and now - checked_at < self.recheck_s:
-            return current
-        writes = self.corpus.local_writes
-        self.seen_generation = self.corpus.generation()
-        self._checked = (now, writes)
-        if self.seen_generation != current.generation:
-            self._rebuild_in_background()
-        return self._current or current
+        if writes_seen != self.corpus.local_writes or now - checked_at >= self.recheck_s:
+            self._checked = (now, self.corpus.local_writes)
+            self.seen_generation = self.corpus.generation()
+            if self.seen_generation != current.generation or self._failure is not None:
+                self._rebuild_in_background()  # a failed one is tried again: the corpus may be fixed meanwhile
+        if self._failure is not None:
+            raise self._failure
+        return current
 
     def refresh(self) -> SearchIndexes:
         """Bring the indexes to the corpus's current generation now, in the caller's thread (an ingestion that
