@@ -9,6 +9,7 @@ from tests.server_harness import components_for, serve, settings_for
 from tests.unit.server.test_hostile_text import (  # collected here again, against this module's `running`
     test_a_lone_surrogate_in_a_json_key_is_refused_before_anything_is_stored,
     test_a_nul_in_a_path_id_is_404_on_every_route,
+    test_a_title_holding_a_nul_is_refused_and_the_old_title_kept,
     test_a_token_whose_sub_holds_a_lone_surrogate_or_a_nul_is_401_on_every_route,
 )
 
@@ -16,6 +17,7 @@ pytestmark = pytest.mark.integration
 __all__ = [
     "test_a_lone_surrogate_in_a_json_key_is_refused_before_anything_is_stored",
     "test_a_nul_in_a_path_id_is_404_on_every_route",
+    "test_a_title_holding_a_nul_is_refused_and_the_old_title_kept",
     "test_a_token_whose_sub_holds_a_lone_surrogate_or_a_nul_is_401_on_every_route",
 ]
 

@@ -134,7 +134,7 @@ class CreateConversation(BaseModel):
 class RenameConversation(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    title: StrictStr = Field(min_length=1, max_length=200)
+    title: Text = Field(min_length=1, max_length=200)
 
 
 class PostMessage(BaseModel):

@@ -43,3 +43,12 @@ def test_a_nul_in_a_path_id_is_404_on_every_route(running) -> None:
     seen = hostile.nul_ids_not_found(running)
     assert len(seen) >= 10
     assert {status for _, _, status in seen} == {404}, [s for s in seen if s[2] != 404]
+
+
+def test_a_title_holding_a_nul_is_refused_and_the_old_title_kept(running) -> None:
+    """Renaming took any string: a NUL was stored as it came (SQLite) or changed to U+FFFD (PostgreSQL)."""
+    with running.client("alice") as http:
+        conversation = http.post("/v1/conversations", json={"title": "kept"}).json()["id"]
+        renamed = hostile.post_json(http, f"/v1/conversations/{conversation}", {"title": "a\x00b"}, method="PATCH")
+        assert renamed.status_code == 422 and renamed.json()["error"]["param"] == "title", renamed.text
+        assert http.get(f"/v1/conversations/{conversation}").json()["title"] == "kept"
