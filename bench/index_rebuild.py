@@ -1,7 +1,7 @@
 """Chat latency while the search indexes rebuild (issue 51): the warm p99, then the p99 during and right after an
 upload into a ~30k-passage corpus, and right after a document delete.
 
-    python bench/index_rebuild.py [--passages 30000] [--warm-turns 60] [--after-s 8] [--clients 2]
+    python bench/index_rebuild.py [--passages 30000] [--warm-s 20] [--after-s 8] [--delete-s 20] [--clients 2]
 
 Builds a data dir holding --passages synthetic passages (sentences of words drawn from a fixed vocabulary, so BM25
 has real postings and HNSW a real graph) with vectors from the hashing embedder: the bundled MiniLM would take
@@ -9,11 +9,13 @@ about a quarter of an hour to embed 30k passages on two cores, and what is measu
 the HNSW graph from the stored passages and vectors, costs the same whichever embedder made the vectors. The
 indexes are built once before the service starts, as a running service has them. The service (fake chat model,
 auth none) runs in a child process, so the client does not share its GIL. --clients clients then ask questions
-back to back through ``POST /v1/chat/completions``: --warm-turns turns for the warm figures; then one Markdown file
-is uploaded (``POST /v1/documents``) and the turns are timed until its job is done ("during": the job writes the
-passages, then rebuilds) and for --after-s seconds after ("after"); then the file is deleted and turns are timed for
-as long as the upload's rebuild took plus --after-s ("after_delete": the first turn starts the rebuild in the
-background). Writes bench/results/index_rebuild.json. Before issue 51 the first turn after each change rebuilt
+back to back through ``POST /v1/chat/completions``, in phases: --warm-s seconds for the warm figures; then one
+Markdown file is uploaded (``POST /v1/documents``) and the turns are timed until its job is done ("during_upload":
+the job writes the passages, then rebuilds) and for --after-s seconds after ("after_upload"); then the file is
+deleted and turns are timed for --delete-s seconds ("after_delete": the first turn starts the rebuild in the
+background) and on until that rebuild is done ("after_delete_until_rebuilt"); then --warm-s seconds again
+("warm_again": what the machine gives with nothing rebuilding, at the end; on a shared machine its load moves).
+Writes bench/results/index_rebuild.json. Before issue 51 the first turn after each change rebuilt
 both indexes while every turn waited (18.8 s on a 37k-passage corpus).
 """
 
@@ -126,13 +128,23 @@ def deadline(seconds: float):
     return done
 
 
-async def measure(base: str, args: argparse.Namespace) -> dict:
+async def rebuilding_after(http: httpx.AsyncClient, clients: int, empty: Path, limit_s: float = 900) -> list[float]:
+    """Turns until the rebuild the delete started is done. The client cannot see it, but it can see a job: the
+    ingestion of an empty folder writes nothing and ends by waiting for the rebuild in progress."""
+    job_id = (await http.post("/v1/documents", json={"path": str(empty)})).json()["job_id"]
+    end = time.monotonic() + limit_s
+
+    async def done() -> bool:
+        status = (await http.get(f"/v1/jobs/{job_id}")).json()["status"]
+        return status in ("done", "failed") or time.monotonic() > end
+
+    return await chat_until(http, clients, done, seed=6)
+
+
+async def measure(base: str, args: argparse.Namespace, empty: Path) -> dict:
     async with httpx.AsyncClient(base_url=base, timeout=120) as http:
-        await chat_until(http, 1, deadline(3), seed=1)  # warm-up, untimed
-        warm: list[float] = []
-        rng = random.Random(2)
-        for _ in range(args.warm_turns):
-            await ask(http, rng, warm)
+        await chat_until(http, args.clients, deadline(3), seed=1)  # warm-up, untimed
+        warm = await chat_until(http, args.clients, deadline(args.warm_s), seed=2)
         upload = {"files": ("zephyr.md", UPLOAD.encode(), "text/markdown")}
         started = time.perf_counter()
         job_id = (await http.post("/v1/documents", files=upload)).json()["job_id"]
@@ -145,9 +157,18 @@ async def measure(base: str, args: argparse.Namespace) -> dict:
         job_s = time.perf_counter() - started
         after = await chat_until(http, args.clients, deadline(args.after_s), seed=4)
         assert (await http.delete("/v1/documents/zephyr.md")).status_code == 200
-        after_delete = await chat_until(http, args.clients, deadline(job_s + args.after_s), seed=5)
+        after_delete = await chat_until(http, args.clients, deadline(args.delete_s), seed=5)
+        rebuilding = await rebuilding_after(http, args.clients, empty)
+        settled = await chat_until(http, args.clients, deadline(args.warm_s), seed=7)
     warm_p99 = percentile(warm, 99)
-    phases = {"warm": warm, "during_upload": during, "after_upload": after, "after_delete": after_delete}
+    phases = {
+        "warm": warm,
+        "during_upload": during,
+        "after_upload": after,
+        "after_delete": after_delete,
+        "after_delete_until_rebuilt": rebuilding,
+        "warm_again": settled,
+    }
     return {
         "job": {"status": job["status"], "seconds": round(job_s, 1), "chunks_written": job["report"]["chunks_written"]},
         **{name: figures(values) for name, values in phases.items()},
@@ -160,8 +181,9 @@ async def measure(base: str, args: argparse.Namespace) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--passages", type=int, default=30_000)
-    parser.add_argument("--warm-turns", type=int, default=60)
+    parser.add_argument("--warm-s", type=float, default=20.0)
     parser.add_argument("--after-s", type=float, default=8.0)
+    parser.add_argument("--delete-s", type=float, default=20.0)
     parser.add_argument("--clients", type=int, default=2)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="anaphora-rebuild-") as folder:
@@ -176,7 +198,9 @@ def main() -> None:
         try:
             base = f"http://127.0.0.1:{port}"
             asyncio.run(wait_ready(base, child))
-            result = asyncio.run(measure(base, args))
+            empty = Path(folder) / "empty"
+            empty.mkdir()
+            result = asyncio.run(measure(base, args, empty))
         finally:
             child.terminate()
             child.wait(30)
