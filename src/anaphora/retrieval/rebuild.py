@@ -3,8 +3,8 @@
 A rebuild is CPU work of seconds to minutes (tokenizing every passage for BM25, inserting every vector into the
 HNSW graph). Done in a thread of the service it holds the GIL for its Python parts and competes for the cores with
 the turns it must not slow: measured on two cores with a 30k-passage corpus, turns during an in-process rebuild had
-10x the warm p99 (bench/index_rebuild.py). The child (``python -m anaphora.retrieval.rebuild SPEC``) lowers its own
-priority, reads the chunk table through its own SQLite connection, and writes the stamped indexes to the cache
+10x the warm p99 (bench/index_rebuild.py). The child (``python -m anaphora.retrieval.build_child SPEC``) lowers its
+own priority, reads the chunk table through its own SQLite connection, and writes the stamped indexes to the cache
 directory, which the service then loads (a fraction of a second); turns meanwhile search the previous generation.
 """
 
@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 log = logging.getLogger("anaphora.retrieval")
 
@@ -38,7 +36,7 @@ class BuildSpec:
 
 def build_in_child(spec: BuildSpec, *, timeout_s: float = 3600.0) -> bool:
     """Build and save the indexes in a child process; False (logged) if it could not, so the caller builds here."""
-    command = [sys.executable, "-m", "anaphora.retrieval.rebuild", json.dumps(asdict(spec))]
+    command = [sys.executable, "-m", "anaphora.retrieval.build_child", json.dumps(asdict(spec))]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
@@ -48,24 +46,3 @@ def build_in_child(spec: BuildSpec, *, timeout_s: float = 3600.0) -> bool:
         log.warning("the index rebuild process failed (%s); building in this process", done.stderr.strip()[-500:])
         return False
     return True
-
-
-def main(argv: list[str]) -> int:
-    from anaphora.retrieval.indexes import IndexCache
-    from anaphora.store.sqlite_corpus import SQLiteCorpus
-    from anaphora.store.sqlite_database import Database
-
-    os.nice(NICENESS)
-    spec = BuildSpec(**json.loads(argv[0]))
-    database = Database(spec.database)
-    try:
-        corpus = SQLiteCorpus(database)
-        cache = IndexCache(corpus, Path(spec.directory), spec.embedder, spec.dim, exact_below=spec.exact_below)
-        cache.build_here(spec.generation)
-    finally:
-        database.close()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
