@@ -17,6 +17,7 @@ from anaphora.embeddings import CachedEmbedder, cache_key, load_embedder
 from anaphora.errors import ConfigurationError, InputError
 from anaphora.ingest import Ingestor, IngestReport
 from anaphora.ingest.ingestor import Progress
+from anaphora.ingest.searchable import SearchableIngestor
 from anaphora.ingest.sources import CitationLinks, Sources
 from anaphora.ingest.sync import SiteReport, SiteSync
 from anaphora.memory import MemoryExport, MemoryKind, MemoryPage, MemoryStore
@@ -490,7 +491,9 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None, c
         conversations=conversations,
         chat_model=chat_model,
         engine=build_engine(settings, parts, conversations, closers),
-        ingestor=Ingestor(corpus, embedder, settings.ingest, ahead=answer_units_ahead(settings, chat_model)),
+        ingestor=SearchableIngestor(
+            corpus, embedder, settings.ingest, ahead=answer_units_ahead(settings, chat_model), index=passages
+        ),
         memory=memory,
         stage_parts=parts,
         closers=closers,
@@ -567,7 +570,13 @@ def ingest_with_workers(components: Components, workers: int, paths: Sequence[st
     cached = components.embedder
     with ProcessPoolEmbedder(components.settings, workers, cached.inner) as pool:
         embedder = CachedEmbedder(pool, cached.cache)
-        ingestor = Ingestor(components.corpus, embedder, components.settings.ingest, components.ingestor.ahead)
+        ingestor = SearchableIngestor(
+            components.corpus,
+            embedder,
+            components.settings.ingest,
+            components.ingestor.ahead,
+            index=components.passages,
+        )
         return ingestor.run(paths, **options)
 
 

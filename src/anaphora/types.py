@@ -60,7 +60,7 @@ class Citation(BaseModel):
 class UnitVerdict(BaseModel):
     """The support check's verdict on one unit of an answer (a sentence, list item, code block or table row)."""
 
-    text: str
+    text: str = Field(description="the unit as the answer shows it; empty for a unit the check left out")
     kind: Literal["sentence", "item", "code", "row"] = "sentence"
     verdict: Literal["supported", "unsupported", "filler"]
     precision: float = Field(description="share of the unit's content words found in its best source")

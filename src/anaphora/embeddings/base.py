@@ -1,9 +1,16 @@
-"""The embedder interface and the content-hash cache in front of any embedder."""
+"""The embedder interface and the content-hash cache in front of any embedder.
+
+A turn that leaves nothing stored (a stateless chat completion, ``store: false``, a temporary chat) must not leave
+its words in the persistent cache either: keyed by a hash of the text, such an entry is personal data that erasing
+the user cannot name. Such a turn runs inside :func:`unpersisted_embeddings`; the cache is still read, never written.
+"""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -35,12 +42,31 @@ class KnownVectors(Protocol):
     def known(self, texts: Sequence[str]) -> dict[str, np.ndarray]: ...
 
 
+_UNPERSISTED: ContextVar[bool] = ContextVar("anaphora_unpersisted_embeddings", default=False)
+
+
+@contextmanager
+def unpersisted_embeddings(active: bool = True) -> Iterator[None]:
+    """Within this block (and the tasks and worker threads it starts), :class:`CachedEmbedder` writes nothing."""
+    token = _UNPERSISTED.set(active)
+    try:
+        yield
+    finally:
+        _UNPERSISTED.reset(token)
+
+
+def embeddings_persisted() -> bool:
+    """False inside :func:`unpersisted_embeddings`."""
+    return not _UNPERSISTED.get()
+
+
 def cache_key(embedder_name: str, text: str) -> str:
     return hashlib.sha256(f"{embedder_name}\x00{text}".encode()).hexdigest()
 
 
 class CachedEmbedder:
-    """Looks every text up by (model, text) hash first and embeds only the misses; counts hits and misses."""
+    """Looks every text up by (model, text) hash first and embeds only the misses, which it stores unless called
+    within :func:`unpersisted_embeddings`; counts hits and misses."""
 
     def __init__(self, embedder: Embedder, cache: EmbeddingCache) -> None:
         self.inner = embedder
@@ -74,6 +100,7 @@ class CachedEmbedder:
         if missing:
             fresh = self.inner.embed(missing)
             new = {cache_key(self.name, t): v for t, v in zip(missing, fresh, strict=True)}
-            self.cache.put_many(new)
+            if embeddings_persisted():
+                self.cache.put_many(new)
             found.update(new)
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)

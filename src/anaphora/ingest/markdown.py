@@ -25,6 +25,7 @@ from anaphora.ingest.dialects import (
     strip_inline_html,
     unwrap,
 )
+from anaphora.ingest.nesting import cap_nesting
 from anaphora.ingest.sections import Block, Section
 
 METADATA_KEYS = ("title", "description", "weight", "aliases", "slug", "url", "permalink")  # the last three: urls.py
@@ -88,7 +89,7 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str, list[str]]:
 def parse_markdown_page(text: str) -> MarkdownPage:
     metadata, body, warnings = split_front_matter(text)
     title = str(metadata.get("title") or "").strip()
-    tokens = _parser().parse(unwrap(body))
+    tokens = _parser().parse(cap_nesting(unwrap(body)))
     sections = _sections(tokens, title)
     return MarkdownPage(sections, metadata, warnings)
 

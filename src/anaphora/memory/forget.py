@@ -35,7 +35,10 @@ async def source_episodes(store: MemoryStore, user_id: str, fact: MemoryItem) ->
 
 async def forget(store: MemoryStore, user_id: str, item_id: str) -> list[str]:
     """Forget the user's item ``item_id`` (a fact with its source episode, and the profile rebuilt); the ids
-    forgotten. :class:`~anaphora.errors.MemoryNotFoundError` if the user has no such item."""
+    forgotten. :class:`~anaphora.errors.MemoryNotFoundError` if the user has no such item (an id holding NUL names
+    none on any store, and PostgreSQL cannot even compare it)."""
+    if "\x00" in item_id or "\x00" in user_id:
+        raise MemoryNotFoundError(item_id)
     item = (await store.get_many(user_id, [item_id])).get(item_id)
     if item is None:
         raise MemoryNotFoundError(item_id)

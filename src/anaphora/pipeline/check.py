@@ -77,11 +77,15 @@ class Judged:
         return sum(1 for i, u in enumerate(self.units) if u.text and not self.kept(i))
 
     def report(self, *, drop: bool) -> list[UnitVerdict]:
-        return [
-            v.model_copy(update={"kept": self.kept(i) if drop else True})
-            for i, v in enumerate(self.verdicts)
-            if self.units[i].text
-        ]
+        """The verdicts as the trace carries them. A unit ``drop`` mode left out keeps its verdict, reason and
+        missing tokens but not its text: the trace goes to the client, and what was dropped must not reach it."""
+        report = []
+        for index, verdict in enumerate(self.verdicts):
+            if not self.units[index].text:
+                continue
+            kept = self.kept(index) if drop else True
+            report.append(verdict.model_copy(update={"kept": kept} if kept else {"kept": False, "text": ""}))
+        return report
 
 
 class UnitRelease:

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import Any
 
+from anaphora.embeddings.base import unpersisted_embeddings
 from anaphora.errors import InputError
 from anaphora.metrics import Metrics
 from anaphora.pipeline.answer import NO_ANSWER
@@ -271,7 +272,9 @@ class Engine:
 
     async def _run(self, request: TurnRequest, deltas: Deltas | None) -> TurnResult:
         sink = AnswerSink(deltas, live=self.streams_live())  # the one owner of the turn's stream
-        with self.observer.turn() as finish:
+        # a turn stored nowhere, or a temporary one, leaves no vector of its words in the persistent cache
+        temporary = request.conversation_id is None or not request.memory
+        with self.observer.turn() as finish, unpersisted_embeddings(temporary):
             try:
                 result = await self._turn(request, sink)
             finally:

@@ -1,9 +1,11 @@
 """The embedded passage index: BM25 (bm25s) and dense (exact scan or hnswlib) over the SQLite corpus, in process.
 
 It implements :class:`~anaphora.store.protocols.PassageIndex` on top of :class:`~anaphora.retrieval.IndexCache`,
-whose indexes are derived from the chunk table and rebuilt when the corpus generation changes; passages are read
-back from SQLite by key and kept in a bounded cache for the current generation (every turn reads its 25 candidates,
-and under load those reads queue on the one SQLite connection that also stores the turns). Searches are CPU work of
+whose indexes are derived from the chunk table and rebuilt in the background when the corpus generation changes;
+passages are read back from SQLite by key and kept in a bounded cache for the newest corpus generation seen (every
+turn reads its 25 candidates, and under load those reads queue on the one SQLite connection that also stores the
+turns). While an older generation of the indexes serves, a passage deleted since is left out, because its key no
+longer reads back. Searches are CPU work of
 a millisecond or two, so they run inline in the caller's thread.
 """
 
@@ -33,7 +35,9 @@ class EmbeddedPassageIndex:
         self._cache_lock = threading.Lock()
 
     def warm_up(self) -> None:
-        self.indexes.get()
+        """Build (or load) the indexes of the corpus as it is now, in the caller's thread; searches meanwhile use
+        the previous generation."""
+        self.indexes.refresh()
 
     def dense(self, vectors: np.ndarray, k: int) -> list[Ranking]:
         vectors = np.asarray(vectors, dtype=np.float32)
@@ -56,7 +60,8 @@ class EmbeddedPassageIndex:
         return [index.similarity(vector, list(wanted)) for vector, wanted in zip(vectors, keys, strict=True)]
 
     def passages(self, keys: Sequence[int]) -> dict[int, Chunk]:
-        generation = self.indexes.get().generation  # keys are stable within a generation
+        self.indexes.get()
+        generation = self.indexes.seen_generation  # a key's passage changes only with the corpus generation
         with self._cache_lock:
             if generation != self._cache_generation:
                 self._cache.clear()

@@ -19,6 +19,7 @@ from anaphora.server.dev_guard import DevModeGuard
 from anaphora.server.limits import BodyLimitMiddleware
 from anaphora.server.logs import RequestIdMiddleware
 from anaphora.server.metrics import HttpMetrics, MetricsMiddleware
+from anaphora.server.paths import NulPathMiddleware
 from anaphora.server.public_origins import PublicOriginMiddleware
 from anaphora.server.routes import (
     chat,
@@ -115,6 +116,7 @@ def middleware(settings: Settings, http_metrics: Callable[[], HttpMetrics | None
         *guard,  # auth 'none': answer only this machine's own pages (dev_guard.py)
         Middleware(BodyLimitMiddleware, max_bytes=settings.server.max_request_bytes),
         Middleware(HeadAsGetMiddleware),  # logs and metrics still see the HEAD
+        Middleware(NulPathMiddleware),  # a NUL in a path id: 404 on every store
         Middleware(errors.CatchAllMiddleware),  # innermost: any exception becomes the error shape
     ]
 

@@ -15,9 +15,11 @@ from typing import Any, Protocol
 from anaphora.errors import AuthError, ConfigurationError, MissingDependencyError, require
 from anaphora.pipeline.engine import LOCAL_USER
 from anaphora.settings import ServerSettings
+from anaphora.text_policy import describe_invalid
 
 ADMIN_SCOPE = "admin"
 MAX_SUBJECT_CHARS = 256
+MIN_DISTINCT_SECRET_CHARS = 8  # a password repeated to length ("password" x 4) has 7
 MIN_RSA_BITS = 2048  # NIST SP 800-131A: shorter RSA keys are disallowed for signatures; 512 bits are factorable
 
 
@@ -38,6 +40,17 @@ class NoAuth:
 
     def authenticate(self, authorization: str | None) -> Principal:
         return Principal(LOCAL_USER)
+
+
+def weak_secret(secret: str) -> str | None:
+    """Why a long-enough HS256 secret is still guessable, or None: one short sequence repeated (``aaaa...``,
+    ``abcabc...``) or fewer than :data:`MIN_DISTINCT_SECRET_CHARS` distinct characters. A random secret of 32 bytes
+    or more in hex or base64 passes both with certainty."""
+    if secret in (secret + secret)[1:-1]:
+        return "is one short sequence of characters repeated"
+    if len(set(secret)) < MIN_DISTINCT_SECRET_CHARS:
+        return f"uses only {len(set(secret))} distinct characters (at least {MIN_DISTINCT_SECRET_CHARS} needed)"
+    return None
 
 
 def _denied(message: str, hint: str = "send a valid token: Authorization: Bearer <JWT>") -> AuthError:
@@ -96,6 +109,11 @@ class JWTAuth:
                 raise ConfigurationError(
                     "jwt_secret is shorter than 32 bytes, too short for HS256",
                     hint="use a random secret of at least 32 bytes, e.g. from: openssl rand -hex 32",
+                )
+            if problem := weak_secret(secret):
+                raise ConfigurationError(
+                    f"jwt_secret {problem}: tokens signed with it can be forged by guessing it",
+                    hint="use a random secret, e.g. from: openssl rand -hex 32",
                 )
             return secret
         if not public_key:
@@ -189,6 +207,8 @@ class JWTAuth:
         subject = claims.get("sub")
         if not isinstance(subject, str) or not subject.strip() or len(subject) > MAX_SUBJECT_CHARS:
             raise _denied(f"the token's 'sub' claim must be a non-empty string of at most {MAX_SUBJECT_CHARS} chars")
+        if problem := describe_invalid(subject):  # a user id is a key in every store: it must encode and store
+            raise _denied(f"the token's 'sub' claim {problem}", hint="have the issuer use a valid Unicode user id")
         return Principal(subject, admin=ADMIN_SCOPE in _scopes(claims))
 
 

@@ -80,7 +80,14 @@ FALLBACK_HINT = "see docs/server.md"
 def body(type_: str, message: str, hint: str | None = None, *, code: str, param: str | None = None) -> dict[str, Any]:
     """The error body; every one has a code and a hint (the documented shape), the docs when nothing more specific
     fits."""
-    return {"error": {"type": type_, "message": message, "param": param, "code": code, "hint": hint or FALLBACK_HINT}}
+    fields = {"type": type_, "message": message, "param": param, "code": code, "hint": hint or FALLBACK_HINT}
+    return {"error": {name: None if value is None else _encodable(value) for name, value in fields.items()}}
+
+
+def _encodable(text: str) -> str:
+    """``text`` with any lone surrogate (from a request's JSON key, quoted in a message or as ``param``) written as
+    its ``\\udXXX`` escape: an error body must always encode as UTF-8."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def describe(exc: BaseException) -> tuple[int, dict[str, Any], dict[str, str]]:

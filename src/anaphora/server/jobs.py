@@ -12,6 +12,7 @@ import asyncio
 import logging
 import shutil
 import time
+import unicodedata
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -47,12 +48,22 @@ class Job:
 MAX_NAME_BYTES = 255  # the limit of ext4, XFS, btrfs, APFS and NTFS on one path component
 
 
+_BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def _unfit_in_name(char: str) -> bool:
+    """A character a file name shown in a listing, a log line or a citation must not hold: C0 and C1 controls
+    (U+0085 NEXT LINE among them), line and paragraph separators, lone surrogates and bidirectional controls, which
+    break lines or make a name display as another."""
+    return unicodedata.category(char) in ("Cc", "Cs", "Zl", "Zp") or char in _BIDI_CONTROLS
+
+
 def upload_name_problem(name: str) -> str | None:
     """Why an uploaded file's (base) name cannot be stored as given, or None."""
     if not name or name.startswith("."):
         return "the file name is empty or hidden (starts with '.')"
-    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in name):
-        return "the file name holds a control character (such as NUL); rename the file"
+    if bad := next((c for c in name if _unfit_in_name(c)), None):
+        return f"the file name holds a control or line-break character (U+{ord(bad):04X}); rename the file"
     if len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
         return f"the file name is longer than {MAX_NAME_BYTES} bytes; rename the file"
     return None

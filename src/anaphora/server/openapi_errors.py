@@ -110,6 +110,8 @@ def error_statuses(method: str, path: str, operation: dict[str, Any]) -> set[str
         statuses.add("400")
     if parameters:
         statuses.add("422")
+    if any(p.get("in") == "query" for p in parameters):
+        statuses.add("400")  # a well-formed value that names nothing (an unknown item id as `after`)
     if any(p.get("in") == "path" for p in parameters) or (method, path) in BODY_REFERENCES:
         statuses.add("404")
     if (method, path) in TURN_OPERATIONS:

@@ -12,14 +12,12 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictStr
 
 from anaphora.errors import InputError
-from anaphora.server.schemas import CreateConversation, Text, TurnOptions, whole_number
+from anaphora.server.schemas import CreateConversation, Metadata, Text, TurnOptions, whole_number
 from anaphora.types import Message, Role
 
 TEXT_PARTS = ("input_text", "output_text", "text")
 MAX_ITEMS = 20  # input items of a response, items added to a conversation at once
 MAX_INSTRUCTIONS_CHARS = 16_000  # echoed, not used: the default max_message_chars
-# OpenAI's limits on metadata: 16 pairs, keys of at most 64 characters, values of at most 512
-Metadata = dict[Annotated[Text, Field(max_length=64)], Annotated[Text, Field(max_length=512)]]
 _HINTS = {
     "tools": "Anaphora answers from its own documents and calls no tools: leave `tools` out",
     "tool_choice": "Anaphora calls no tools: leave `tool_choice` out",
@@ -86,7 +84,7 @@ class CreateResponse(BaseModel):
     stream: StrictBool = False
     max_output_tokens: whole_number(1) | None = None  # type: ignore[valid-type]
     temperature: StrictFloat | None = Field(default=None, ge=0, le=2)  # a strict float takes an integer too
-    metadata: Metadata | None = Field(default=None, max_length=16)
+    metadata: Metadata | None = None
     user: Text | None = Field(default=None, max_length=256)
     anaphora: TurnOptions = Field(default_factory=TurnOptions)
 
@@ -120,7 +118,7 @@ class NewConversation(CreateConversation):
     :class:`CreateItems`) and ``metadata`` (echoed in the reply, not stored)."""
 
     items: list[InputItem] = Field(default_factory=list, max_length=MAX_ITEMS)
-    metadata: Metadata | None = Field(default=None, max_length=16)
+    metadata: Metadata | None = None
 
 
 class CreateItems(BaseModel):

@@ -39,6 +39,16 @@ def _encodable(text: str) -> str:
 # schema says so about NUL (a JSON document cannot carry a lone surrogate but as an escape, which no schema forbids)
 Text = Annotated[StrictStr, AfterValidator(_encodable), Field(json_schema_extra={"pattern": "^[^\\u0000]*$"})]
 
+# OpenAI's metadata: at most 16 pairs, keys of at most 64 characters, values of at most 512; the text policy applies
+# to the keys as to the values (a key is echoed in the reply, which cannot encode a lone surrogate)
+METADATA_PAIRS, METADATA_KEY_CHARS, METADATA_VALUE_CHARS = 16, 64, 512
+Metadata = Annotated[
+    dict[
+        Annotated[Text, Field(max_length=METADATA_KEY_CHARS)], Annotated[Text, Field(max_length=METADATA_VALUE_CHARS)]
+    ],
+    Field(max_length=METADATA_PAIRS),
+]
+
 
 def _whole(value: object) -> object:
     """JSON Schema's integer includes 2.0 (and 1e3): take a whole float as the integer it is; 2.5, "2" and true
@@ -126,7 +136,7 @@ class CreateConversation(BaseModel):
 class RenameConversation(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    title: StrictStr = Field(min_length=1, max_length=200)
+    title: Text = Field(min_length=1, max_length=200)
 
 
 class PostMessage(BaseModel):

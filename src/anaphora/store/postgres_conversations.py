@@ -186,6 +186,12 @@ def _not_found(conversation_id: str) -> NotFoundError:
     return ConversationNotFoundError(conversation_id)
 
 
+def _nameable(user_id: str, conversation_id: str) -> None:
+    """An id holding NUL names nothing here (PostgreSQL text cannot even compare it): not found, as on SQLite."""
+    if "\x00" in user_id or "\x00" in conversation_id:
+        raise _not_found(conversation_id)
+
+
 # a turn with its vote by user %s, the first parameter of any statement that uses it
 _TURNS = (
     "SELECT t.*, f.user_id AS fb_user, f.vote AS fb_vote, f.comment AS fb_comment, f.created_at AS fb_created, "
@@ -235,6 +241,7 @@ class PostgresConversationStore(AppendThroughExtend, AsyncPostgresStore):
     close = AsyncPostgresStore.aclose
 
     async def _owned(self, conn: Any, user_id: str, conversation_id: str, *, lock: bool = False) -> dict[str, Any]:
+        _nameable(user_id, conversation_id)
         cursor = await conn.execute(
             "SELECT user_id, title FROM conversations WHERE id = %s" + (" FOR UPDATE" if lock else ""),
             (conversation_id,),
@@ -256,6 +263,7 @@ class PostgresConversationStore(AppendThroughExtend, AsyncPostgresStore):
         return Conversation(id=conversation_id, user_id=user_id, title=title, created_at=stamp, updated_at=stamp)
 
     async def get(self, user_id: str, conversation_id: str) -> Conversation:
+        _nameable(user_id, conversation_id)
         async with await self._conn() as conn:
             cursor = await conn.execute(f"{_SELECT} WHERE c.id = %s AND c.user_id = %s", (conversation_id, user_id))
             row = await cursor.fetchone()
@@ -264,6 +272,7 @@ class PostgresConversationStore(AppendThroughExtend, AsyncPostgresStore):
         return _conversation(row)
 
     async def rename(self, user_id: str, conversation_id: str, title: str) -> Conversation:
+        _nameable(user_id, conversation_id)
         async with await self._conn() as conn:
             await conn.execute(
                 "UPDATE conversations SET title = %s WHERE id = %s AND user_id = %s",
@@ -395,6 +404,7 @@ class PostgresConversationStore(AppendThroughExtend, AsyncPostgresStore):
         return [turn.stored(first + n, now.timestamp()) for n, turn in enumerate(turns)]
 
     async def delete(self, user_id: str, conversation_id: str) -> None:
+        _nameable(user_id, conversation_id)
         async with await self._conn() as conn:
             cursor = await conn.execute(
                 "DELETE FROM conversations WHERE id = %s AND user_id = %s", (conversation_id, user_id)

@@ -423,5 +423,6 @@ class PassageIndex(Protocol):
         ...
 
     def warm_up(self) -> None:
-        """Load or connect now rather than on the first query."""
+        """Load or connect now rather than on the first query, and make the registry's writes so far searchable
+        (blocking the caller, never the searches: they keep using what was built before)."""
         ...

@@ -16,6 +16,10 @@ from anaphora.types import Chunk
 __all__ = ["SQLiteCorpus", "StoredDocument", "search_text"]
 
 
+def _blob(vector) -> bytes:
+    return np.asarray(vector, dtype=np.float32).tobytes()
+
+
 def search_text(heading: str, text: str) -> str:
     """What BM25 and the embedder see for a chunk: its heading path, then its text."""
     return f"{heading}\n{text}" if heading else text
@@ -28,6 +32,10 @@ class SQLiteCorpus:
     Every change bumps ``generation`` in the same transaction, so a derived index (BM25, HNSW) can tell whether it
     is stale by comparing the generation it was built at. ``local_writes`` counts the changes made through this
     object, so a reader in the same process can notice them without a query.
+
+    A chunk's ``key`` is never given to another chunk, even after its document was removed (a high-water mark in
+    ``meta``): a search index of an older generation, still serving while the next one builds, then returns keys
+    that name the passage it indexed or nothing, never another passage.
     """
 
     def __init__(self, db: Database) -> None:
@@ -95,6 +103,7 @@ class SQLiteCorpus:
             return
         try:
             with self.db.transaction() as db:
+                next_key = self._next_key(db)
                 for root, source, content_hash, chunks, vectors in documents:
                     db.execute("DELETE FROM documents WHERE root = ? AND source = ?", (root, source))
                     document_id = db.execute(
@@ -103,12 +112,15 @@ class SQLiteCorpus:
                         (root, source, content_hash, len(chunks), time.time()),
                     ).lastrowid
                     db.executemany(
-                        "INSERT INTO chunks(id, document_id, ordinal, heading, text, vector) VALUES (?, ?, ?, ?, ?, ?)",
+                        "INSERT INTO chunks(key, id, document_id, ordinal, heading, text, vector) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
                         [
-                            (c.id, document_id, c.ordinal, c.heading, c.text, np.asarray(v, dtype=np.float32).tobytes())
-                            for c, v in zip(chunks, vectors, strict=True)
+                            (next_key + n, c.id, document_id, c.ordinal, c.heading, c.text, _blob(v))
+                            for n, (c, v) in enumerate(zip(chunks, vectors, strict=True))
                         ],
                     )
+                    next_key += len(chunks)
+                Database.set_meta(db, "chunk_key_next", str(next_key))
                 self._bump(db, embedder)
         except sqlite3.IntegrityError as exc:
             if "chunks.id" not in str(exc):
@@ -124,6 +136,7 @@ class SQLiteCorpus:
         if not documents:
             return 0
         with self.db.transaction() as db:
+            self._keep_key_mark(db)
             removed = 0
             for root, source in documents:
                 removed += db.execute("DELETE FROM documents WHERE root = ? AND source = ?", (root, source)).rowcount
@@ -137,6 +150,7 @@ class SQLiteCorpus:
                 r["root"] for r in db.execute("SELECT root FROM documents WHERE source = ? ORDER BY root", (source,))
             ]
             if roots:
+                self._keep_key_mark(db)
                 db.execute("DELETE FROM documents WHERE source = ?", (source,))
                 self._bump(db, None)
         return roots
@@ -154,6 +168,18 @@ class SQLiteCorpus:
             )
             taken.update(r["id"] for r in rows)
         return taken
+
+    @staticmethod
+    def _next_key(db) -> int:
+        """The first key no chunk ever had: past the high-water mark and past every key present (a database
+        written before the mark existed has none)."""
+        mark = db.execute("SELECT value FROM meta WHERE key = 'chunk_key_next'").fetchone()
+        highest = db.execute("SELECT COALESCE(MAX(key), 0) FROM chunks").fetchone()[0]
+        return max(int(mark[0]) if mark else 1, int(highest) + 1)
+
+    def _keep_key_mark(self, db) -> None:
+        """Before deleting chunks: record the high-water mark, so their keys stay retired."""
+        Database.set_meta(db, "chunk_key_next", str(self._next_key(db)))
 
     def _bump(self, db, embedder: str | None) -> None:
         self.local_writes += 1

@@ -455,6 +455,26 @@ class ConversationStoreContract:
             with pytest.raises(NotFoundError):
                 await call
 
+    async def test_an_id_holding_a_nul_is_not_found_on_every_method(self, store):
+        """No store can hold such an id (PostgreSQL text refuses NUL): not found, never a database error."""
+        conversation = await store.create(ALICE, "real")
+        for user, conversation_id in (
+            (ALICE, "a\x00b"),
+            (ALICE, conversation.id + "\x00"),
+            ("al\x00ice", conversation.id),
+        ):
+            for call in (
+                store.get(user, conversation_id),
+                store.turns(user, conversation_id),
+                store.rename(user, conversation_id, "t"),
+                store.delete(user, conversation_id),
+                store.summary(user, conversation_id),
+                add_turn(store, user, conversation_id, 0),
+            ):
+                with pytest.raises(NotFoundError):
+                    await call
+        assert (await store.get(ALICE, conversation.id)).turn_count == 0
+
     async def test_not_found_message_does_not_reveal_owner(self, store):
         conversation = await store.create(ALICE, "secret title")
         for call in (store.get(BOB, conversation.id), add_turn(store, BOB, conversation.id, 0)):

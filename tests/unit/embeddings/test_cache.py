@@ -200,11 +200,18 @@ def test_ingestion_and_queries_share_the_cache(rag: Anaphora) -> None:
     embedder.embed([search_text(c.heading, c.text) for c in chunks.values()])
     assert embedder.hits == hits + len(chunks)
     assert embedder.misses == misses
-    # a question asked twice is embedded once
-    rag.ask("How do I install Kestrel on Kubernetes?")
+    # a question asked twice in a stored conversation is embedded once
+    conversation = rag.new_conversation()
+    rag.ask("How do I install Kestrel on Kubernetes?", conversation)
     misses = embedder.misses
-    rag.ask("How do I install Kestrel on Kubernetes?")
+    rag.ask("How do I install Kestrel on Kubernetes?", rag.new_conversation())
     assert embedder.misses == misses
+    # a turn stored nowhere reads the cache but leaves nothing in it (erase could not name it)
+    rag.ask("How do I install Kestrel on a quokka?")
+    misses = embedder.misses
+    rag.ask("How do I install Kestrel on a quokka?")
+    assert embedder.misses > misses
+    assert not embedder.cache.get_many([cache_key(embedder.name, "How do I install Kestrel on a quokka?")])
 
 
 def test_re_ingesting_after_a_forced_rebuild_embeds_nothing_new(rag: Anaphora) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -238,9 +240,13 @@ def test_a_change_by_another_process_shows_within_recheck_s(app: Components, doc
     assert app.corpus.generation() > seen
     assert cache.get().generation == seen, "within recheck_s the cached indexes are served as they are"
     cache.recheck_s = 0
+    assert cache.get().generation == seen, "the change starts a rebuild; the turn is served what is built"
+    assert cache.wait_for_rebuild(30)
     assert cache.get().generation == app.corpus.generation()
     cache.recheck_s = 3600
     app.corpus.remove_documents([(str(docs.resolve()), "beta.md")])  # a write through this process's corpus
+    cache.get()
+    assert cache.wait_for_rebuild(30)
     assert cache.get().generation == app.corpus.generation()
 
 
@@ -256,3 +262,89 @@ def test_passage_cache_never_serves_text_of_an_older_generation(app: Components,
     fresh = index.passages([ranking[0][0]])
     assert "sleeps" in fresh[ranking[0][0]].text
     assert index.passages([key]).get(key) is None or "sleeps" in index.passages([key])[key].text
+
+
+def test_a_stale_generation_is_served_while_the_next_one_builds(app: Components, docs: Path, monkeypatch):
+    """get() never builds once a generation exists: it starts the rebuild in a thread and returns at once."""
+    app.ingestor.run([docs])
+    cache = app.passages.indexes
+    before = cache.get()
+    entered, release = threading.Event(), threading.Event()
+    original = BM25Index.build.__func__
+
+    def slow(cls, keys, texts):
+        entered.set()
+        release.wait(30)
+        return original(cls, keys, texts)
+
+    monkeypatch.setattr(BM25Index, "build", classmethod(slow))
+    app.corpus.remove_documents([(str(docs.resolve()), "alpha.md")])
+    try:
+        started = time.perf_counter()
+        assert cache.get() is before
+        assert entered.wait(10) and time.perf_counter() - started < 5
+        assert cache.get() is before, "served again while the rebuild is held"
+        assert app.passages.passages([key for key, _ in before.bm25.search("aardvark", 5)]) == {}, (
+            "a passage deleted since is left out though the older generation still finds it"
+        )
+    finally:
+        release.set()
+    assert cache.wait_for_rebuild(30)
+    assert cache.get().generation == app.corpus.generation() > before.generation
+
+
+def test_a_background_rebuild_failure_keeps_the_previous_generation_serving(app: Components, docs: Path, monkeypatch):
+    app.ingestor.run([docs])
+    cache = app.passages.indexes
+    before = cache.get()
+
+    def broken(cls, keys, texts):
+        raise MemoryError("no room for the index")
+
+    monkeypatch.setattr(BM25Index, "build", classmethod(broken))
+    app.corpus.remove_documents([(str(docs.resolve()), "alpha.md")])
+    cache.get()
+    assert cache.wait_for_rebuild(30)
+    assert cache.get() is before
+
+
+def test_passage_keys_are_never_reused_after_a_removal(app: Components, docs: Path):
+    """An index of an older generation must not find another passage under a removed passage's key."""
+    app.ingestor.run([docs])
+    keys_before = {int(k) for k in app.corpus.keys_and_texts()[0]}
+    for file in docs.iterdir():
+        file.unlink()
+    app.ingestor.run([docs])  # both removed
+    (docs / "gamma.md").write_text("# Gamma\n\nA zeppelin floats over the city.\n", encoding="utf-8")
+    app.ingestor.run([docs])
+    keys_after = {int(k) for k in app.corpus.keys_and_texts()[0]}
+    assert keys_after and not keys_after & keys_before
+
+
+def test_a_large_corpus_is_built_by_a_child_process_and_loaded(app: Components, docs: Path, build_calls: list[int]):
+    """Past child_from passages the build runs in another process (low priority, its own GIL): this process builds
+    nothing and loads what the child saved, stamped with the generation."""
+    app.ingestor.run([docs])
+    build_calls.clear()
+    cache = IndexCache(
+        app.corpus, app.settings.data_dir / "child-index", app.embedder.name, app.embedder.dim, child_from=1
+    )
+    indexes = cache.get()
+    assert build_calls == [], "built by the child, not here"
+    assert indexes.generation == app.corpus.generation() and len(indexes.dense) == 2
+    assert top_bm25_source(app, cache, "barracuda") == "beta.md"
+    stamp = json.loads((app.settings.data_dir / "child-index" / "stamp.json").read_text())
+    assert stamp["generation"] == app.corpus.generation()
+
+
+def test_a_child_that_cannot_build_leaves_the_build_to_this_process(
+    app: Components, docs: Path, build_calls, monkeypatch
+):
+    app.ingestor.run([docs])
+    build_calls.clear()
+    monkeypatch.setattr("anaphora.retrieval.rebuild.sys.executable", "/nonexistent/python")
+    cache = IndexCache(
+        app.corpus, app.settings.data_dir / "child-index", app.embedder.name, app.embedder.dim, child_from=1
+    )
+    assert len(cache.get().dense) == 2
+    assert build_calls == [2]

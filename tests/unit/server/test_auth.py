@@ -147,6 +147,9 @@ BAD_PEM = "-----BEGIN PUBLIC KEY-----\nnope\n-----END PUBLIC KEY-----"
     [
         ({"jwt_secret": ""}, "no key is configured"),
         ({"jwt_secret": "short"}, "shorter than 32 bytes"),
+        ({"jwt_secret": "a" * 32}, "one short sequence of characters repeated"),  # issue 51: a low-entropy secret
+        ({"jwt_secret": "abc" * 20}, "one short sequence of characters repeated"),
+        ({"jwt_secret": "password" + "drowssap" * 4}, "only 7 distinct characters"),
         ({"jwt_public_key": BAD_PEM}, "ambiguous"),
         ({"jwt_secret": "", "jwt_public_key": BAD_PEM}, "not a usable RSA public key"),
         ({"jwt_secret": "", "jwt_public_key": "/no/such/key.pem"}, "cannot read the JWT public key file"),
@@ -266,3 +269,15 @@ def test_an_rsa_key_under_2048_bits_is_refused_at_startup(tmp_path, bits) -> Non
     with pytest.raises(ConfigurationError, match=f"a {bits}-bit RSA key: keys under 2048 bits") as error:
         create_app(settings_for(tmp_path, jwt_secret="", jwt_public_key=pem))
     assert "rsa_keygen_bits" in error.value.hint
+
+
+def test_random_secrets_in_hex_and_base64_pass_the_strength_check() -> None:
+    import base64
+    import secrets
+
+    from anaphora.server.auth import weak_secret
+
+    for _ in range(200):
+        assert weak_secret(secrets.token_hex(32)) is None
+        assert weak_secret(base64.b64encode(secrets.token_bytes(32)).decode()) is None
+    assert weak_secret(SECRET) is None

@@ -169,8 +169,9 @@ def test_jobs_run_one_at_a_time(running, monkeypatch) -> None:
     assert [j["status"] for j in jobs] == ["done"] * 3 and peak[0] == 1
 
 
-def test_upload_names_too_long_or_with_a_nul_are_skipped_and_the_job_goes_on(running) -> None:
-    # found by the probe (issue 25): a name over 255 bytes, or with a raw NUL, got a 500 for the whole upload
+def test_upload_names_too_long_or_with_a_control_character_are_skipped_and_the_job_goes_on(running) -> None:
+    # found by the probes: a name over 255 bytes, or with a raw NUL, got a 500 for the whole upload (issue 25);
+    # U+0085 (NEXT LINE), a line separator or a bidi override was accepted (issue 51)
     long_name = "é" * 128 + ".md"  # 259 bytes in UTF-8
     boundary = "b0undary"
     parts = b"".join(  # by hand: httpx would write the NUL as %00
@@ -179,7 +180,7 @@ def test_upload_names_too_long_or_with_a_nul_are_skipped_and_the_job_goes_on(run
         + b'"\r\nContent-Type: text/markdown\r\n\r\n'
         + GUIDE
         + b"\r\n"
-        for name in (long_name, "nul\0name.md", "zephyr.md")
+        for name in (long_name, "nul\0name.md", "next\x85line.md", "line\u2028sep.md", "bidi\u202egnp.md", "zephyr.md")
     )
     body = parts + f"--{boundary}--\r\n".encode()
     with admin(running) as http:
@@ -190,9 +191,10 @@ def test_upload_names_too_long_or_with_a_nul_are_skipped_and_the_job_goes_on(run
         assert job["status"] == "done" and job["report"]["added"] == ["zephyr.md"], job
         reasons = {s["path"]: s["reason"] for s in job["report"]["skipped"]}
         assert reasons[long_name] == "the file name is longer than 255 bytes; rename the file"
-        assert [r for p, r in reasons.items() if p.startswith("nul")] == [
-            "the file name holds a control character (such as NUL); rename the file"
-        ], reasons
+        for start, code_point in (("nul", "0000"), ("next", "0085"), ("line", "2028"), ("bidi", "202E")):
+            assert [r for p, r in reasons.items() if p.startswith(start)] == [
+                f"the file name holds a control or line-break character (U+{code_point}); rename the file"
+            ], reasons
 
 
 def test_a_pdf_past_pypdfs_decompression_limit_is_skipped_and_the_upload_job_goes_on(running) -> None:
@@ -209,3 +211,15 @@ def test_a_pdf_past_pypdfs_decompression_limit_is_skipped_and_the_upload_job_goe
         assert job["report"]["added"] == ["zephyr.md"]
         [skipped] = job["report"]["skipped"]
         assert skipped["path"] == "bomb.pdf" and "expands past pypdf's limit" in skipped["reason"], skipped
+
+
+def test_a_line_behind_100000_quote_markers_keeps_the_page_and_its_text(running) -> None:
+    # found by the probe (issue 51): markdown-it stops at 20 nested blocks, so the page had "no body text"
+    page = "# Deep quotes\n\n" + ">" * 100_000 + " The zephyr keys rotate every ninety days.\n\nAfter the quote.\n"
+    with admin(running) as http:
+        job = finished(http, http.post("/v1/documents", files={"files": ("deep.md", page.encode())}).json()["job_id"])
+        assert job["status"] == "done" and job["report"]["added"] == ["deep.md"], job
+        assert job["report"]["skipped"] == []
+    chunks = running.components.corpus.chunks(list(running.components.corpus.keys_and_texts()[0]))
+    text = " ".join(c.text for c in chunks.values() if c.source == "deep.md")
+    assert "zephyr keys rotate every ninety days" in text and "After the quote." in text

@@ -80,3 +80,15 @@ def test_no_server_errors(case, app, tmp_path) -> None:
     if isinstance(path, str) and 0 < len(path) <= 4096:  # else a refusal is what is tested
         body["path"] = str(tmp_path / "docs" / path.replace("/", "_")[:100])  # never "/"
     case.call_and_validate(app=app, checks=CHECKS)
+
+
+def test_an_unknown_after_item_is_a_documented_400(app) -> None:
+    """Found by schemathesis (issue 51): GET .../items?after=<no such item> answered a 400 the spec did not list."""
+    from fastapi.testclient import TestClient
+
+    documented = json.loads(COMMITTED.read_text(encoding="utf-8"))["paths"]
+    assert "400" in documented["/v1/conversations/{conversation_id}/items"]["get"]["responses"]
+    with TestClient(app) as client:
+        conversation = client.post("/v1/conversations").json()["id"]
+        listed = client.get(f"/v1/conversations/{conversation}/items", params={"after": "msg_nothing_0"})
+    assert listed.status_code == 400 and listed.json()["error"]["param"] == "after"

@@ -155,7 +155,7 @@ function answerSection(trace) {
 function supportSection(units) {
   if (!units || !units.length) return null;
   const rows = units.map((u) => [
-    el("span", { class: "unit-text", text: u.text }),
+    u.text ? el("span", { class: "unit-text", text: u.text }) : el("em", { text: "(left out: not shown)" }),
     u.verdict in VERDICTS ? VERDICTS[u.verdict] : u.verdict,
     typeof u.precision === "number" ? `${Math.round(u.precision * 100)} %` : "–",
     u.passage_id || (u.verdict === "supported" ? "the conversation" : ""),
