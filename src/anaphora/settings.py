@@ -704,8 +704,8 @@ class SiteSettings(SettingsGroup):
 
     base_urls: dict[str, str] = Field(
         default_factory=dict,
-        description="the published URL of an ingested folder, by the folder's path (e.g. {\"docs\" = "
-        "\"https://docs.example.com/\"}): its citations then open the page at the heading; `anaphora ingest "
+        description='the published URL of an ingested folder, by the folder\'s path (e.g. {"docs" = '
+        '"https://docs.example.com/"}): its citations then open the page at the heading; `anaphora ingest '
         "PATH --base-url URL` sets it for one folder",
     )
     crawl_max_pages: int = Field(default=1000, ge=1, description="most pages one crawl of a site fetches")
@@ -730,6 +730,7 @@ class SiteSettings(SettingsGroup):
         description="a sync that would remove more than this share of a site's indexed pages removes none "
         "(a redesign or an outage must not empty the index); --allow-mass-delete lifts it for one run",
     )
+
 
 class Settings(BaseSettings):
     """Everything configurable, with the defaults of the product brief: three paths and one group per concern."""

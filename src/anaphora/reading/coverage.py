@@ -47,7 +47,7 @@ def unused_words(question: str, statistics: TermStatistics | None) -> list[str]:
 
 
 _NAME = re.compile(r"(?<![\w.])([A-Z][a-z]*[A-Z0-9][\w]*|[A-Z]{2,}[\w]*|[a-z]+\d[\w]*|[A-Z][a-z]+)(?![\w])")
-_SENTENCE_START = re.compile(r"(?:^|[.!?:]\s+)\W*$")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:]\s+|\n\s*)\W*$")  # a line opens a sentence too
 
 
 def written_as_names(question: str) -> set[str]:

@@ -216,6 +216,8 @@ class TurnLog(Protocol):
     """
 
     async def logged_turns(self, since: float, until: float, *, limit: int = 100_000) -> list[LoggedTurn]: ...
+
+
 class AppendThroughExtend:
     """``append_turn`` as every backend writes it: one turn through ``extend``."""
 

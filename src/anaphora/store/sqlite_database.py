@@ -263,6 +263,7 @@ def m008_sources(db: sqlite3.Connection) -> None:
         """,
     )
 
+
 class Database:
     """One SQLite connection guarded by a lock; statements are short, so callers run them inline."""
 

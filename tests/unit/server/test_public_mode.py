@@ -128,7 +128,11 @@ def route_calls(app, conversation_id: str, response_id: str) -> list[tuple[str, 
     calls = []
     for template, operations in app.openapi()["paths"].items():
         if re.search(r"\{(conversation_id|response_id)\}", template):
-            path = template.replace("{conversation_id}", conversation_id).replace("{response_id}", response_id)
+            path = (
+                template.replace("{conversation_id}", conversation_id)
+                .replace("{response_id}", response_id)
+                .replace("{index}", "0")
+            )
             calls += [(method.upper(), path) for method in sorted(operations)]
     return calls
 

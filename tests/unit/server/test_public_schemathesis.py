@@ -12,6 +12,7 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.config import SchemathesisConfig
 
 from anaphora.server import create_app
+from anaphora.server.visitors import VisitorTokens
 from tests.conftest import ROOT
 from tests.server_harness import components_for, settings_for
 
@@ -30,7 +31,9 @@ def app(tmp_path):
     )
     components = components_for(configured)
     try:
-        yield create_app(configured, components=components)
+        app = create_app(configured, components=components)
+        app.state.visitor_tokens = VisitorTokens(configured.public)  # signs as the service does (the same secret)
+        yield app
     finally:
         components.database.close()
 
@@ -38,7 +41,7 @@ def app(tmp_path):
 @schema.parametrize()
 @settings(max_examples=5, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 def test_no_server_errors_as_a_visitor(case, app) -> None:
-    token = app.state.service.visitors.issue(SITE).token
+    token = app.state.visitor_tokens.issue(SITE).token
     headers = {**(case.headers or {}), "Authorization": f"Bearer {token}"}
     response = case.call(app=app, headers=headers)
     assert response.status_code < 500, (case.method, case.path, response.status_code, response.text[:500])
