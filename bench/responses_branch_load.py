@@ -35,7 +35,7 @@ from common import embedded_postgres, git_revision, machine, percentile, summary
 from load import free_port, wait_ready
 from stores import _workload
 
-from anaphora.app import build_conversation_store
+from anaphora.app import Closers, build_conversation_store
 from anaphora.settings import Settings
 from anaphora.store import Database, NewTurn
 from anaphora.store.protocols import ChainStart, new_conversation_id
@@ -51,8 +51,9 @@ def seed_chain(settings: Settings, users: list[str], turns: int) -> dict[str, st
     workload = [NewTurn(question=q, answer=a, citations=c, trace=t) for q, a, c, t in _workload(min(turns, 500))]
 
     async def write() -> dict[str, str]:
-        database = Database(settings.data_dir / "anaphora.db")
-        store = build_conversation_store(settings.stores, database)
+        closers = Closers()
+        database = closers.opened(Database(settings.data_dir / "anaphora.db"))
+        store = build_conversation_store(settings.stores, database, closers)
         try:
             chains = {}
             for user in users:
@@ -63,8 +64,7 @@ def seed_chain(settings: Settings, users: list[str], turns: int) -> dict[str, st
                     await store.extend(user, chains[user], batch)
             return chains
         finally:
-            await store.aclose()
-            database.close()
+            await closers.aclose()
 
     return asyncio.run(write())
 

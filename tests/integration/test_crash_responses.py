@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from anaphora.app import build_conversation_store
+from anaphora.app import Closers, build_conversation_store
 from anaphora.settings import Settings
 from anaphora.store import Database, StoredTurn
 from anaphora.store.protocols import ChainStart, new_conversation_id
@@ -43,11 +43,12 @@ ITEMS = [
 
 async def _with_store(settings: Settings, work):
     database = Database(settings.data_dir / "anaphora.db")
-    store = build_conversation_store(settings.stores, database)
+    closers = Closers()
+    store = build_conversation_store(settings.stores, database, closers)
     try:
         return await work(store)
     finally:
-        await store.aclose()
+        await closers.clients.aclose()
         database.close()
 
 
