@@ -139,6 +139,7 @@ def route_calls(app, conversation_id: str, response_id: str) -> list[tuple[str, 
 
 BODIES = {
     "messages": {"content": "And on ARM?"},
+    "feedback": {"vote": "down"},
     "items": {"items": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]},
 }
 
@@ -152,7 +153,7 @@ def test_a_visitor_cannot_read_continue_or_delete_another_visitors_conversation(
         assert len(calls) >= 8, calls  # read, rename, delete, messages, items x2, responses x3
         for method, path in calls:
             body = next((b for key, b in BODIES.items() if path.endswith(key)), {"title": "stolen"})
-            answer = mallory.request(method, path, json=body if method in ("POST", "PATCH") else None)
+            answer = mallory.request(method, path, json=body if method in ("POST", "PATCH", "PUT") else None)
             assert answer.status_code == 404, (method, path, answer.status_code, answer.text)
         chained = mallory.post("/v1/responses", json={"input": "and on ARM?", "previous_response_id": response})
         assert chained.status_code == 404
