@@ -293,11 +293,6 @@ def point_back(request: ConversationRequest, said: Sequence[Said]) -> str:
         latest = next((s for s in reversed(said) if any(u.kind == "item" for u in s.units)), said[-1])
         items = [u for u in latest.units if u.kind == "item"] or [u for u in latest.units if u.kind == "sentence"]
         return pick(items, request.ordinal or 1).text.strip()
-    if request.wants in ("command", "identifier") and request.ordinal is not None and not request.topic:
-        # "the first command you gave me": the ordinal counts the commands said, across the answers, in order
-        every = [p for s in said for p in _pieces(s, request.wants, alone=request.alone)]
-        if every:
-            return pick(every, request.ordinal)
     pool = about(request.topic, said) if request.topic else list(said)
     pool = pool or list(said)
     wanted = [s for s in pool if _pieces(s, request.wants)] or pool

@@ -31,13 +31,24 @@ from anaphora.pipeline.stage import Stage, StageResult
 from anaphora.pipeline.state import Skip, TurnState
 from anaphora.pipeline.window import ConversationWindow, WindowPolicy
 from anaphora.reading.coverage import not_covered
-from anaphora.reading.message import read
+from anaphora.reading.message import Reading, read
 from anaphora.reading.personal import ACKNOWLEDGED
-from anaphora.reading.route import TurnKind, history_covers, route_turn
+from anaphora.reading.route import Route, TurnKind, history_covers, route_turn
 from anaphora.retrieval.base import Retriever
 from anaphora.retrieval.entity_boost import boost, conversation_entities
 from anaphora.retrieval.terms import TermStatistics
-from anaphora.types import Citation
+from anaphora.text import content_set
+from anaphora.types import Citation, Message
+
+
+def said_in(reading: Reading, history: Sequence[Message]) -> bool:
+    """Whether the conversation's answers name what a request about the conversation asks for ("paste the
+    permissions command again": a word of "permissions" said before); a request naming nothing asks of all of it."""
+    topic = reading.request.topic if reading.request is not None else frozenset()
+    if not topic:
+        return True
+    said = frozenset().union(*(content_set(m.content) for m in history if m.role == "assistant"))
+    return bool(topic & said)
 
 
 class Router(Stage):
@@ -56,6 +67,8 @@ class Router(Stage):
     async def run(self, state: TurnState) -> StageResult:
         reading = read(state.question)
         route = route_turn(reading, bool(state.history))
+        if route.kind is TurnKind.META and not said_in(reading, state.history):
+            route = Route(TurnKind.FOLLOW_UP, "about the conversation, but nothing said names what it asks: searched")
         skip = Skip(route.kind, route.reason) if not route.needs_retrieval and self.skip_gate else None
         return StageResult(state.update(reading=reading, route=route, skip=skip), "ok", route.reason)
 

@@ -47,6 +47,7 @@ def unused_words(question: str, statistics: TermStatistics | None) -> list[str]:
 
 
 _NAME = re.compile(r"(?<![\w.])([A-Z][a-z]*[A-Z0-9][\w]*|[A-Z]{2,}[\w]*|[a-z]+\d[\w]*|[A-Z][a-z]+)(?![\w])")
+_VERSION = re.compile(r"v?\d+(?:\.\d+)*", re.I)
 _SENTENCE_START = re.compile(r"(?:^|[.!?:]\s+|\n\s*)\W*$")  # a line opens a sentence too
 
 
@@ -57,6 +58,8 @@ def written_as_names(question: str) -> set[str]:
     found = set()
     for match in _NAME.finditer(question):
         word = match.group(1)
+        if _VERSION.fullmatch(word):
+            continue  # "v3" names a version of what the docs cover, not a subject of its own
         opens = bool(_SENTENCE_START.search(question[: match.start()]))
         if word[1:] != word[1:].lower() or any(c.isdigit() for c in word) or not opens:
             found.add(word.lower())

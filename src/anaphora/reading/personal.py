@@ -28,7 +28,7 @@ _SECOND_QUESTION = re.compile(
 _ASKS_WHAT_USER_SAID = re.compile(
     r"\b(?:did|have|had) (?:i|we) (?:say|said|tell|told|mention|state|write)\b|"
     r"\b(?:i|we) (?:said|told you|mentioned|stated)\b|"
-    r"\b(?:what|which)\b[^?]{0,40}\b(?:do|did|am|are|was|were) (?:i|we) (?:run|use|have|own|prefer|on)\b|"
+    r"\b(?:what|which)\b[^?]{0,40}\b(?:do|did|am|are|was|were) (?:i|we) (?:run|use|have(?! to\b)|own|prefer|on)\b|"
     r"\b(?:am i|are we) (?:running|using|on)\b|"
     # the kind of a thing of the user's, asked of it alone: "what architecture are my nodes?", "which version is
     # our cluster on?" (not "what are my options?", "what ports are my services exposed on?")

@@ -438,8 +438,6 @@ def test_a_request_for_every_identifier_said_gathers_them_in_order_once(message:
 @pytest.mark.parametrize(
     ("message", "expected"),
     [
-        ("what was the first command you gave me?", "celery -A proj worker"),
-        ("what was the second command you gave me?", "celery -A proj inspect active"),
         ("paste the inspect command again", "celery -A proj inspect active"),
     ],
 )

@@ -35,6 +35,7 @@ EXAMPLES = [
     ("how do I install it?", "about_user", False),
     ("which version are we on, and does it support OTLP?", "asks_only_what_user_said", False),
     ("which celery release are we on?", "asks_only_what_user_said", True),
+    ("what do we have to change to move to v3?", "asks_what_user_said", False),  # an obligation, not a possession
     # statements of the user's setup
     ("fyi all our docker hosts are ARM64", "states_setup", True),
     ("we run traefik v3 in docker compose", "states_setup", True),
@@ -61,3 +62,11 @@ EXAMPLES = [
 @pytest.mark.parametrize(("message", "field", "expected"), EXAMPLES)
 def test_the_rules_read_each_example_as_written(message: str, field: str, expected: bool) -> None:
     assert getattr(read(message), field) is expected, f"{message!r}: {field} should be {expected}"
+
+
+def test_a_version_is_not_a_name_of_its_own() -> None:
+    """The coverage check's names: "v3" is a version of what the docs cover; "WSL2" and "KEDA" are subjects."""
+    from anaphora.reading.coverage import written_as_names
+
+    assert written_as_names("what do we have to change to move to v3?") == set()
+    assert written_as_names("would running it inside WSL2 work? is there a KEDA scaler?") == {"wsl2", "keda"}
