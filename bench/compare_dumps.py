@@ -31,14 +31,16 @@ def main() -> None:
     common = sorted(before.keys() & after.keys())
     differing = [key for key in common if any(before[key].get(f) != after[key].get(f) for f in fields)]
     by = Counter((before[k]["corpus"], before[k]["kind"]) for k in differing)
-    print(f"{len(common)} turns in both ({len(before)} before, {len(after)} after); {len(differing)} differ in {fields}")
+    print(f"{len(common)} turns in both ({len(before)} before, {len(after)} after)", end="; ")
+    print(f"{len(differing)} differ in {fields}")
     for (corpus, kind), n in sorted(by.items()):
         print(f"  {corpus:14} {kind:10} {n}")
     for key in differing[: args.show]:
         print(f"\n{key}: {before[key]['user']!r}")
         for f in fields:
             if before[key].get(f) != after[key].get(f):
-                print(f"  {f} before: {str(before[key].get(f))[:200]!r}\n  {f} after:  {str(after[key].get(f))[:200]!r}")
+                print(f"  {f} before: {str(before[key].get(f))[:200]!r}")
+                print(f"  {f} after:  {str(after[key].get(f))[:200]!r}")
 
 
 if __name__ == "__main__":

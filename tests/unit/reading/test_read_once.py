@@ -48,23 +48,23 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> Counter:
 
 
 def test_each_rule_runs_at_most_once_per_text_and_turn(settings: Settings, fake_model, counted: Counter) -> None:
-    rag = Anaphora(settings.model_copy(update={"answer_mode": "extractive"}), model=fake_model)
-    rag.ingest([SAMPLE_DOCS])
-    conversation = rag.new_conversation()
-    turns = (
-        "fyi we run everything on ARM64 nodes",
-        "how do I install it on Kubernetes?",
-        "and what did I say our nodes run on?",
-        "thanks! say that again, shorter",
-    )
-    for question in turns:
-        read.cache_clear()  # a new turn: nothing read before it counts
-        counted.clear()
-        rag.ask(question, conversation)
-        rag.run(rag.components.engine.drain())  # the turn's memory writing reads it too
-        repeated = {key: n for key, n in counted.items() if n > 1}
-        assert not repeated, f"{question!r}: rules run more than once on one text: {repeated}"
-        assert counted[("recognise", question)] == 1  # the router read it
+    with Anaphora(settings.model_copy(update={"answer_mode": "extractive"}), model=fake_model) as rag:
+        rag.ingest([SAMPLE_DOCS])
+        conversation = rag.new_conversation()
+        turns = (
+            "fyi we run everything on ARM64 nodes",
+            "how do I install it on Kubernetes?",
+            "and what did I say our nodes run on?",
+            "thanks! say that again, shorter",
+        )
+        for question in turns:
+            read.cache_clear()  # a new turn: nothing read before it counts
+            counted.clear()
+            rag.ask(question, conversation)
+            rag.run(rag.components.engine.drain())  # the turn's memory writing reads it too
+            repeated = {key: n for key, n in counted.items() if n > 1}
+            assert not repeated, f"{question!r}: rules run more than once on one text: {repeated}"
+            assert counted[("recognise", question)] == 1  # the router read it
 
 
 def test_no_module_outside_reading_calls_the_rules_a_reading_holds() -> None:
