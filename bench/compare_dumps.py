@@ -15,7 +15,6 @@ import re
 from collections import Counter
 from pathlib import Path
 
-
 _MEMORY_ID = re.compile(r"\[memory:[0-9a-f]+\]")  # a memory's id is new in every run
 
 
