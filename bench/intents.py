@@ -24,7 +24,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "tests" / "data" / "conversa
 
 def predicted(text: str) -> str:
     request = recognise(text)
-    return "documents" if request is None else request.intent.value
+    return "documents" if request is None or request.tentative else request.intent.value
 
 
 def score(rows: list[dict]) -> dict:

@@ -31,6 +31,7 @@ from anaphora.pipeline.stage import Stage, StageResult
 from anaphora.pipeline.state import Skip, TurnState
 from anaphora.pipeline.window import ConversationWindow, WindowPolicy
 from anaphora.reading.coverage import not_covered
+from anaphora.reading.intents import ConversationRequest, Intent
 from anaphora.reading.message import Reading, read
 from anaphora.reading.personal import ACKNOWLEDGED
 from anaphora.reading.route import Route, TurnKind, history_covers, route_turn
@@ -41,14 +42,23 @@ from anaphora.text import content_set
 from anaphora.types import Citation, Message
 
 
-def said_in(reading: Reading, history: Sequence[Message]) -> bool:
-    """Whether the conversation's answers name what a request about the conversation asks for ("paste the
-    permissions command again": a word of "permissions" said before); a request naming nothing asks of all of it."""
-    topic = reading.request.topic if reading.request is not None else frozenset()
-    if not topic:
-        return True
+def said_request(reading: Reading, history: Sequence[Message]) -> ConversationRequest | None:
+    """The request about the conversation this turn makes, judged against what the conversation said, or ``None``
+    (the documents). A request the words alone make ("paste the permissions command again") counts when an answer
+    said a word of its topic, or it names none (a request naming nothing asks of all of it; a recap asks of all of
+    it whatever it adds, "tl;dr of this thread for the ticket"). One the form makes but whose words name a topic
+    (``tentative``: "in one line: what goes in mise.toml for the venv bit?") counts when the conversation, either
+    side of it, said at least half of that topic's words: then it asks for what was said, not a new search."""
+    request = reading.request or reading.request_if_said
+    if request is None or request.intent is Intent.CHIT_CHAT or not history:
+        return None
+    if request.tentative:
+        said = frozenset().union(*(content_set(m.content) for m in history))
+        return replace(request, tentative=False) if 2 * len(request.topic & said) >= len(request.topic) else None
+    if not request.topic or request.intent is Intent.RECAP:
+        return request
     said = frozenset().union(*(content_set(m.content) for m in history if m.role == "assistant"))
-    return bool(topic & said)
+    return request if request.topic & said else None
 
 
 class Router(Stage):
@@ -67,8 +77,12 @@ class Router(Stage):
     async def run(self, state: TurnState) -> StageResult:
         reading = read(state.question)
         route = route_turn(reading, bool(state.history))
-        if route.kind is TurnKind.META and not said_in(reading, state.history):
+        request = said_request(reading, state.history)
+        if route.kind is TurnKind.META and request is None:
             route = Route(TurnKind.FOLLOW_UP, "about the conversation, but nothing said names what it asks: searched")
+        elif route.kind is not TurnKind.META and request is not None:
+            reading = replace(reading, request=request)
+            route = Route(TurnKind.META, "asks for what the conversation said: answered from the history")
         skip = Skip(route.kind, route.reason) if not route.needs_retrieval and self.skip_gate else None
         return StageResult(state.update(reading=reading, route=route, skip=skip), "ok", route.reason)
 

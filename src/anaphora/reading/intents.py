@@ -12,7 +12,7 @@ labelled set with a held-out part (``tests/data/conversation_intents.jsonl``, ``
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import lru_cache
 
@@ -35,7 +35,10 @@ class ConversationRequest:
     ``topic``: stemmed content words that say what it is about ("the access-log part": access, log);
     ``social``: for chit-chat, which kind (thanks, greeting, farewell, identity, ack); ``alone``: the thing pointed at
     is wanted without what was said around it ("just the query please", "only the command"); ``gather``: every
-    thing of that kind said so far is wanted, not one ("which settings did you mention?", "list the commands")."""
+    thing of that kind said so far is wanted, not one ("which settings did you mention?", "list the commands");
+    ``tentative``: the form asks about the conversation but the message names a topic of its own ("in one line: what
+    goes in mise.toml for the venv bit?"): it is about the conversation only if the conversation already said that
+    topic, which the words alone cannot tell (:func:`topic_said` decides, with the history)."""
 
     intent: Intent
     max_words: int | None = None
@@ -47,10 +50,11 @@ class ConversationRequest:
     social: str | None = None
     alone: bool = False
     gather: bool = False
+    tentative: bool = False
 
     @property
     def is_meta(self) -> bool:
-        return self.intent is not Intent.CHIT_CHAT
+        return self.intent is not Intent.CHIT_CHAT and not self.tentative
 
 
 # -- social turns -------------------------------------------------------------------------------------------------
@@ -122,7 +126,7 @@ LINE_WORDS = 20  # what one line or sentence of a recap may hold
 BULLET_WORDS = 12
 _COUNT = r"(?P<n>\d{1,3}|" + "|".join(_NUMBERS) + r")"
 _LENGTH = re.compile(
-    _COUNT + r"[- ]?(?P<unit>words?|lines?|liners?|sentences?|bullets?( points?)?|points?|paragraphs?)\b"
+    r"\b" + _COUNT + r"[- ]?(?P<unit>words?|lines?|liners?|sentences?|bullets?( points?)?|points?|paragraphs?)\b"
 )
 _STEP_NUMBER = re.compile(r"\b(step|item|point|option|command) (?P<n>\d{1,2})\b")
 _ORDINAL = re.compile(r"\b(?P<o>" + "|".join(_ORDINALS) + r"|next)\b")
@@ -167,7 +171,19 @@ _CONVERSATION = re.compile(
     r"configured|looked)|"
     r"today'?s? (session|chat))\b"
 )
-_AGAIN = re.compile(r"\b(again|earlier|before|previously|at the start|from before|to begin with|once more)\b")
+_AGAIN = re.compile(
+    r"\b(again|earlier|before|previously|at the (very )?(start|beginning)|from the (very )?(start|beginning)|"
+    r"from before|to begin with|once more|came up|come up|scroll(ed)? back|up (above|there)|today)\b"
+)
+# how the answer is to be shaped, which names no topic: a limit ("60 words max"), a list form ("one per line",
+# "comma-separated", "as a checklist"), the thing alone ("names only", "just that bit", "nothing else")
+_SHAPE = re.compile(
+    r"\b(max|maximum|tops|at most|or (less|fewer))\b|\b(is|would be|'d be|will do) (fine|ok|okay|great|good|"
+    r"perfect|enough)\b|\b(one|each) (per|a) line\b|\bcomma[- ]?separated\b|"
+    r"\bas an? (\w+ )?(checklist|list|table|one[- ]liner)\b|\b(\w+s) only\b|\bbare \w+\b|\bnothing else\b|"
+    r"\bno (explanation|prose|commentary|extra \w+)\b|"
+    r"\b(just|only) (that|the|those|these) (bit|part|one|snippet|path|line|value|name|block)s?\b"
+)
 _WAS = re.compile(r"\b(was|were|did)\b")
 _WH_WAS = re.compile(r"^\W*(\w+,? )?(what|which)\b.*\b(was|were|did)\b")
 _POINTER = re.compile(r"\b(that|it|this|those|these)\b")
@@ -176,6 +192,7 @@ _ASKS_DOCS = re.compile(
     r"^\W*(\w+[,!]?\s+)?(how (do|can|does|should|would|to)|can (i|we|it|you list)|does|is there|are there|"
     r"where|why|should|which (one|command|option|setting)s? (is|are|do|does|should)|when)\b"
 )
+_CLAUSES = re.compile(r"[:;,.?!]\s+|\s+-+\s+")  # a question may follow a pointer: "back to that flag: does it ...?"
 _WANTS = {
     "command": r"commands?|query|queries|snippet|code|config(uration)?|example|line i (should|need to) run",
     "step": r"steps?|items?|points?|ones?|options?|bullets?",
@@ -214,7 +231,7 @@ _ALONE = re.compile(
     r"\b(query|command|snippet|code) only\b|\bnothing else\b"
 )
 # every request below needs one of these (or shorten / repeat / recap): without them a message asks the documents
-_POINTING = (_I_ASKED, _YOU_SAID, _CONVERSATION, _AGAIN, _LENGTH, _ORDINAL, _STEP_NUMBER, _WAS_THE)
+_POINTING = (_I_ASKED, _YOU_SAID, _CONVERSATION, _AGAIN, _LENGTH, _ORDINAL, _STEP_NUMBER, _WAS_THE, _SHAPE)
 
 
 def points_at_answer(message: str) -> bool:
@@ -272,8 +289,13 @@ def _gathers(message: str, wants: str | None, ordinal: int | None) -> bool:
 def _topic(message: str) -> frozenset[str]:
     """The content words the request leaves: what it is about."""
     stripped = message
-    for cue in (_LENGTH, _SHORTEN, _REPEAT, _RECAP, _YOU_SAID, _CONVERSATION, _PART, _SOCIAL):  # "thanks, and ..."
+    for cue in (_LENGTH, _SHAPE, _ALONE, _SHORTEN, _REPEAT, _RECAP, _YOU_SAID, _CONVERSATION, _AGAIN, _PART, _SOCIAL):
         stripped = cue.sub(" ", stripped)
+    # the noun that heads the request says what kind of thing is wanted, not what about: "the variable names"
+    heads = [m for p in _WANTED.values() for m in p.finditer(stripped)]
+    if heads:
+        head = max(heads, key=lambda m: m.end())
+        stripped = stripped[: head.start()] + " " + stripped[head.end() :]
     return frozenset(w for w in content_set(stripped) if w not in _REQUEST_WORDS and not w.isdigit())
 
 
@@ -301,18 +323,24 @@ def recognise(message: str) -> ConversationRequest | None:
     # "the step after adding it, what was the command?")
     was_the = bool(_WAS_THE.search(text))
     pointed = you_said or whole or again or was_the or bool(_PART.search(text))
-    asks_docs = bool(_ASKS_DOCS.search(text)) and not whole
+    asks_docs = any(_ASKS_DOCS.search(clause) for clause in _CLAUSES.split(text)) and not whole
     room = 3 + 2 * was_the  # "the step after adding it to INSTALLED_APPS, what was the command?" names where
-    if (asks_docs and (topic or not (shorten or repeat or recap))) or (topic and not pointed) or len(topic) > room:
-        return None
+    # a topic of its own, or a question put to the documents: about the conversation only if it said that topic
+    tentative = (asks_docs and (topic or not (shorten or repeat or recap))) or (topic and not pointed)
+    tentative = tentative or len(topic) > room
+    if tentative and (not topic or (asks_docs and not you_said)):
+        return None  # a question put to the documents ("how do I shorten the retention window?")
+    shaped = bool(_SHAPE.search(text))
     ordinal, wants = _ordinal(text), _wants(_LENGTH.sub(" ", text))
     asks_back = bool(_WH_WAS.search(text)) and (again or you_said or ordinal is not None)
     asks_back = asks_back and bool(wants or topic or ordinal not in (None, -1))
 
     def request(intent: Intent) -> ConversationRequest:
-        kept, alone = (topic if pointed else frozenset()), bool(_ALONE.search(text))
+        kept, alone = (topic if pointed or tentative else frozenset()), bool(_ALONE.search(text) or shaped)
         gather = intent is Intent.POINT_BACK and _gathers(_LENGTH.sub(" ", text), wants, ordinal)
-        return ConversationRequest(intent, max_words, lines, bullets, ordinal, wants, kept, alone=alone, gather=gather)
+        return ConversationRequest(
+            intent, max_words, lines, bullets, ordinal, wants, kept, alone=alone, gather=gather, tentative=tentative
+        )
 
     single_answer = re.search(r"\byour( very)? ((last|previous|latest) )?(answer|reply|response)\b", text)
     if recap and (whole or not (pointer or single_answer)):
@@ -337,6 +365,8 @@ def recognise(message: str) -> ConversationRequest | None:
         return request(Intent.POINT_BACK)
     if _bare(text) and ordinal is not None:
         return request(Intent.POINT_BACK)
+    if (wants and (shaped or again)) or (shaped and topic):  # "paste just the variable names, one per line"
+        return replace(request(Intent.POINT_BACK), tentative=True)  # the conversation's words decide
     return None
 
 

@@ -25,7 +25,8 @@ class Reading:
     """What a message says about itself, as the rules read it.
 
     ``request``: a request about the conversation or a social turn (:func:`~anaphora.reading.intents.recognise`),
-    ``None`` when it asks the documents; ``chit_chat``: only social phrases; ``about_user``: asks about the user
+    ``None`` when it asks the documents; ``request_if_said``: a request about the conversation only if the
+    conversation said its topic (``tentative``; the router decides, with the history); ``chit_chat``: only social phrases; ``about_user``: asks about the user
     ("my version", "did I say"); ``asks_what_user_said``: asks what the user said or has, which only the user's own
     words answer (``asks_only_what_user_said``: and nothing else, no second question); ``facts``: what it states
     about the user's setup; ``states_setup``: a statement that asks nothing; ``shifts_topic`` /
@@ -37,6 +38,7 @@ class Reading:
 
     text: str
     request: ConversationRequest | None
+    request_if_said: ConversationRequest | None
     chit_chat: bool
     about_user: bool
     asks_what_user_said: bool
@@ -70,9 +72,12 @@ def read(message: str) -> Reading:
     facts = tuple(extract_facts(message))
     continues = continuation(message) or points_at_answer(message)
     returns = returns_to_topic(message)
+    request = recognise(message)
+    tentative = request is not None and request.tentative
     return Reading(
         text=message,
-        request=recognise(message),
+        request=None if tentative else request,
+        request_if_said=request if tentative else None,
         chit_chat=is_chit_chat(message),
         about_user=said or possessive(message),
         asks_what_user_said=said,

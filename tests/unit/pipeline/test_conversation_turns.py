@@ -69,8 +69,8 @@ def test_the_tuning_part_of_the_labelled_examples_is_recognised() -> None:
     for row in ROWS:
         if row["split"] != "tune":
             continue
-        request = recognise(row["text"])
-        got = "documents" if request is None else request.intent.value
+        request = recognise(row["text"])  # a tentative request needs the history: the words alone say documents
+        got = "documents" if request is None or request.tentative else request.intent.value
         if got != row["intent"]:
             wrong.append((row["text"], row["intent"], got))
     assert not wrong
