@@ -26,7 +26,8 @@ class Reading:
 
     ``request``: a request about the conversation or a social turn (:func:`~anaphora.reading.intents.recognise`),
     ``None`` when it asks the documents; ``request_if_said``: a request about the conversation only if the
-    conversation said its topic (``tentative``; the router decides, with the history); ``chit_chat``: only social phrases; ``about_user``: asks about the user
+    conversation said its topic (``tentative``; the router decides, with the history); ``chit_chat``: only social
+    phrases; ``about_user``: asks about the user
     ("my version", "did I say"); ``asks_what_user_said``: asks what the user said or has, which only the user's own
     words answer (``asks_only_what_user_said``: and nothing else, no second question); ``facts``: what it states
     about the user's setup; ``states_setup``: a statement that asks nothing; ``shifts_topic`` /
