@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 from anaphora.memory.recall import Recalled
 from anaphora.reading.message import Reading, read
-from anaphora.reading.personal import evidence_for, fact_answers, states_again
-from anaphora.text import whole_word
+from anaphora.reading.personal import evidence_for, fact_answers, on_topic, states_again
+from anaphora.text import content_set, whole_word
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +71,16 @@ def leading(ranked: Sequence[Recalled], asked: Asked, policy: ShowPolicy) -> lis
         r
         for r in facts
         if fact_answers(question.text, r.item.text, r.item.value, asked.everyday)
-        or (said and r.similarity is not None and r.similarity >= policy.fact_min_score)
+        or (said and close_and_on_topic(r, question.words, policy.fact_min_score))
     ][: policy.k]
+
+
+def close_and_on_topic(recalled: Recalled, asked_words: frozenset[str], min_score: float) -> bool:
+    """A fact close in meaning to a question that asks what the user said answers it without a shared everyday word,
+    but not when the question names what it asks about and the fact names none of it: "which celery release are we
+    on?" is not answered by the RabbitMQ version, whatever their similarity."""
+    close = recalled.similarity is not None and recalled.similarity >= min_score
+    return close and on_topic(asked_words, content_set(recalled.item.text))
 
 
 def names_any(text: str, names: Sequence[str]) -> bool:

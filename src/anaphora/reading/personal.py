@@ -22,11 +22,16 @@ if TYPE_CHECKING:
 
 # a second question joined to the first ("..., and does it support OTLP?")
 _SECOND_QUESTION = re.compile(
-    r"(?:\band|\bbut|[,;])\s+(?:is|are|does|do|can|could|will|would|should|how|what|which|where)\b", re.I
+    # (a message that opens with "and" continues the conversation: "and which release are we on?" asks one thing)
+    r"(?:(?<=\S)\s+(?:and|but)|[,;])\s+(?:is|are|does|do|can|could|will|would|should|how|what|which|where)\b",
+    re.I,
 )
 # "did I say", "I told you", "what do I run", "am I on": the question asks what the user said or has
 _ASKS_WHAT_USER_SAID = re.compile(
-    r"\b(?:did|have|had) (?:i|we) (?:say|said|tell|told|mention|state|write)\b|"
+    r"\b(?:did|have|had) (?:i|we)( ever)? (?:say|said|tell|told|mention|state|write|give|gave|given|share|shared)\b|"
+    # the version a thing of the user's holds to: "which node version does our repo pin?"
+    r"\b(?:what|which)\b[^?]{0,30}\b(?:version|release)s?\b[^?]{0,20}\b(?:does|do|is|are) (?:our|my) \w+"
+    r"(?: \w+)? (?:pin|pins|run|runs|use|uses|target|targets|have|has|on)\b|"
     r"\b(?:i|we) (?:said|told you|mentioned|stated)\b|"
     r"\b(?:what|which)\b[^?]{0,40}\b(?:do|did|am|are|was|were) (?:i|we) (?:run|use|have(?! to\b)|own|prefer|on)\b|"
     r"\b(?:am i|are we) (?:running|using|on)\b|"
@@ -60,7 +65,14 @@ _NOT_EVIDENCE = frozenset(content_set("user said say tell told mention"))
 
 # the words a question about the user asks with, not about what: "which version did I say we run now?" (the verbs
 # of "what do I run / use / have", as in _ASKS_WHAT_USER_SAID)
-_ASKING_WORDS = _NOT_EVIDENCE | _VERSION_WORDS | content_set("now current currently run use have own")
+ASKING_WORDS = (
+    _NOT_EVIDENCE
+    | _VERSION_WORDS
+    | content_set(
+        "now current currently run use have own running runs using used has had setup stack ever again remind exactly "
+        "give gave mentioned"
+    )
+)
 
 
 def facts_answer(question: Reading, facts: Sequence[str]) -> bool:
@@ -74,7 +86,7 @@ def facts_answer(question: Reading, facts: Sequence[str]) -> bool:
     if question.asks_only_what_user_said:
         return True
     known = frozenset().union(*(content_set(f) for f in facts))
-    return question.words - _ASKING_WORDS <= known
+    return question.words - ASKING_WORDS <= known
 
 
 def second_question(question: str) -> bool:
@@ -130,11 +142,35 @@ def evidence_for(question: Reading, episode: Reading, said_here: Sequence[str] =
 def fact_answers(question: str, fact_text: str, fact_value: str, generic: Collection[str] = ()) -> bool:
     """Whether a fact is relevant to a question about the user: they share a word that is not only a name both
     mention, nor a word the documents use everywhere (``generic``: the docs site's own product name), so a shared
-    product name alone is not relevance; or the question asks for a version and the fact has one."""
+    product name alone is not relevance; or the question asks for a version and the fact has one, of what the
+    question names (:func:`versions_of`)."""
     asked, stated = content_set(question), content_set(fact_text)
     names = content_set(" ".join([*(name for name, _ in extract_entities(question)), *generic]))
     shared = (asked & stated) - _NOT_EVIDENCE - names
-    return bool(shared) or (bool(asked & _VERSION_WORDS) and bool(_VERSION.search(fact_value)))
+    if shared:
+        return True
+    return bool(asked & _VERSION_WORDS) and bool(_VERSION.search(fact_value)) and versions_of(question) <= stated
+
+
+_VERSION_OF = re.compile(r"\b([a-z][\w.+-]*)\s+(?:version|release)s?\b", re.I)
+_NO_PRODUCT = content_set(
+    "which what the my our your its their this that a an same latest new newer older old current exact minimum "
+    "supported stable major minor patch"
+)
+
+
+def versions_of(question: str) -> frozenset[str]:
+    """What the question asks the version of, by the word before "version" / "release" ("which celery release are
+    we on?": celery), none for "my version": a fact's version answers only a question about its own thing."""
+    named = (content_set(m.group(1)) for m in _VERSION_OF.finditer(question))
+    return frozenset().union(*named) - _NO_PRODUCT
+
+
+def on_topic(asked: frozenset[str], stated: frozenset[str]) -> bool:
+    """A fact close in meaning answers a question only if the question names nothing the fact does not: "and the
+    hostname of our server, did I give you that?" is not answered by the user's operating system."""
+    topic = asked - ASKING_WORDS
+    return not topic or bool(topic & stated)
 
 
 _SECOND_PERSON = (

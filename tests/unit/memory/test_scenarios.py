@@ -9,6 +9,7 @@ import re
 import pytest
 
 from anaphora import Anaphora, FakeChatModel, Settings
+from anaphora.pipeline.answer import NOT_TOLD
 from anaphora.pipeline.check import NOT_COVERED
 from anaphora.reading.message import read
 from tests.conftest import SAMPLE_DOCS
@@ -290,6 +291,10 @@ def test_closeness_alone_leads_with_a_fact_only_when_the_question_asks_what_the_
         assert not [m for m in docs.trace.memory if m.leads] and not MEMORY_ID.search(docs.answer)
         said = ask(rag, "which version did I say I run?", rag.new_conversation(user_id="alice"))
         assert [m.kind for m in said.trace.memory if m.leads] == ["fact"]
+        # a question that names what it asks about is not answered by a close fact about something else
+        other = ask(rag, "and which kestrel release did I say we are on?", rag.new_conversation(user_id="alice"))
+        assert not [m for m in other.trace.memory if m.leads]
+        assert other.answer == NOT_TOLD
 
 
 # What the user said in an earlier conversation is context for a question about the documents, not its answer: it

@@ -35,6 +35,10 @@ EXAMPLES = [
     ("how do I install it?", "about_user", False),
     ("which version are we on, and does it support OTLP?", "asks_only_what_user_said", False),
     ("which celery release are we on?", "asks_only_what_user_said", True),
+    ("and which release are we on?", "asks_only_what_user_said", True),  # a leading "and" continues, asks one thing
+    ("and which node version does our repo pin?", "asks_what_user_said", True),
+    ("the hostname of our server, did I ever give you that?", "asks_what_user_said", True),
+    ("which node version does the installer need?", "asks_what_user_said", False),
     ("what do we have to change to move to v3?", "asks_what_user_said", False),  # an obligation, not a possession
     # statements of the user's setup
     ("fyi all our docker hosts are ARM64", "states_setup", True),
