@@ -76,12 +76,39 @@ def asks(message: str) -> bool:
     return "?" in message or bool(_QUESTION.match(message))
 
 
+# a name of several capitalised words ("Redis Cluster", "Django Channels"); the first may open the sentence
+_MULTIWORD_NAME = re.compile(r"(?<![\w.'-])([A-Z][\w]*(?:[ \t]+[A-Z][\w]*)+)(?![\w'-])")
+
+
+def names_not_found(question: str, passages: Sequence[Passage]) -> list[str]:
+    """The names of several words the question writes ("a Redis Cluster", "over Django Channels") that none of the
+    passages the search found holds as a phrase. Each word may be everywhere in the corpus ("redis", "cluster") and
+    the thing still be nowhere: a page about it would have been found by its words. A name that opens the sentence
+    with one capitalised word of its own ("Can Traefik ...") is no name of several words."""
+    if not asks(question):
+        return []
+    texts = [" ".join(p.text.lower().split()) for p in passages]
+    found = []
+    for match in _MULTIWORD_NAME.finditer(question):
+        words = match.group(1).split()
+        if match.start() == 0 or _SENTENCE_START.search(question[: match.start()]):
+            words = words[1:] if len(words) > 2 else []  # "Can Traefik": a sentence's first word and a name
+        name = " ".join(words)
+        if len(words) >= 2 and not any(name.lower() in text for text in texts):
+            found.append(name)
+    return found
+
+
 def not_covered(
     question: str, passages: Sequence[Passage], statistics: TermStatistics | None, *, close: float
 ) -> list[str]:
-    """The unused words that make the question one the documents do not cover, or ``[]``: only when no passage
-    found is ``close`` to the query (dense similarity at least ``close``: then the right page was found, and the
-    unknown word is the user's own name for something on it)."""
+    """What makes the question one the documents do not cover, or ``[]``: a name of several words no passage found
+    holds (:func:`names_not_found`), or an unused word (a name, or rare in English) when no passage found is ``close``
+    to the query (dense similarity at least ``close``: then the right page was found, and the unknown word is the
+    user's own name for something on it)."""
+    phrases = names_not_found(question, passages)
+    if phrases:
+        return phrases
     names = written_as_names(question)
     missing = [w for w in unused_words(question, statistics) if rare(w) or w in names] if asks(question) else []
     if not missing:

@@ -47,3 +47,21 @@ def test_a_close_passage_means_the_page_was_found() -> None:
 
 def test_without_statistics_nothing_is_refused() -> None:
     assert not_covered("could it forward to splunk?", [], None, close=0.8) == []
+
+
+@pytest.mark.parametrize(
+    ("question", "missing"),
+    [
+        ("could the results go to a Mongo Atlas cluster instead?", ["Mongo Atlas"]),
+        ("Can Prometheus Pushgateway scrape it?", ["Prometheus Pushgateway"]),  # the opening "Can" is no name
+        ("Can Loki forward rejected lines?", []),  # a sentence's first word and one name
+        ("does the Prometheus metrics backend work with it?", []),  # one capitalised word: the word check's
+        ("could I push the metrics to the Prometheus Backend?", []),  # the phrase is there, in any case
+        ("we moved to Mongo Atlas last year", []),  # a statement asks nothing
+    ],
+)
+def test_a_name_of_several_words_no_passage_found_holds_is_not_covered(question: str, missing: list[str]) -> None:
+    """Each word can be in the corpus ("prometheus", "cluster") while the thing they name together is on no page
+    the search found; then the question is refused however close the pages found are."""
+    close = [Passage(id="a#1", text="Loki sends metrics to the Prometheus  backend.", dense_score=0.9)]
+    assert not_covered(question, close, CORPUS, close=0.8) == missing
