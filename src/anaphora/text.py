@@ -57,6 +57,18 @@ def content_set(text: str) -> frozenset[str]:
     return frozenset(content_words(text))
 
 
+_IDENTIFIER_WORD = re.compile(r"\w*(?:[A-Za-z][_.-]|[a-z][A-Z])[\w.-]*")
+_IDENTIFIER_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+
+
+@lru_cache(maxsize=4096)
+def named_words(text: str) -> frozenset[str]:
+    """The content words, and the words identifiers are made of (``MISE_GITHUB_ENTERPRISE_TOKEN``: enterprise, token;
+    ``allowCrossNamespace``: cross, namespace): "the enterprise token variable" names the identifier."""
+    parts = (p.lower() for w in _IDENTIFIER_WORD.findall(text) for p in _IDENTIFIER_PART.findall(w))
+    return content_set(text) | frozenset(content_words(" ".join(parts)))
+
+
 @lru_cache(maxsize=4096)
 def whole_word(token: str) -> re.Pattern[str]:
     """``token`` as a whole word: no word character glued to either side (``512`` is not in ``5120``). Case as

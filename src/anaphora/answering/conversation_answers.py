@@ -24,7 +24,7 @@ from anaphora.answering.support import (
 from anaphora.reading.intents import ConversationRequest, Intent
 from anaphora.reading.message import read
 from anaphora.reading.personal import AS_YOU_SAID
-from anaphora.text import content_set
+from anaphora.text import content_set, named_words
 from anaphora.types import Message
 
 DEFAULT_SHORT_WORDS = 30  # "say that shorter" with no length given
@@ -165,7 +165,7 @@ def about(topic: frozenset[str], said: Sequence[Said]) -> list[Said]:
     """The earlier answers whose turn is most about ``topic`` (all those tied), oldest first."""
     if not topic:
         return []
-    scores = [len(topic & content_set(f"{s.question} {s.text}")) for s in said]
+    scores = [len(topic & named_words(f"{s.question} {s.text}")) for s in said]
     best = max(scores)
     return [s for s, score in zip(said, scores, strict=True) if best and score == best]
 
@@ -302,9 +302,9 @@ def point_back(request: ConversationRequest, said: Sequence[Said]) -> str:
             return following
     chosen = pick(wanted, request.ordinal or (1 if request.wants is None and request.topic else -1))
     pieces = _pieces(chosen, request.wants, alone=request.alone or request.max_words is not None)
-    if request.wants is None and request.topic and not any(request.topic & content_set(p) for p in pieces):
+    if request.wants is None and request.topic and not any(request.topic & named_words(p) for p in pieces):
         # "which exporter was it?": the thing named may be said only in the answer's config block
-        pieces += [u.text.strip() for u in chosen.units if u.kind == "code" and request.topic & content_set(u.text)]
+        pieces += [u.text.strip() for u in chosen.units if u.kind == "code" and request.topic & named_words(u.text)]
     if not pieces:
         return gist(chosen, request.max_words or DEFAULT_RECAP_WORDS)
     if request.wants == "identifier" and not request.topic:  # "which settings were in your first answer?"
@@ -313,9 +313,12 @@ def point_back(request: ConversationRequest, said: Sequence[Said]) -> str:
     def fit(piece: str) -> tuple[int, int, int]:
         code = piece[piece.find("```") :] if "```" in piece else piece  # a block without its lead-in
         shell = request.wants == "command" and bool(_SHELL.match(code) or not code.startswith("```"))
-        return len(request.topic & content_set(piece)), shell, -pieces.index(piece)
+        return len(request.topic & named_words(piece)), shell, -pieces.index(piece)
 
     best = max(pieces, key=fit)
+    names = identifiers(best) if request.wants == "identifier" and request.alone else []
+    if names:  # "the enterprise token variable, nothing else": the name whose words the request says
+        return max(names, key=lambda name: (len(request.topic & named_words(name)), -names.index(name)))
     if request.max_words is not None and request.max_words <= 3:
         spans = [s.strip("`") for s in _CODE_SPAN.findall(best)]
         spans += [t for t in risky_tokens(best) if "/" not in t and "<" not in t]
@@ -351,7 +354,11 @@ def identifiers(text: str) -> list[str]:
     names = [s.strip("`") for s in spans if not s.strip("`").replace(".", "").isdigit() and "://" not in s]
     plain = _CODE_SPAN.sub(" ", text)
     names += [m.group(1).rstrip(".") for m in _IDENTIFIER.finditer(plain) if "://" not in m.group(1)]
-    return [n for n in names if n and not n.replace(".", "").isdigit()]
+    return [n for n in names if n and not n.replace(".", "").isdigit() and not _VALUE.fullmatch(n)]
+
+
+# a value, not a name: a boolean, a version, a number with a unit
+_VALUE = re.compile(r"(?i)true|false|null|none|yes|no|on|off|v?\d+(\.\d+)*[a-z]{0,3}")
 
 
 def command_after(topic: frozenset[str], said: Sequence[Said]) -> str | None:

@@ -195,8 +195,8 @@ _ASKS_DOCS = re.compile(
 _CLAUSES = re.compile(r"[:;,.?!]\s+|\s+-+\s+")  # a question may follow a pointer: "back to that flag: does it ...?"
 _WANTS = {
     "command": r"commands?|query|queries|snippet|code|config(uration)?|example|line i (should|need to) run",
-    "step": r"steps?|items?|points?|ones?|options?|bullets?",
-    "identifier": r"flags?|settings?|options?|values?|defaults?|names?|variables?|env|urls?|paths?|files?|"
+    "step": r"steps?|items?|points?|ones?(?! (per|a|each) line)|options?|bullets?",
+    "identifier": r"flags?|switch(es)?|settings?|options?|values?|defaults?|names?|variables?|env|urls?|paths?|files?|"
     r"ports?|endpoints?|headers?|labels?|packages?|keys?|parameters?|fields?",
 }
 _WANTED = {kind: re.compile(rf"\b({pattern})\b") for kind, pattern in _WANTS.items()}
@@ -269,11 +269,18 @@ def _ordinal(message: str) -> int | None:
     return 0 if word == "next" else _ORDINALS[word]  # 0: the one after the last pointed at
 
 
+_MODIFIER = re.compile(
+    r"\b(for|of|about|from|in|on|behind) (the |that |this |those |these |your |my |our )?([\w-]+ ){0,2}\w+$"
+)
+
+
 def _wants(message: str) -> str | None:
     """The kind of thing pointed at, by the noun that heads the phrase: the last kind named ("the configuration
     keys" asks for keys, "the step ..., what was the command?" for a command)."""
     found = [(m.end(), kind) for kind, pattern in _WANTED.items() for m in pattern.finditer(message)]
-    return max(found)[1] if found else None
+    # a noun in a phrase that says which one ("the variable names for that on-prem option") heads nothing
+    heads = [f for f in found if not _MODIFIER.search(message[: f[0]])] or found
+    return max(heads)[1] if heads else None
 
 
 def _gathers(message: str, wants: str | None, ordinal: int | None) -> bool:
