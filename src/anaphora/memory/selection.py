@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from anaphora.memory.recall import Recalled
+from anaphora.reading.coverage import asks
 from anaphora.reading.message import Reading, read
 from anaphora.reading.personal import evidence_for, fact_answers, on_topic, states_again
 from anaphora.text import content_set, whole_word
@@ -62,17 +63,33 @@ def leading(ranked: Sequence[Recalled], asked: Asked, policy: ShowPolicy) -> lis
     the question itself states: the user is saying it, not asking it."""
     facts = [r for r in ranked if r.item.kind == "fact" and r.item.current]
     question = asked.question
-    if not facts or not question.about_user:
+    if not question.about_user:
         return []
     said = question.asks_what_user_said  # then a fact close in meaning is shown without a shared word
     if not said:
         facts = [r for r in facts if not states_again(question.text, r.item.value)]
-    return [
+    found = [
         r
         for r in facts
         if fact_answers(question.text, r.item.text, r.item.value, asked.everyday)
         or (said and close_and_on_topic(r, question.words, policy.fact_min_score))
     ][: policy.k]
+    return found or (stated_in_own_words(ranked, asked)[:1] if said else [])
+
+
+def stated_in_own_words(ranked: Sequence[Recalled], asked: Asked) -> list[Recalled]:
+    """For a question about what the user said that no current fact answers, the user's own statements (of their
+    setup, or anything said without asking) that name what it asks about ("remind me which OS and shell I said I'm
+    on?" and "I'm on a Windows 11 laptop and PowerShell 7 is my everyday shell", whose shell no fact rule read):
+    the words that answer it."""
+    question = asked.question
+    return [
+        r
+        for r in ranked
+        if r.item.kind == "episode"
+        and (read(r.item.text).states_setup or not asks(r.item.text))
+        and fact_answers(question.text, r.item.text, "", asked.everyday)
+    ]
 
 
 def close_and_on_topic(recalled: Recalled, asked_words: frozenset[str], min_score: float) -> bool:

@@ -234,7 +234,7 @@ def record_of(recalled: Recalled, injected: bool, leads: bool = False, reason: s
         score=round(recalled.score, 4),
         similarity=None if recalled.similarity is None else round(recalled.similarity, 4),
         why=recalled.why
-        + ("; a current fact the question about you asks for" if leads else "")
+        + ("; what the question about you asks for" if leads else "")
         + (f"; not shown: {reason}" if not injected and reason else ""),
         injected=injected,
         leads=leads,

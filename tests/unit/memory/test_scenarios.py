@@ -340,3 +340,24 @@ def test_a_fact_the_message_states_again_is_not_said_back(rag: Anaphora) -> None
     answer = ask_anew(rag, "running Kestrel 3.4.1 on ARM64 nodes. how do I upgrade my Kestrel with Helm?")
     assert not answer.answer.startswith("You run Kestrel 3.4.1")
     assert not [m for m in answer.trace.memory if m.leads]
+
+
+def test_a_question_about_what_the_user_said_is_answered_by_their_own_words_when_no_fact_rule_read_them(
+    tmp_path,
+) -> None:
+    """No fact rule reads "the control plane moved onto a GKE cluster"; the statement itself answers "where did I say
+    our control plane runs?", in a later conversation, instead of "you haven't told me"."""
+    settings = Settings(data_dir=tmp_path / "data", chat_model="fake", embedder="hashing", answer_mode="extractive")
+    with Anaphora(settings, model=FakeChatModel()) as rag:
+        rag.ingest([SAMPLE_DOCS])
+        ask(
+            rag,
+            "oh, update on our setup: we moved the control plane onto a GKE cluster",
+            rag.new_conversation(user_id="bo"),
+            "bo",
+        )
+        later = ask(rag, "where did I say our control plane runs these days?", rag.new_conversation(user_id="bo"), "bo")
+        assert later.answer != NOT_TOLD and "GKE cluster" in later.answer
+        assert [m.kind for m in later.trace.memory if m.leads] == ["episode"]
+        other = ask(rag, "which database did I say we use?", rag.new_conversation(user_id="bo"), "bo")
+        assert other.answer == NOT_TOLD  # the statement names no database
