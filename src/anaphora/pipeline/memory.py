@@ -200,20 +200,7 @@ class PersonalQuery(Stage):
             return StageResult(state, "skipped", "nothing the user stated bears on this turn")
         said = " ".join(bearing)
         plan = state.plan
-        import os  # EXPERIMENT
-
-        mode = os.environ.get("EXP_PERSONAL", "append")
-        if mode == "alt":
-            personal = replace(plan, alternates=(*plan.alternates, f"{plan.query} {said}"))
-        elif mode == "altq":  # retrieval: alternate; answer ranking: with the statements
-            personal = replace(
-                plan,
-                query=f"{plan.query} {said}",
-                lead=plan.lead or plan.query,
-                alternates=(*plan.alternates, f"{plan.query} {said}"),
-            )
-        else:
-            personal = replace(plan, query=f"{plan.query} {said}", lead=f"{plan.lead} {said}" if plan.lead else None)
+        personal = replace(plan, query=f"{plan.query} {said}", lead=f"{plan.lead} {said}" if plan.lead else None)
         after = state.update(plan=personal, personal=said, said_back=back)
         return StageResult(after, "ok", f"query personalised with {len(bearing)} of the user's statements")
 
