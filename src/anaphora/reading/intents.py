@@ -221,7 +221,7 @@ _REQUEST_WORDS = content_set(
     more time hey ok okay could can would like kindly possible mate use used really decide decided settle settled
     agreed change changed cover covered talk talked discussed discuss went came touched set configured looked
     my me i you your we our us it that this there here above what which a an one two three four five six seven
-    eight nine ten twenty thirty fifty hundred single"""
+    eight nine ten twenty thirty fifty hundred single enumerate itemize"""
 )
 
 

@@ -147,9 +147,9 @@ def fact_answers(question: str, fact_text: str, fact_value: str, generic: Collec
     asked, stated = content_set(question), content_set(fact_text)
     names = content_set(" ".join([*(name for name, _ in extract_entities(question)), *generic]))
     shared = (asked & stated) - _NOT_EVIDENCE - names
-    if shared:
-        return True
-    return bool(asked & _VERSION_WORDS) and bool(_VERSION.search(fact_value)) and versions_of(question) <= stated
+    if not versions_of(question) <= stated:
+        return False  # "which node version does our repo pin?" is not answered by what the repo says of Python
+    return bool(shared) or (bool(asked & _VERSION_WORDS) and bool(_VERSION.search(fact_value)))
 
 
 _VERSION_OF = re.compile(r"\b([a-z][\w.+-]*)\s+(?:version|release)s?\b", re.I)

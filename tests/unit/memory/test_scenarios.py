@@ -361,3 +361,6 @@ def test_a_question_about_what_the_user_said_is_answered_by_their_own_words_when
         assert [m.kind for m in later.trace.memory if m.leads] == ["episode"]
         other = ask(rag, "which database did I say we use?", rag.new_conversation(user_id="bo"), "bo")
         assert other.answer == NOT_TOLD  # the statement names no database
+        # a shared word ("cluster") is no answer to the version of something else
+        version = ask(rag, "which postgres version does our cluster run?", rag.new_conversation(user_id="bo"), "bo")
+        assert version.answer == NOT_TOLD
