@@ -158,7 +158,10 @@ def answer_about_conversation(
     if request.intent is Intent.REPEAT and request.max_words is None:
         return "\n\n".join(s.text for s in targets[-1:])
     budget = request.max_words or DEFAULT_SHORT_WORDS
-    return "\n\n".join(gist(s, max(4, budget // len(targets))) for s in targets)
+    shortened = [gist(s, max(4, budget // len(targets))) for s in targets]
+    if any(text.endswith("…") for text in shortened):  # whole statements rather than a fragment of each
+        shortened = whole_gists(targets, max(4, budget // len(targets)), budget)
+    return "\n\n".join(shortened)
 
 
 def about(topic: frozenset[str], said: Sequence[Said]) -> list[Said]:
@@ -248,16 +251,41 @@ def recap(request: ConversationRequest, said: Sequence[Said]) -> str:
     lines = request.lines if request.lines and not request.bullets else None
     if request.bullets:
         each = max(3, budget // len(turns) - 1)  # the bullet mark counts as a word
-        text = "\n".join(f"- {gist(s, each, prose=True)}" for s in turns)
+        text = "\n".join(f"- {g}" for g in whole_gists(turns, each, budget - len(turns)))
     elif lines:
         groups = [turns[i::lines] for i in range(min(lines, len(turns)))]
         groups = [sorted(g, key=lambda s: s.index) for g in groups]
         groups.sort(key=lambda g: g[0].index)
         each_line = budget // len(groups)
-        text = "\n".join("; ".join(gist(s, max(3, each_line // len(g)), prose=True) for s in g) for g in groups)
+        text = "\n".join("; ".join(whole_gists(g, max(3, each_line // len(g)), each_line)) for g in groups)
     else:
-        text = " ".join(gist(s, max(4, budget // len(turns)), prose=True) for s in turns)
+        text = " ".join(whole_gists(turns, max(4, budget // len(turns)), budget))
     return trim(text, budget)
+
+
+def whole_gists(turns: Sequence[Said], share: int, budget: int) -> list[str]:
+    """A gist of each answer in ``share`` words; where that would cut a sentence, the answer's first whole statement
+    that names something (a setting, a command) within the words left, and where none fits, nothing: a recap of
+    whole statements about fewer answers reads better than a fragment of each ("If this option …")."""
+    found, used = [], 0
+    for said in turns:
+        text = gist(said, share, prose=True)
+        if text.endswith("…"):
+            text = whole_statement(said, min(budget - used, max(share, budget // 2))) or ""
+        if text and used + word_count(text) <= budget:
+            found.append(text)
+            used += word_count(text)
+    return found or ([gist(turns[0], budget, prose=True)] if turns else [])
+
+
+def whole_statement(said: Said, budget: int) -> str | None:
+    """The answer's first sentence or item within ``budget`` words that names something, else its first that fits."""
+    units = [as_sentence(u) for u in said.units if u.text.strip() and u.kind != "code"]
+    stated = [u for u in units if u.kind in ("sentence", "item") and not announces(u)]
+    fitting = [u for u in stated if word_count(u.text) <= budget]
+    named = [u for u in fitting if risky_tokens(u.text)]
+    chosen = (named or fitting or [None])[0]
+    return without_item_mark(chosen.text).strip() if chosen is not None else None
 
 
 def without_repeats(said: Sequence[Said]) -> list[Said]:

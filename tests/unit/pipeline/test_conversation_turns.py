@@ -445,3 +445,21 @@ def test_a_command_pointed_at_by_place_or_name_is_the_one_said(message: str, exp
     request = recognise(message)
     assert request is not None, message
     assert expected in answer_about_conversation(request, GATHER_HISTORY)
+
+
+def test_a_tight_recap_says_whole_statements_not_a_fragment_of_each_answer() -> None:
+    """Six answers in 24 words: a few words of each would cut every sentence ("Set the …"); whole statements that
+    name something are said instead, as many as fit."""
+    history = []
+    for n in range(6):
+        history += [
+            Message(role="user", content=f"how do I tune knob {n}?"),
+            Message(
+                role="assistant",
+                content=f"The knob number {n} is a setting that takes a while to explain in full here. "
+                f"Set `knob_{n}` to 2.",
+            ),
+        ]
+    text = answer_about_conversation(recognise("recap our chat in 24 words"), history)
+    assert "…" not in text and 0 < len(text.split()) <= 24
+    assert "Set `knob_0` to 2." in text
