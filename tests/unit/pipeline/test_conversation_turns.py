@@ -457,9 +457,9 @@ def test_a_tight_recap_says_whole_statements_not_a_fragment_of_each_answer() -> 
             Message(
                 role="assistant",
                 content=f"The knob number {n} is a setting that takes a while to explain in full here. "
-                f"Set `knob_{n}` to 2.",
+                f"Set `knob_{n}` to 2 before the restart.",
             ),
         ]
     text = answer_about_conversation(recognise("recap our chat in 24 words"), history)
     assert "…" not in text and 0 < len(text.split()) <= 24
-    assert "Set `knob_0` to 2." in text
+    assert "Set `knob_0` to 2 before the restart." in text
