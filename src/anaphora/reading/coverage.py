@@ -76,8 +76,9 @@ def asks(message: str) -> bool:
     return "?" in message or bool(_QUESTION.match(message))
 
 
-# a name of several capitalised words ("Redis Cluster", "Django Channels"); the first may open the sentence
-_MULTIWORD_NAME = re.compile(r"(?<![\w.'-])([A-Z][\w]*(?:[ \t]+[A-Z][\w]*)+)(?![\w'-])")
+# a name of several capitalised words ("Redis Cluster", "Django Channels", "Azure DevOps"); the first may open the
+# sentence. An acronym is a qualifier of its own ("Linux ARM" is a platform and an architecture), not part of a name
+_MULTIWORD_NAME = re.compile(r"(?<![\w.'-])([A-Z][a-z][\w]*(?:[ \t]+[A-Z][a-z][\w]*)+)(?![\w'-])")
 
 
 def names_not_found(question: str, passages: Sequence[Passage]) -> list[str]:

@@ -306,74 +306,103 @@ def _topic(message: str) -> frozenset[str]:
     return frozenset(w for w in content_set(stripped) if w not in _REQUEST_WORDS and not w.isdigit())
 
 
+@dataclass(frozen=True, slots=True)
+class _Cues:
+    """What the message's form says, before its topic is weighed."""
+
+    shorten: bool
+    repeat: bool
+    recap: bool
+    you_said: bool
+    whole: bool
+    pointer: bool
+    again: bool
+    was_the: bool
+    shaped: bool
+
+    @property
+    def transforms(self) -> bool:
+        return self.shorten or self.repeat or self.recap
+
+
+def _cues(text: str) -> _Cues:
+    shorten, repeat, recap = (bool(p.search(text)) for p in (_SHORTEN, _REPEAT, _RECAP))
+    found = (bool(p.search(text)) for p in (_YOU_SAID, _CONVERSATION, _POINTER, _AGAIN, _WAS_THE, _SHAPE))
+    return _Cues(shorten, repeat, recap, *found)
+
+
 @lru_cache(maxsize=2048)
 def recognise(message: str) -> ConversationRequest | None:
     """The request about the conversation this message makes, or ``None`` when it asks the documents. Cached (the
     request is immutable): the route, the skip gate and the history expansion ask it of the same messages."""
     text = _normal(message)
-    shorten, repeat, recap = (bool(p.search(text)) for p in (_SHORTEN, _REPEAT, _RECAP))
-    if not (shorten or repeat or recap):
+    cue = _cues(text)
+    if not cue.transforms:
         social = _social_kind(text)
         if social is not None:
             return ConversationRequest(Intent.CHIT_CHAT, social=social)
-        if not any(cue.search(text) for cue in _POINTING):  # most messages: a question with no cue at all
+        if not any(p.search(text) for p in _POINTING):  # most messages: a question with no cue at all
             return None
     topic = _topic(text)
     max_words, lines, bullets = _length(text)
-    you_said = bool(_YOU_SAID.search(text))
-    whole = bool(_CONVERSATION.search(text))
-    pointer = bool(_POINTER.search(text))
-    again = bool(_AGAIN.search(text))
     if _I_ASKED.search(text):
         return ConversationRequest(Intent.POINT_BACK, max_words, lines, bullets, _ordinal(text), "question")
     # a topic of its own means the documents, unless the message points at what was said ("the backup part again",
     # "the step after adding it, what was the command?")
-    was_the = bool(_WAS_THE.search(text))
-    pointed = you_said or whole or again or was_the or bool(_PART.search(text))
-    asks_docs = any(_ASKS_DOCS.search(clause) for clause in _CLAUSES.split(text)) and not whole
-    room = 3 + 2 * was_the  # "the step after adding it to INSTALLED_APPS, what was the command?" names where
+    pointed = cue.you_said or cue.whole or cue.again or cue.was_the or bool(_PART.search(text))
+    asks_docs = any(_ASKS_DOCS.search(clause) for clause in _CLAUSES.split(text)) and not cue.whole
+    room = 3 + 2 * cue.was_the  # "the step after adding it to INSTALLED_APPS, what was the command?" names where
     # a topic of its own, or a question put to the documents: about the conversation only if it said that topic
-    tentative = (asks_docs and (topic or not (shorten or repeat or recap))) or (topic and not pointed)
-    tentative = tentative or len(topic) > room
-    if tentative and (not topic or (asks_docs and not you_said)):
+    tentative = (asks_docs and (topic or not cue.transforms)) or (topic and not pointed) or len(topic) > room
+    if tentative and (not topic or (asks_docs and not cue.you_said)):
         return None  # a question put to the documents ("how do I shorten the retention window?")
-    shaped = bool(_SHAPE.search(text))
     ordinal, wants = _ordinal(text), _wants(_LENGTH.sub(" ", text))
-    asks_back = bool(_WH_WAS.search(text)) and (again or you_said or ordinal is not None)
+    asks_back = bool(_WH_WAS.search(text)) and (cue.again or cue.you_said or ordinal is not None)
     asks_back = asks_back and bool(wants or topic or ordinal not in (None, -1))
 
     def request(intent: Intent) -> ConversationRequest:
-        kept, alone = (topic if pointed or tentative else frozenset()), bool(_ALONE.search(text) or shaped)
+        kept, alone = (topic if pointed or tentative else frozenset()), bool(_ALONE.search(text) or cue.shaped)
         gather = intent is Intent.POINT_BACK and _gathers(_LENGTH.sub(" ", text), wants, ordinal)
         return ConversationRequest(
             intent, max_words, lines, bullets, ordinal, wants, kept, alone=alone, gather=gather, tentative=tentative
         )
 
     single_answer = re.search(r"\byour( very)? ((last|previous|latest) )?(answer|reply|response)\b", text)
-    if recap and (whole or not (pointer or single_answer)):
+    if cue.recap and (cue.whole or not (cue.pointer or single_answer)):
         return request(Intent.RECAP)
-    if shorten or recap:
-        return request(Intent.RECAP if whole else Intent.SHORTEN)
-    if asks_back and not shorten:
+    if cue.shorten or cue.recap:
+        return request(Intent.RECAP if cue.whole else Intent.SHORTEN)
+    if asks_back:
         return request(Intent.POINT_BACK)
-    if max_words is not None and not (you_said and wants):
-        return request(Intent.RECAP if whole else Intent.SHORTEN)
-    if whole and re.search(r"\bwhat (have|did) we\b", text):
+    if max_words is not None and not (cue.you_said and wants):
+        return request(Intent.RECAP if cue.whole else Intent.SHORTEN)
+    if cue.whole and re.search(r"\bwhat (have|did) we\b", text):
         return request(Intent.RECAP)
-    if repeat or (you_said and ordinal in (None, -1) and wants is None and not topic):
+    if cue.repeat or (cue.you_said and ordinal in (None, -1) and wants is None and not topic):
         return request(Intent.REPEAT)
-    if you_said or (ordinal is not None and (wants or again) and (again or _WAS.search(text) or _bare(text))):
-        return request(Intent.POINT_BACK)
-    if again and _WAS.search(text) and (pointer or wants):
-        return request(Intent.POINT_BACK)
-    if again and wants and _SHOW.search(text):  # "paste the permissions command again"
-        return request(Intent.POINT_BACK)
-    if wants and was_the and not asks_docs:  # "the step after X, what was the command?"
-        return request(Intent.POINT_BACK)
-    if _bare(text) and ordinal is not None:
-        return request(Intent.POINT_BACK)
-    if (wants and (shaped or again)) or (shaped and topic):  # "paste just the variable names, one per line"
+    intent = _pointing_back(text, cue, ordinal, wants, asks_docs)
+    if intent is not None:
+        return request(intent)
+    if (wants and (cue.shaped or cue.again)) or (cue.shaped and topic):  # "paste just the variable names, one per line"
         return replace(request(Intent.POINT_BACK), tentative=True)  # the conversation's words decide
+    return None
+
+
+def _pointing_back(text: str, cue: _Cues, ordinal: int | None, wants: str | None, asks_docs: bool) -> Intent | None:
+    """The rules that read a message as pointing back at one thing said ("the second step?", "paste the permissions
+    command again", "the step after X, what was the command?")."""
+    if cue.you_said or (
+        ordinal is not None and (wants or cue.again) and (cue.again or _WAS.search(text) or _bare(text))
+    ):
+        return Intent.POINT_BACK
+    if cue.again and _WAS.search(text) and (cue.pointer or wants):
+        return Intent.POINT_BACK
+    if cue.again and wants and _SHOW.search(text):
+        return Intent.POINT_BACK
+    if wants and cue.was_the and not asks_docs:
+        return Intent.POINT_BACK
+    if _bare(text) and ordinal is not None:
+        return Intent.POINT_BACK
     return None
 
 

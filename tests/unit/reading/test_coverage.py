@@ -65,3 +65,8 @@ def test_a_name_of_several_words_no_passage_found_holds_is_not_covered(question:
     the search found; then the question is refused however close the pages found are."""
     close = [Passage(id="a#1", text="Loki sends metrics to the Prometheus  backend.", dense_score=0.9)]
     assert not_covered(question, close, CORPUS, close=0.8) == missing
+
+
+def test_an_acronym_beside_a_name_is_no_name_of_several_words() -> None:
+    close = [Passage(id="a#1", text="Install it on Linux. ARM builds exist.", dense_score=0.9)]
+    assert not_covered("How do I install Kestrel on Linux ARM?", close, CORPUS, close=0.8) == []
