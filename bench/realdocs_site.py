@@ -2,6 +2,7 @@
 on the same conversations (issue 48).
 
     python bench/realdocs_site.py [--corpus semaphore-ce] [--model embedded] [--limit N] [--name realdocs-site]
+                                  [--keep DIR]
 
 The site is :mod:`anaphora.testing.static_site`'s copy of the corpus (each page rendered by markdown-it into a
 template with a header, navigation and footer, a sitemap), served on 127.0.0.1 and ingested with
@@ -10,6 +11,10 @@ Markdown side is ``Ingestor.run`` on the same files. Both then answer every conv
 same settings (realdocs.py's ``run_conversation`` and scoring). Reported: each side's scores, the share of scored
 turns whose key-fact recall is within 0.05 of the Markdown side's, and ingest time (crawl + index for the site).
 Gold citation hits are not comparable (a crawled page is named by its URL path, gold by its file) and are left out.
+
+``--keep DIR`` keeps the Markdown side's index in ``DIR`` between runs (the crawled side is built anew each time):
+a second run re-ingests no unchanged file, so comparing a change to the crawl costs the crawl and the answers only.
+Its Markdown ingest time is then that check's, and the result says ``"markdown_index_reused": true``.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
 import tempfile
 import threading
 import time
@@ -73,6 +79,7 @@ def main() -> None:
     parser.add_argument("--model", default="embedded")
     parser.add_argument("--limit", type=int, default=None, help="conversations")
     parser.add_argument("--name", default="realdocs-site")
+    parser.add_argument("--keep", type=Path, default=None, help="keep the Markdown side's index here between runs")
     args = parser.parse_args()
     data = data_root()
     conversations = [json.loads(line) for line in (data / "conversations.jsonl").read_text().splitlines() if line]
@@ -80,9 +87,12 @@ def main() -> None:
     tree = data / args.corpus
     generator = detect_generator(tree)
     started = time.time()
+    reused = args.keep is not None and (args.keep / "md").is_dir()
     with tempfile.TemporaryDirectory(prefix="anaphora-site-") as tmp:
-        work = Path(tmp)
-        (work / "site").mkdir()
+        work = args.keep.resolve() if args.keep else Path(tmp)
+        for fresh in ("site", "crawl", "docs"):
+            shutil.rmtree(work / fresh, ignore_errors=True)
+        (work / "site").mkdir(parents=True)
         files = [f for f in corpus_files(tree) if f.suffix == ".md"]
         docs = work / "docs"
         for file in files:  # the corpus without SOURCE.md, as realdocs.py ingests it
@@ -116,6 +126,7 @@ def main() -> None:
         "generator": generator,
         "embed_answer_units": Settings(chat_model=args.model).ingest.embed_answer_units,  # ANAPHORA_EMBED_...
         "conversations": len(chosen),
+        "markdown_index_reused": reused,
         "ingest": {"markdown": md_stats, "site": site_stats},
         "scores": {"markdown": aggregate(md_rows), "site": aggregate(site_rows)},
         "recall_within_0_05": compare(md_rows, site_rows),

@@ -1,0 +1,68 @@
+"""A web page's main content as CommonMark, so that a crawled page is read by the same Markdown reader and chunker as
+a folder's Markdown page: headings become the heading path, and code blocks, lists and tables stay typed blocks (a
+table's header kept with its rows, a code block with the sentence before it) instead of one run of flattened text.
+
+The conversion is markdownify's (MIT, built on BeautifulSoup, which ingest depends on already). html2text was
+passed over for its GPL-3.0 licence, which would bind every project that embeds Anaphora, and html-to-markdown for
+being a compiled extension: a platform wheel for a step that is not on the hot path. Three of markdownify's rules
+are changed where the Markdown reader would read its output differently from the page:
+
+- text is escaped for CommonMark (``escape_misc``): ``<placeholder>`` in a sentence stays text, not an HTML tag the
+  reader drops, and a line starting ``1.`` or ``#`` stays a sentence;
+- a code block's language is read from the class the generators put it in (``language-yaml``, ``lang-yaml``,
+  Sphinx's ``highlight-yaml``), and a ``<br>`` inside it (a highlighter's line break) is a newline;
+- a ``|`` inside a table cell's code is escaped, or the reader would split the cell there.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+from anaphora.errors import ConfigurationError
+
+_LANGUAGE = re.compile(r"(?:^|\s)(?:language|lang|highlight)-([\w+#.-]+)")
+
+
+def _language(pre) -> str:
+    """The language a generator names on a ``<pre>``, its ``<code>`` or the block around it ('' when none)."""
+    candidates = [pre, pre.find("code"), pre.parent, pre.parent.parent if pre.parent is not None else None]
+    for element in candidates:
+        if element is None:
+            continue
+        found = _LANGUAGE.search(" ".join(element.get_attribute_list("class", [])))
+        if found and found.group(1).lower() not in ("default", "none", "text", "plaintext"):
+            return found.group(1)
+    return ""
+
+
+@cache
+def _converter():
+    try:
+        from markdownify import ATX, MarkdownConverter
+    except ImportError as exc:  # the optional extra
+        raise ConfigurationError("ingesting a web site needs markdownify", hint="pip install 'anaphora[site]'") from exc
+
+    class Converter(MarkdownConverter):
+        def convert_br(self, el, text, parent_tags):
+            if "pre" in parent_tags:
+                return "\n" + text
+            return super().convert_br(el, text, parent_tags)
+
+        def convert_code(self, el, text, parent_tags):
+            converted = super().convert_code(el, text, parent_tags)
+            if "_inline" in parent_tags and not parent_tags & {"pre"} and el.find_parent(["td", "th"]) is not None:
+                return converted.replace("|", r"\|")
+            return converted
+
+    return Converter(
+        heading_style=ATX,
+        escape_misc=True,
+        bullets="-",
+        code_language_callback=_language,
+    )
+
+
+def html_to_markdown(html: str) -> str:
+    """CommonMark for ``html`` (a fragment or a page)."""
+    return _converter().convert(html)
