@@ -31,7 +31,7 @@ def _language(pre) -> str:
         if element is None:
             continue
         found = _LANGUAGE.search(" ".join(element.get_attribute_list("class", [])))
-        if found and found.group(1).lower() not in ("default", "none", "text", "plaintext"):
+        if found and found.group(1).lower() != "default":  # Sphinx's name for "not given"
             return found.group(1)
     return ""
 

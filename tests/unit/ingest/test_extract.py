@@ -1,0 +1,85 @@
+"""A crawled page is read as its Markdown is: the main content the page marks (``<article>``, ``<main>``), converted
+to CommonMark and cut by the Markdown reader into the same sections of typed blocks, so the crawl and the folder
+ingest of the same docs chunk alike. Readability picks the content only on a page that marks none."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from anaphora.ingest.extract import extract_page
+from anaphora.ingest.html_markdown import html_to_markdown
+from anaphora.ingest.parsers import parse_file
+from anaphora.testing.static_site import TEMPLATE, render_article
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.unit
+
+EXAMPLES = sorted((ROOT / "examples" / "docs").glob("*.md"))
+NAV = "<li><a href='/'>home</a></li><li><a href='/install/'>Install guide for every platform</a></li>"
+
+
+def served(article: str, title: str = "Kestrel docs") -> str:
+    return TEMPLATE.format(title=title, nav=NAV, article=article)
+
+
+def shape(sections) -> list[tuple[str, str, list[str]]]:
+    return [(s.heading, s.text, [b.kind for b in s.blocks]) for s in sections]
+
+
+@pytest.mark.parametrize("page", EXAMPLES, ids=lambda p: p.name)
+def test_a_served_page_gives_the_sections_and_blocks_of_its_markdown(page: Path) -> None:
+    markdown = parse_file(page).sections
+    crawled = extract_page(served(render_article(page.read_text(encoding="utf-8"), "plain")), "http://docs.test/x/")
+    assert crawled.problem is None
+    assert shape(crawled.sections) == shape(markdown)
+
+
+def test_every_table_of_a_marked_reference_page_is_kept() -> None:
+    """Readability keeps the one best-scored block of a page whose tables sit in collapsed blocks, one of them long
+    (as semaphore's container registry page has them: 50 of its 306 rows were kept); the page's own <article> is
+    all of it."""
+    tables = "".join(
+        f"<h2>Images for language {n}</h2><p>Pull them from the registry.</p><details><summary>Show me</summary>"
+        "<div><table><thead><tr><th>Image</th><th>Link</th></tr></thead><tbody>"
+        + "".join(f"<tr><td>lang{n}:{v}</td><td><code>registry.example/lang{n}:{v}</code></td></tr>" for v in rows)
+        + "</tbody></table></div></details>"
+        for n, rows in enumerate([range(6)] * 5 + [range(40)])
+    )
+    page = extract_page(served(f"<h1>Container registry</h1>{tables}"), "http://docs.test/registry/")
+    kinds = [b.kind for s in page.sections for b in s.blocks]
+    assert kinds.count("table") == 6
+    text = "\n".join(s.text for s in page.sections)
+    assert all(f"registry.example/lang{n}:5" in text for n in range(6))
+    assert [s.heading for s in page.sections][-1] == "Container registry > Images for language 5"
+
+
+def test_a_page_that_marks_no_main_content_is_read_by_readability_without_its_sidebar() -> None:
+    sidebar = "".join(f"<li><a href='/p{n}'>Sidebar link number {n}</a></li>" for n in range(30))
+    prose = " ".join(["The agent reads its token from the environment and retries every failed upload."] * 6)
+    html = (
+        "<html><head><title>Agents</title></head><body><div class='sidebar'><ul>"
+        f"{sidebar}</ul></div><div class='content'><h1>Agents</h1><p>{prose}</p><h2>Tokens</h2><p>{prose}</p>"
+        "</div></body></html>"
+    )
+    page = extract_page(html, "http://docs.test/agents/")
+    text = "\n".join(s.text for s in page.sections)
+    assert "retries every failed upload" in text
+    assert "Sidebar link" not in text
+    assert [s.heading for s in page.sections] == ["Agents", "Agents > Tokens"]
+
+
+def test_the_conversion_keeps_what_the_markdown_reader_would_drop_or_split() -> None:
+    html = (
+        "<p>Replace &lt;placeholder&gt; with your host, then run step 1. again.</p>"
+        "<table><thead><tr><th>Flag</th><th>Meaning</th></tr></thead><tbody>"
+        "<tr><td><code>a|b</code></td><td>either</td></tr></tbody></table>"
+        "<div class='highlight-yaml notranslate'><div class='highlight'><pre>key: 1<br>other: 2</pre></div></div>"
+    )
+    [section] = extract_page(served(f"<h1>Syntax</h1>{html}"), "http://docs.test/s/").sections
+    paragraph, table, code = section.blocks
+    assert paragraph.text == "Replace <placeholder> with your host, then run step 1. again."
+    assert table.kind == "table" and table.parts == (r"| `a\|b` | either |",)
+    assert code.kind == "code" and code.head == "```yaml" and code.parts == ("key: 1", "other: 2")
+    assert html_to_markdown("<h2>Install <code>kestrel</code></h2>").strip() == "## Install `kestrel`"
