@@ -4,13 +4,14 @@ table's header kept with its rows, a code block with the sentence before it) ins
 
 The conversion is markdownify's (MIT, built on BeautifulSoup, which ingest depends on already). html2text was
 passed over for its GPL-3.0 licence, which would bind every project that embeds Anaphora, and html-to-markdown for
-being a compiled extension: a platform wheel for a step that is not on the hot path. Three of markdownify's rules
+being a compiled extension: a platform wheel for a step that is not on the hot path. Some of markdownify's rules
 are changed where the Markdown reader would read its output differently from the page:
 
 - text is escaped for CommonMark (``escape_misc``): ``<placeholder>`` in a sentence stays text, not an HTML tag the
   reader drops, and a line starting ``1.`` or ``#`` stays a sentence;
 - a code block's language is read from the class the generators put it in (``language-yaml``, ``lang-yaml``,
-  Sphinx's ``highlight-yaml``), and a ``<br>`` inside it (a highlighter's line break) is a newline;
+  Sphinx's ``highlight-yaml``), a ``<br>`` inside it (a highlighter's line break) is a newline, and its fence is
+  longer than any line of backticks inside it (a Markdown example that shows a fenced block);
 - a ``|`` inside a table cell's code is escaped, or the reader would split the cell there.
 """
 
@@ -21,6 +22,7 @@ from functools import cache
 
 from anaphora.errors import ConfigurationError
 
+_FENCE_LINE = re.compile(r"^[ \t]*(`{3,})", re.MULTILINE)
 _LANGUAGE = re.compile(r"(?:^|\s)(?:language|lang|highlight)-([\w+#.-]+)")
 
 
@@ -48,6 +50,14 @@ def _converter():
             if "pre" in parent_tags:
                 return "\n" + text
             return super().convert_br(el, text, parent_tags)
+
+        def convert_pre(self, el, text, parent_tags):
+            converted = super().convert_pre(el, text, parent_tags)
+            inner = max((len(run) for run in _FENCE_LINE.findall(text)), default=0)
+            if inner < 3:
+                return converted
+            fence = "`" * (inner + 1)  # a fence longer than any inside, or the block would end at the first
+            return f"\n\n{fence}{converted.strip(chr(10))[3:-3]}{fence}\n\n"
 
         def convert_code(self, el, text, parent_tags):
             converted = super().convert_code(el, text, parent_tags)

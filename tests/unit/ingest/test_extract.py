@@ -83,3 +83,14 @@ def test_the_conversion_keeps_what_the_markdown_reader_would_drop_or_split() -> 
     assert table.kind == "table" and table.parts == (r"| `a\|b` | either |",)
     assert code.kind == "code" and code.head == "```yaml" and code.parts == ("key: 1", "other: 2")
     assert html_to_markdown("<h2>Install <code>kestrel</code></h2>").strip() == "## Install `kestrel`"
+
+
+def test_a_code_block_that_shows_a_fenced_block_stays_one_block() -> None:
+    shown = "## Publish\n```sh\nmise run release\n```"
+    html = (
+        f"<h1>Plugins</h1><pre><code class='language-markdown'>{shown}\n</code></pre><h2>Distribution</h2><p>Git.</p>"
+    )
+    first, second = extract_page(served(html), "http://docs.test/p/").sections
+    [code] = first.blocks
+    assert code.kind == "code" and code.head == "```markdown" and code.parts == tuple(shown.split("\n"))
+    assert second.heading == "Plugins > Distribution"
