@@ -16,7 +16,7 @@ import re
 from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
-from anaphora.ingest.dialects import unwrap
+from anaphora.ingest.dialects import HEADING_ATTRIBUTES, unwrap
 from anaphora.ingest.markdown import split_front_matter
 from anaphora.ingest.urls import HeadingIds, PageLink, explicit_id
 
@@ -45,9 +45,12 @@ def render_article(text: str, generator: str) -> str:
     ids = HeadingIds(generator)
     for index, token in enumerate(tokens):
         if token.type == "heading_open":
-            inner = parser.renderer.renderInline(tokens[index + 1].children or [], parser.options, {})
+            children = tokens[index + 1].children or []
+            inner = parser.renderer.renderInline(children, parser.options, {})
             label, explicit = explicit_id(html.unescape(_TAG.sub("", inner)).strip())
             token.attrSet("id", ids(label.strip(), explicit))
+            if children and children[-1].type == "text":  # the generators show the heading without its {#id}
+                children[-1].content = HEADING_ATTRIBUTES.sub("", children[-1].content)
     return parser.renderer.render(tokens, parser.options, {})
 
 

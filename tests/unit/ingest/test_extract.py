@@ -11,6 +11,7 @@ import pytest
 from anaphora.ingest.extract import extract_page
 from anaphora.ingest.html_markdown import html_to_markdown
 from anaphora.ingest.parsers import parse_file
+from anaphora.ingest.urls import anchor_for
 from anaphora.testing.static_site import TEMPLATE, render_article
 from tests.conftest import ROOT
 
@@ -94,3 +95,23 @@ def test_a_code_block_that_shows_a_fenced_block_stays_one_block() -> None:
     [code] = first.blocks
     assert code.kind == "code" and code.head == "```markdown" and code.parts == tuple(shown.split("\n"))
     assert second.heading == "Plugins > Distribution"
+
+
+def test_a_crawled_sections_heading_path_finds_its_headings_id() -> None:
+    """The heading ids are read off the page before its content is converted: a chunk's heading path (as the
+    Markdown reader gives it, code in backticks) finds its heading's id, an explicit ``{#id}`` included."""
+    text = (
+        "# Install\n\nInstall the server on one machine.\n\n## Step 1 - Define the domain {#domain}\n\n"
+        "Use a subdomain such as ci.example.com.\n\n## Run `semaphore start`\n\nStart the services.\n"
+    )
+    page = extract_page(served(render_article(text, "docusaurus")), "http://docs.test/install/")
+    assert [s.heading for s in page.sections] == [
+        "Install",
+        "Install > Step 1 - Define the domain",
+        "Install > Run `semaphore start`",
+    ]
+    assert [anchor_for(s.heading, page.anchors, page.title) for s in page.sections] == [
+        "install",
+        "domain",
+        "run-semaphore-start",
+    ]
