@@ -43,6 +43,7 @@ JS_SHELL = re.compile(
     re.IGNORECASE,
 )
 MIN_WORDS = 5  # fewer words of main text: nothing to answer from
+MARKED_SHARE = 0.5  # the least share of the page's text (boilerplate removed) its marked main content holds
 SHELL_MAX_CHARS = 600  # a page this short that asks for JavaScript is a shell, whatever else it says
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 
@@ -132,10 +133,13 @@ def _canonical(root, url: str) -> str | None:
 
 def _marked_main(root):
     """The element the page marks as its main content: its one ``<article>``, else its one ``<main>`` (or
-    ``role="main"``); None when it marks none, or several (a blog index, a page of cards)."""
+    ``role="main"``), holding at least half the page's remaining text. None when it marks none, several (a blog
+    index, a page of cards), or one too small to be the content (a card beside it)."""
+    bodies = root.xpath("//body")
+    words = len(_text(bodies[0] if bodies else root).split())
     for query in ("//article", "//main | //*[@role='main']"):
         found = root.xpath(query)
-        if len(found) == 1 and len(_text(found[0]).split()) >= MIN_WORDS:
+        if len(found) == 1 and len(_text(found[0]).split()) >= max(MIN_WORDS, MARKED_SHARE * words):
             return found[0]
     return None
 

@@ -115,3 +115,16 @@ def test_a_crawled_sections_heading_path_finds_its_headings_id() -> None:
         "domain",
         "run-semaphore-start",
     ]
+
+
+def test_a_small_marked_article_beside_the_content_is_not_taken_for_it() -> None:
+    prose = " ".join(["Rotate the token every ninety days and store it in the vault, never in the repository."] * 8)
+    html = (
+        "<html><head><title>Tokens</title></head><body><div class='content'><h1>Tokens</h1>"
+        f"<p>{prose}</p><h2>Rotation</h2><p>{prose}</p></div>"
+        "<article class='card'><h3>Related</h3><p>Read about agents and their many options here.</p></article>"
+        "</body></html>"
+    )
+    page = extract_page(html, "http://docs.test/tokens/")
+    assert [s.heading for s in page.sections][:2] == ["Tokens", "Tokens > Rotation"]
+    assert "ninety days" in page.sections[0].text
