@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from anaphora.errors import ConfigurationError
+from anaphora.errors import require
 
 _FENCE_LINE = re.compile(r"^[ \t]*(`{3,})", re.MULTILINE)
 _LANGUAGE = re.compile(r"(?:^|\s)(?:language|lang|highlight)-([\w+#.-]+)")
@@ -40,12 +40,9 @@ def _language(pre) -> str:
 
 @cache
 def _converter():
-    try:
-        from markdownify import ATX, MarkdownConverter
-    except ImportError as exc:  # the optional extra
-        raise ConfigurationError("ingesting a web site needs markdownify", hint="pip install 'anaphora[site]'") from exc
+    markdownify = require("markdownify", package="markdownify", extra="site", purpose="ingesting a web site")
 
-    class Converter(MarkdownConverter):
+    class Converter(markdownify.MarkdownConverter):
         def convert_br(self, el, text, parent_tags):
             if "pre" in parent_tags:
                 return "\n" + text
@@ -66,7 +63,7 @@ def _converter():
             return converted
 
     return Converter(
-        heading_style=ATX,
+        heading_style=markdownify.ATX,
         escape_misc=True,
         bullets="-",
         code_language_callback=_language,

@@ -4,6 +4,7 @@ ingest of the same docs chunk alike. Readability picks the content only on a pag
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,17 @@ def test_a_small_marked_article_beside_the_content_is_not_taken_for_it() -> None
     page = extract_page(html, "http://docs.test/tokens/")
     assert [s.heading for s in page.sections][:2] == ["Tokens", "Tokens > Rotation"]
     assert "ninety days" in page.sections[0].text
+
+
+def test_without_the_site_extra_the_error_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from anaphora.errors import MissingDependencyError
+    from anaphora.ingest import html_markdown
+
+    monkeypatch.setitem(sys.modules, "markdownify", None)  # an import of it raises ImportError
+    html_markdown._converter.cache_clear()
+    try:
+        with pytest.raises(MissingDependencyError) as caught:
+            html_to_markdown("<p>text</p>")
+    finally:
+        html_markdown._converter.cache_clear()
+    assert caught.value.extra == "site" and "anaphora[site]" in (caught.value.hint or "")
