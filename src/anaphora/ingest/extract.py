@@ -1,14 +1,15 @@
 """The main text of a fetched web page, with its headings (for sections and anchors), its canonical URL and its links.
 
-First the parts no generator puts the content in are removed (``nav``, ``header``, ``footer``, ``aside``, forms,
-scripts, ARIA navigation/banner/contentinfo, "edit this page" and permalink links), and the headings' ids are read
-for anchors. Then the main content is the page's own: the one ``<article>``, else the one ``<main>`` (or
-``role="main"``) that the documentation generators all mark it with. Only a page that marks none is given to
-readability-lxml (the maintained Python port of Mozilla's Readability heuristics), which scores the blocks and keeps
-the best. On a page that marks its content, Readability's pick is worse than the mark: of a reference page whose
-tables sit in collapsed blocks it keeps the longest one (semaphore's container registry page: 50 of its 306 table
-rows). Readability was chosen over trafilatura because it returns HTML, so the headings and the blocks survive;
-trafilatura brings a larger tree of dependencies (date parsing, language detection).
+First the parts no generator puts the content in are removed (``nav``, ``footer``, forms, scripts, ARIA
+navigation/banner/contentinfo, "edit this page" and permalink links; ``header`` and ``aside`` when they are around
+the article, not in it), and the headings' ids are read for anchors. Then the main content is the page's own: the
+one ``<article>``, else the one ``<main>`` (or ``role="main"``) that the documentation generators all mark it with.
+Only a page that marks none is given to readability-lxml (the maintained Python port of Mozilla's Readability
+heuristics), which scores the blocks and keeps the best. On a page that marks its content, Readability's pick is
+worse than the mark: of a reference page whose tables sit in collapsed blocks it keeps the longest one (semaphore's
+container registry page: 50 of its 306 table rows). Readability was chosen over trafilatura because it returns HTML,
+so the headings and the blocks survive; trafilatura brings a larger tree of dependencies (date parsing, language
+detection).
 
 The main content, HTML, is converted to CommonMark (:mod:`anaphora.ingest.html_markdown`) and read by the Markdown
 reader that reads a folder's pages, so a crawled page is cut into the same sections of typed blocks (paragraphs,
@@ -31,8 +32,13 @@ from anaphora.ingest.markdown import markdown_sections
 from anaphora.ingest.sections import Section
 from anaphora.store.sources import Anchor
 
+# A <header> inside the article or main content is the page's own (Docusaurus puts the title's <h1> there), an
+# <aside> inside the article is part of it (docutils writes admonitions, sidebars and footnotes as <aside>): only
+# the ones around the content are the site's.
 _BOILERPLATE = (
-    "//script | //style | //noscript | //template | //nav | //header | //footer | //aside | //form | //iframe"
+    "//script | //style | //noscript | //template | //nav | //footer | //form | //iframe"
+    " | //header[not(ancestor::article or ancestor::main or ancestor::*[@role='main'])]"
+    " | //aside[not(ancestor::article)]"
     " | //*[@role='navigation' or @role='banner' or @role='contentinfo' or @role='search' or @aria-hidden='true']"
 )
 _PERMALINK_TEXT = {"", "¶", "#", "§", "🔗", "\u200b", "link", "permalink", "direct link to heading"}

@@ -10,8 +10,9 @@ are changed where the Markdown reader would read its output differently from the
 - text is escaped for CommonMark (``escape_misc``): ``<placeholder>`` in a sentence stays text, not an HTML tag the
   reader drops, and a line starting ``1.`` or ``#`` stays a sentence;
 - a code block's language is read from the class the generators put it in (``language-yaml``, ``lang-yaml``,
-  Sphinx's ``highlight-yaml``), a ``<br>`` inside it (a highlighter's line break) is a newline, and its fence is
-  longer than any line of backticks inside it (a Markdown example that shows a fenced block);
+  Sphinx's ``highlight-yaml``, docutils' ``code yaml literal-block``), a ``<br>`` inside it (a highlighter's line
+  break) is a newline, and its fence is longer than any line of backticks inside it (a Markdown example that shows a
+  fenced block);
 - a ``|`` inside a table cell's code is escaped, or the reader would split the cell there.
 """
 
@@ -27,14 +28,20 @@ _LANGUAGE = re.compile(r"(?:^|\s)(?:language|lang|highlight)-([\w+#.-]+)")
 
 
 def _language(pre) -> str:
-    """The language a generator names on a ``<pre>``, its ``<code>`` or the block around it ('' when none)."""
+    """The language a generator names on a ``<pre>``, its ``<code>`` or the block around it ('' when none):
+    ``language-x`` / ``lang-x`` (markdown-it, Prism, highlight.js), ``highlight-x`` (Sphinx), or docutils' own
+    ``<pre class="code x literal-block">``."""
     candidates = [pre, pre.find("code"), pre.parent, pre.parent.parent if pre.parent is not None else None]
     for element in candidates:
         if element is None:
             continue
-        found = _LANGUAGE.search(" ".join(element.get_attribute_list("class", [])))
+        classes = element.get_attribute_list("class", [])
+        found = _LANGUAGE.search(" ".join(classes))
         if found and found.group(1).lower() != "default":  # Sphinx's name for "not given"
             return found.group(1)
+        if element is pre and "literal-block" in classes and "code" in classes:
+            named = [c for c in classes if c not in ("code", "literal-block")]
+            return named[0] if named else ""
     return ""
 
 

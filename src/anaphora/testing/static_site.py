@@ -21,6 +21,7 @@ from anaphora.ingest.markdown import split_front_matter
 from anaphora.ingest.urls import HeadingIds, PageLink, explicit_id
 
 _TAG = re.compile(r"<[^>]+>")
+_LITERAL = re.compile(r'<span class="docutils literal">(.*?)</span>', re.DOTALL)  # Sphinx writes these as <code>
 TEMPLATE = (
     "<!doctype html><html><head><meta charset='utf-8'><title>{title}</title></head><body>"
     "<header><a href='/'>Docs home</a></header><nav><ul>{nav}</ul></nav>"
@@ -57,7 +58,7 @@ def render_article(text: str, generator: str) -> str:
 def render_rst_article(text: str, name: str = "page.rst") -> str:
     """A reStructuredText page as docutils' HTML5 writer renders it with the settings Sphinx gives docutils (the
     page title kept as a section, ids ``id1``, ``id2`` for a repeated title), Sphinx's directives and roles read as
-    ingest reads them."""
+    ingest reads them, inline literals as ``<code>`` (as Sphinx's writer has them)."""
     import io
 
     from docutils.core import publish_parts
@@ -79,7 +80,7 @@ def render_rst_article(text: str, name: str = "page.rst") -> str:
     }
     with sphinx_namespace(text):
         parts = publish_parts(text, source_path=name, writer="html5", settings_overrides=overrides)
-    return parts["body"]
+    return _LITERAL.sub(r'<code class="docutils literal notranslate">\1</code>', parts["body"])
 
 
 def build_site(links: dict[Path, PageLink], base_url: str, generator: str, out: Path) -> dict[str, Path]:

@@ -143,3 +143,27 @@ def test_without_the_site_extra_the_error_names_it(monkeypatch: pytest.MonkeyPat
     finally:
         html_markdown._converter.cache_clear()
     assert caught.value.extra == "site" and "anaphora[site]" in (caught.value.hint or "")
+
+
+def test_a_header_or_aside_inside_the_article_is_content_and_around_it_is_not() -> None:
+    """Docusaurus puts a page's <h1> in a <header> inside the article; docutils writes a note as an <aside>."""
+    article = (
+        "<header><h1>First steps</h1></header><p>Install the broker before the worker starts.</p>"
+        "<aside class='admonition note'><p>Celery 5.5 supports Django 2.2 LTS or newer.</p></aside>"
+        "<h2>Running</h2><p>Start the worker with the app module and a concurrency of four.</p>"
+    )
+    html = (
+        "<html><body><header><a href='/'>SITE-HEADER docs home</a></header><main><article>"
+        f"{article}</article><aside>SITE-TOC on this page</aside></main></body></html>"
+    )
+    page = extract_page(html, "http://docs.test/first/")
+    assert [s.heading for s in page.sections] == ["First steps", "First steps > Running"]
+    text = "\n".join(s.text for s in page.sections)
+    assert "supports Django 2.2" in text
+    assert "SITE-" not in text
+
+
+def test_docutils_code_blocks_keep_their_language() -> None:
+    html = "<h1>Calling</h1><p>Call it so:</p><pre class='code python literal-block'>add.delay(2, 2)</pre>"
+    [section] = extract_page(served(html), "http://docs.test/c/").sections
+    assert section.blocks[-1].head == "```python"
