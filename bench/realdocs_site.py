@@ -2,14 +2,20 @@
 on the same conversations (issue 48).
 
     python bench/realdocs_site.py [--corpus semaphore-ce] [--model embedded] [--limit N] [--name realdocs-site]
+                                  [--keep DIR]
 
-The site is :mod:`anaphora.testing.static_site`'s copy of the corpus (each page rendered by markdown-it into a
-template with a header, navigation and footer, a sitemap), served on 127.0.0.1 and ingested with
-``Sources.site`` (sitemap, robots.txt, main-text extraction), with ``crawl_delay_s = 0`` (a local server). The
-Markdown side is ``Ingestor.run`` on the same files. Both then answer every conversation of the corpus with the
-same settings (realdocs.py's ``run_conversation`` and scoring). Reported: each side's scores, the share of scored
-turns whose key-fact recall is within 0.05 of the Markdown side's, and ingest time (crawl + index for the site).
-Gold citation hits are not comparable (a crawled page is named by its URL path, gold by its file) and are left out.
+The site is :mod:`anaphora.testing.static_site`'s copy of the corpus (each page rendered by markdown-it, a Sphinx
+tree's reStructuredText by docutils, into a template with a header, navigation and footer; a sitemap), served on
+127.0.0.1 and ingested with ``Sources.site`` (sitemap, robots.txt, main-text extraction), with ``crawl_delay_s = 0``
+(a local server). The Markdown side is ``Ingestor.run`` on the same files (for celery, its ``.rst`` pages). Both then
+answer every conversation of the corpus with the same settings (realdocs.py's ``run_conversation`` and scoring).
+Reported: each side's scores, the share of scored turns whose key-fact recall is within 0.05 of the Markdown side's,
+and ingest time (crawl + index for the site). Gold citation hits are not comparable (a crawled page is named by its
+URL path, gold by its file) and are left out.
+
+``--keep DIR`` keeps the Markdown side's index in ``DIR`` between runs (the crawled side is built anew each time):
+a second run re-ingests no unchanged file, so comparing a change to the crawl costs the crawl and the answers only.
+Its Markdown ingest time is then that check's, and the result says ``"markdown_index_reused": true``.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
 import tempfile
 import threading
 import time
@@ -73,6 +80,7 @@ def main() -> None:
     parser.add_argument("--model", default="embedded")
     parser.add_argument("--limit", type=int, default=None, help="conversations")
     parser.add_argument("--name", default="realdocs-site")
+    parser.add_argument("--keep", type=Path, default=None, help="keep the Markdown side's index here between runs")
     args = parser.parse_args()
     data = data_root()
     conversations = [json.loads(line) for line in (data / "conversations.jsonl").read_text().splitlines() if line]
@@ -80,12 +88,16 @@ def main() -> None:
     tree = data / args.corpus
     generator = detect_generator(tree)
     started = time.time()
+    reused = args.keep is not None and (args.keep / "md").is_dir()
     with tempfile.TemporaryDirectory(prefix="anaphora-site-") as tmp:
-        work = Path(tmp)
-        (work / "site").mkdir()
-        files = [f for f in corpus_files(tree) if f.suffix == ".md"]
+        work = args.keep.resolve() if args.keep else Path(tmp)
+        for fresh in ("site", "crawl", "docs"):
+            shutil.rmtree(work / fresh, ignore_errors=True)
+        (work / "site").mkdir(parents=True)
+        pages = (".md", ".rst") if generator == "sphinx" else (".md",)  # a Sphinx tree's .txt files are includes
+        files = [f for f in corpus_files(tree) if f.suffix in pages]
         docs = work / "docs"
-        for file in files:  # the corpus without SOURCE.md, as realdocs.py ingests it
+        for file in files:  # the corpus's pages without SOURCE.md, as realdocs.py ingests them
             target = docs / file.relative_to(tree)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(file.read_bytes())
@@ -94,7 +106,7 @@ def main() -> None:
         local = f"http://127.0.0.1:{host.server_address[1]}"
         try:
             rules = SiteRules(local + "/", generator)
-            links = {f: folder_page(docs, f, rules) for f in sorted(docs.rglob("*.md"))}
+            links = {f: folder_page(docs, f, rules) for f in sorted(docs.rglob("*")) if f.suffix in pages}
             build_site(links, rules.base_url, generator, work / "site")
             base = Settings(chat_model=args.model, crawl_delay_s=0)
             md_rows, md_stats = asyncio.run(
@@ -116,6 +128,7 @@ def main() -> None:
         "generator": generator,
         "embed_answer_units": Settings(chat_model=args.model).ingest.embed_answer_units,  # ANAPHORA_EMBED_...
         "conversations": len(chosen),
+        "markdown_index_reused": reused,
         "ingest": {"markdown": md_stats, "site": site_stats},
         "scores": {"markdown": aggregate(md_rows), "site": aggregate(site_rows)},
         "recall_within_0_05": compare(md_rows, site_rows),

@@ -1,12 +1,19 @@
 """The main text of a fetched web page, with its headings (for sections and anchors), its canonical URL and its links.
 
-Extraction is readability-lxml's (the maintained Python port of Mozilla's Readability heuristics): it returns the
-main content *as HTML*, so the headings survive and become the sections' heading paths, as a Markdown page's do.
-trafilatura scores as well on article text, but its outputs (text, Markdown, XML) drop the headings' ids a citation
-needs and it brings a larger tree of dependencies (date parsing, language detection). Before Readability scores the
-page, the parts no generator puts the content in are removed (``nav``, ``header``, ``footer``, ``aside``, forms,
-scripts, ARIA navigation/banner/contentinfo, "edit this page" and permalink links), so a short page is not mistaken
-for its sidebar.
+First the parts no generator puts the content in are removed (``nav``, ``footer``, forms, scripts, ARIA
+navigation/banner/contentinfo, "edit this page" and permalink links; ``header`` and ``aside`` when they are around
+the article, not in it), and the headings' ids are read for anchors. Then the main content is the page's own: the
+one ``<article>``, else the one ``<main>`` (or ``role="main"``) that the documentation generators all mark it with.
+Only a page that marks none is given to readability-lxml (the maintained Python port of Mozilla's Readability
+heuristics), which scores the blocks and keeps the best. On a page that marks its content, Readability's pick is
+worse than the mark: of a reference page whose tables sit in collapsed blocks it keeps the longest one (semaphore's
+container registry page: 50 of its 306 table rows). Readability was chosen over trafilatura because it returns HTML,
+so the headings and the blocks survive; trafilatura brings a larger tree of dependencies (date parsing, language
+detection).
+
+The main content, HTML, is converted to CommonMark (:mod:`anaphora.ingest.html_markdown`) and read by the Markdown
+reader that reads a folder's pages, so a crawled page is cut into the same sections of typed blocks (paragraphs,
+lists, code, tables) and chunked alike.
 
 A page whose main text is empty, or a "please enable JavaScript" shell, is reported with the reason and never
 indexed: its text would answer nothing and replace a good page on re-sync.
@@ -20,11 +27,18 @@ from dataclasses import dataclass, field
 from urllib.parse import urldefrag, urljoin
 
 from anaphora.errors import ConfigurationError
+from anaphora.ingest.html_markdown import html_to_markdown
+from anaphora.ingest.markdown import markdown_sections
 from anaphora.ingest.sections import Section
 from anaphora.store.sources import Anchor
 
+# A <header> inside the article or main content is the page's own (Docusaurus puts the title's <h1> there), an
+# <aside> inside the article is part of it (docutils writes admonitions, sidebars and footnotes as <aside>): only
+# the ones around the content are the site's.
 _BOILERPLATE = (
-    "//script | //style | //noscript | //template | //nav | //header | //footer | //aside | //form | //iframe"
+    "//script | //style | //noscript | //template | //nav | //footer | //form | //iframe"
+    " | //header[not(ancestor::article or ancestor::main or ancestor::*[@role='main'])]"
+    " | //aside[not(ancestor::article)]"
     " | //*[@role='navigation' or @role='banner' or @role='contentinfo' or @role='search' or @aria-hidden='true']"
 )
 _PERMALINK_TEXT = {"", "¶", "#", "§", "🔗", "\u200b", "link", "permalink", "direct link to heading"}
@@ -35,6 +49,7 @@ JS_SHELL = re.compile(
     re.IGNORECASE,
 )
 MIN_WORDS = 5  # fewer words of main text: nothing to answer from
+MARKED_SHARE = 0.5  # the least share of the page's text (boilerplate removed) its marked main content holds
 SHELL_MAX_CHARS = 600  # a page this short that asks for JavaScript is a shell, whatever else it says
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 
@@ -122,11 +137,33 @@ def _canonical(root, url: str) -> str | None:
     return None
 
 
+def _marked_main(root):
+    """The element the page marks as its main content: its one ``<article>``, else its one ``<main>`` (or
+    ``role="main"``), holding at least half the page's remaining text. None when it marks none, several (a blog
+    index, a page of cards), or one too small to be the content (a card beside it)."""
+    bodies = root.xpath("//body")
+    words = len(_text(bodies[0] if bodies else root).split())
+    for query in ("//article", "//main | //*[@role='main']"):
+        found = root.xpath(query)
+        if len(found) == 1 and len(_text(found[0]).split()) >= max(MIN_WORDS, MARKED_SHARE * words):
+            return found[0]
+    return None
+
+
+def _main_content(root, url: str) -> str:
+    """The HTML of the page's main content: what the page marks as such, else Readability's pick."""
+    import lxml.html
+
+    marked = _marked_main(root)
+    if marked is not None:
+        return lxml.html.tostring(marked, encoding="unicode")
+    cleaned = lxml.html.tostring(root, encoding="unicode")
+    return _readability()(cleaned, url=url).summary(html_partial=True)
+
+
 def extract_page(html: str, url: str) -> ExtractedPage:
     """Extract ``html`` fetched from ``url`` (the URL after redirects)."""
     import lxml.html
-
-    from anaphora.ingest.parsers import parse_html
 
     try:
         root = lxml.html.document_fromstring(html)
@@ -145,9 +182,7 @@ def extract_page(html: str, url: str) -> ExtractedPage:
     for heading in root.iter(*_HEADINGS):  # Readability drops a heading whose id reads "tags", "media", "tool"...
         heading.attrib.pop("id", None)
         heading.attrib.pop("class", None)
-    cleaned = lxml.html.tostring(root, encoding="unicode")
-    main = _readability()(cleaned, url=url).summary(html_partial=True)
-    sections = parse_html(main)
+    sections = markdown_sections(html_to_markdown(_main_content(root, url)))
     words = sum(len(s.text.split()) for s in sections)
     shown = " ".join(s.text for s in sections)
     page = ExtractedPage(title, canonical, sections, anchors, links)

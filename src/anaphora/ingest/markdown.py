@@ -94,6 +94,13 @@ def parse_markdown_page(text: str) -> MarkdownPage:
     return MarkdownPage(sections, metadata, warnings)
 
 
+def markdown_sections(text: str) -> list[Section]:
+    """Sections of plain CommonMark (no front matter, no dialect): what :mod:`anaphora.ingest.html_markdown` makes
+    of a web page. The first H1 is the page title, the root of every heading path, as for a page without front
+    matter."""
+    return _sections(_parser().parse(cap_nesting(text)), "")
+
+
 def parse_markdown(text: str) -> list[Section]:
     return parse_markdown_page(text).sections
 

@@ -23,6 +23,7 @@ from anaphora.ingest.dialects import FenceInfo, image_text
 from anaphora.ingest.markdown import CELL_BREAK, code_blocks, table_blocks
 from anaphora.ingest.sections import Block, Section
 from anaphora.ingest.sphinx import sphinx_namespace, stray_roles
+from anaphora.store.sources import Anchor
 
 LINE_LIMIT = 10_000  # docutils' line_length_limit: a page with a longer line is refused by name, not parsed empty
 # nodes whose text a reader of the page does not read
@@ -63,11 +64,25 @@ def _settings():
     settings.syntax_highlight = "none"
     settings.line_length_limit = LINE_LIMIT
     settings.tab_width = 4
+    settings.auto_id_prefix = "id"  # Sphinx's: a repeated section title's id is id1, id2, ... (docutils' own: %)
     return settings
 
 
 def parse_rst(text: str, name: str = "page.rst") -> list[Section]:
     """Sections of one reStructuredText page. Raises :class:`InputError` for a line too long to parse."""
+    return _read(text, name).sections
+
+
+def rst_anchors(text: str, name: str = "page.rst") -> tuple[str, tuple[Anchor, ...]]:
+    """(title, the ids of the page's sections) as Sphinx publishes them: each section's first id, the one docutils
+    gives its title when it parses it (``make_id`` of the title; ``id1``, ``id2``, ... for a title used before), which
+    Sphinx writes on the ``<section>``. The texts are those :func:`parse_rst` gives the heading paths, so a chunk's
+    heading path finds its section. Raises :class:`InputError` as :func:`parse_rst` does."""
+    reader = _read(text, name)
+    return (reader.anchors[0].text if reader.anchors else ""), tuple(reader.anchors)
+
+
+def _read(text: str, name: str) -> _Reader:
     for number, line in enumerate(text.splitlines(), start=1):
         if len(line) > LINE_LIMIT:
             raise InputError(
@@ -81,7 +96,7 @@ def parse_rst(text: str, name: str = "page.rst") -> list[Section]:
     reader = _Reader(_labels(document), _substitutions(document))
     reader.body(document.children)
     reader.flush()
-    return reader.sections
+    return reader
 
 
 def _labels(document: nodes.document) -> dict[str, str]:
@@ -114,6 +129,7 @@ class _Reader:
     sections: list[Section] = field(default_factory=list)
     path: list[str] = field(default_factory=list)
     blocks: list[Block] = field(default_factory=list)
+    anchors: list[Anchor] = field(default_factory=list)
 
     def flush(self) -> None:
         if self.blocks:
@@ -125,7 +141,10 @@ class _Reader:
             if isinstance(child, nodes.section):
                 self.flush()
                 title = child.next_node(nodes.title)
-                self.path.append(self.inline(title).strip() if title else "")
+                shown = self.inline(title).strip() if title else ""
+                if shown and child["ids"]:
+                    self.anchors.append(Anchor(child["ids"][0], shown, tuple(h for h in self.path if h)))
+                self.path.append(shown)
                 self.body(c for c in child.children if not isinstance(c, nodes.title))
                 self.flush()
                 self.path.pop()

@@ -13,7 +13,8 @@ unless clean URLs). ``aliases`` are old addresses that redirect to the page, so 
 
 Anchors: an explicit ``{#id}`` first, else the generator's slug of the heading's text (github-slugger for
 Docusaurus, GitBook, Hugo and plain trees; Python-Markdown's ``toc`` slugify for MkDocs; VitePress' own; docutils'
-``make_id`` for Sphinx), with the generator's suffix for a repeated id (``-1`` or ``_1``).
+``make_id`` for Sphinx), with the generator's suffix for a repeated id (``-1`` or ``_1``). A reStructuredText
+page's anchors are the ids docutils gives its sections as it parses them, which Sphinx publishes.
 """
 
 from __future__ import annotations
@@ -316,15 +317,25 @@ def markdown_anchors(text: str, generator: str) -> tuple[str, dict[str, Any], tu
 
 
 def folder_page(root: Path, file: Path, rules: SiteRules) -> PageLink:
-    """The published URL and heading ids of ``file`` in the folder ``root``. Files that are not Markdown (RST,
-    HTML, text) get their page URL only: a citation opens the top of the page."""
+    """The published URL and heading ids of ``file`` in the folder ``root``: Markdown's headings by the generator's
+    slug rule, reStructuredText's sections by docutils' ids (what Sphinx writes). Other files (HTML, text) get their
+    page URL only: a citation opens the top of the page."""
     source = file.relative_to(root).as_posix()
-    if file.suffix.lower() not in (".md", ".markdown", ".mdx"):
+    suffix = file.suffix.lower()
+    if suffix not in (".md", ".markdown", ".mdx", ".rst"):
         return PageLink(join_url(rules.base_url, page_path(source, rules)))
     try:
         text = file.read_text(encoding="utf-8-sig", errors="replace")
     except OSError:
         return PageLink(join_url(rules.base_url, page_path(source, rules)))
+    if suffix == ".rst":
+        from anaphora.ingest.rst import rst_anchors
+
+        try:
+            title, anchors = rst_anchors(text, file.name)
+        except InputError:  # a page ingest refuses too (a line too long to parse)
+            title, anchors = "", ()
+        return PageLink(join_url(rules.base_url, page_path(source, rules)), title, anchors)
     title, metadata, anchors = markdown_anchors(text, rules.generator)
     return PageLink(join_url(rules.base_url, page_path(source, rules, metadata)), title, anchors)
 

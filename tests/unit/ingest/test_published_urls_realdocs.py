@@ -1,10 +1,12 @@
-"""Every chunk of four real documentation trees, cited with a base URL, opens a page that a served copy of the site
-answers with 200, at an anchor that page has; the fifth (celery, Sphinx RST) is checked on its page paths only.
+"""Every chunk of the five realdocs-dev trees, cited with a base URL, opens a page that a served copy of the site
+answers with 200, at an anchor that page has.
 
 The served copy is :mod:`anaphora.testing.static_site`'s: each page's Markdown (front matter removed, dialects
 unwrapped, as ingest reads it) rendered by markdown-it to HTML, written where the generator writes it (``x/`` ->
 ``x/index.html``, ``x.html``, a clean ``x`` -> ``x.html``), each heading's ``id`` made from the *rendered* heading's
 text by the generator's slug rule, and served by ``http.server`` on 127.0.0.1 with the usual static-host lookups.
+Celery's reStructuredText pages are rendered by docutils' HTML writer with Sphinx's settings: the ids there are the
+writer's, after docutils' transforms, against the ids ingest reads off the parse.
 
 What this proves: the URL mapping is one-to-one over real trees (no two files on one URL, every URL lands on a
 page), every heading path the ingest parse gives a chunk finds its heading (so no citation falls back to the page
@@ -40,12 +42,21 @@ REALDOCS = next(
     (p for p in (b / "shared" / "bench" / "realdocs-dev" for b in (ROOT.parent, ROOT.parent.parent)) if p.is_dir()),
     None,
 )
-GENERATORS = {"loki": "hugo", "traefik": "mkdocs", "semaphore-ce": "docusaurus", "mise": "vitepress"}
+GENERATORS = {
+    "loki": "hugo",
+    "traefik": "mkdocs",
+    "semaphore-ce": "docusaurus",
+    "mise": "vitepress",
+    "celery": "sphinx",
+}
 BASE = "http://docs.test/"
 
 
-def pages_of(corpus: Path) -> list[Path]:
-    return sorted(p for p in corpus.rglob("*.md") if p.name != "SOURCE.md")
+def pages_of(corpus: Path, generator: str) -> list[Path]:
+    """The tree's pages: Markdown (not the corpus's SOURCE.md), or a Sphinx tree's ``.rst`` (its ``.txt`` files are
+    included into pages, not published)."""
+    pattern = "*.rst" if generator == "sphinx" else "*.md"
+    return sorted(p for p in corpus.rglob(pattern) if p.name != "SOURCE.md")
 
 
 def cited_urls(links: dict[Path, PageLink]) -> dict[str, set[str]]:
@@ -67,7 +78,7 @@ def test_every_chunk_of_a_real_tree_opens_a_served_page_at_an_existing_anchor(na
     generator = detect_generator(corpus)
     assert generator == GENERATORS[name]
     rules = SiteRules(BASE, generator)
-    links = {file: folder_page(corpus, file, rules) for file in pages_of(corpus)}
+    links = {file: folder_page(corpus, file, rules) for file in pages_of(corpus, generator)}
     build_site(links, BASE, generator, tmp_path)  # refuses two files on one URL
     cited = cited_urls(links)
     headings = sum(len(a - {""}) for a in cited.values())

@@ -150,3 +150,61 @@ def test_a_chunks_heading_path_opens_its_heading_and_the_intro_opens_the_page(tm
 
 def test_an_unknown_heading_opens_the_top_of_the_page() -> None:
     assert anchor_for("Page > Nowhere", [Anchor("x", "Somewhere")], "Page") is None
+
+
+RST_PAGE = """Tasks
+=====
+
+Tasks are the building blocks.
+
+Basics
+------
+
+A task is a class with a ``run`` method.
+
+.. _task-options:
+
+Options of a :class:`~celery.Task`
+----------------------------------
+
+Set ``max_retries``.
+
+Retrying
+--------
+
+Call ``retry``.
+
+Basics
+~~~~~~
+
+Retry with a countdown.
+"""
+
+
+def test_an_rst_page_links_each_section_at_the_id_sphinx_publishes(tmp_path: Path) -> None:
+    from anaphora.ingest.parsers import parse_file
+    from anaphora.testing.static_site import render_rst_article
+
+    page = tmp_path / "userguide" / "tasks.rst"
+    page.parent.mkdir()
+    page.write_text(RST_PAGE, encoding="utf-8")
+    link = folder_page(tmp_path, page, SiteRules(BASE, "sphinx"))
+    assert link.url == BASE + "userguide/tasks.html" and link.title == "Tasks"
+    assert [(a.id, a.text, a.parents) for a in link.anchors] == [
+        ("tasks", "Tasks", ()),
+        ("basics", "Basics", ("Tasks",)),
+        ("options-of-a-task", "Options of a `Task`", ("Tasks",)),  # the id of the title as shown
+        ("retrying", "Retrying", ("Tasks",)),
+        ("id1", "Basics", ("Tasks", "Retrying")),  # a repeated title: Sphinx's auto id
+    ]
+    urls = [chunk_url(link, section.heading) for section in parse_file(page).sections]
+    assert urls == [
+        link.url,
+        link.url + "#basics",
+        link.url + "#options-of-a-task",
+        link.url + "#retrying",
+        link.url + "#id1",
+    ]
+    published = render_rst_article(RST_PAGE, "tasks.rst")  # docutils' writer, as Sphinx runs it
+    assert all(f'id="{a.id}"' in published for a in link.anchors)
+    assert 'id="task-options"' in published  # the label is on the page too; the section's own id is cited
