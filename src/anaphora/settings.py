@@ -151,8 +151,8 @@ class ModelSettings(SettingsGroup):
         default="fp32",
         description="numeric precision of a sentence-transformers embedder on ONNX Runtime: 'int8' (dynamic "
         "quantization of the attention-fused graph, made once into cache_dir; about 2x less CPU per chunk, quality "
-        "measured in docs/benchmarks.md) or 'fp32'. An index embedded at one precision must be re-embedded to be "
-        "queried at the other (anaphora ingest --rebuild)",
+        "measured in docs/benchmarks.md) or 'fp32'. An index embedded at the other precision is re-embedded by the "
+        "next anaphora ingest (which says so); until then turns refuse it",
     )
     blas_threads: int = Field(
         default=1,
@@ -257,9 +257,10 @@ class IngestSettings(SettingsGroup):
     embed_answer_units: bool | None = Field(
         default=None,
         description="also embed each passage's sentences, code blocks and table rows (what a quoted answer judges) "
-        "into the embedding cache while ingesting: the first answer from a passage then embeds nothing (about twice "
-        "the embedding time of ingestion); unset: on when answers are quoted (answer_mode 'extractive', the "
-        "embedded default), else off",
+        "into the embedding cache, after the passages are searchable (a background process of anaphora ingest, a "
+        "thread of anaphora serve, or anaphora units): the first answer from a passage then embeds nothing (about "
+        "as much embedding again as the passages); unset: on when answers are quoted (answer_mode 'extractive', "
+        "the embedded default), else off",
     )
     max_file_bytes: int = Field(
         default=64 * 1024 * 1024,
