@@ -268,7 +268,7 @@ class Ingestor:
         ``notice`` a line to show now (the stored passages are being re-embedded)."""
         started = time.perf_counter()
         report = IngestReport()
-        self._reembed_stored(report, progress, notice)
+        self.reembed_stored(report, progress, notice)
         known = {(d.root, d.source): d.content_hash for d in self.corpus.documents()}
         found: list[tuple[Path, Path]] = []
         pruned_roots: list[str] = []
@@ -297,7 +297,17 @@ class Ingestor:
         report.seconds = time.perf_counter() - started
         return report
 
-    def _reembed_stored(self, report: IngestReport, progress: Progress | None, notice: Callable[[str], None] | None):
+    def needs_reembedding(self) -> bool:
+        """Whether the stored passages were embedded by another embedder than this one (and can be re-embedded)."""
+        before = self.stored.embedder() if self.stored is not None else None
+        return before is not None and before != self.embedder.name
+
+    def reembed_stored(
+        self,
+        report: IngestReport | None = None,
+        progress: Progress | None = None,
+        notice: Callable[[str], None] | None = None,
+    ) -> None:
         """Every stored passage embedded again when another embedder embedded them, written in one transaction.
         Stopped half way, nothing is written (the vectors made so far are in the embedder's cache, so the next run
         goes faster)."""
@@ -318,7 +328,8 @@ class Ingestor:
             if progress:
                 progress(start + len(parts[-1]), len(texts))
         self.stored.replace_vectors([int(k) for k in keys], np.concatenate(parts), self.embedder.name)
-        report.reembedded = (before, len(texts))
+        if report is not None:
+            report.reembedded = (before, len(texts))
 
     def _prepare_all(
         self,

@@ -17,6 +17,7 @@ ingestion started do not embed the same units twice.
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import threading
 import time
@@ -29,6 +30,7 @@ from typing import Protocol
 from anaphora.embeddings.base import CachedEmbedder
 from anaphora.types import Chunk
 
+log = logging.getLogger("anaphora.ingest")
 SLICE = 256  # passages read and their units embedded per step (a step is what a stop loses at most)
 STEP = 128  # units per embedder call: a stop (a server stopping) waits for one call at most
 ROUNDS = 3  # scans at most per run while ingestion keeps changing the corpus
@@ -161,9 +163,17 @@ class UnitsInBackground:
     """Runs :class:`AnswerUnits` in a daemon thread (a server's): :meth:`kick` after a start or an ingestion starts
     a run, or asks the running one to scan again when it ends; :meth:`stop` ends it between steps."""
 
-    def __init__(self, units: AnswerUnits, *, on_report: Callable[[UnitsReport], None] | None = None) -> None:
+    def __init__(
+        self,
+        units: AnswerUnits,
+        *,
+        on_report: Callable[[UnitsReport], None] | None = None,
+        first: Callable[[], None] | None = None,
+    ) -> None:
+        """``first``: run once in the thread before the first run (a server re-embeds a stale index there)."""
         self.units = units
         self.on_report = on_report
+        self.first = first
         self._stop = threading.Event()
         self._again = threading.Event()
         self._thread: threading.Thread | None = None
@@ -178,13 +188,23 @@ class UnitsInBackground:
             self._thread.start()
 
     def _loop(self) -> None:
+        first, self.first = self.first, None
+        if first is not None:
+            try:
+                first()
+            except Exception:  # the service answers (or refuses with a hint) as before; the next ingest re-embeds
+                log.exception("re-embedding the stored passages failed")
         while True:
             with self._lock:
                 if not self._again.is_set() or self._stop.is_set():
                     self._thread = None
                     return
                 self._again.clear()
-            report = self.units.run(stop=self._stop)
+            try:
+                report = self.units.run(stop=self._stop)
+            except Exception:  # turns embed what they need meanwhile; the next kick tries again
+                log.exception("embedding the answer units failed")
+                continue
             if self.on_report is not None:
                 self.on_report(report)
 

@@ -7,6 +7,7 @@ Routes import this module; the app imports the routes: no cycle.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -107,12 +108,19 @@ def _sweepers(
 
 def _answer_units(stack: AsyncExitStack, components: Components) -> UnitsInBackground | None:
     """The answer units still to embed after the passages (:mod:`anaphora.ingest.units`), embedded in a thread from
-    the start (an ingestion stopped before they were done) and after each ingestion job; stopped between steps."""
+    the start (an ingestion stopped before they were done) and after each ingestion job; stopped between steps.
+    First, in that thread, an index embedded by another embedder (the other precision) is re-embedded: turns are
+    refused with a hint until it is, then answered."""
+    ingestor = components.ingestor
+    if ingestor.needs_reembedding():
+        log.warning("the stored passages were embedded by another embedder: re-embedding them in the background")
     if components.answer_units is None:
+        if ingestor.needs_reembedding():
+            threading.Thread(target=ingestor.reembed_stored, name="anaphora-reembed", daemon=True).start()
         return None
-    units = UnitsInBackground(components.answer_units, on_report=_log_units)
+    units = UnitsInBackground(components.answer_units, on_report=_log_units, first=ingestor.reembed_stored)
     stack.callback(units.stop, UNITS_STOP_S)
-    if components.answer_units.pending():
+    if components.answer_units.pending() or ingestor.needs_reembedding():
         units.kick()
     return units
 
