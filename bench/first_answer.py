@@ -9,7 +9,7 @@ QUESTION``. The wall time to the first answer is from the start of ``ingest`` to
 
 - ``new``: this tree with its defaults (the passages first, then ``ingest`` returns and a background process embeds
   the answer units, at low priority, while the question is asked);
-- ``new-fp32``: the same at ``embedder_precision`` fp32;
+- ``new-fp32`` / ``new-int8``: the same at ``embedder_precision`` fp32 / int8;
 - ``baseline``: another source tree (``--baseline-src``, e.g. ``git archive 7d84ce1 | tar -x -C /tmp/base``) at
   fp32, whose ``ingest`` embeds every passage's answer units with the passages before it returns ("units first").
 
@@ -28,6 +28,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -44,6 +45,7 @@ TICKS = os.sysconf("SC_CLK_TCK")
 VARIANTS = {
     "new": {"src": "this", "precision": None},
     "new-fp32": {"src": "this", "precision": "fp32"},
+    "new-int8": {"src": "this", "precision": "int8"},
     "baseline": {"src": "baseline", "precision": "fp32"},
 }
 
@@ -148,7 +150,10 @@ def run_variant(name: str, tree: Path, scratch: Path, args) -> dict:
     ask_s, answer = ask(env, data_dir, args.question)
     row.update(ask_s=round(ask_s, 2), first_answer_s=round(row["seconds"] + ask_s, 1), answer=answer_text(answer))
     background = re.search(r"in the background \(pid (\d+)", output)
-    if background:
+    if background and name not in args.wait_units.split(","):  # stopped, so it does not slow the next variant
+        os.kill(int(background.group(1)), signal.SIGTERM)
+        wait_for(int(background.group(1)), 30)
+    elif background:
         waited = wait_for(int(background.group(1)), args.units_timeout)
         row["units_done_after_first_answer_s"] = None if waited is None else round(waited, 1)
         log = (data_dir / "answer-units.log").read_text() if (data_dir / "answer-units.log").exists() else ""
@@ -161,11 +166,15 @@ def run_variant(name: str, tree: Path, scratch: Path, args) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", default="traefik")
+    parser.add_argument("--tree", type=Path, default=None, help="another docs tree than the corpus's (a smoke test)")
     parser.add_argument("--question", default=QUESTION)
     parser.add_argument("--variants", default="new,baseline")
     parser.add_argument("--baseline-src", type=Path, default=Path("/tmp/h1snap/repo/src"))
     parser.add_argument("--cache-dir", type=Path, default=ROOT / "bench" / ".cache" / "model-cache")
     parser.add_argument("--units-timeout", type=float, default=1800.0)
+    parser.add_argument(
+        "--wait-units", default="new,new-int8", help="variants whose background units are awaited (then asked again)"
+    )
     args = parser.parse_args()
     variants = args.variants.split(",")
     output = {
@@ -181,7 +190,8 @@ def main() -> None:
     }
     with tempfile.TemporaryDirectory(prefix="anaphora-first-") as scratch:
         tree = Path(scratch) / "docs" / args.corpus
-        shutil.copytree(REALDOCS / args.corpus, tree, ignore=shutil.ignore_patterns("SOURCE.md"))
+        source = args.tree or REALDOCS / args.corpus
+        shutil.copytree(source, tree, ignore=shutil.ignore_patterns("SOURCE.md"))
         warm = Path(scratch) / "warm"
         warm.mkdir()
         (warm / "a.md").write_text("# Warm up\n\nOne sentence to embed, so the model exports exist.\n")
