@@ -352,8 +352,11 @@ class Ingestor:
                 yield item
 
     def _windows(self, prepared: Iterable[_Pending]) -> Iterator[list[_Pending]]:
-        """Whole documents grouped until a window holds ``WINDOW_BATCHES`` embedder batches of chunks."""
-        size = max(1, self.settings.embed_batch_size * WINDOW_BATCHES)
+        """Whole documents grouped until a window holds ``WINDOW_BATCHES`` embedder batches of chunks. The first
+        windows are smaller (one batch, then twice as many each time), so the embedder starts as soon as the parser
+        has one batch instead of idling until it has a full window."""
+        batch = max(1, self.settings.embed_batch_size)
+        size, largest = batch, batch * WINDOW_BATCHES
         window: list[_Pending] = []
         chunks = 0
         for item in prepared:
@@ -362,6 +365,7 @@ class Ingestor:
             if chunks >= size:
                 yield window
                 window, chunks = [], 0
+                size = min(largest, size * 2)
         if window:
             yield window
 
