@@ -511,7 +511,7 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None, c
             embedder,
             settings.ingest,
             ahead=None if units is not None else answer_units_ahead(settings, chat_model),
-            stored=corpus if isinstance(corpus, SQLiteCorpus) else None,
+            stored=corpus if isinstance(corpus, SQLiteCorpus | PostgresPassageStore) else None,
             index=passages,
         ),
         memory=memory,
