@@ -147,12 +147,13 @@ class ModelSettings(SettingsGroup):
         "each batch ends (no CPU between batches). Off, they sleep and are woken for every operator: on the 2-core "
         "reference VM ingest then kept 1.2 of 2 cores busy, on 1.9 (1.6x the chunks/s, docs/benchmarks.md)",
     )
-    embedder_precision: Literal["fp32", "int8"] = Field(
+    embedder_precision: Literal["auto", "fp32", "int8"] = Field(
         default="fp32",
-        description="numeric precision of a sentence-transformers embedder on ONNX Runtime: 'int8' (dynamic "
+        description="numeric precision of a sentence-transformers embedder on ONNX Runtime: 'auto' (int8 where ONNX "
+        "Runtime runs it: embedder_runtime not 'torch' and onnx installed; else fp32), 'int8' (dynamic "
         "quantization of the attention-fused graph, made once into cache_dir; about 2x less CPU per chunk, quality "
         "measured in docs/benchmarks.md) or 'fp32'. An index embedded at the other precision is re-embedded by the "
-        "next anaphora ingest (which says so); until then turns refuse it",
+        "next anaphora ingest, or by anaphora serve in the background (each says so)",
     )
     blas_threads: int = Field(
         default=1,
