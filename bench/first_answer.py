@@ -78,11 +78,16 @@ def timed_ingest(env: dict[str, str], data_dir: Path, tree: Path) -> dict:
     embedding_since: list[float] = []
     errors: list[str] = []
 
+    timeline: list[tuple[float, int, int, int]] = []  # (seconds, files read, chunks embedded, chunks parsed)
+
     def read_errors() -> None:
         for line in process.stderr:
             errors.append(line)
             if not embedding_since and re.search(r"[1-9][\d,]*/[\d,]+ chunks embedded", line):
                 embedding_since.append(time.perf_counter() - started)
+            if found := re.search(r"([\d,]+)/[\d,]+ files read(?:, ([\d,]+)/([\d,]+) chunks embedded)?", line):
+                numbers = [int((g or "0").replace(",", "")) for g in found.groups()]
+                timeline.append((round(time.perf_counter() - started, 1), *numbers))
 
     reader = threading.Thread(target=read_errors, daemon=True)
     reader.start()
@@ -103,8 +108,35 @@ def timed_ingest(env: dict[str, str], data_dir: Path, tree: Path) -> dict:
         "chunks_per_s": round(chunks / seconds, 1),
         "cores_busy_embedding": cores_busy(samples, embedding_since[0] if embedding_since else 0.0),
         "cores_busy_whole": cores_busy(samples, 0.0),
+        "overlap": overlap(timeline, samples),
         "output": out,
     }
+
+
+def overlap(timeline: list[tuple[float, int, int, int]], samples: list[tuple[float, float]]) -> dict:
+    """When parsing and embedding ran, from the progress lines (one a second): the parser ahead of the embedder
+    while both run is the overlap; the CPU per second of each stretch says whether a core idled."""
+    if not timeline:
+        return {}
+    files_total = max(t[1] for t in timeline)
+    all_read = next((t[0] for t in timeline if t[1] == files_total), None)
+    first = next((t[0] for t in timeline if t[2] > 0), None)
+    return {
+        "first_chunks_embedded_s": first,
+        "all_files_read_s": all_read,
+        "cores_busy_while_parsing_and_embedding": cores_between(samples, first, all_read),
+        "cores_busy_after_parsing": cores_between(samples, all_read, None),
+        "timeline": timeline[:: max(1, len(timeline) // 40)],  # (s, files read, chunks embedded, chunks parsed)
+    }
+
+
+def cores_between(samples: list[tuple[float, float]], start: float | None, end: float | None) -> float | None:
+    if start is None:
+        return None
+    window = [s for s in samples if s[0] >= start and (end is None or s[0] <= end)]
+    if len(window) < 2 or window[-1][0] <= window[0][0]:
+        return None
+    return round((window[-1][1] - window[0][1]) / (window[-1][0] - window[0][0]), 2)
 
 
 def cores_busy(samples: list[tuple[float, float]], since: float) -> float | None:
