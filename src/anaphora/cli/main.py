@@ -198,6 +198,7 @@ def sync(
     """Bring every ingested folder and site up to date (a site fetches only what changed)."""
     with _open(ctx) as rag:
         sync_sources(console, rag, allow_mass_delete=allow_mass_delete, verbose=verbose)
+        after_ingest(console, errors, rag, UnitsMode.background, ctx.obj, DEFAULT_EVERY_S)
 
 
 @app.command()
