@@ -120,7 +120,7 @@ class AnswerUnits:
                 return False
             chunks = self.corpus.chunks(keys[done : done + SLICE]).values()  # a passage removed meanwhile: absent
             texts = list(dict.fromkeys(u for chunk in chunks for u in self.units(chunk.text)))
-            missing = self._missing(texts)
+            missing = sorted(self._missing(texts), key=len)  # steps of similar lengths pad little
             for start in range(0, len(missing), STEP):
                 if stop is not None and stop.is_set():
                     return False
