@@ -20,7 +20,7 @@ from rich.console import Console
 
 from anaphora.app import Anaphora
 from anaphora.cli.progress import IngestProgress
-from anaphora.cli.render import terminal
+from anaphora.cli.render import shown, terminal
 from anaphora.ingest.units import UnitsReport
 from anaphora.settings import load_settings
 
@@ -89,10 +89,10 @@ def after_ingest(
 ) -> None:
     """Say the index is searchable, then deal with the units as ``mode`` says."""
     units = rag.components.answer_units
-    console.print(
-        f"[bold]Searchable now[/bold]: {sum(d.chunk_count for d in rag.components.corpus.documents()):,} passages. "
-        'Ask with anaphora ask "..." or anaphora chat.'
-    )
+    passages = sum(d.chunk_count for d in rag.components.corpus.documents())
+    if not passages:
+        return
+    console.print(f'[bold]Searchable now[/bold]: {passages:,} passages. Ask with anaphora ask "..." or anaphora chat.')
     if units is None or not units.pending():
         return
     if mode is UnitsMode.wait:
@@ -107,7 +107,8 @@ def after_ingest(
         pid = start_in_background(options, rag.settings.data_dir)
         console.print(
             f"Answer units (the sentences, code blocks and table rows a quoted answer judges): embedding in the "
-            f"background (pid {pid}, log {rag.settings.data_dir / LOG_NAME}); until then an answer embeds the ones "
+            f"background (pid {pid}, log {shown(str(rag.settings.data_dir / LOG_NAME))}); until then an answer "
+            "embeds the ones "
             "it needs. If stopped, the next anaphora ingest, units or serve resumes them."
         )
     else:
