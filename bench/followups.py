@@ -33,11 +33,21 @@ from replay_cache import ReplayingModel
 
 from anaphora import Settings
 from anaphora.app import build_components, build_query_stage
+from anaphora.embeddings.onnx_runtime import resolve_precision
 from anaphora.evaluation import load_tasks, replay, retrieval_half, score
 from anaphora.evaluation.robustness import compare
 from anaphora.models import load_chat_model
 
 KS = (1, 3, 5, 10)
+
+
+def embedder_precision() -> str:
+    """The precision the embedder runs at (``auto`` resolved)."""
+    settings = Settings()
+    models = settings.models
+    return resolve_precision(models.embedder_precision, models.embedder_runtime, settings.cache_dir)
+
+
 REWRITERS = {"expansion": "expansion", "model-rewrite": "model"}  # sources that pin the query stage
 SWEEP = {
     "bm25": {"fusion": "bm25"},
@@ -72,7 +82,7 @@ def keep_records(domain: str, precision: str, records_of: dict[str, list[dict]])
 
 async def run_domain(domain: str, sources: list[str], limit: int | None, sweep: bool, fresh_model: bool) -> dict:
     corpus, tasks_path = domain_paths(domain)
-    precision = Settings().models.embedder_precision  # ANAPHORA_EMBEDDER_PRECISION: an index of its own per precision
+    precision = embedder_precision()  # ANAPHORA_EMBEDDER_PRECISION: an index of its own per precision
     settings = Settings(data_dir=CACHE / (domain if precision == "fp32" else f"{domain}-{precision}"))
     model = load_chat_model(settings.models)
     replaying = None if fresh_model else ReplayingModel(model, CACHE / "model-replies.jsonl")
@@ -131,7 +141,7 @@ def main() -> None:
         output["domains"][domain] = asyncio.run(
             run_domain(domain, args.sources.split(","), args.limit, args.sweep, args.fresh_model)
         )
-    output["embedder_precision"] = Settings().models.embedder_precision
+    output["embedder_precision"] = embedder_precision()
     name = args.name or (
         "followups" if output["embedder_precision"] == "fp32" else f"followups-{output['embedder_precision']}"
     )

@@ -47,7 +47,7 @@ from realdocs_loss import RecordingRetriever, diagnose, facts_indexed, loss_tabl
 import anaphora.ingest
 from anaphora import Settings
 from anaphora.app import aclose_components, answer_units_ahead, build_components, close_local, erase_user_data
-from anaphora.embeddings.onnx_runtime import precision_name
+from anaphora.embeddings.onnx_runtime import precision_name, resolve_precision
 from anaphora.evaluation.metrics import unsupported_risky_tokens
 from anaphora.models import load_chat_model
 from anaphora.pipeline.answer import NOT_TOLD
@@ -106,7 +106,9 @@ def ingest_fingerprint(settings: Settings, tree: Path, *, units_ahead: bool = Tr
         digest.update(path.name.encode() + path.read_bytes())
     digest.update(inspect.getsource(search_text).encode())
     # fp32 keeps the older fingerprints
-    embedder = precision_name(settings.models.embedder, settings.models.embedder_precision)
+    models = settings.models
+    precision = resolve_precision(models.embedder_precision, models.embedder_runtime, settings.cache_dir)
+    embedder = precision_name(models.embedder, precision)
     digest.update(f"{embedder}|{settings.ingest.chunk_tokens}|{settings.ingest.chunk_overlap}".encode())
     if not units_ahead:  # with the units ahead (the embedded default) the older fingerprints are kept
         digest.update(b"|no answer units ahead")

@@ -20,6 +20,7 @@ from anaphora.ingest.ingestor import Progress
 from anaphora.ingest.searchable import SearchableIngestor
 from anaphora.ingest.sources import CitationLinks, Sources
 from anaphora.ingest.sync import SiteReport, SiteSync
+from anaphora.ingest.units import AnswerUnits, UnitsReport
 from anaphora.memory import MemoryExport, MemoryKind, MemoryPage, MemoryStore
 from anaphora.memory.forget import forget
 from anaphora.memory.model_facts import ModelFactExtractor, Supports
@@ -158,6 +159,7 @@ class Components:
     closers: Closers = field(default_factory=Closers, repr=False)
     sentence_vectors: SentenceVectors | None = None  # the extractive answerer's memo (erase drops the user's)
     sources: SourceRegistry | None = None  # ingested folders and sites, their pages' URLs (docs/sites.md)
+    answer_units: AnswerUnits | None = None  # embeds the passages' answer units after them (ingest/units.py)
 
     async def aclose(self) -> None:
         await self.closers.aclose()
@@ -441,10 +443,22 @@ def build_components(settings: Settings, *, model: ChatModel | None = None) -> C
 
 
 def answer_units_ahead(settings: Settings, chat_model: ChatModel) -> Callable[[str], list[str]] | None:
-    """What ingestion embeds ahead of a chunk besides the chunk: the units a quoted answer judges, when answers
-    are quoted (:func:`~anaphora.model_defaults.embeds_answer_units`)."""
+    """The units a quoted answer judges of a passage's text, when ingestion embeds them (answers are quoted:
+    :func:`~anaphora.model_defaults.embeds_answer_units`): with the chunks on a PostgreSQL passage store, after them
+    on the embedded one (:func:`build_answer_units`)."""
     mode = answer_mode(settings.answers, chat_model.capabilities)
     return judged_texts if embeds_answer_units(settings.ingest, mode) else None
+
+
+def build_answer_units(
+    settings: Settings, corpus: DocumentRegistry, embedder: CachedEmbedder, chat_model: ChatModel
+) -> AnswerUnits | None:
+    """The answer units embedded after the passages (:mod:`anaphora.ingest.units`), on the embedded store when
+    ingestion embeds them; ``None`` otherwise (a PostgreSQL store embeds them with the chunks, as before)."""
+    units = answer_units_ahead(settings, chat_model)
+    if units is None or not isinstance(corpus, SQLiteCorpus):
+        return None
+    return AnswerUnits(corpus, embedder, units, lock_path=settings.data_dir / "answer-units.lock")
 
 
 def limit_blas_threads(threads: int) -> None:
@@ -463,6 +477,7 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None, c
     conversations = build_conversation_store(settings.stores, database, closers)
     memory = build_memory_store(settings.stores, database, closers)
     chat_model = build_chat_model(settings.models, model, closers)
+    units = build_answer_units(settings, corpus, embedder, chat_model)
     recall, personal, writer = build_memory_stages(settings, memory, embedder, chat_model, passages.term_statistics)
     # memories' sentences: uncached (the shared cache is not the user's), memoised per user (sentence_vectors.py)
     vectors = SentenceVectors(embedder, embedder.inner)
@@ -492,13 +507,19 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None, c
         chat_model=chat_model,
         engine=build_engine(settings, parts, conversations, closers),
         ingestor=SearchableIngestor(
-            corpus, embedder, settings.ingest, ahead=answer_units_ahead(settings, chat_model), index=passages
+            corpus,
+            embedder,
+            settings.ingest,
+            ahead=None if units is not None else answer_units_ahead(settings, chat_model),
+            stored=corpus if isinstance(corpus, SQLiteCorpus | PostgresPassageStore) else None,
+            index=passages,
         ),
         memory=memory,
         stage_parts=parts,
         closers=closers,
         sentence_vectors=vectors,
         sources=sources,
+        answer_units=units,
     )
 
 
@@ -575,6 +596,7 @@ def ingest_with_workers(components: Components, workers: int, paths: Sequence[st
             embedder,
             components.settings.ingest,
             components.ingestor.ahead,
+            stored=components.ingestor.stored,
             index=components.passages,
         )
         return ingestor.run(paths, **options)
@@ -610,20 +632,33 @@ class Anaphora:
         progress: Progress | None = None,
         reading: Progress | None = None,
         workers: int = 1,
+        notice: Callable[[str], None] | None = None,
         **published: Any,
     ) -> IngestReport:
-        """``progress`` gets (chunks embedded, chunks to embed), ``reading`` (files read, files found so far);
+        """``progress`` gets (chunks embedded, chunks to embed), ``reading`` (files read, files found so far),
+        ``notice`` a line to show at once (an index re-embedded for another embedder);
         ``workers``: embedding processes (see :func:`ingest_with_workers`); 1 embeds in this process.
         ``published``: ``base_url``, where the folders are published (their citations then open the page at the
         heading), with ``generator`` and ``directory_urls`` overriding what the tree says
-        (:meth:`~anaphora.ingest.sources.Sources.record_folders`, :mod:`anaphora.ingest.urls`)."""
-        options = {"prune": prune, "force": force, "progress": progress, "reading": reading}
+        (:meth:`~anaphora.ingest.sources.Sources.record_folders`, :mod:`anaphora.ingest.urls`).
+
+        The passages are searchable when this returns; their answer units are not embedded yet (see
+        :meth:`embed_answer_units`): turns embed what they need until then."""
+        options = {"prune": prune, "force": force, "progress": progress, "reading": reading, "notice": notice}
         if workers > 1:
             report = ingest_with_workers(self.components, workers, paths, **options)
         else:
             report = self.components.ingestor.run(paths, **options)
         self.sources.record_folders(paths, report, **published)
         return report
+
+    def embed_answer_units(self, progress: Progress | None = None) -> UnitsReport | None:
+        """Embed the stored passages' answer units that are not embedded yet (:mod:`anaphora.ingest.units`): the
+        first answers quoting a passage then embed nothing. ``progress`` gets (passages done, passages). ``None``
+        when this configuration embeds none ahead (answers are generated, or a PostgreSQL store embeds them with
+        the passages)."""
+        units = self.components.answer_units
+        return units.run(progress) if units is not None else None
 
     @property
     def sources(self) -> Sources:

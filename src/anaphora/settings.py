@@ -147,12 +147,13 @@ class ModelSettings(SettingsGroup):
         "each batch ends (no CPU between batches). Off, they sleep and are woken for every operator: on the 2-core "
         "reference VM ingest then kept 1.2 of 2 cores busy, on 1.9 (1.6x the chunks/s, docs/benchmarks.md)",
     )
-    embedder_precision: Literal["fp32", "int8"] = Field(
+    embedder_precision: Literal["auto", "fp32", "int8"] = Field(
         default="fp32",
-        description="numeric precision of a sentence-transformers embedder on ONNX Runtime: 'int8' (dynamic "
+        description="numeric precision of a sentence-transformers embedder on ONNX Runtime: 'auto' (int8 where ONNX "
+        "Runtime runs it: embedder_runtime not 'torch' and onnx installed; else fp32), 'int8' (dynamic "
         "quantization of the attention-fused graph, made once into cache_dir; about 2x less CPU per chunk, quality "
-        "measured in docs/benchmarks.md) or 'fp32'. An index embedded at one precision must be re-embedded to be "
-        "queried at the other (anaphora ingest --rebuild)",
+        "measured in docs/benchmarks.md) or 'fp32'. An index embedded at the other precision is re-embedded by the "
+        "next anaphora ingest, or by anaphora serve in the background (each says so)",
     )
     blas_threads: int = Field(
         default=1,
@@ -257,9 +258,10 @@ class IngestSettings(SettingsGroup):
     embed_answer_units: bool | None = Field(
         default=None,
         description="also embed each passage's sentences, code blocks and table rows (what a quoted answer judges) "
-        "into the embedding cache while ingesting: the first answer from a passage then embeds nothing (about twice "
-        "the embedding time of ingestion); unset: on when answers are quoted (answer_mode 'extractive', the "
-        "embedded default), else off",
+        "into the embedding cache, after the passages are searchable (a background process of anaphora ingest, a "
+        "thread of anaphora serve, or anaphora units): the first answer from a passage then embeds nothing (about "
+        "as much embedding again as the passages); unset: on when answers are quoted (answer_mode 'extractive', "
+        "the embedded default), else off",
     )
     max_file_bytes: int = Field(
         default=64 * 1024 * 1024,

@@ -1,5 +1,6 @@
 """all-MiniLM-L6-v2 quantized to int8 by ONNX Runtime: made once from the fp32 export and cached under a name that
-carries the precision, vectors close to fp32's, and an index embedded at one precision refused at the other."""
+carries the precision, vectors close to fp32's, an index embedded at one precision refused at the other until the
+next ingestion re-embeds it, and ``auto`` (int8 where ONNX Runtime runs it)."""
 
 from __future__ import annotations
 
@@ -70,7 +71,22 @@ def test_an_index_embedded_at_fp32_is_refused_at_int8_then_re_embedded(cache_dir
             rag.ask("how long are chunks kept?")
         assert "all-MiniLM-L6-v2-int8" in caught.value.message
         assert "ANAPHORA_EMBEDDER_PRECISION=fp32" in (caught.value.hint or "")
-        assert "--rebuild" in (caught.value.hint or "")
-        report = rag.ingest([docs])  # the fingerprint names the embedder: the file is re-embedded at int8
-        assert report.updated == ["retention.md"]
+        assert "anaphora ingest PATH re-embeds" in (caught.value.hint or "")
+        lines: list[str] = []
+        report = rag.ingest([docs], notice=lines.append)  # every stored passage re-embedded at int8, with a line
+        assert report.reembedded == ("all-MiniLM-L6-v2", 1) and "with all-MiniLM-L6-v2-int8" in lines[0]
+        assert report.updated == ["retention.md"]  # the fingerprint names the embedder too
         assert rag.ask("how long are chunks kept?").citations
+
+
+def test_auto_is_int8_where_onnx_runtime_runs_it_else_fp32() -> None:
+    path = embedded_minilm_path()
+    auto = SentenceTransformerEmbedder(
+        path, name="all-MiniLM-L6-v2", runtime="auto", precision="auto", cache_dir=Path("/tmp")
+    )
+    assert auto.precision == "int8" and auto.name == "all-MiniLM-L6-v2-int8"
+    torch = SentenceTransformerEmbedder(
+        path, name="all-MiniLM-L6-v2", runtime="torch", precision="auto", cache_dir=Path("/tmp")
+    )
+    assert torch.precision == "fp32" and torch.name == "all-MiniLM-L6-v2"  # no error: auto asks for nothing
+    assert SentenceTransformerEmbedder(path, runtime="auto", precision="auto").precision == "fp32"  # no cache dir

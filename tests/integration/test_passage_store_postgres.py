@@ -11,8 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from anaphora.embeddings import CachedEmbedder
 from anaphora.embeddings.hashing import HashingEmbedder
 from anaphora.errors import ConfigurationError, StoreError
+from anaphora.ingest import Ingestor
+from anaphora.settings import Settings
+from anaphora.store import Database, SQLiteEmbeddingCache
 from anaphora.testing.passage_contract import PassageStoreContract
 from anaphora.types import Chunk
 
@@ -109,7 +113,32 @@ def test_a_different_embedder_is_refused_at_search_time(store: PostgresPassageSt
         assert other.lexical(["zeppelin"], 5)[0]  # words do not depend on the embedder
         with pytest.raises(ConfigurationError, match="embedded with 'hashing-384'") as caught:
             other.dense(HashingEmbedder().embed(["zeppelin"]), 5)
-        assert "--rebuild" in (caught.value.hint or "")
+        assert "anaphora ingest PATH re-embeds" in (caught.value.hint or "")
+    finally:
+        other.close()
+
+
+def test_the_next_ingestion_re_embeds_passages_another_embedder_made(
+    store: PostgresPassageStore, postgres_url: str, tmp_path: Path
+) -> None:
+    """The bundled model at the other precision, say: every stored passage is embedded again in one transaction,
+    then searched without a refusal."""
+    one_passage(store)
+    other_embedder = HashingEmbedder(384)
+    other_embedder.name = "hashing-other"
+    other = PostgresPassageStore(postgres_url, embedder_name="hashing-other", dim=384)
+    try:
+        docs = tmp_path / "docs"
+        docs.mkdir()
+        (docs / "b.md").write_text("# B\n\nThe blimp landed on the roof.\n")
+        cache = SQLiteEmbeddingCache(Database(":memory:"))
+        ingestor = Ingestor(other, CachedEmbedder(other_embedder, cache), Settings().ingest, stored=other)
+        lines: list[str] = []
+        report = ingestor.run([docs], notice=lines.append)
+        assert report.reembedded == ("hashing-384", 1) and "re-embedding its 1 passages with hashing-other" in lines[0]
+        assert other.embedder() == "hashing-other"
+        found = other.dense(other_embedder.embed(["the zeppelin floated"]), 5)[0]  # no refusal: all re-embedded
+        assert found and found[0][1] == pytest.approx(1.0, abs=1e-5)
     finally:
         other.close()
 

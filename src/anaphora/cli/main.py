@@ -23,6 +23,7 @@ from anaphora.cli.render import (
     terminal,
 )
 from anaphora.cli.sites import ingest_sites, print_sources_table, sync_sources
+from anaphora.cli.units import UnitsMode, after_ingest, units
 from anaphora.errors import (
     AnaphoraError,
     ConversationNotFoundError,
@@ -47,6 +48,7 @@ app.add_typer(eval_app, name="eval")
 app.add_typer(memory_app, name="memory")
 app.command()(feedback)
 app.command()(report)
+app.command()(units)
 console = terminal()
 errors = terminal(stderr=True)
 
@@ -117,6 +119,7 @@ def _ingest(
             progress=progress.chunks,
             reading=progress.files,
             workers=workers,
+            notice=progress.notice,
             **published,
         )
     print_ingest_report(console, report, verbose=verbose)
@@ -154,9 +157,16 @@ def ingest(
     allow_mass_delete: Annotated[
         bool, typer.Option(help="let a site's re-sync remove more than sync_max_delete_share of its pages")
     ] = False,
+    answer_units: Annotated[
+        UnitsMode,
+        typer.Option(
+            help="the passages' answer units, embedded once the passages are searchable: in a background process "
+            "(ingest returns), here (wait), or later (anaphora units)"
+        ),
+    ] = UnitsMode.background,
 ) -> None:
     """Index documents, or crawl a site from its URL. Unchanged files and pages are skipped, changed ones
-    replaced, deleted ones removed."""
+    replaced, deleted ones removed. The passages are searchable when it says so; their answer units follow."""
     urls = [p for p in paths if is_site(p)]
     files = [Path(p) for p in paths if not is_site(p)]
     with _open(ctx) as rag:
@@ -174,6 +184,7 @@ def ingest(
                 directory_urls=directory_urls,
             )
         ingest_sites(console, rag, urls, allow_mass_delete=allow_mass_delete, force=rebuild, verbose=verbose)
+        after_ingest(console, errors, rag, answer_units, ctx.obj, progress_every)
 
 
 @app.command()
@@ -187,6 +198,7 @@ def sync(
     """Bring every ingested folder and site up to date (a site fetches only what changed)."""
     with _open(ctx) as rag:
         sync_sources(console, rag, allow_mass_delete=allow_mass_delete, verbose=verbose)
+        after_ingest(console, errors, rag, UnitsMode.background, ctx.obj, DEFAULT_EVERY_S)
 
 
 @app.command()

@@ -2,7 +2,9 @@
 stderr every few seconds, so a long run is never silent until its end.
 
 The ingestor reports two counts through its callbacks: files read (of the files found so far) and chunks embedded
-(of the chunks to embed). Rate and ETA are computed here from the chunk count."""
+(of the chunks to embed). Rate and ETA are computed here from the chunk count. Ingestion has two phases, and the
+bar and the lines name the one that runs: the passages (searchable as they are written), then the answer units
+(:mod:`anaphora.ingest.units`), counted by the passages whose units are done."""
 
 from __future__ import annotations
 
@@ -37,9 +39,12 @@ class IngestProgress:
         label: str = "ingest",
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``label`` starts every line; "answer units" counts passages whose units are done, else chunks."""
         self.console = console
         self.every_s = every_s
         self.label = label
+        self.counted = "passages done" if label == "answer units" else "chunks embedded"
+        self.task = "embedding answer units" if label == "answer units" else "embedding passages"
         self.clock = clock
         self.files_read = self.files_found = self.chunks_done = self.chunks_total = 0
         self._started = self._embedding_since = self._last_line = 0.0
@@ -81,9 +86,15 @@ class IngestProgress:
         self.chunks_done, self.chunks_total = done, total
         if self._bar is not None:
             if self._embedding is None:
-                self._embedding = self._bar.add_task("embedding chunks", total=total, rate="")
+                self._embedding = self._bar.add_task(self.task, total=total, rate="")
             self._bar.update(self._embedding, completed=done, total=total, rate=self._rate_text())
         self._maybe_line()
+
+    units = chunks  # the answer-units phase reports (passages done, passages)
+
+    def notice(self, line: str) -> None:
+        """A line to show at once, above the bar (the index is re-embedded for another embedder)."""
+        (self._bar.console if self._bar is not None else self.console).print(line, markup=False, highlight=False)
 
     def rate(self) -> float | None:
         """Chunks embedded per second since embedding began, None before there is anything to measure."""
@@ -92,19 +103,19 @@ class IngestProgress:
 
     def _rate_text(self) -> str:
         rate = self.rate()
-        return "" if rate is None else f"{rate:,.1f} chunks/s"
+        return "" if rate is None else f"{rate:,.1f} {self.counted.split()[0]}/s"
 
     def line(self) -> str:
         """The plain progress line: files, chunks, rate, ETA."""
-        parts = [f"{self.label}: {self.files_read:,}/{self.files_found:,} files read"]
+        parts = [] if self.label == "answer units" else [f"{self.files_read:,}/{self.files_found:,} files read"]
         if self.chunks_total:
-            parts.append(f"{self.chunks_done:,}/{self.chunks_total:,} chunks embedded")
+            parts.append(f"{self.chunks_done:,}/{self.chunks_total:,} {self.counted}")
             rate = self.rate()
             if rate is not None:
                 parts.append(self._rate_text())
                 parts.append(f"ETA {duration((self.chunks_total - self.chunks_done) / rate)}")
         parts.append(f"{duration(self.clock() - self._started)} so far")
-        return ", ".join(parts)
+        return f"{self.label}: " + ", ".join(parts)
 
     def _maybe_line(self) -> None:
         if self._bar is not None:

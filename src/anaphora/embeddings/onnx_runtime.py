@@ -22,6 +22,7 @@ includes the precision and the recipe. Without the fusion, int8 took 1.7x less C
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import logging
 import os
@@ -190,6 +191,16 @@ def _export(st_model: Any, target: Path, attention: str = "sdpa") -> None:
             dynamo=False,
         )
     transformer.set_attn_implementation(before)
+
+
+def resolve_precision(precision: str, runtime: str, cache_dir: Path | None) -> str:
+    """``auto``: int8 where ONNX Runtime can run it (not ``runtime = torch``, a cache directory for the quantized
+    model, onnx and onnxruntime installed), else fp32; ``fp32`` and ``int8`` as they are. Decided from the
+    settings and the installation alone, so one installation always gives one embedder name."""
+    if precision != "auto":
+        return precision
+    installed = all(importlib.util.find_spec(module) is not None for module in ("onnx", "onnxruntime"))
+    return "int8" if runtime != "torch" and cache_dir is not None and installed else "fp32"
 
 
 def precision_name(name: str, precision: str) -> str:

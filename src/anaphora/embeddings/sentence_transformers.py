@@ -16,12 +16,13 @@ from anaphora.embeddings.onnx_runtime import (
     Threading,
     load_onnx_encoder,
     precision_name,
+    resolve_precision,
 )
 from anaphora.errors import ConfigurationError, ModelError, ModelNotFoundError, require
 
 log = logging.getLogger("anaphora.embeddings")
 Runtime = Literal["auto", "torch", "onnx"]
-Precision = Literal["fp32", "int8"]
+Precision = Literal["auto", "fp32", "int8"]
 
 
 def embedded_minilm_path() -> Path:
@@ -54,10 +55,11 @@ class SentenceTransformerEmbedder:
     :mod:`anaphora.embeddings.onnx_runtime`; an error if that is impossible); "auto" tries ONNX and falls back to
     PyTorch. Both give the same vectors, so the choice does not change the embedder's name.
 
-    ``precision``: "fp32", or "int8" (ONNX Runtime's dynamic quantization of the export, made once into
+    ``precision``: "fp32", "int8" (ONNX Runtime's dynamic quantization of the export, made once into
     ``cache_dir``; about 2x less CPU per text, vectors within about 1e-2 cosine of fp32's). int8 runs on ONNX
     Runtime only and names the embedder ``<name>-int8``, so an index embedded at one precision is never queried at
-    the other.
+    the other. "auto": int8 where ONNX Runtime can run it, else fp32
+    (:func:`~anaphora.embeddings.onnx_runtime.resolve_precision`).
     """
 
     def __init__(
@@ -79,6 +81,7 @@ class SentenceTransformerEmbedder:
                 hint="point ANAPHORA_EMBEDDER at a directory saved with SentenceTransformer.save(), "
                 "or use 'minilm' for the bundled all-MiniLM-L6-v2",
             )
+        precision = resolve_precision(precision, runtime, cache_dir)
         if precision == "int8" and (runtime == "torch" or cache_dir is None):
             raise ConfigurationError(
                 "embedder_precision 'int8' runs on ONNX Runtime, which needs embedder_runtime 'auto' or 'onnx' and "

@@ -5,7 +5,12 @@ each document is replaced in one transaction only after it parsed, chunked and e
 
 A chunk's *ahead* texts (the units an extractive answer judges, given by the caller) are embedded at the same time
 into the embedder's cache, so the first answer that quotes a passage finds their vectors there instead of embedding
-them while the user waits.
+them while the user waits. On the embedded store they are not: the passages come first and are searchable when
+written, the units after (:mod:`anaphora.ingest.units`).
+
+An index whose passages another embedder embedded (the same model at another precision, ``embedder_precision``)
+is re-embedded at the start of the run, every passage in one transaction, with a notice: never refused, never left
+half one and half the other.
 
 Throughput: files are parsed and chunked in a thread running ahead of the embedder (a bounded queue,
 :mod:`anaphora.ingest.read_ahead`); the embedder gets windows of chunks from many documents at once (it sorts each
@@ -15,11 +20,13 @@ window by length, so its batches pad little), and each window's documents are wr
 from __future__ import annotations
 
 import hashlib
+import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -34,11 +41,23 @@ from anaphora.store.protocols import DocumentRegistry, DocumentVersion
 from anaphora.store.sqlite_corpus import search_text
 from anaphora.types import Chunk
 
+log = logging.getLogger("anaphora.ingest")
+
 # (chunks embedded so far, chunks to embed: those parsed so far); (files read, files found)
 Progress = Callable[[int, int], None]
 READ_AHEAD_DOCUMENTS = 64  # parsed documents waiting for the embedder, at most
 WINDOW_BATCHES = 16  # embedder batches per window: chunks embedded (sorted by length) and written together
 WRITE_ATTEMPTS = 3  # a window whose passage ids another process took meanwhile is relabelled and written again
+
+
+class StoredVectors(Protocol):
+    """A registry whose passages can be re-embedded in place (the embedded SQLite corpus)."""
+
+    def embedder(self) -> str | None: ...
+
+    def keys_and_texts(self) -> tuple[np.ndarray, list[str]]: ...
+
+    def replace_vectors(self, keys: Sequence[int], vectors: np.ndarray, embedder: str) -> None: ...
 
 
 @dataclass
@@ -51,6 +70,7 @@ class IngestReport:
     warnings: list[tuple[str, str]] = field(default_factory=list)
     chunks_written: int = 0
     ahead_embedded: int = 0  # texts of the written chunks embedded ahead (answer units), new to the cache or not
+    reembedded: tuple[str, int] | None = None  # (the embedder that had embedded the index, passages re-embedded)
     seconds: float = 0.0
 
 
@@ -136,12 +156,15 @@ class Ingestor:
         embedder: Embedder,
         settings: IngestSettings,
         ahead: Callable[[str], Sequence[str]] | None = None,
+        stored: StoredVectors | None = None,
     ) -> None:
-        """``ahead``: the texts of a chunk's text to embed ahead (``embedder`` caches them); ``None``: none."""
+        """``ahead``: the texts of a chunk's text to embed ahead (``embedder`` caches them); ``None``: none.
+        ``stored``: the registry's passages, re-embedded when another embedder embedded them (``None``: never)."""
         self.corpus = corpus
         self.embedder = embedder
         self.settings = settings
         self.ahead = ahead
+        self.stored = stored
         self._limits = ParseLimits(max_pdf_chars=settings.max_pdf_chars, max_pdf_seconds=settings.max_pdf_seconds)
 
     def _fingerprint(self, data: bytes) -> str:
@@ -237,12 +260,15 @@ class Ingestor:
         force: bool = False,
         progress: Progress | None = None,
         reading: Progress | None = None,
+        notice: Callable[[str], None] | None = None,
     ) -> IngestReport:
         """Bring the index in line with ``paths``. ``prune`` removes documents whose files are gone from an
         ingested folder; ``force`` re-chunks and re-embeds unchanged files too (after an embedder change).
-        ``progress`` gets (chunks embedded, chunks to embed); ``reading`` (files read, files found so far)."""
+        ``progress`` gets (chunks embedded, chunks to embed); ``reading`` (files read, files found so far);
+        ``notice`` a line to show now (the stored passages are being re-embedded)."""
         started = time.perf_counter()
         report = IngestReport()
+        self.reembed_stored(report, progress, notice)
         known = {(d.root, d.source): d.content_hash for d in self.corpus.documents()}
         found: list[tuple[Path, Path]] = []
         pruned_roots: list[str] = []
@@ -271,6 +297,40 @@ class Ingestor:
         report.seconds = time.perf_counter() - started
         return report
 
+    def needs_reembedding(self) -> bool:
+        """Whether the stored passages were embedded by another embedder than this one (and can be re-embedded)."""
+        before = self.stored.embedder() if self.stored is not None else None
+        return before is not None and before != self.embedder.name
+
+    def reembed_stored(
+        self,
+        report: IngestReport | None = None,
+        progress: Progress | None = None,
+        notice: Callable[[str], None] | None = None,
+    ) -> None:
+        """Every stored passage embedded again when another embedder embedded them, written in one transaction.
+        Stopped half way, nothing is written (the vectors made so far are in the embedder's cache, so the next run
+        goes faster)."""
+        before = self.stored.embedder() if self.stored is not None else None
+        if self.stored is None or before is None or before == self.embedder.name:
+            return
+        keys, texts = self.stored.keys_and_texts()
+        if not texts:
+            return
+        line = f"the index was embedded by {before}; re-embedding its {len(texts)} passages with {self.embedder.name}"
+        log.warning(line)
+        if notice:
+            notice(line)
+        size = max(1, self.settings.embed_batch_size * WINDOW_BATCHES)
+        parts = []
+        for start in range(0, len(texts), size):
+            parts.append(self.embedder.embed(texts[start : start + size]))
+            if progress:
+                progress(start + len(parts[-1]), len(texts))
+        self.stored.replace_vectors([int(k) for k in keys], np.concatenate(parts), self.embedder.name)
+        if report is not None:
+            report.reembedded = (before, len(texts))
+
     def _prepare_all(
         self,
         found: list[tuple[Path, Path]],
@@ -292,8 +352,11 @@ class Ingestor:
                 yield item
 
     def _windows(self, prepared: Iterable[_Pending]) -> Iterator[list[_Pending]]:
-        """Whole documents grouped until a window holds ``WINDOW_BATCHES`` embedder batches of chunks."""
-        size = max(1, self.settings.embed_batch_size * WINDOW_BATCHES)
+        """Whole documents grouped until a window holds ``WINDOW_BATCHES`` embedder batches of chunks. The first
+        windows are smaller (one batch, then twice as many each time), so the embedder starts as soon as the parser
+        has one batch instead of idling until it has a full window."""
+        batch = max(1, self.settings.embed_batch_size)
+        size, largest = batch, batch * WINDOW_BATCHES
         window: list[_Pending] = []
         chunks = 0
         for item in prepared:
@@ -302,6 +365,7 @@ class Ingestor:
             if chunks >= size:
                 yield window
                 window, chunks = [], 0
+                size = min(largest, size * 2)
         if window:
             yield window
 

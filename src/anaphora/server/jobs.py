@@ -14,7 +14,7 @@ import shutil
 import time
 import unicodedata
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -77,13 +77,20 @@ class Upload:
 
 class IngestJobs:
     def __init__(
-        self, ingestor: Ingestor, corpus: DocumentRegistry, uploads: Path, sources: Sources | None = None
+        self,
+        ingestor: Ingestor,
+        corpus: DocumentRegistry,
+        uploads: Path,
+        sources: Sources | None = None,
+        after: Callable[[], None] | None = None,
     ) -> None:
-        """``sources``: records ingested folders (their published URLs) and crawls sites given by URL."""
+        """``sources``: records ingested folders (their published URLs) and crawls sites given by URL; ``after``
+        is called when a job has written its passages (the answer units follow in the background)."""
         self.ingestor = ingestor
         self.corpus = corpus
         self.uploads = uploads
         self.sources = sources
+        self.after = after
         self._jobs: dict[str, Job] = {}
         self._one_at_a_time = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -141,6 +148,8 @@ class IngestJobs:
             try:
                 job.report = await work
                 job.status = "done"
+                if self.after is not None:
+                    self.after()
             except Exception as exc:
                 log.error("ingestion job %s failed", job.id, exc_info=exc)
                 job.error, job.status = f"{type(exc).__name__}: {exc}", "failed"

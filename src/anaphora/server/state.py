@@ -7,6 +7,7 @@ Routes import this module; the app imports the routes: no cycle.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from fastapi import Depends, Request
 
 from anaphora.app import Components, build_components, close_local, sources_of
 from anaphora.errors import AnaphoraError, PermissionDeniedError
+from anaphora.ingest.units import UnitsInBackground, UnitsReport
 from anaphora.server.auth import Authenticator, Principal
 from anaphora.server.coordination import build_turn_lock
 from anaphora.server.history_sweeper import HistorySweeper, MemorySweeper
@@ -29,6 +31,7 @@ from anaphora.settings import Settings
 from anaphora.store.protocols import SessionStore
 
 log = logging.getLogger("anaphora.server")
+UNITS_STOP_S = 10.0  # a step of the answer units (a slice of passages) ends within this at stop
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,37 @@ def _sweepers(
     return history, memory
 
 
+def _answer_units(stack: AsyncExitStack, components: Components) -> UnitsInBackground | None:
+    """The answer units still to embed after the passages (:mod:`anaphora.ingest.units`), embedded in a thread from
+    the start (an ingestion stopped before they were done) and after each ingestion job; stopped between steps.
+    First, in that thread, an index embedded by another embedder (the other precision) is re-embedded: turns are
+    refused with a hint until it is, then answered."""
+    ingestor = components.ingestor
+    if ingestor.needs_reembedding():
+        log.warning("the stored passages were embedded by another embedder: re-embedding them in the background")
+    if components.answer_units is None:
+        if ingestor.needs_reembedding():
+            threading.Thread(target=ingestor.reembed_stored, name="anaphora-reembed", daemon=True).start()
+        return None
+    units = UnitsInBackground(components.answer_units, on_report=_log_units, first=ingestor.reembed_stored)
+    stack.callback(units.stop, UNITS_STOP_S)
+    if components.answer_units.pending() or ingestor.needs_reembedding():
+        units.kick()
+    return units
+
+
+def _log_units(report: UnitsReport) -> None:
+    if not report.busy:
+        log.info(
+            "answer units: %d embedded of %d in %d passages (%.1f s)%s",
+            report.embedded,
+            report.units,
+            report.passages,
+            report.seconds,
+            "" if report.finished else ", not finished",
+        )
+
+
 @asynccontextmanager
 async def running_service(
     settings: Settings,
@@ -124,7 +158,14 @@ async def running_service(
         stack.push_async_callback(public_limits.aclose)
         lock = build_turn_lock(settings)
         stack.push_async_callback(lock.aclose)
-        jobs = IngestJobs(components.ingestor, components.corpus, settings.data_dir / "uploads", sources_of(components))
+        units = _answer_units(stack, components)
+        jobs = IngestJobs(
+            components.ingestor,
+            components.corpus,
+            settings.data_dir / "uploads",
+            sources_of(components),
+            after=units.kick if units is not None else None,
+        )
         stack.push_async_callback(_drain, "ingestion job(s)", jobs.drain, grace_s)
         runner = TurnRunner(components.engine, max_per_user=settings.server.max_concurrent_turns_per_user, lock=lock)
         stack.push_async_callback(_drain, "turn(s)", runner.drain, grace_s)

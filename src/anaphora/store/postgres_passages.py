@@ -39,6 +39,7 @@ from anaphora.store.migrations import Migrations, PostgresLedger, migrate_now
 from anaphora.store.postgres_conversations import _text
 from anaphora.store.postgres_pool import VECTOR_EXTENSION, connection_error, vector_extension_error
 from anaphora.store.protocols import DocumentVersion, Ranking, StoredDocument, check_dimension, embedder_mismatch
+from anaphora.store.sqlite_corpus import search_text
 from anaphora.types import Chunk
 
 _MIGRATION_LOCK = 0x616E6171  # pg_advisory_xact_lock key of the corpus schema (the conversations use ...70)
@@ -367,6 +368,44 @@ class PostgresPassageStore:
                 (list(wanted), _text(root), _text(source)),
             ).fetchall()
         return {wanted[i] for (i,) in rows}
+
+    # -- StoredVectors (re-embedding for another embedder) -----------------------------------------------------
+    def embedder(self) -> str | None:
+        """The embedder that embedded the stored passages (None: no passage stored)."""
+        with self._connection() as conn:
+            row = conn.execute(
+                "SELECT value FROM corpus_meta WHERE key = 'embedder' AND EXISTS (SELECT 1 FROM passages)"
+            ).fetchone()
+        return row[0] if row else None
+
+    def keys_and_texts(self) -> tuple[np.ndarray, list[str]]:
+        """Every passage's key and what was embedded of it (heading and text, as the ingestor gives them)."""
+        with self._connection() as conn:
+            rows = conn.execute("SELECT key, heading, text FROM passages ORDER BY key").fetchall()
+        return np.array([r[0] for r in rows], dtype=np.int64), [search_text(r[1], r[2]) for r in rows]
+
+    def replace_vectors(self, keys: Sequence[int], vectors: np.ndarray, embedder: str) -> None:
+        """Every passage's vector, embedded by ``embedder``, in one transaction (replicas searching meanwhile see
+        all the old vectors or all the new ones); refused if the passages changed since ``keys`` were read."""
+        vectors = np.asarray(vectors, dtype=np.float32)
+        check_dimension(vectors, self.dim)
+        with self._connection() as conn, conn.transaction():
+            conn.execute("LOCK TABLE passages IN SHARE ROW EXCLUSIVE MODE")
+            stored = [r[0] for r in conn.execute("SELECT key FROM passages ORDER BY key").fetchall()]
+            if sorted(int(k) for k in keys) != stored:
+                raise StoreError(
+                    "the passages changed while they were re-embedded", hint="ingest again: it re-embeds them"
+                )
+            with conn.cursor() as cursor:
+                cursor.executemany(
+                    "UPDATE passages SET embedding = %s::vector WHERE key = %s",
+                    [(vector_literal(v), int(k)) for k, v in zip(keys, vectors, strict=True)],
+                )
+            conn.execute(
+                "INSERT INTO corpus_meta (key, value) VALUES ('embedder', %s) "
+                "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                (embedder,),
+            )
 
     # -- PassageIndex ------------------------------------------------------------------------------------------
     def dense(self, vectors: np.ndarray, k: int) -> list[Ranking]:

@@ -347,7 +347,8 @@ def embedder_mismatch(built_with: str, embedder: str) -> ConfigurationError:
         setting = "set ANAPHORA_EMBEDDER back"
     return ConfigurationError(
         f"the documents were embedded with {built_with!r} but the embedder is now {embedder!r}",
-        hint=f"{setting}, or re-embed with: anaphora ingest --rebuild PATH (or use a new ANAPHORA_DATA_DIR)",
+        hint=f"{setting}, or re-embed: anaphora ingest PATH re-embeds the stored passages (or use a new "
+        "ANAPHORA_DATA_DIR)",
     )
 
 

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from anaphora.errors import PassageIdTakenError
+from anaphora.errors import PassageIdTakenError, StoreError
 from anaphora.store.protocols import DocumentVersion, StoredDocument
 from anaphora.store.sqlite_database import Database
 from anaphora.types import Chunk
@@ -57,6 +57,17 @@ class SQLiteCorpus:
 
     def chunk_count(self) -> int:
         return self.db.query("SELECT COUNT(*) AS n FROM chunks")[0]["n"]
+
+    def chunk_keys(self) -> list[int]:
+        return [r["key"] for r in self.db.query("SELECT key FROM chunks ORDER BY key")]
+
+    def answer_units_mark(self) -> str | None:
+        """What :class:`~anaphora.ingest.units.AnswerUnits` recorded when it last found every unit embedded."""
+        return self.db.get_meta("answer_units_mark")
+
+    def set_answer_units_mark(self, mark: str) -> None:
+        with self.db.transaction() as db:
+            Database.set_meta(db, "answer_units_mark", mark)
 
     def keys_and_texts(self) -> tuple[np.ndarray, list[str]]:
         rows = self.db.query("SELECT key, heading, text FROM chunks ORDER BY key")
@@ -129,6 +140,22 @@ class SQLiteCorpus:
                 f"a passage id is already used by another document: {exc}",
                 hint="ingest again: the ids are chosen anew",
             ) from exc
+
+    def replace_vectors(self, keys: Sequence[int], vectors: np.ndarray, embedder: str) -> None:
+        """Every passage's vector at once, embedded by ``embedder`` (the index moves to another embedder, e.g. another
+        precision): in one transaction, so a reader sees all the old vectors or all the new ones. ``keys`` must be
+        every passage's; a passage written meanwhile is refused, not left behind."""
+        with self.db.transaction() as db:
+            stored = [r[0] for r in db.execute("SELECT key FROM chunks ORDER BY key")]
+            if sorted(int(k) for k in keys) != stored:
+                raise StoreError(
+                    "the passages changed while they were re-embedded", hint="ingest again: it re-embeds them"
+                )
+            db.executemany(
+                "UPDATE chunks SET vector = ? WHERE key = ?",
+                [(_blob(v), int(k)) for k, v in zip(keys, vectors, strict=True)],
+            )
+            self._bump(db, embedder)
 
     def remove_documents(self, documents: Iterable[tuple[str, str]]) -> int:
         """Remove ``(root, source)`` documents and their chunks."""

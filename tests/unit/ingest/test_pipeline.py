@@ -116,11 +116,12 @@ def test_many_documents_are_embedded_in_one_call_and_written_in_one_transaction(
 
 def test_windows_hold_whole_documents_and_progress_grows_to_the_total(app: Components, tmp_path: Path) -> None:
     docs = many_files(tmp_path / "docs", 40)
-    small = app.ingestor.settings.model_copy(update={"embed_batch_size": 1})  # windows of 16 chunks
+    small = app.ingestor.settings.model_copy(update={"embed_batch_size": 1})  # windows of 16 chunks at most
     app.ingestor.settings = small
     calls: list[tuple[int, int]] = []
     report = app.ingestor.run([docs], progress=lambda done, total: calls.append((done, total)))
-    assert [done for done, _ in calls] == [16, 32, 40]
+    # the first windows grow from one batch (the embedder starts on the first batch parsed), then 16 at a time
+    assert [done for done, _ in calls] == [1, 3, 7, 15, 31, 40]
     assert all(done <= total for done, total in calls) and calls[-1] == (40, 40)
     assert report.chunks_written == app.corpus.chunk_count() == 40
 

@@ -172,7 +172,7 @@ def test_other_embedder_name_raises_configuration_error(app: Components, docs: P
         cache.get()
     assert "hashing-384" in caught.value.message
     assert "sentence-transformers-other" in caught.value.message
-    assert "--rebuild" in (caught.value.hint or "")
+    assert "anaphora ingest PATH re-embeds" in (caught.value.hint or "")
 
 
 def test_other_embedder_name_is_fine_for_an_empty_corpus(app: Components):

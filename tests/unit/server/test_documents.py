@@ -223,3 +223,29 @@ def test_a_line_behind_100000_quote_markers_keeps_the_page_and_its_text(running)
     chunks = running.components.corpus.chunks(list(running.components.corpus.keys_and_texts()[0]))
     text = " ".join(c.text for c in chunks.values() if c.source == "deep.md")
     assert "zephyr keys rotate every ninety days" in text and "After the quote." in text
+
+
+def test_the_service_embeds_the_answer_units_from_its_start_and_after_each_job(tmp_path) -> None:
+    """Units an ingestion left (stopped, or --answer-units later) are embedded by the running service in the
+    background, and so are those of a job's documents; answers are quoted meanwhile."""
+    settings = settings_for(tmp_path, answer_mode="extractive")
+    components = components_for(settings)
+    units = components.answer_units
+    assert units is not None and units.pending()  # ingested, units not embedded yet
+
+    def embedded(timeout_s: float = 20.0) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while units.pending() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return not units.pending()
+
+    with serve(settings, components) as server, admin(server) as http:
+        assert embedded()
+        folder = tmp_path / "extra"
+        folder.mkdir()
+        (folder / "zephyr.md").write_bytes(GUIDE)
+        job = finished(http, http.post("/v1/documents", json={"path": str(folder)}).json()["job_id"])
+        assert job["status"] == "done"
+        assert embedded()
+        rotation = components.embedder.known(["Rotate the zephyr keys every ninety days with `zephyr rotate --all`."])
+        assert rotation  # the job's passage's sentence is in the cache

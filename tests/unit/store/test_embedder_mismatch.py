@@ -17,7 +17,7 @@ pytestmark = pytest.mark.unit
         ("hashing-384", "all-MiniLM-L6-v2", "ANAPHORA_EMBEDDER back"),
     ],
 )
-def test_the_hint_names_the_setting_and_the_rebuild(stored: str, now: str, setting: str) -> None:
+def test_the_hint_names_the_setting_and_the_re_embedding_ingest(stored: str, now: str, setting: str) -> None:
     error = embedder_mismatch(stored, now)
     assert repr(stored) in error.message and repr(now) in error.message
-    assert setting in error.hint and "anaphora ingest --rebuild" in error.hint
+    assert setting in error.hint and "anaphora ingest PATH re-embeds the stored passages" in error.hint
