@@ -51,7 +51,7 @@ class Capture(Stage):
 
     async def run(self, state: TurnState) -> StageResult:
         self.state = state
-        return StageResult(state, "ok")
+        return StageResult({}, "ok")
 
 
 def lead(text: str, sentences: int = 2) -> str:
@@ -120,7 +120,7 @@ async def answer_task(engine, capture: Capture, checks: dict[str, AnswerCheck], 
     ms["lead-2"] = retrieval_ms
     # what the extractive answerer reads (not cut by the prompt budget), with the passages of the same pages it
     # quoted from, which the product adds to the turn's selection (so they are cited like the others)
-    quoted = [p.text for p in (state.quoted(extract) if extract else state).selected]
+    quoted = [p.text for p in (state.quote(extract)["selected"] if extract else state.selected)]
     record = {"task_id": task.task_id, "ms": ms, "outputs": outputs, "systems": {}}
     for name, text in outputs.items():
         knowledge = quoted if name == "extractive" else shown

@@ -29,7 +29,7 @@ from anaphora.models.base import ChatModel, ChatOptions
 from anaphora.pipeline.check import ABSTAIN, NOT_COVERED, AnswerCheck, AnswerMode
 from anaphora.pipeline.prompt import build_messages, system_text
 from anaphora.pipeline.stage import ReleasingStage, StageResult
-from anaphora.pipeline.state import TurnState
+from anaphora.pipeline.state import Changes, TurnState
 from anaphora.types import PromptLayout
 
 if TYPE_CHECKING:
@@ -102,31 +102,33 @@ class Answer(ReleasingStage):
 
     async def release(self, state: TurnState, sink: AnswerSink | None) -> StageResult:
         if state.reading is not None and state.reading.asks_only_what_user_said and not state.leading_facts:
-            after = state.update(answer=NOT_TOLD, answer_source="abstain")
-            return StageResult(after, "skipped", "asks what the user said, and no stated fact answers it")
+            changes = {"answer": NOT_TOLD, "answer_source": "abstain"}
+            return StageResult(changes, "skipped", "asks what the user said, and no stated fact answers it")
         if state.nothing_found:
-            after = state.update(answer=abstention(state), answer_source="abstain")
-            return StageResult(after, "skipped", NOTHING_FOUND)
+            return StageResult({"answer": abstention(state), "answer_source": "abstain"}, "skipped", NOTHING_FOUND)
         if self.mode == "extractive" and self.extractive is not None and state.sources:
             return await self._quote(state)
-        state, detail, checked = await self._generate(state, sink)
-        if not state.answer and not checked:  # unchecked, no usable answer: quote the passages, not nothing
-            quoted = await self.extractive.answer_turn(state.extract_request()) if self.extractive is not None else None
+        generated, detail, checked = await self._generate(state, sink)
+        answered = state.update(**generated)  # what the fallback and the check read
+        if not answered.answer and not checked:  # unchecked, no usable answer: quote the passages, not nothing
+            extractive = self.extractive
+            quoted = await extractive.answer_turn(answered.extract_request()) if extractive is not None else None
             note = "model gave no usable answer: quoted the best passages instead"
-            after = state.quoted(quoted) if quoted is not None else state.update(answer=NO_ANSWER)
-            return StageResult(after.update(answer_source="extractive"), "ok", note)
-        if not self.check.applies(state):
-            return StageResult(state, "ok", detail)
-        checked = await self.check.run(state)
-        return StageResult(checked.state, checked.status, "; ".join(d for d in (detail, checked.detail) if d))
+            instead = answered.quote(quoted) if quoted is not None else {"answer": NO_ANSWER}
+            return StageResult({**generated, **instead, "answer_source": "extractive"}, "ok", note)
+        if not self.check.applies(answered):
+            return StageResult(generated, "ok", detail)
+        check = await self.check.run(answered)
+        notes = "; ".join(d for d in (detail, check.detail) if d)
+        return StageResult({**generated, **check.changes}, check.status, notes)
 
     async def _quote(self, state: TurnState) -> StageResult:
         assert self.extractive is not None
         extract = await self.extractive.answer_turn(state.extract_request())
         if extract is None:
-            after = state.update(answer=ABSTAIN, answer_source="abstain")
-            return StageResult(after, "skipped", "abstained: no passage sentence is relevant enough")
-        return StageResult(state.quoted(extract), "ok", f"{len(extract.points)} sentences quoted, no model call")
+            changes = {"answer": ABSTAIN, "answer_source": "abstain"}
+            return StageResult(changes, "skipped", "abstained: no passage sentence is relevant enough")
+        return StageResult(state.quote(extract), "ok", f"{len(extract.points)} sentences quoted, no model call")
 
     def _options(self, state: TurnState) -> ChatOptions:
         request = state.request
@@ -143,9 +145,10 @@ class Answer(ReleasingStage):
         release = self.check.release(state, sink.draft)
         return (release.add if release is not None else sink.draft), release
 
-    async def _generate(self, state: TurnState, sink: AnswerSink | None) -> tuple[TurnState, str, bool]:
-        """The model's answer, a note, and whether it streamed through the check's unit release (then the check
-        decides what an empty answer becomes, as it does for one with nothing supported)."""
+    async def _generate(self, state: TurnState, sink: AnswerSink | None) -> tuple[Changes, str, bool]:
+        """The model's answer (the changes: answer, its source, the call), a note, and whether it streamed through
+        the check's unit release (then the check decides what an empty answer becomes, as it does for one with
+        nothing supported)."""
         assert state.prompt is not None  # the budget ran before
         plan = state.prompt
         messages = build_messages(
@@ -163,6 +166,6 @@ class Answer(ReleasingStage):
         if release is not None:
             release.flush()  # the last unit, now complete
         calls = state.called("answer", usage=generation.usage, first_token_ms=generation.first_token_ms)
-        after = state.update(calls=calls, answer=generation.answer, answer_source="model")
+        generated = {"calls": calls, "answer": generation.answer, "answer_source": "model"}
         note = "stopped the model repeating itself or echoing the prompt" if generation.guard.tripped else ""
-        return after, note, release is not None
+        return generated, note, release is not None

@@ -189,22 +189,23 @@ class AnswerCheck(Stage):
         report = tuple(judged.report(drop=self.mode == "drop"))
         counts = f"{sum(v.verdict == 'supported' for v in report)}/{len(report)} units supported"
         if self.mode == "mark":  # the text stays as the model wrote it (and as it was streamed)
-            return StageResult(state.update(support=report), "ok", counts)
+            return StageResult({"support": report}, "ok", counts)
         if not judged.supported:
-            return await self._replace(state.update(support=report), counts)
+            return await self._replace(state, report, counts)
         answer = "".join(before + text for before, text in judged.pieces())
         if judged.dropped():
             answer = f"{answer}\n\n{LEFT_OUT}"
         detail = f"{counts}, {judged.dropped()} left out"
-        return StageResult(state.update(answer=answer, support=report), "ok", detail)
+        return StageResult({"answer": answer, "support": report}, "ok", detail)
 
-    async def _replace(self, state: TurnState, counts: str) -> StageResult:
+    async def _replace(self, state: TurnState, report: tuple[UnitVerdict, ...], counts: str) -> StageResult:
         """Nothing of the model's answer is supported (so nothing of it was streamed): quote the passages
         (``auto``), else abstain."""
         extract = None
         if self.answer_mode == "auto" and self.extractive is not None:
             extract = await self.extractive.answer_turn(state.extract_request())
         if extract is not None:
-            return StageResult(state.quoted(extract), "ok", f"{counts}: answered from the passages instead")
-        after = state.update(answer=ABSTAIN, answer_source="abstain")
-        return StageResult(after, "ok", f"{counts}: abstained")
+            quoted = {"support": report, **state.quote(extract)}
+            return StageResult(quoted, "ok", f"{counts}: answered from the passages instead")
+        changes = {"support": report, "answer": ABSTAIN, "answer_source": "abstain"}
+        return StageResult(changes, "ok", f"{counts}: abstained")

@@ -23,7 +23,7 @@ from anaphora.memory.selection import Asked, ShowPolicy, select
 from anaphora.memory.types import MemoryItem
 from anaphora.memory.writer import TurnRecorder, TurnToRemember
 from anaphora.pipeline.stage import Stage, StageResult
-from anaphora.pipeline.state import Skip, TurnRequest, TurnState
+from anaphora.pipeline.state import Changes, Skip, TurnRequest, TurnState
 from anaphora.reading.extract import NO_LONGER
 from anaphora.reading.message import read
 from anaphora.reading.personal import (
@@ -61,10 +61,10 @@ class ReadEraseEpoch(Stage):
 
     async def run(self, state: TurnState) -> StageResult:
         epoch = await self.writer.epoch(state.request.user_id)
-        return StageResult(state.update(memory_epoch=epoch), "ok", f"epoch {epoch}")
+        return StageResult({"memory_epoch": epoch}, "ok", f"epoch {epoch}")
 
-    def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
-        return state.update(memory_epoch=UNREADABLE), "this turn will not be remembered"
+    def fallback(self, state: TurnState, failure: str) -> tuple[Changes, str]:
+        return {"memory_epoch": UNREADABLE}, "this turn will not be remembered"
 
 
 UNREADABLE = -1  # an epoch no store has: the write is dropped
@@ -89,18 +89,18 @@ class AcknowledgeStatement(Stage):
         reading = state.reading
         facts = list(reading.facts)
         if not reading.states_setup:
-            return StageResult(state, "skipped", "not a statement about the user")
+            return StageResult({}, "skipped", "not a statement about the user")
         remembered = self.remembers and state.request.memory and state.request.conversation_id is not None
         reply = acknowledgement(facts, remembered=remembered)
-        after = state.update(
-            skip=Skip("statement", "a statement about the user: acknowledged, nothing to look up"),
-            answer=reply,
-            answer_source=ACKNOWLEDGED,
-        )
-        return StageResult(after, "ok", f"acknowledged, {len(facts)} facts understood")
+        changes = {
+            "skip": Skip("statement", "a statement about the user: acknowledged, nothing to look up"),
+            "answer": reply,
+            "answer_source": ACKNOWLEDGED,
+        }
+        return StageResult(changes, "ok", f"acknowledged, {len(facts)} facts understood")
 
-    def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
-        return state, "answered as a question"
+    def fallback(self, state: TurnState, failure: str) -> tuple[Changes, str]:
+        return {}, "answered as a question"
 
 
 PERSONAL_FACTS = 3  # stated facts a query is personalised with, newest first
@@ -197,15 +197,15 @@ class PersonalQuery(Stage):
         facts = list((await self.memory.list(user, kind="fact", limit=50)).items) if wanted else []
         bearing, back = self._bearing(state, episodes, facts)
         if not bearing:
-            return StageResult(state, "skipped", "nothing the user stated bears on this turn")
+            return StageResult({}, "skipped", "nothing the user stated bears on this turn")
         said = " ".join(bearing)
         plan = state.plan
         personal = replace(plan, query=f"{plan.query} {said}", lead=f"{plan.lead} {said}" if plan.lead else None)
-        after = state.update(plan=personal, personal=said, said_back=back)
-        return StageResult(after, "ok", f"query personalised with {len(bearing)} of the user's statements")
+        changes = {"plan": personal, "personal": said, "said_back": back}
+        return StageResult(changes, "ok", f"query personalised with {len(bearing)} of the user's statements")
 
-    def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
-        return state, "retrieved without the user's statements"
+    def fallback(self, state: TurnState, failure: str) -> tuple[Changes, str]:
+        return {}, "retrieved without the user's statements"
 
 
 def record_of(recalled: Recalled, injected: bool, leads: bool = False, reason: str = "") -> RecalledMemory:
@@ -283,9 +283,9 @@ class RecallMemory(Stage):
     async def run(self, state: TurnState) -> StageResult:
         user = state.request.user_id
         profile = await self.profiles.profile(user)  # on every turn: it is part of the stable prompt prefix
-        state = state.update(profile=sanitize(profile.text) if profile else "")
+        shown = sanitize(profile.text) if profile else ""
         if not state.retrieves:  # chit-chat, or the conversation holds the answer: nothing to recall
-            return StageResult(state, "skipped", "retrieval skipped: profile only")
+            return StageResult({"profile": shown}, "skipped", "retrieval skipped: profile only")
         query = state.plan.query.removesuffix(f" {state.personal}") if state.plan is not None else state.question
         ranked = [r for r in await self.recall.rank(user, query, now=time.time()) if not in_history(r, state)]
         reading = state.reading
@@ -297,11 +297,11 @@ class RecallMemory(Stage):
         )
         selection = select(ranked, asked, self.policy, TRACED)
         records = tuple(record_of(c.recalled, c.shown, c.leads, c.reason) for c in selection.chosen)
-        after = state.update(memory=records)  # injected ones are sources: the turn may answer from them
-        return StageResult(after, "ok", f"{selection.shown} of {len(ranked)} recalled items shown")
+        changes = {"profile": shown, "memory": records}  # injected ones are sources: the turn may answer from them
+        return StageResult(changes, "ok", f"{selection.shown} of {len(ranked)} recalled items shown")
 
-    def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
-        return state, "answered without memory"
+    def fallback(self, state: TurnState, failure: str) -> tuple[Changes, str]:
+        return {}, "answered without memory"
 
 
 class RememberTurn(Stage):
@@ -341,7 +341,7 @@ class RememberTurn(Stage):
             epoch=state.memory_epoch,
         )
         written = await self.recorder.record(turn)
-        return StageResult(state, "ok", written.detail)
+        return StageResult({}, "ok", written.detail)
 
-    def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
-        return state, "nothing remembered for this turn"
+    def fallback(self, state: TurnState, failure: str) -> tuple[Changes, str]:
+        return {}, "nothing remembered for this turn"

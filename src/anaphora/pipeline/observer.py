@@ -1,5 +1,6 @@
 """One place that observes the turn: trace records, Prometheus metrics and OpenTelemetry spans, all written from
-each stage's result, and the fail-open rule applied to every optional stage."""
+each stage's result, the fail-open rule applied to every optional stage, and each stage's changes applied to the
+turn's state (only the fields it declares it writes)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from anaphora.metrics import Metrics
-from anaphora.pipeline.stage import ReleasingStage, Stage, StageResult, check_writes
+from anaphora.pipeline.stage import ReleasingStage, Stage, StageResult, applied
 from anaphora.pipeline.state import TurnState
 from anaphora.types import ModelCall, StageRecord, StageStatus, TurnTrace
 
@@ -48,9 +49,10 @@ class StageObserver:
     async def run(
         self, stage: Stage, state: TurnState, records: list[StageRecord], sink: AnswerSink | None = None
     ) -> TurnState:
-        """Run one stage: time it, span it, record it, count it; an optional stage that fails degrades to its
-        fallback. A stage that does not apply is not run and leaves no record; one that changed a field it does
-        not declare fails the turn (:func:`~anaphora.pipeline.stage.check_writes`)."""
+        """Run one stage: time it, span it, record it, count it, and return the state with its changes; an optional
+        stage that fails degrades to its fallback's changes. A stage that does not apply is not run and leaves no
+        record; one whose changes name a field it does not declare fails the turn, with nothing of them applied
+        (:func:`~anaphora.pipeline.stage.applied`)."""
         if not stage.applies(state):
             return state
         with self._span(f"anaphora.{stage.name}") as span:
@@ -63,9 +65,9 @@ class StageObserver:
                     span.set_attribute("anaphora.detail", result.detail)
         record = StageRecord(name=stage.name, status=result.status, ms=ms, detail=result.detail)
         records.append(record)
-        check_writes(stage, state, result.state)
-        self._count(stage, record, state, result.state)
-        return result.state
+        after = applied(stage, state, result.changes)
+        self._count(stage, record, state, after)
+        return after
 
     async def _attempt(self, stage: Stage, state: TurnState, sink: AnswerSink | None) -> StageResult:
         running = stage.release(state, sink) if isinstance(stage, ReleasingStage) else stage.run(state)
@@ -88,11 +90,11 @@ class StageObserver:
             if exc is None:
                 raise TimeoutError(f"stage {stage.name} {failure}")
             raise exc
-        degraded, note = fallback
+        changes, note = fallback
         # a timeout is an expected degradation under load; an exception is worth a warning
         level = logging.INFO if status == "timeout" else logging.WARNING
         log.log(level, "stage %s failed open: %s", stage.name, failure, extra={"stage": stage.name, "status": status})
-        return StageResult(degraded, status, f"{failure}; {note}" if note else failure)
+        return StageResult(changes, status, f"{failure}; {note}" if note else failure)
 
     def _count(self, stage: Stage, record: StageRecord, before: TurnState, after: TurnState) -> None:
         metrics = self.metrics

@@ -46,7 +46,7 @@ class AnswerSink:
             self._deltas.put_nowait(None)
 
     def _send(self, text: str) -> None:
-        if not text.startswith(self.released):  # the engine's declared-writes check keeps this from happening
+        if not text.startswith(self.released):  # cannot happen: only a declared writer of 'answer' changes it
             raise PipelineError(
                 "the answer changed after part of it was streamed",
                 hint="a stage that changes the answer must declare writes = ('answer', ...)",

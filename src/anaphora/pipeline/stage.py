@@ -3,12 +3,17 @@
 A stage declares the fields of :class:`~anaphora.pipeline.state.TurnState` it ``reads`` and the ones it ``writes``.
 The engine checks the order when it is built and at every ``add_stage``: each read must be written by the turn's
 start (:data:`~anaphora.pipeline.state.INITIAL`) or by a stage before it, else a :class:`PipelineError` names the
-stage and the field. While the turn runs, the observer refuses a stage that changed a field it did not declare.
+stage and the field.
+
+A stage returns only what it changes (``StageResult({"answer": text}, "ok", detail)``), never a whole state, and
+the observer applies to the turn's state the names the stage declares in ``writes`` and refuses any other
+(:func:`applied`): a stage has no channel to a field it did not declare, so the declarations the engine decides by
+(when the answer is final and may be streamed, among others) cannot be wrong about what a stage changed.
 
 A stage never touches metrics, spans, the trace or the stream: :class:`~anaphora.pipeline.observer.StageObserver`
 writes the first three from the result, and the engine's :class:`~anaphora.pipeline.sink.AnswerSink` owns the
 stream. An *optional* stage declares ``fallback``: when it raises or exceeds ``timeout_s``, the observer catches
-it, counts it (``status="error"`` or ``"timeout"``) and continues with the fallback's state, so "every optional
+it, counts it (``status="error"`` or ``"timeout"``) and applies the fallback's changes instead, so "every optional
 stage fails open" holds by construction. A required stage (``fallback`` returns ``None``) fails the turn.
 
 To add a stage: subclass :class:`Stage`, give it a ``name``, ``reads`` and ``writes``, and insert it with
@@ -18,24 +23,25 @@ To add a stage: subclass :class:`Stage`, give it a ``name``, ``reads`` and ``wri
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
-from operator import attrgetter
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from anaphora.errors import PipelineError
-from anaphora.pipeline.state import FIELDS, INITIAL, UNTRACKED, TurnState
+from anaphora.pipeline.state import FIELDS, INITIAL, Changes, TurnState
 from anaphora.types import StageStatus
 
 if TYPE_CHECKING:
     from anaphora.pipeline.sink import AnswerSink
 
-_TRACKED = tuple(sorted(FIELDS - UNTRACKED))
-_tracked_values = attrgetter(*_TRACKED)  # every tracked field in one call: this runs after every stage
+__all__ = ["Changes", "ReleasingStage", "Stage", "StageResult", "applied", "check_order"]
 
 
 @dataclass(frozen=True, slots=True)
 class StageResult:
-    state: TurnState
+    """What a stage did: ``changes``, the new values of fields it declares in ``writes`` (none: the turn's state
+    stays as it was), its ``status`` and a ``detail`` for the trace record."""
+
+    changes: Changes = field(default_factory=dict)
     status: StageStatus = "ok"
     detail: str = ""
 
@@ -50,7 +56,7 @@ class Stage:
 
     name: str = "stage"
     reads: tuple[str, ...]  # the TurnState fields run (and applies) look at
-    writes: tuple[str, ...]  # the TurnState fields it may change
+    writes: tuple[str, ...]  # the TurnState fields its changes may name
     retrieval: bool = False  # part of the retrieval half, which evaluation runs alone (Engine.retrieve)
     releases: bool = False  # decides the answer as it streams (the answer stage): the sink drafts through it
     timeout_s: float | None = None
@@ -76,11 +82,12 @@ class Stage:
         return True
 
     async def run(self, state: TurnState) -> StageResult:
+        """What the stage changes on this turn (``StageResult(changes, status, detail)``); ``state`` is read only."""
         raise NotImplementedError
 
-    def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str] | None:
-        """The state to go on with when :meth:`run` failed (``failure`` says how) and a note on what it fell back
-        to; ``None``: the stage is required."""
+    def fallback(self, state: TurnState, failure: str) -> tuple[Changes, str] | None:
+        """The changes to go on with when :meth:`run` failed (``failure`` says how; ``{}``: the state as it was)
+        and a note on what it fell back to; ``None``: the stage is required."""
         return None
 
 
@@ -96,7 +103,8 @@ class ReleasingStage(Stage):
         return await self.release(state, None)
 
     async def release(self, state: TurnState, sink: AnswerSink | None) -> StageResult:
-        """Decide the answer, drafting it into ``sink`` as it is generated (``None``: nobody streams)."""
+        """Decide the answer (the changes, as :meth:`Stage.run` returns them), drafting it into ``sink`` as it is
+        generated (``None``: nobody streams)."""
         raise NotImplementedError
 
 
@@ -109,7 +117,7 @@ def check_order(stages: Sequence[Stage], written: Collection[str] = INITIAL) -> 
             if name not in FIELDS:
                 raise PipelineError(
                     f"stage {stage.name!r} declares {name!r}, which is not a TurnState field",
-                    hint=f"the fields are {', '.join(sorted(FIELDS - UNTRACKED))}",
+                    hint=f"the fields are {', '.join(sorted(FIELDS))}",
                 )
         missing = [name for name in stage.reads if name not in known]
         if missing:
@@ -120,14 +128,22 @@ def check_order(stages: Sequence[Stage], written: Collection[str] = INITIAL) -> 
         known.update(stage.writes)
 
 
-def check_writes(stage: Stage, before: TurnState, after: TurnState) -> None:
-    """Refuse a stage that changed a field it did not declare in ``writes`` (the engine relies on the
-    declarations to know, among others, when the answer is final and may be streamed)."""
-    if after is before:
-        return
-    for name, old, new in zip(_TRACKED, _tracked_values(before), _tracked_values(after), strict=True):
-        if old is not new and name not in stage.writes and old != new:
+def applied(stage: Stage, state: TurnState, changes: Changes) -> TurnState:
+    """``state`` with the ``changes`` ``stage`` returned, all of them named in its ``writes``: a change of any other
+    field is refused whole (nothing is applied; the turn fails), naming the stage and the field. No changes: the
+    same state."""
+    if isinstance(changes, TurnState):  # the contract of before: a whole state
+        raise PipelineError(
+            f"stage {stage.name!r} returned a whole TurnState, not its changes",
+            hint=f"return StageResult({{field: new value, ...}}) from {type(stage).__name__}, naming only the "
+            "fields it writes",
+        )
+    if not changes:
+        return state
+    for name in changes:
+        if name not in stage.writes:
             raise PipelineError(
-                f"stage {stage.name!r} changed {name!r}, which it does not declare in writes",
-                hint=f"add {name!r} to {type(stage).__name__}.writes",
+                f"stage {stage.name!r} returned a change of {name!r}, which it does not declare in writes",
+                hint=f"add {name!r} to {type(stage).__name__}.writes, or leave it out of the changes it returns",
             )
+    return state.update(**changes)

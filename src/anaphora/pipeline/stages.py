@@ -1,10 +1,11 @@
 """The turn's stages, in order: route, query, skip gate, retrieve, select, coverage | budget | converse, answer,
 cite (the memory stages are in :mod:`anaphora.pipeline.memory`).
 
-Each is a small :class:`~anaphora.pipeline.stage.Stage` that declares the fields it reads and writes. Route to
-select are the retrieval phase (what evaluation replays); the budget is the prompt phase; converse (extractive mode),
-the answer stage (:mod:`anaphora.pipeline.answer`) and cite are the answer phase. Optional stages (query, skip
-gate, select, coverage) declare the fallback they degrade to.
+Each is a small :class:`~anaphora.pipeline.stage.Stage` that declares the fields it reads and writes, and returns
+the new values of those it changes, nothing else. Route to select are the retrieval phase (what evaluation
+replays); the budget is the prompt phase; converse (extractive mode), the answer stage
+(:mod:`anaphora.pipeline.answer`) and cite are the answer phase. Optional stages (query, skip gate, select,
+coverage) declare the fallback they degrade to.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from anaphora.pipeline.prompt import (
 )
 from anaphora.pipeline.query import QueryPlan, QueryStage
 from anaphora.pipeline.stage import Stage, StageResult
-from anaphora.pipeline.state import Skip, TurnState
+from anaphora.pipeline.state import Changes, Skip, TurnState
 from anaphora.pipeline.window import ConversationWindow, WindowPolicy
 from anaphora.reading.coverage import not_covered
 from anaphora.reading.intents import ConversationRequest, Intent
@@ -84,7 +85,7 @@ class Router(Stage):
             reading = replace(reading, request=request)
             route = Route(TurnKind.META, "asks for what the conversation said: answered from the history")
         skip = Skip(route.kind, route.reason) if not route.needs_retrieval and self.skip_gate else None
-        return StageResult(state.update(reading=reading, route=route, skip=skip), "ok", route.reason)
+        return StageResult({"reading": reading, "route": route, "skip": skip}, "ok", route.reason)
 
 
 class QueryPlanner(Stage):
@@ -107,15 +108,15 @@ class QueryPlanner(Stage):
     def applies(self, state: TurnState) -> bool:
         return state.retrieves
 
-    def _planned(self, state: TurnState, plan: QueryPlan) -> TurnState:
-        return state.update(plan=plan, calls=state.called("rewrite", plan.model_calls, plan.usage))
+    def _planned(self, state: TurnState, plan: QueryPlan) -> Changes:
+        return {"plan": plan, "calls": state.called("rewrite", plan.model_calls, plan.usage)}
 
     async def run(self, state: TurnState) -> StageResult:
         plan = await self.strategy.run(state.question, state.history)
         detail = plan.detail + (f"; the analysis says {plan.proposed_kind}" if plan.proposed_kind else "")
         return StageResult(self._planned(state, plan), plan.status, detail)
 
-    def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
+    def fallback(self, state: TurnState, failure: str) -> tuple[Changes, str]:
         plan = replace(self.strategy.fallback_plan(state.question, state.history), model_calls=1)
         return self._planned(state, plan), f"fallback: {plan.source}"
 
@@ -140,13 +141,13 @@ class SkipGate(Stage):
         routed_away = not route.needs_retrieval  # the router's rules (the router itself skips when the gate is on)
         proposed = routed_away or plan.proposes_skip
         if not (proposed and history_covers(state.question, [m.content for m in state.history])):
-            return StageResult(state, "ok", "retrieval needed")
+            return StageResult({}, "ok", "retrieval needed")
         said_by = route.reason if routed_away or plan.proposed_kind is None else "model analysis"
         skip = Skip("answered_by_conversation", f"{said_by}: the conversation holds the answer")
-        return StageResult(state.update(skip=skip), "ok", "retrieval skipped")
+        return StageResult({"skip": skip}, "ok", "retrieval skipped")
 
-    def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
-        return state, "retrieval kept"
+    def fallback(self, state: TurnState, failure: str) -> tuple[Changes, str]:
+        return {}, "retrieval kept"
 
 
 class Retrieve(Stage):
@@ -166,8 +167,8 @@ class Retrieve(Stage):
     async def run(self, state: TurnState) -> StageResult:
         assert state.plan is not None  # the query stage ran (or fell back) before
         candidates = await self.retriever.run_many(state.plan.queries, message=state.question)
-        after = state.update(candidates=tuple(candidates), query_weights=candidates.weights)
-        return StageResult(after, "ok", f"{len(candidates)} candidates")
+        changes = {"candidates": tuple(candidates), "query_weights": candidates.weights}
+        return StageResult(changes, "ok", f"{len(candidates)} candidates")
 
 
 class BoostEntities(Stage):
@@ -189,13 +190,13 @@ class BoostEntities(Stage):
     async def run(self, state: TurnState) -> StageResult:
         entities = conversation_entities(state.question, state.history, self.statistics())
         if not entities:
-            return StageResult(state, "skipped", "no named thing rare in this corpus")
+            return StageResult({}, "skipped", "no named thing rare in this corpus")
         boosted = boost(state.candidates, entities, self.strength)
         names = ", ".join(e.name for e in entities[:8])
-        return StageResult(state.update(candidates=tuple(boosted)), "ok", f"entities: {names}")
+        return StageResult({"candidates": tuple(boosted)}, "ok", f"entities: {names}")
 
-    def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
-        return state, "first-stage order"
+    def fallback(self, state: TurnState, failure: str) -> tuple[Changes, str]:
+        return {}, "first-stage order"
 
 
 class Select(Stage):
@@ -216,18 +217,17 @@ class Select(Stage):
     def applies(self, state: TurnState) -> bool:
         return state.retrieves
 
-    def _selected(self, state: TurnState, passages: list) -> TurnState:
-        selected = tuple(passages[: self.top_k])
-        return state.update(candidates=tuple(passages), selected=selected)
+    def _selected(self, passages: list) -> Changes:
+        return {"candidates": tuple(passages), "selected": tuple(passages[: self.top_k])}
 
     async def run(self, state: TurnState) -> StageResult:
         assert state.plan is not None
         selection = await self.selector.run(state.plan.query, state.candidates)
-        return StageResult(self._selected(state, selection.passages), selection.status, selection.detail)
+        return StageResult(self._selected(selection.passages), selection.status, selection.detail)
 
-    def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
+    def fallback(self, state: TurnState, failure: str) -> tuple[Changes, str]:
         query = state.plan.query if state.plan else state.question
-        return self._selected(state, self.selector.first_stage(state.candidates, query).passages), "first-stage order"
+        return self._selected(self.selector.first_stage(state.candidates, query).passages), "first-stage order"
 
 
 class CheckCoverage(Stage):
@@ -250,13 +250,13 @@ class CheckCoverage(Stage):
     async def run(self, state: TurnState) -> StageResult:
         missing = not_covered(state.question, state.candidates, self.statistics(), close=self.close)
         if not missing:
-            return StageResult(state, "ok", "every word the question names is in the corpus")
+            return StageResult({}, "ok", "every word the question names is in the corpus")
         detail = f"no passage mentions {', '.join(missing[:5])}: nothing selected"
         # nothing found (the answer stage abstains), unless a memory names what the documents do not
-        return StageResult(state.update(selected=(), uncovered=tuple(missing)), "ok", detail)
+        return StageResult({"selected": (), "uncovered": tuple(missing)}, "ok", detail)
 
-    def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str]:
-        return state, "selection kept"
+    def fallback(self, state: TurnState, failure: str) -> tuple[Changes, str]:
+        return {}, "selection kept"
 
 
 class Budget(Stage):
@@ -292,7 +292,7 @@ class Budget(Stage):
         if decision.turns_folded:
             folded = decision.turns_folded
             detail += f", {folded} older turn{'s' if folded > 1 else ''} left the window for the summary"
-        return StageResult(state.update(prompt=plan), "ok", detail)
+        return StageResult({"prompt": plan}, "ok", detail)
 
 
 class AnswerFromConversation(Stage):
@@ -311,10 +311,10 @@ class AnswerFromConversation(Stage):
     async def run(self, state: TurnState) -> StageResult:
         request = state.reading.request if state.reading is not None else None
         if request is None:
-            return StageResult(state, "skipped", "left to the model")
+            return StageResult({}, "skipped", "left to the model")
         answer = answer_about_conversation(request, state.history, (NOT_COVERED, NO_ANSWER, NOT_TOLD, ACKNOWLEDGED))
-        after = state.update(answer=answer, answer_source="conversation")
-        return StageResult(after, "ok", f"{request.intent.value}: answered from the conversation, no model call")
+        changes = {"answer": answer, "answer_source": "conversation"}
+        return StageResult(changes, "ok", f"{request.intent.value}: answered from the conversation, no model call")
 
 
 class Cite(Stage):
@@ -336,7 +336,7 @@ class Cite(Stage):
             ]
         else:
             citations = extract_citations(state.answer, shown)
-        return StageResult(state.update(citations=tuple(citations)), "ok", f"{len(citations)} cited")
+        return StageResult({"citations": tuple(citations)}, "ok", f"{len(citations)} cited")
 
 
 class LinkCitations(Stage):
@@ -356,7 +356,7 @@ class LinkCitations(Stage):
     async def run(self, state: TurnState) -> StageResult:
         linked = await asyncio.to_thread(self.links, state.citations)
         count = sum(1 for c in linked if c.url)
-        return StageResult(state.update(citations=tuple(linked)), "ok", f"{count} of {len(linked)} linked")
+        return StageResult({"citations": tuple(linked)}, "ok", f"{count} of {len(linked)} linked")
 
-    def fallback(self, state: TurnState, failure: str) -> tuple[TurnState, str] | None:
-        return state, "citations without URLs"
+    def fallback(self, state: TurnState, failure: str) -> tuple[Changes, str]:
+        return {}, "citations without URLs"

@@ -1,14 +1,15 @@
-"""The turn's state: one frozen value that flows through the stages, each returning an updated copy.
+"""The turn's state: one frozen value that flows through the stages. A stage returns only what it changes
+(:data:`Changes`), and the observer applies the names the stage declares it writes.
 
 The engine decides from this state, never from the trace; the trace is written from it once the turn is over.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from operator import attrgetter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from anaphora.answering.extractive import ExtractiveAnswer, ExtractRequest, same_page
 from anaphora.reading.dates import date_label
@@ -24,6 +25,10 @@ if TYPE_CHECKING:
     from anaphora.reading.route import Route
 
 LOCAL_USER = "local"
+
+Changes = Mapping[str, Any]
+"""What a stage changed, by :class:`TurnState` field name: the new values of fields it declares in ``writes``
+(``{}``: nothing changed). The observer applies them; a name the stage does not declare is refused."""
 
 
 @dataclass
@@ -163,16 +168,16 @@ class TurnState:
             user=self.request.user_id,
         )
 
-    def quoted(self, extract: ExtractiveAnswer) -> TurnState:
-        """This turn answered with ``extract``: its text, and beside the selection the passages of the selected
-        pages it quoted from (what the citations then find)."""
+    def quote(self, extract: ExtractiveAnswer) -> Changes:
+        """The changes of answering this turn with ``extract``: its text, and beside the selection the passages of
+        the selected pages it quoted from (what the citations then find)."""
         shown = {p.id for p in self.sources}
         selected = (*self.selected, *(p for p in extract.quoted if p.id not in shown))
-        return self.update(answer=extract.text, answer_source="extractive", selected=selected)
+        return {"answer": extract.text, "answer_source": "extractive", "selected": selected}
 
     def update(self, **changes) -> TurnState:
-        """A copy with ``changes``: what ``dataclasses.replace`` does, at a third of its cost (it runs after every
-        stage, some stages twice)."""
+        """A copy with ``changes``: what ``dataclasses.replace`` does, at a third of its cost (the observer applies
+        each stage's changes with it; a stage of several strategies may build its intermediate states with it)."""
         new = _new(TurnState)
         for name, value in zip(_NAMES, _values(self), strict=True):
             _set(new, name, value)
@@ -220,7 +225,6 @@ INITIAL = frozenset(
     }
 )
 STORED = frozenset({"turn_index", "turn_time"})  # written once the turn is stored (what background stages read)
-UNTRACKED: frozenset[str] = frozenset()  # every field is data a stage declares (the stream is not in the state)
 
 _NAMES = tuple(f.name for f in fields(TurnState))
 _values = attrgetter(*_NAMES)

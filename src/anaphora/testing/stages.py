@@ -1,4 +1,5 @@
-"""Run one stage alone, as the engine would (observed, failing open), for testing a stage of your own."""
+"""Run one stage alone, as the engine would (observed, failing open, only its declared changes applied), for
+testing a stage of your own."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ def turn_state(question: str, history: Sequence[Message] = (), **fields) -> Turn
 async def run_stage(
     stage: Stage, state: TurnState, *, metrics: Metrics | None = None
 ) -> tuple[TurnState, StageRecord | None]:
-    """The state after ``stage`` and its trace record (``None`` when the stage does not apply)."""
+    """The state after ``stage`` (its changes applied; the same state when it returned none) and its trace record
+    (``None`` when the stage does not apply)."""
     records: list[StageRecord] = []
     after = await StageObserver(metrics or Metrics()).run(stage, state, records)
     return after, (records[0] if records else None)

@@ -1,7 +1,8 @@
 """One owner of the stream: what a streaming client is sent is what the answer phase decided. The Redact stage of
 docs/architecture.md (run from the page's own code) changes the answer after the answer stage; in every
 ``answer_check`` mode no client, through the engine or through ``/v1/chat/completions`` with ``stream: true``, ever
-gets what it removes."""
+gets what it removes. A stage that returns a change it does not declare fails the turn, and what reached the stream
+is the answer stage's text, never that change."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from anaphora.pipeline.engine import Engine
 from anaphora.pipeline.stage import Stage, StageResult
 from anaphora.pipeline.state import TurnState
 from tests.conftest import SAMPLE_DOCS
-from tests.server_harness import components_for, serve, settings_for, token
+from tests.server_harness import components_for, serve, settings_for, sse_events, token
 
 pytestmark = pytest.mark.unit
 
@@ -86,27 +87,51 @@ def test_without_a_later_stage_the_answer_streams_as_it_is_generated(tmp_path: P
 
 
 class Undeclared(Stage):
-    """Changes the answer though it declares it changes nothing."""
+    """Returns a change of the answer though it declares it changes nothing (a Redact that lies)."""
 
     name = "undeclared"
     reads = ("answer",)
     writes = ()
 
     async def run(self, state: TurnState) -> StageResult:
-        return StageResult(state.update(answer=state.answer.replace("Kestrel", "K.")), "ok")
+        return StageResult({"answer": state.answer.replace("Kestrel", "K.")}, "ok")
 
 
 @pytest.mark.parametrize("stream", [False, True])
-def test_a_stage_that_changes_what_it_does_not_declare_fails_the_turn(sample_rag: Anaphora, stream: bool) -> None:
-    sample_rag.components.engine.add_stage(Undeclared(), after="answer")
+def test_a_stage_that_returns_what_it_does_not_declare_fails_the_turn(sample_rag: Anaphora, stream: bool) -> None:
+    engine = sample_rag.components.engine
+    engine.add_stage(Undeclared(), after="answer")
+    assert engine.streams_live()  # it declares no write: the engine trusts that, and the change has no channel
     conversation = sample_rag.new_conversation()
-    with pytest.raises(PipelineError, match="'undeclared' changed 'answer'") as caught:
+    streamed: list[str] = []
+    with pytest.raises(PipelineError, match="'undeclared' returned a change of 'answer'") as caught:
         if stream:
-            list(sample_rag.stream(QUESTION, conversation))
+            streamed.extend(sample_rag.stream(QUESTION, conversation))  # the deltas, until the turn fails
         else:
             sample_rag.ask(QUESTION, conversation)
-    assert "writes" in (caught.value.hint or "")
+    assert "add 'answer' to Undeclared.writes" in (caught.value.hint or "")
     assert sample_rag.turns(conversation) == []  # nothing stored
+    if stream:  # what reached the stream: the answer stage's own text, never the undeclared change
+        text = "".join(streamed)
+        assert "Kestrel" in text and "K." not in text
+
+
+def test_over_http_a_stage_that_returns_what_it_does_not_declare_never_streams_its_change(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path)
+    components = components_for(settings, FakeChatModel(token_delay_s=0.001))
+    components.engine.add_stage(Undeclared(), after="answer")
+    body = {"model": "m", "messages": [{"role": "user", "content": QUESTION}], "stream": True}
+    with (
+        serve(settings, components) as running,
+        running.client() as client,
+        client.stream("POST", "/v1/chat/completions", json=body) as response,
+    ):
+        events = sse_events(response)
+    deltas = [e["choices"][0]["delta"].get("content") or "" for e in events if isinstance(e, dict) and e.get("choices")]
+    text = "".join(deltas)
+    assert "Kestrel" in text and "K." not in text  # the answer stage's text went out; the change did not
+    errors = [e["error"] for e in events if isinstance(e, dict) and "error" in e]
+    assert len(errors) == 1 and events[-1] == "[DONE]"  # the turn failed after the 200: an error event, then done
 
 
 class ReadsSelection(Stage):
@@ -115,7 +140,7 @@ class ReadsSelection(Stage):
     writes = ()
 
     async def run(self, state: TurnState) -> StageResult:
-        return StageResult(state, "ok")
+        return StageResult({}, "ok")
 
 
 def test_a_stage_that_reads_what_no_earlier_stage_writes_is_refused_naming_the_field(rag: Anaphora) -> None:
@@ -148,7 +173,7 @@ def test_a_stage_class_that_does_not_declare_what_it_writes_is_refused_when_it_i
             reads = ("answer",)
 
             async def run(self, state: TurnState) -> StageResult:
-                return StageResult(state.update(answer=state.answer.replace("Kestrel", "K.")))
+                return StageResult({"answer": state.answer.replace("Kestrel", "K.")})
 
     assert "writes = (...)" in (caught.value.hint or "")
 
@@ -165,7 +190,7 @@ def test_only_the_answer_stage_is_handed_the_stream(sample_rag: Anaphora) -> Non
 
         async def run(self, state: TurnState) -> StageResult:
             seen.append(hasattr(state, "sink"))
-            return StageResult(state)
+            return StageResult()
 
     sample_rag.components.engine.add_stage(Peek(), after="retrieve")
     *deltas, result = list(sample_rag.stream(QUESTION, sample_rag.new_conversation()))

@@ -29,7 +29,7 @@ class Shout(Stage):
     writes = ("answer",)
 
     async def run(self, state: TurnState) -> StageResult:
-        return StageResult(state.update(answer=state.answer.upper()), "ok", f"{len(state.answer)} characters")
+        return StageResult({"answer": state.answer.upper()}, "ok", f"{len(state.answer)} characters")
 
 
 def test_a_custom_stage_shows_in_trace_metrics_and_spans(settings: Settings) -> None:
