@@ -11,6 +11,7 @@ import pytest
 from anaphora.pipeline.stages import Router
 from anaphora.pipeline.state import TurnRequest, TurnState
 from anaphora.reading.intents import Intent
+from anaphora.testing.stages import run_stage
 from anaphora.types import Message
 
 pytestmark = pytest.mark.unit
@@ -28,7 +29,7 @@ BACKUPS = [
 def route(message: str, history: list[Message]) -> TurnState:
     router = Router(skip_gate=True)
     state = TurnState(question=message, request=TurnRequest(question=message), history=tuple(history))
-    return asyncio.run(router.run(state)).state
+    return asyncio.run(run_stage(router, state))[0]
 
 
 @pytest.mark.parametrize(
