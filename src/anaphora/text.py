@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import lru_cache
 
 import Stemmer
@@ -55,6 +56,11 @@ def content_set(text: str) -> frozenset[str]:
     """The distinct content words. Cached: a turn asks it of the same history messages in several stages, and
     the next turn asks again."""
     return frozenset(content_words(text))
+
+
+def content_union(texts: Iterable[str]) -> frozenset[str]:
+    """The content words of all ``texts`` together: what a conversation (or a user's facts) has said."""
+    return frozenset().union(*(content_set(t) for t in texts))
 
 
 _IDENTIFIER_WORD = re.compile(r"\w*(?:[A-Za-z][_.-]|[a-z][A-Z])[\w.-]*")

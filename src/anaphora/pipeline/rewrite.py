@@ -21,7 +21,7 @@ from anaphora.reading.rewrite_guard import strip_preamble, validate_rewrite
 from anaphora.reading.route import REFERRING, TurnKind
 from anaphora.retrieval.terms import TermStatistics, disambiguating, naming, on_topic, on_topic_support
 from anaphora.sanitize import speaker_line
-from anaphora.text import STOPWORDS, content_set, english_stemmer, words
+from anaphora.text import STOPWORDS, content_set, content_union, english_stemmer, words
 from anaphora.types import Message
 
 log = logging.getLogger("anaphora.rewrite")
@@ -117,7 +117,7 @@ class HistoryExpansion:
         its messages, and in none of the passages that best match its topic's words (pseudo-relevance feedback, as
         :func:`~anaphora.retrieval.terms.on_topic`). "timeout" after multiline parsing is on the multiline pages;
         "TLS" is not."""
-        said = frozenset().union(*(content_set(m.content) for m in history))
+        said = content_union(m.content for m in history)
         # a word no passage uses names a subject only when it reads as a name ("Nomad", "KEDA", "splunk"): "ever"
         # or "get" in a follow-up is no new subject
         absent = set(unused_words(question, statistics))

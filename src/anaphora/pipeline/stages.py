@@ -39,7 +39,7 @@ from anaphora.reading.route import Route, TurnKind, history_covers, route_turn
 from anaphora.retrieval.base import Retriever
 from anaphora.retrieval.entity_boost import boost, conversation_entities
 from anaphora.retrieval.terms import TermStatistics
-from anaphora.text import content_set
+from anaphora.text import content_union
 from anaphora.types import Citation, Message
 
 
@@ -54,11 +54,11 @@ def said_request(reading: Reading, history: Sequence[Message]) -> ConversationRe
     if request is None or request.intent is Intent.CHIT_CHAT or not history:
         return None
     if request.tentative:
-        said = frozenset().union(*(content_set(m.content) for m in history))
+        said = content_union(m.content for m in history)
         return replace(request, tentative=False) if 2 * len(request.topic & said) >= len(request.topic) else None
     if not request.topic or request.intent is Intent.RECAP:
         return request
-    said = frozenset().union(*(content_set(m.content) for m in history if m.role == "assistant"))
+    said = content_union(m.content for m in history if m.role == "assistant")
     return request if request.topic & said else None
 
 

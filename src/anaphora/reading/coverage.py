@@ -88,14 +88,17 @@ def names_not_found(question: str, passages: Sequence[Passage]) -> list[str]:
     with one capitalised word of its own ("Can Traefik ...") is no name of several words."""
     if not asks(question):
         return []
-    texts = [" ".join(p.text.lower().split()) for p in passages]
+    texts: list[str] = []  # the passages' text, read only once a question writes such a name
     found = []
     for match in _MULTIWORD_NAME.finditer(question):
         words = match.group(1).split()
         if match.start() == 0 or _SENTENCE_START.search(question[: match.start()]):
             words = words[1:] if len(words) > 2 else []  # "Can Traefik": a sentence's first word and a name
         name = " ".join(words)
-        if len(words) >= 2 and not any(name.lower() in text for text in texts):
+        if len(words) < 2:
+            continue
+        texts = texts or [" ".join(p.text.lower().split()) for p in passages]
+        if not any(name.lower() in text for text in texts):
             found.append(name)
     return found
 

@@ -15,7 +15,7 @@ from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
 from anaphora.reading.extract import ExtractedFact, extract_entities
-from anaphora.text import content_set
+from anaphora.text import content_set, content_union
 
 if TYPE_CHECKING:
     from anaphora.reading.message import Reading
@@ -85,7 +85,7 @@ def facts_answer(question: Reading, facts: Sequence[str]) -> bool:
         return False
     if question.asks_only_what_user_said:
         return True
-    known = frozenset().union(*(content_set(f) for f in facts))
+    known = content_union(facts)
     return question.words - ASKING_WORDS <= known
 
 
