@@ -366,9 +366,20 @@ def gather(request: ConversationRequest, said: Sequence[Said]) -> str:
     unique = list({f.casefold(): f for f in reversed(found)}.values())[::-1]  # first mention kept, in order
     if not unique:
         return gist(pool[-1], request.max_words or DEFAULT_RECAP_WORDS)
-    if request.wants == "command":
-        return "\n\n".join(unique)
-    return "\n".join(f"- `{name}`" for name in unique)
+    return laid_out(unique, request.layout, code=request.wants == "command")
+
+
+def laid_out(items: Sequence[str], layout: str | None, *, code: bool) -> str:
+    """A gathered list in the form asked for: comma-separated, one per line, a checklist, or (else) one bullet
+    each; names in code spans, commands as written (a command of several lines stays a block of its own)."""
+    shown = [item if code else f"`{item}`" for item in items]
+    if layout == "comma" and not any("\n" in item for item in items):
+        return ", ".join(shown)
+    if layout == "lines" and not code:
+        return "\n".join(items)
+    if layout == "checklist":  # a block of several lines cannot be an item: it follows the one before it
+        return "\n".join(item if "\n" in item else f"- [ ] {item}" for item in shown)
+    return "\n\n".join(items) if code else "\n".join(f"- {item}" for item in shown)
 
 
 # an identifier as written: a code span without spaces, or a word with an inner _ . - or capital, or a flag

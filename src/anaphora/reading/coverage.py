@@ -67,8 +67,24 @@ def written_as_names(question: str) -> set[str]:
 
 
 def rare(word: str, below: float = RARE_ZIPF) -> bool:
-    """The word is rare in English (a product or protocol name, not an everyday word the docs do not use)."""
-    return zipf_frequency(word, "en") < below
+    """The word is rare in English (a product or protocol name, not an everyday word the docs do not use). An
+    inflected form is as common as its word: "misbehaves" is rarer than "misbehave" in any corpus, and names no
+    product for it."""
+    return max(zipf_frequency(form, "en") for form in base_forms(word)) < below
+
+
+_SUFFIXES = (("ies", "y"), ("ied", "y"), ("es", ""), ("s", ""), ("ed", ""), ("ed", "e"), ("ing", ""), ("ing", "e"))
+
+
+def base_forms(word: str) -> list[str]:
+    """``word`` and what it is with a regular English inflection taken off ("misbehaves" -> "misbehave",
+    "flushed" -> "flush"); wrong guesses ("bus" -> "bu") are words nobody writes, so they never make a word common.
+    (wordfreq has no lemmatiser, and a full one would be a large dependency for this one use.)"""
+    forms = [word]
+    for suffix, replacement in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= MIN_LETTERS:
+            forms.append(word[: -len(suffix)] + replacement)
+    return forms
 
 
 def asks(message: str) -> bool:

@@ -36,7 +36,8 @@ class ConversationRequest:
     ``social``: for chit-chat, which kind (thanks, greeting, farewell, identity, ack); ``alone``: the thing pointed at
     is wanted without what was said around it ("just the query please", "only the command"); ``gather``: every
     thing of that kind said so far is wanted, not one ("which settings did you mention?", "list the commands");
-    ``tentative``: the form asks about the conversation but the message names a topic of its own ("in one line: what
+    ``layout``: the list form asked for, if any: "comma" (comma-separated), "lines" (one per line, nothing around
+    them), "checklist" (as a checklist), else ``None`` (bullets); ``tentative``: the form asks about the conversation but the message names a topic of its own ("in one line: what
     goes in mise.toml for the venv bit?"): it is about the conversation only if the conversation already said that
     topic, which the words alone cannot tell (:func:`topic_said` decides, with the history)."""
 
@@ -50,6 +51,7 @@ class ConversationRequest:
     social: str | None = None
     alone: bool = False
     gather: bool = False
+    layout: str | None = None
     tentative: bool = False
 
     @property
@@ -258,6 +260,18 @@ def _length(message: str) -> tuple[int | None, int | None, bool]:
     return n * LINE_WORDS, n, bullets
 
 
+_LAYOUTS = {
+    "comma": re.compile(r"\bcomma[- ]?separated\b|\b(in|on) (one|a single) line\b"),
+    "lines": re.compile(r"\b(one|each) (per|a|on its own) line\b|\bper line\b"),
+    "checklist": re.compile(r"\b(check ?list|to-?do list)\b"),
+}
+
+
+def _layout(message: str) -> str | None:
+    """The list form the message asks for ("comma-separated", "one per line", "as a checklist"), if any."""
+    return next((name for name, pattern in _LAYOUTS.items() if pattern.search(message)), None)
+
+
 def _ordinal(message: str) -> int | None:
     numbered = _STEP_NUMBER.search(message)
     if numbered:
@@ -364,7 +378,17 @@ def recognise(message: str) -> ConversationRequest | None:
         kept, alone = (topic if pointed or tentative else frozenset()), bool(_ALONE.search(text) or cue.shaped)
         gather = intent is Intent.POINT_BACK and _gathers(_LENGTH.sub(" ", text), wants, ordinal)
         return ConversationRequest(
-            intent, max_words, lines, bullets, ordinal, wants, kept, alone=alone, gather=gather, tentative=tentative
+            intent,
+            max_words,
+            lines,
+            bullets,
+            ordinal,
+            wants,
+            kept,
+            alone=alone,
+            gather=gather,
+            layout=_layout(text),
+            tentative=tentative,
         )
 
     single_answer = re.search(r"\byour( very)? ((last|previous|latest) )?(answer|reply|response)\b", text)

@@ -436,6 +436,32 @@ def test_a_request_for_every_identifier_said_gathers_them_in_order_once(message:
 
 
 @pytest.mark.parametrize(
+    ("message", "layout"),
+    [
+        ("the settings you mentioned, comma-separated please", "comma"),
+        ("which keys did you give me? one per line", "lines"),
+        ("all the settings you brought up as a checklist", "checklist"),
+        ("which settings did you mention?", None),
+    ],
+)
+def test_a_gathered_list_comes_in_the_form_asked_for(message: str, layout: str | None) -> None:
+    """Phrasings of our own: the list form the user asks for is the one the answer has."""
+    request = recognise(message)
+    assert request is not None and request.gather and request.layout == layout, message
+    text = answer_about_conversation(request, GATHER_HISTORY)
+    first = "visibility_timeout"
+    expected = {
+        "comma": f"`{first}`, `broker_transport_options`",
+        "lines": f"{first}\nbroker_transport_options\n",
+        "checklist": f"- [ ] `{first}`\n- [ ] `broker_transport_options`",
+        None: f"- `{first}`\n- `broker_transport_options`",
+    }[layout]
+    assert text.startswith(expected), text
+    if layout == "comma":
+        assert "\n" not in text
+
+
+@pytest.mark.parametrize(
     ("message", "expected"),
     [
         ("paste the inspect command again", "celery -A proj inspect active"),

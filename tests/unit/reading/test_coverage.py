@@ -70,3 +70,13 @@ def test_a_name_of_several_words_no_passage_found_holds_is_not_covered(question:
 def test_an_acronym_beside_a_name_is_no_name_of_several_words() -> None:
     close = [Passage(id="a#1", text="Install it on Linux. ARM builds exist.", dense_score=0.9)]
     assert not_covered("How do I install Kestrel on Linux ARM?", close, CORPUS, close=0.8) == []
+
+
+@pytest.mark.parametrize("word", ["misbehaves", "flushes", "retried", "throttling", "batches"])
+def test_an_inflected_everyday_word_is_as_common_as_its_word(word: str) -> None:
+    assert not rare(word)
+
+
+@pytest.mark.parametrize("word", ["splunks", "kerberos", "mqtt", "deployctl"])
+def test_a_rare_name_stays_rare_whatever_its_ending(word: str) -> None:
+    assert rare(word)
