@@ -37,9 +37,10 @@ class ConversationRequest:
     is wanted without what was said around it ("just the query please", "only the command"); ``gather``: every
     thing of that kind said so far is wanted, not one ("which settings did you mention?", "list the commands");
     ``layout``: the list form asked for, if any: "comma" (comma-separated), "lines" (one per line, nothing around
-    them), "checklist" (as a checklist), else ``None`` (bullets); ``tentative``: the form asks about the conversation but the message names a topic of its own ("in one line: what
-    goes in mise.toml for the venv bit?"): it is about the conversation only if the conversation already said that
-    topic, which the words alone cannot tell (:func:`topic_said` decides, with the history)."""
+    them), "checklist" (as a checklist), else ``None`` (bullets); ``tentative``: the form asks about the
+    conversation but the message names a topic of its own ("in one line: what goes in mise.toml for the venv bit?"):
+    it is about the conversation only if the conversation already said that topic, which the words alone cannot
+    tell (:func:`topic_said` decides, with the history)."""
 
     intent: Intent
     max_words: int | None = None
