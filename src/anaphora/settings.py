@@ -148,7 +148,7 @@ class ModelSettings(SettingsGroup):
         "reference VM ingest then kept 1.2 of 2 cores busy, on 1.9 (1.6x the chunks/s, docs/benchmarks.md)",
     )
     embedder_precision: Literal["auto", "fp32", "int8"] = Field(
-        default="fp32",
+        default="auto",
         description="numeric precision of a sentence-transformers embedder on ONNX Runtime: 'auto' (int8 where ONNX "
         "Runtime runs it: embedder_runtime not 'torch' and onnx installed; else fp32), 'int8' (dynamic "
         "quantization of the attention-fused graph, made once into cache_dir; about 2x less CPU per chunk, quality "

@@ -37,7 +37,7 @@ def retrieved_sections(result: TurnResult) -> set[tuple[str, str]]:
 
 def test_embedder_is_minilm_and_normalised(embedded: Anaphora) -> None:
     embedder = embedded.components.embedder
-    assert embedder.name == "all-MiniLM-L6-v2" and embedder.dim == 384
+    assert embedder.name == "all-MiniLM-L6-v2-int8" and embedder.dim == 384  # int8 by default where ONNX runs
     vectors = embedder.inner.embed(["Kestrel ships logs", "ARM nodes"])
     assert vectors.shape == (2, 384)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)

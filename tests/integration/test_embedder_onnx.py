@@ -34,7 +34,9 @@ def cache_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def both(cache_dir: Path, tmp_path_factory) -> tuple[SentenceTransformerEmbedder, SentenceTransformerEmbedder]:
     data = tmp_path_factory.mktemp("data")
-    onnx = load_embedder(Settings(data_dir=data, cache_dir=cache_dir, embedder_runtime="onnx"))
+    onnx = load_embedder(
+        Settings(data_dir=data, cache_dir=cache_dir, embedder_runtime="onnx", embedder_precision="fp32")
+    )
     torch = load_embedder(Settings(data_dir=data, cache_dir=cache_dir, embedder_runtime="torch"))
     return onnx, torch
 
@@ -58,7 +60,9 @@ def test_export_is_made_once_and_reused(both, cache_dir: Path, tmp_path) -> None
     exports = list((cache_dir / "onnx").glob("all-MiniLM-L6-v2-*.onnx"))
     assert len(exports) == 1
     before = exports[0].stat().st_mtime_ns
-    again = load_embedder(Settings(data_dir=tmp_path, cache_dir=cache_dir, embedder_runtime="onnx"))
+    again = load_embedder(
+        Settings(data_dir=tmp_path, cache_dir=cache_dir, embedder_runtime="onnx", embedder_precision="fp32")
+    )
     again.warm_up()
     assert again._model is None, "a cached export needs no PyTorch model"
     assert exports[0].stat().st_mtime_ns == before
