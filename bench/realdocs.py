@@ -246,6 +246,16 @@ def score_turn(turn: dict, index: int, turns: list[dict], answer: str, result, e
     return row
 
 
+def around(components, result):
+    """What the extractive answerer read around the shown passages (``extractive_neighbours``): the passages
+    around those of the lead's page, the page of the answer's first document citation; ``None`` when it read none."""
+    extractive = components.stage_parts.extractive
+    lead = next((c.source for c in result.citations if c.source != "memory"), None)
+    if extractive is None or not extractive.neighbour_span or lead is None:
+        return None
+    return lambda shown: extractive.around(shown, lead)
+
+
 async def run_conversation(
     components, conversation: dict, run: str = "first", recorder: RecordingRetriever | None = None
 ) -> list[dict]:
@@ -269,7 +279,9 @@ async def run_conversation(
         row = score_turn(turn, index, conversation["turns"], result.answer, result, answers)
         if recorder is not None and "gold_hit" in row:
             deep = await recorder.deep()
-            row |= diagnose(turn, result.trace.retrieved, recorder.last, deep, row.get("recall", 0.0))
+            row |= diagnose(
+                turn, result.trace.retrieved, recorder.last, deep, row.get("recall", 0.0), around(components, result)
+            )
             row["queries"] = recorder.last_queries
         row.update(
             conversation=conversation["id"],

@@ -4,8 +4,9 @@ Each answerable question or follow-up is put in the first stage of the loss that
 
 - ``not_in_index``: no chunk of a gold file holds every key fact's string (ingestion dropped or split it);
 - ``not_in_candidates``: no chunk of a gold file is among the first stage's candidates;
-- ``not_shown``: a gold chunk is a candidate, but none reaches the answerer (the selected passages and the
-  candidates of their pages that the extractive answerer also reads);
+- ``not_shown``: a gold chunk is a candidate, but none reaches the answerer (the selected passages, the
+  candidates of their pages and the passages around them (``extractive_neighbours``) that the extractive answerer
+  also reads);
 - ``fact_not_shown``: a gold chunk is shown, but the key facts are not in any shown passage (another chunk of the
   gold page holds them);
 - ``answer_misses``: the facts are in a shown passage, the answer leaves one out;
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from anaphora.answering.citations import BRACKETED
 from anaphora.answering.extractive import same_page
@@ -78,9 +79,15 @@ def first_rank(passages: Sequence[Passage], wanted) -> int | None:
 
 
 def diagnose(
-    turn: dict, selected: Sequence[Passage], candidates: Sequence[Passage], deep: Sequence[Passage], recall: float
+    turn: dict,
+    selected: Sequence[Passage],
+    candidates: Sequence[Passage],
+    deep: Sequence[Passage],
+    recall: float,
+    around: Callable[[Sequence[Passage]], tuple[list[Passage], list[int]]] | None = None,
 ) -> dict:
-    """The loss stage of one answerable question/follow-up and the ranks behind it."""
+    """The loss stage of one answerable question/follow-up and the ranks behind it. ``around``: the passages
+    around the shown ones the answerer also reads (``ExtractiveAnswerer.around``)."""
     gold, must = set(turn["gold_files"]), turn["must"]
 
     def is_gold(p: Passage) -> bool:
@@ -90,6 +97,7 @@ def diagnose(
         return is_gold(p) and groups_in(f"{p.heading}\n{p.text}", must) == len(must)
 
     shown = [*selected, *same_page(candidates, selected)]
+    shown += around(shown)[0] if around is not None else []
     shown_text = "\n".join(p.text for p in shown)
     row = {
         "gold_rank_candidates": first_rank(candidates, is_gold),

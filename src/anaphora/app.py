@@ -488,7 +488,11 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None, c
         build_query_stage(settings.retrieval, chat_model, passages.term_statistics),
         build_selector(settings, closers),
         extractive=ExtractiveAnswerer(
-            embedder, min_relevance=settings.answers.extractive_min_relevance, vectors=vectors
+            embedder,
+            min_relevance=settings.answers.extractive_min_relevance,
+            vectors=vectors,
+            neighbours=passages.neighbours,
+            neighbour_span=settings.answers.extractive_neighbours,
         ),
         term_statistics=passages.term_statistics,
         memory_recall=recall,

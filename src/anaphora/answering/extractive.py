@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
@@ -31,7 +31,7 @@ from anaphora.embeddings.base import Embedder
 from anaphora.reading.message import read
 from anaphora.reading.personal import facts_answer, second_person
 from anaphora.text import content_set
-from anaphora.types import Passage
+from anaphora.types import Chunk, Passage
 
 MIN_WORDS = 4  # shorter sentences are headings or fragments, not answers
 RANK_PENALTY = 0.02  # per passage rank: the selector's order is evidence too
@@ -54,6 +54,8 @@ TITLE_WORDS = 10  # a line longer than this is not a heading
 # the regular expression with `(?i)`."); realdocs-dev answered 32 -> 33 / 34 / 34 / 34 of 75 at 40 / 60 / 90 / 120
 PARAGRAPH_WORDS = 60
 SAME_PAGE = 4  # candidates of the selected passages' pages the selection left out, also quoted from
+Neighbours = Callable[[Sequence[str], int], Mapping[str, Sequence[Chunk]]]
+"""A page's passages around the given ones (:meth:`~anaphora.store.protocols.PassageIndex.neighbours`)."""
 _QUANTITY = re.compile(r"(?<![\w.:/-])\d+(?:[.,]\d+)?\s?(?:%|[A-Za-z]{1,7})?(?![\w/:-])")
 # a sentence that states the condition the next one holds under, and one that refers back to the sentence before it
 _CONDITION = re.compile(r"^(when|if|unless|once|only (when|if)|with|without)\b", re.IGNORECASE)
@@ -98,6 +100,7 @@ class Candidate(PassageUnit):
     rank: int
     source: str  # its passage's page
     memory: bool = False  # a unit of what the user said (a recalled memory), not of a document
+    adjoining: bool = False  # a unit of a passage around a shown one: it supports a lead of its page, never leads
 
     def overlaps(self, other: Candidate) -> bool:
         return (
@@ -150,14 +153,20 @@ class ExtractiveAnswerer:
         min_relevance: float = 0.25,
         diversity: float = 0.3,
         vectors: SentenceVectors | None = None,
+        neighbours: Neighbours | None = None,
+        neighbour_span: int = 0,
     ) -> None:
         """``max_words``: the answer's length budget (about a reference answer's: 100-110 words on both dev
         domains), filled with the best points, at most ``max_points``; ``min_relevance``: the similarity to the
         retrieval query or the message a sentence needs to be quoted at all (below it for every sentence, the
         answer abstains; realdocs-dev answered 34 -> 35 of 75 with either instead of their mean);
         ``diversity``: MMR's weight on not repeating a chosen sentence; ``vectors``: where the sentences' vectors
-        come from (default: ``embedder`` behind an in-process memo, :class:`SentenceVectors`)."""
+        come from (default: ``embedder`` behind an in-process memo, :class:`SentenceVectors`); ``neighbours``
+        and ``neighbour_span``: where the passages around a shown one are read, and how many on each side of the
+        shown passages of the lead's page may support the lead (0: none; :meth:`around`, :meth:`answer_turn`)."""
         self.embedder = embedder
+        self.neighbours = neighbours
+        self.neighbour_span = neighbour_span if neighbours is not None else 0
         self.vectors = vectors or SentenceVectors(embedder)
         self.max_points = max_points
         self.max_words = max_words
@@ -165,9 +174,18 @@ class ExtractiveAnswerer:
         self.diversity = diversity
 
     @staticmethod
-    def candidates(passages: Sequence[Passage], memories: Sequence[Passage] = ()) -> list[Candidate]:
-        """Every quotable unit of the documents, then of the memories."""
-        shown = [*enumerate(passages), *enumerate(memories)]
+    def candidates(
+        passages: Sequence[Passage],
+        memories: Sequence[Passage] = (),
+        ranks: Sequence[int] | None = None,
+        adjoining: int = 0,
+    ) -> list[Candidate]:
+        """Every quotable unit of the documents, then of the memories. ``ranks``: each document's rank (default:
+        its place in ``passages``); ``adjoining``: how many of the last documents are passages around the shown
+        ones (:meth:`around`)."""
+        documents = list(ranks) if ranks is not None else range(len(passages))
+        first_adjoining = len(passages) - adjoining
+        shown = [*zip(documents, passages, strict=True), *enumerate(memories)]
         return [
             Candidate(
                 *unit_fields(u),
@@ -176,6 +194,7 @@ class ExtractiveAnswerer:
                 rank=rank,
                 source=passage.source,
                 memory=order >= len(passages),
+                adjoining=first_adjoining <= order < len(passages),
             )
             for order, (rank, passage) in enumerate(shown)
             for u in passage_units(passage.text)
@@ -184,14 +203,54 @@ class ExtractiveAnswerer:
     async def answer_turn(self, request: ExtractRequest) -> ExtractiveAnswer | None:
         """A turn's extract: from the passages selected and the memories recalled (what the prompt would show, not
         cut by its budget), for the retrieval query and the question. The user's facts that a question about the
-        user asks for lead, said back to the user; the documents' best sentences follow."""
+        user asks for lead, said back to the user; the documents' best sentences follow. With ``neighbour_span``,
+        once the lead is chosen, the passages around the shown passages of its page are scored with them: they may
+        support the lead by their own relevance (no bonus for their page), never lead (docs/answers.md)."""
         leading = request.leading
         if facts_answer(read(request.question), [f.text for f in leading]):  # "which version did I say we run?"
             return said_back_first(request.said_back, facts_first(leading, None))
-        quoted = await self.answer(
-            request.query, request.question, request.documents, request.others, user=request.user
-        )
+        documents = request.documents
+        quoted = await self.answer(request.query, request.question, documents, request.others, user=request.user)
+        if quoted is not None and self.neighbour_span and quoted.points[0].order < len(documents):
+            # the passages around the lead's page's shown passages may support it (never lead: the lead stays)
+            page = documents[quoted.points[0].order].source
+            around, ranks = await asyncio.to_thread(self.around, documents, page)
+            if around:
+                widened = await self.answer(
+                    request.query,
+                    request.question,
+                    [*documents, *around],
+                    request.others,
+                    user=request.user,
+                    ranks=[*range(len(documents)), *ranks],
+                    adjoining=len(around),
+                )
+                quoted = widened or quoted
         return said_back_first(request.said_back, facts_first(leading, quoted))
+
+    def around(self, shown: Sequence[Passage], page: str | None = None) -> tuple[list[Passage], list[int]]:
+        """The passages within ``neighbour_span`` of a shown passage (of ``page``, when given) in its document that
+        are not shown themselves (the first stage returns a page's passage that matched the question; the fact it
+        asks for is often in the next one: the setting under the paragraph that explains it), each with the rank
+        of the shown passage it adjoins (its place in ``shown``): it continues that passage. In the shown
+        passages' order, each one's in page order. Blocking (a store read)."""
+        anchors = [(rank, p) for rank, p in enumerate(shown) if page is None or p.source == page]
+        if not self.neighbour_span or self.neighbours is None or not anchors:
+            return [], []
+        found = self.neighbours([p.id for _, p in anchors], self.neighbour_span)
+        seen = {p.id for p in shown}
+        passages: list[Passage] = []
+        ranks: list[int] = []
+        for rank, anchor in anchors:
+            for chunk in found.get(anchor.id, ()):
+                if chunk.id in seen:
+                    continue
+                seen.add(chunk.id)
+                passages.append(
+                    Passage(id=chunk.id, text=chunk.text, source=chunk.source, heading=chunk.heading, score=0.0)
+                )
+                ranks.append(rank)
+        return passages, ranks
 
     async def answer(
         self,
@@ -201,10 +260,14 @@ class ExtractiveAnswerer:
         memories: Sequence[Passage] = (),
         *,
         user: str = "",
+        ranks: Sequence[int] | None = None,
+        adjoining: int = 0,
     ) -> ExtractiveAnswer | None:
         """The quoted answer from the documents' and ``user``'s memories' sentences, or ``None`` when no sentence
-        is relevant enough."""
-        found = self.candidates(passages, memories)
+        is relevant enough. ``ranks``: each document's rank (default: its place in ``passages``); ``adjoining``:
+        how many of the last documents are passages around the shown ones, which only support a lead of their
+        page (:meth:`around`)."""
+        found = self.candidates(passages, memories, ranks, adjoining)
         if not found:
             return None
         texts = [judged(c.context or c.text) for c in found]
@@ -252,20 +315,24 @@ class ExtractiveAnswerer:
         ``similarity``: each unit's best similarity to the retrieval query or the message (a unit close to either
         can be quoted: "does any of what you told me change?" is close to nothing, its expansion is not)."""
         relevant = similarity >= self.min_relevance
-        prose = np.array([c.kind in PROSE for c in found]) & relevant
-        pool = prose if prose.any() else relevant
+        adjoining = np.array([c.adjoining for c in found], dtype=bool)
+        leads = relevant & ~adjoining  # a passage around a shown one never leads: it adds to what the shown say
+        prose = np.array([c.kind in PROSE for c in found]) & leads
+        pool = prose if prose.any() else leads
         if not pool.any():
             return []
         lead = int(np.argmax(np.where(pool, relevance, -np.inf)))
-        best = int(np.argmax(np.where(relevant, relevance, -np.inf)))
+        best = int(np.argmax(np.where(leads, relevance, -np.inf)))
         if relevance[best] - relevance[lead] > LEAD_MARGIN:  # a row or block answers far better than any sentence
             lead = best
-        near = np.array([closeness(c, found[lead]) for c in found])
+        # a passage around a shown one gets no bonus for its page: it wins a point only by its own relevance
+        near = np.array([0.0 if c.adjoining else closeness(c, found[lead]) for c in found])
         boosted = relevance + near
         lengths = [len(c.text.split()) for c in found]
         chosen = [lead]
         blocked = np.array([c.overlaps(found[lead]) or repeats(c, found[lead]) for c in found]) | ~relevant
         blocked |= (near == 0) & (relevance < relevance[lead] - SUPPORT_MARGIN)
+        blocked |= adjoining & np.array([c.source != found[lead].source for c in found])  # only the lead's page
         while len(chosen) < self.max_points:
             redundancy = (vectors @ vectors[chosen].T).max(axis=1)
             score = (1 - self.diversity) * boosted - self.diversity * redundancy

@@ -76,5 +76,10 @@ class EmbeddedPassageIndex:
                     self._cache.put_many(loaded.items())
         return found
 
+    def neighbours(self, ids: Sequence[str], span: int) -> dict[str, list[Chunk]]:
+        """Read from the SQLite corpus as it is now (one query; not cached: a document replaced since keeps its
+        passage ids, with other text around them)."""
+        return self.corpus.neighbours(ids, span)
+
     def close(self) -> None:
         return None  # lives in the SQLite database, which its owner closes

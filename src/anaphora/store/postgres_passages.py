@@ -133,6 +133,17 @@ JOIN passages p ON p.key = x.key
 """
 
 
+_NEIGHBOURS = """
+SELECT a.id, p.id, p.ordinal, p.heading, p.text, d.source
+FROM passages a
+JOIN passages p ON p.document_id = a.document_id AND p.key <> a.key
+  AND p.ordinal BETWEEN a.ordinal - %(span)s AND a.ordinal + %(span)s
+JOIN documents d ON d.id = a.document_id
+WHERE a.id = ANY(%(ids)s)
+ORDER BY a.id, p.ordinal, p.key
+"""
+
+
 def _rankings(rows: Iterable[tuple[int, int, float]], count: int) -> list[Ranking]:
     """Rows of (1-based query number, key, score) as one ranking per query."""
     rankings: list[Ranking] = [[] for _ in range(count)]
@@ -463,3 +474,15 @@ class PostgresPassageStore:
             key: Chunk(id=pid, text=text, source=source, heading=heading, ordinal=ordinal)
             for key, pid, ordinal, heading, text, source in rows
         }
+
+    def neighbours(self, ids: Sequence[str], span: int) -> dict[str, list[Chunk]]:
+        wanted = {_text(i): i for i in ids}
+        if not wanted or span < 1:
+            return {}
+        with self._connection() as conn:
+            rows = conn.execute(_NEIGHBOURS, {"ids": list(wanted), "span": span}).fetchall()
+        found: dict[str, list[Chunk]] = {}
+        for anchor, pid, ordinal, heading, text, source in rows:
+            chunk = Chunk(id=pid, text=text, source=source, heading=heading, ordinal=ordinal)
+            found.setdefault(wanted[anchor], []).append(chunk)
+        return found

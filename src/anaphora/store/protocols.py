@@ -425,6 +425,14 @@ class PassageIndex(Protocol):
         """The passages with these keys (unknown keys are left out)."""
         ...
 
+    def neighbours(self, ids: Sequence[str], span: int) -> dict[str, list[Chunk]]:
+        """For each passage id of ``ids``, the other passages of its document whose ordinal is within ``span`` of
+        its own, in ordinal order (the page's text around it, which the first stage may not have returned). An id
+        with none (alone in its document, or of no stored passage) is left out; ``span`` below 1 finds nothing.
+        Read from the registry as it is now, like :meth:`passages` (a replaced document's new passages, never a
+        removed one)."""
+        ...
+
     def warm_up(self) -> None:
         """Load or connect now rather than on the first query, and make the registry's writes so far searchable
         (blocking the caller, never the searches: they keep using what was built before)."""

@@ -95,6 +95,30 @@ class SQLiteCorpus:
             for r in rows
         }
 
+    def neighbours(self, ids: Sequence[str], span: int) -> dict[str, list[Chunk]]:
+        """Each stored passage of ``ids`` with the other chunks of its document within ``span`` ordinals of it, in
+        ordinal order (:meth:`~anaphora.store.protocols.PassageIndex.neighbours`)."""
+        wanted = list(dict.fromkeys(ids))
+        if not wanted or span < 1:
+            return {}
+        found: dict[str, list[Chunk]] = {}
+        for start in range(0, len(wanted), 500):
+            batch = wanted[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            rows = self.db.query(
+                f"SELECT a.id AS anchor, c.id, c.ordinal, c.heading, c.text, d.source FROM chunks a "
+                f"JOIN chunks c ON c.document_id = a.document_id AND c.key != a.key "
+                f"AND c.ordinal BETWEEN a.ordinal - ? AND a.ordinal + ? "
+                f"JOIN documents d ON d.id = a.document_id WHERE a.id IN ({marks}) ORDER BY a.id, c.ordinal, c.key",
+                [span, span, *batch],
+            )
+            for r in rows:
+                chunk = Chunk(
+                    id=r["id"], text=r["text"], source=r["source"], heading=r["heading"], ordinal=r["ordinal"]
+                )
+                found.setdefault(r["anchor"], []).append(chunk)
+        return found
+
     # -- writes ------------------------------------------------------------------------------------------------
     def replace_document(
         self,

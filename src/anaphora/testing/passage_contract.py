@@ -271,6 +271,52 @@ class PassageStoreContract:
             assert "dimensions" in caught.value.message
             assert "--rebuild" in (caught.value.hint or "")
 
+    # -- a page's neighbouring passages -------------------------------------------------------------------------
+    def write_page(self, registry: DocumentRegistry, embedder: HashingEmbedder, source: str, texts: list[str]) -> None:
+        chunks = [
+            Chunk(id=f"{source}#{n}", text=text, source=source, heading=source.split(".")[0].title(), ordinal=n)
+            for n, text in enumerate(texts, start=1)
+        ]
+        vectors = embedder.embed([search_text(c.heading, c.text) for c in chunks])
+        registry.replace_document("/pages", source, "b" * 64, chunks, vectors, embedder.name)
+
+    def test_neighbours_are_the_passages_around_it_in_its_document(
+        self, registry: DocumentRegistry, index: PassageIndex, embedder: HashingEmbedder, ingested: Path
+    ) -> None:
+        self.write_page(registry, embedder, "manual.md", [f"step {n} of the manual" for n in range(1, 7)])
+        self.write_page(registry, embedder, "other.md", [f"another page, part {n}" for n in range(1, 4)])
+        asked = ["manual.md#3", "manual.md#1", "coffee.md#1", "nowhere.md#1", "manual.md#6"]
+        found = {anchor: [c.id for c in chunks] for anchor, chunks in index.neighbours(asked, 1).items()}
+        assert found == {
+            "manual.md#3": ["manual.md#2", "manual.md#4"],
+            "manual.md#1": ["manual.md#2"],  # not other.md#2 nor coffee.md#1: only its own document
+            "manual.md#6": ["manual.md#5"],
+        }, "a passage alone in its document and an unknown id are left out"
+        wider = index.neighbours(["manual.md#3"], 2)["manual.md#3"]
+        assert [c.ordinal for c in wider] == [1, 2, 4, 5]
+        assert (wider[0].id, wider[0].source, wider[0].heading, wider[0].text) == (
+            "manual.md#1",
+            "manual.md",
+            "Manual",
+            "step 1 of the manual",
+        )
+        both = index.neighbours(["manual.md#2", "manual.md#3"], 1)
+        assert [c.id for c in both["manual.md#2"]] == ["manual.md#1", "manual.md#3"]
+        assert [c.id for c in both["manual.md#3"]] == ["manual.md#2", "manual.md#4"]
+        assert index.neighbours(["manual.md#3"], 0) == {}
+        assert index.neighbours([], 1) == {}
+
+    def test_neighbours_follow_the_registry_at_once(
+        self, registry: DocumentRegistry, index: PassageIndex, embedder: HashingEmbedder, ingested: Path
+    ) -> None:
+        self.write_page(registry, embedder, "manual.md", [f"step {n} of the manual" for n in range(1, 5)])
+        assert [c.text for c in index.neighbours(["manual.md#1"], 1)["manual.md#1"]] == ["step 2 of the manual"]
+        self.write_page(registry, embedder, "manual.md", ["the new first step", "the new second step"])
+        assert [c.text for c in index.neighbours(["manual.md#1"], 1)["manual.md#1"]] == ["the new second step"]
+        assert index.neighbours(["manual.md#3"], 1) == {}, "a passage of the old version is gone"
+        assert registry.remove_source("manual.md") == ["/pages"]
+        assert index.neighbours(["manual.md#1", "manual.md#2"], 1) == {}
+
     def test_unicode_round_trips_and_nul_is_stored_or_replaced(
         self, registry: DocumentRegistry, index: PassageIndex, embedder: HashingEmbedder
     ) -> None:
