@@ -378,19 +378,8 @@ def recognise(message: str) -> ConversationRequest | None:
     def request(intent: Intent) -> ConversationRequest:
         kept, alone = (topic if pointed or tentative else frozenset()), bool(_ALONE.search(text) or cue.shaped)
         gather = intent is Intent.POINT_BACK and _gathers(_LENGTH.sub(" ", text), wants, ordinal)
-        return ConversationRequest(
-            intent,
-            max_words,
-            lines,
-            bullets,
-            ordinal,
-            wants,
-            kept,
-            alone=alone,
-            gather=gather,
-            layout=_layout(text),
-            tentative=tentative,
-        )
+        form = {"alone": alone, "gather": gather, "layout": _layout(text), "tentative": tentative}
+        return ConversationRequest(intent, max_words, lines, bullets, ordinal, wants, kept, **form)
 
     single_answer = re.search(r"\byour( very)? ((last|previous|latest) )?(answer|reply|response)\b", text)
     if cue.recap and (cue.whole or not (cue.pointer or single_answer)):
