@@ -22,7 +22,7 @@ from anaphora.app import Anaphora
 from anaphora.cli.progress import IngestProgress
 from anaphora.cli.render import shown, terminal
 from anaphora.ingest.units import UnitsReport
-from anaphora.settings import load_settings
+from anaphora.settings import Settings, load_settings
 
 BACKGROUND_NICENESS = 10  # the background process yields the cores to the user's questions
 LOG_NAME = "answer-units.log"
@@ -115,6 +115,14 @@ def after_ingest(
         console.print("Answer units: not embedded yet (anaphora units embeds them; answers embed what they need).")
 
 
+def background_settings(settings: Settings) -> Settings:
+    """The settings of the background run: its embedder's threads do not spin-wait between operators, since a
+    spinning thread takes a core even at low priority and the user's first question, asked meanwhile, would wait
+    for it (spinning changes how threads wait, not the vectors)."""
+    models = settings.models.model_copy(update={"embedder_spin_wait": False})
+    return settings.model_copy(update={"models": models})
+
+
 def units(
     ctx: typer.Context,
     background: Annotated[
@@ -126,10 +134,12 @@ def units(
 ) -> None:
     """Embed the answer units of the ingested passages that are not embedded yet (ingest starts this in the
     background; stopping it is safe, running it again resumes)."""
+    settings = load_settings(**ctx.obj)
     if background:
         os.nice(BACKGROUND_NICENESS)
+        settings = background_settings(settings)
     console, errors = terminal(), terminal(stderr=True)
-    with Anaphora(load_settings(**ctx.obj)) as rag:
+    with Anaphora(settings) as rag:
         if rag.components.answer_units is None:
             console.print("Answer units: none to embed ahead with these settings (answers are not quoted).")
             return

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from anaphora.cli.units import child_arguments
+from anaphora.cli.units import background_settings, child_arguments
+from anaphora.settings import Settings
 from tests.conftest import SAMPLE_DOCS
 from tests.unit.cli.test_main import run
 
@@ -63,3 +64,12 @@ def test_the_child_gets_this_process_s_settings() -> None:
     assert child_arguments(options, Path("/d")) == [
         "--data-dir", "/d", "--config", "a.toml", "--chat-model", "fake", "--set", "top_k=3",
     ]  # fmt: skip
+
+
+def test_the_background_run_does_not_spin_its_threads(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path)
+    assert settings.models.embedder_spin_wait
+    quiet = background_settings(settings)
+    assert not quiet.models.embedder_spin_wait
+    assert quiet.models.model_copy(update={"embedder_spin_wait": True}) == settings.models
+    assert quiet.data_dir == settings.data_dir
