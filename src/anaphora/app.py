@@ -319,6 +319,17 @@ def build_embedder(settings: Settings, database: Database, closers: Closers) -> 
     return CachedEmbedder(load_embedder(settings), build_embedding_cache(settings.stores, database, closers))
 
 
+def build_query_embedder(settings: Settings, embedder: CachedEmbedder) -> CachedEmbedder:
+    """What embeds the search's queries: ``embedder`` itself, or, when it runs at int8 and
+    ``embedder_query_precision`` is "fp32", the same model at fp32 over the same cache (asymmetric precision: the
+    passages keep their int8 vectors, the query loses its quantization error). Loads nothing yet."""
+    if settings.models.embedder_query_precision == "same":
+        return embedder
+    full = settings.models.model_copy(update={"embedder_precision": "fp32"})
+    query = load_embedder(settings.model_copy(update={"models": full}))
+    return embedder if query.name == embedder.name else CachedEmbedder(query, embedder.cache)
+
+
 def build_chat_model(settings: ModelSettings, model: ChatModel | None, closers: Closers) -> ChatModel:
     """``model`` when given (a fake, a wrapper), else the one ``chat_model`` names; loads on first use."""
     return closers.client(model or load_chat_model(settings))
@@ -481,7 +492,7 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None, c
     recall, personal, writer = build_memory_stages(settings, memory, embedder, chat_model, passages.term_statistics)
     # memories' sentences: uncached (the shared cache is not the user's), memoised per user (sentence_vectors.py)
     vectors = SentenceVectors(embedder, embedder.inner)
-    retriever = HybridRetriever(passages, embedder, settings.retrieval)
+    retriever = HybridRetriever(passages, build_query_embedder(settings, embedder), settings.retrieval)
     parts = StageParts(
         chat_model,
         retriever,

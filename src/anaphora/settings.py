@@ -155,6 +155,13 @@ class ModelSettings(SettingsGroup):
         "measured in docs/benchmarks.md) or 'fp32'. An index embedded at the other precision is re-embedded by the "
         "next anaphora ingest, or by anaphora serve in the background (each says so)",
     )
+    embedder_query_precision: Literal["fp32", "same"] = Field(
+        default="fp32",
+        description="precision of the search's query vectors when the passages are embedded at int8: 'fp32' embeds "
+        "the query with the same model at full precision (only the passages' quantization error remains; one short "
+        "text a turn, so the cost is small; realdocs-dev answered 68 -> 70 of 201, docs/benchmarks.md), 'same' at "
+        "the passages' precision",
+    )
     blas_threads: int = Field(
         default=1,
         ge=0,

@@ -38,6 +38,8 @@ def retrieved_sections(result: TurnResult) -> set[tuple[str, str]]:
 def test_embedder_is_minilm_and_normalised(embedded: Anaphora) -> None:
     embedder = embedded.components.embedder
     assert embedder.name == "all-MiniLM-L6-v2-int8" and embedder.dim == 384  # int8 by default where ONNX runs
+    query = embedded.components.retriever.embedder  # the search's queries at full precision, over the same cache
+    assert query.name == "all-MiniLM-L6-v2" and query.dim == 384 and query.cache is embedder.cache
     vectors = embedder.inner.embed(["Kestrel ships logs", "ARM nodes"])
     assert vectors.shape == (2, 384)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
