@@ -71,12 +71,14 @@ def test_real_model_streams_checked_units_and_persists(embedded: Anaphora) -> No
 
 
 def test_query_embeddings_are_cached(embedded: Anaphora) -> None:
-    cache, half = embedded.components.embedder, retrieval_half(embedded.components)
+    half = retrieval_half(embedded.components)
+    query = embedded.components.retriever.embedder  # the search's queries: the same model at fp32, same cache
     question = "How do I rotate the Kestrel token?"
     embedded.run(half.run(question, []))  # the retrieval half: one query embedding
-    hits = cache.hits
+    hits = query.hits
     embedded.run(half.run(question, []))
-    assert cache.hits == hits + 1
-    answered = embedded.ask(question)  # the extractive answer's sentence embeddings are cached too
-    hits = cache.hits
-    assert embedded.ask(question).answer == answered.answer and cache.hits > hits
+    assert query.hits == hits + 1
+    answered = embedded.ask(question)
+    hits = query.hits
+    again = embedded.ask(question)  # a whole turn again: its search's query comes from the cache
+    assert again.answer == answered.answer and query.hits > hits
