@@ -325,8 +325,7 @@ def build_query_embedder(settings: Settings, embedder: CachedEmbedder) -> Cached
     passages keep their int8 vectors, the query loses its quantization error). Loads nothing yet."""
     if settings.models.embedder_query_precision == "same":
         return embedder
-    full = settings.models.model_copy(update={"embedder_precision": "fp32"})
-    query = load_embedder(settings.model_copy(update={"models": full}))
+    query = load_embedder(settings.with_updates(embedder_precision="fp32"))
     return embedder if query.name == embedder.name else CachedEmbedder(query, embedder.cache)
 
 

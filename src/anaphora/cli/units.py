@@ -119,8 +119,7 @@ def background_settings(settings: Settings) -> Settings:
     """The settings of the background run: its embedder's threads do not spin-wait between operators, since a
     spinning thread takes a core even at low priority and the user's first question, asked meanwhile, would wait
     for it (spinning changes how threads wait, not the vectors)."""
-    models = settings.models.model_copy(update={"embedder_spin_wait": False})
-    return settings.model_copy(update={"models": models})
+    return settings.with_updates(embedder_spin_wait=False)
 
 
 def units(
