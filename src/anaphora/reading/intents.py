@@ -289,13 +289,20 @@ _MODIFIER = re.compile(
 )
 
 
-def _wants(message: str) -> str | None:
+def _wants(message: str, ordinal: int | None = None) -> str | None:
     """The kind of thing pointed at, by the noun that heads the phrase: the last kind named ("the configuration
-    keys" asks for keys, "the step ..., what was the command?" for a command)."""
+    keys" asks for keys, "the step ..., what was the command?" for a command). A noun of two kinds ("option") is a
+    step when an ordinal counts it ("the second option") and a name otherwise ("the channel option")."""
     found = [(m.end(), kind) for kind, pattern in _WANTED.items() for m in pattern.finditer(message)]
     # a noun in a phrase that says which one ("the variable names for that on-prem option") heads nothing
     heads = [f for f in found if not _MODIFIER.search(message[: f[0]])] or found
-    return max(heads)[1] if heads else None
+    if not heads:
+        return None
+    end = max(heads)[0]
+    kinds = {kind for at, kind in heads if at == end}
+    if kinds == {"step", "identifier"}:
+        return "step" if ordinal is not None else "identifier"
+    return max(heads)[1]
 
 
 def _gathers(message: str, wants: str | None, ordinal: int | None) -> bool:
@@ -371,7 +378,8 @@ def recognise(message: str) -> ConversationRequest | None:
     tentative = (asks_docs and (topic or not cue.transforms)) or (topic and not pointed) or len(topic) > room
     if tentative and (not topic or (asks_docs and not cue.you_said)):
         return None  # a question put to the documents ("how do I shorten the retention window?")
-    ordinal, wants = _ordinal(text), _wants(_LENGTH.sub(" ", text))
+    ordinal = _ordinal(text)
+    wants = _wants(_LENGTH.sub(" ", text), ordinal)
     asks_back = bool(_WH_WAS.search(text)) and (cue.again or cue.you_said or ordinal is not None)
     asks_back = asks_back and bool(wants or topic or ordinal not in (None, -1))
 

@@ -134,6 +134,17 @@ def test_a_named_setting_is_found_where_it_was_said() -> None:
     assert "512Mi" in answer("what did you say the default limit was?")
 
 
+@pytest.mark.parametrize(
+    "message", ["the memory option in that config, what was it again?", "the option you gave for the memory limit, what was it?"]
+)
+def test_an_option_named_by_its_subject_is_a_setting_not_a_step(message: str) -> None:
+    assert "resources.limits.memory" in answer(message)
+
+
+def test_an_option_counted_by_an_ordinal_is_a_step() -> None:
+    assert answer("the second option again?") == "- Run `helm upgrade kestrel kestrel/kestrel`."
+
+
 def test_one_word_gives_the_identifier() -> None:
     assert answer("which setting was it for the memory again? one word") == "resources.limits.memory"
 
