@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gzip
 import hashlib
 import inspect
 import json
@@ -514,9 +515,8 @@ def main() -> None:
             ),
         }
         if args.dump:
-            with args.dump.open("w") as out:
-                for row in rows:
-                    out.write(json.dumps(row) + "\n")
+            lines = "".join(json.dumps(row) + "\n" for row in rows).encode()
+            args.dump.write_bytes(gzip.compress(lines) if args.dump.suffix == ".gz" else lines)
         return payload, write_result(args.name, payload)
 
     for corpus in args.corpus.split(","):

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from anaphora.models.base import ChatModel, ChatOptions
 from anaphora.pipeline.query import QueryPlan
 from anaphora.reading.coverage import rare, unused_words, written_as_names
+from anaphora.reading.intents import without_social
 from anaphora.reading.message import read
 from anaphora.reading.rewrite_guard import strip_preamble, validate_rewrite
 from anaphora.reading.route import REFERRING, TurnKind
@@ -98,16 +99,18 @@ class HistoryExpansion:
         if reading.continues or reading.returns_to_topic:
             return False
         statistics = self.statistics() if self.statistics else None
-        clauses = [words(clause) for clause in _CLAUSE.split(question)]
+        clauses = [words(clause) for clause in _CLAUSE.split(without_social(question))]  # "ok" names nothing
         content = [(n, t) for n, clause in enumerate(clauses) for t in clause if t not in STOPWORDS]
         names = naming([t for _, t in content], statistics)  # one statistics lookup for the whole message
         named = {n for (n, _), name in zip(content, names, strict=True) if name}  # clauses that name a topic
         referring = [n for n, clause in enumerate(clauses) if any(t in REFERRING for t in clause)]
-        if referring:
-            return any(n < referring[0] for n in named)
+        if referring and not any(n < referring[0] for n in named):
+            return False  # the pronoun points back: nothing named before it for it to refer to
         if not history or statistics is None:
-            return reading.looks_standalone or bool(named)
-        naming_words = [t for (_, t), name in zip(content, names, strict=True) if name]
+            return bool(named) if referring else reading.looks_standalone or bool(named)
+        # the words that name a topic (before the pronoun, if there is one) must be new to the conversation
+        last = referring[0] if referring else len(clauses)
+        naming_words = [t for (n, t), name in zip(content, names, strict=True) if name and n < last]
         return bool(self.new_subjects(question, naming_words, history, statistics))
 
     def new_subjects(

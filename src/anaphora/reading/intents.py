@@ -62,14 +62,16 @@ class ConversationRequest:
 
 # -- social turns -------------------------------------------------------------------------------------------------
 _SOCIAL_KINDS = {
-    "thanks": r"thanks?( you)?( (so|very) much| a lot| a bunch| again)?|thx|ty|ta|cheers|much appreciated|"
+    "thanks": r"thank u|thanks?( you)?( (so|very) much| a (lot|bunch|ton|million|heap)| heaps| loads| again)?|thx|"
+    r"tysm|ty|ta|cheers|much appreciated|"
     r"appreciate( it| that)|many thanks|you('re| are) a lifesaver|lifesaver",
     "greeting": r"hi|hello|hey|hiya|howdy|good (morning|afternoon|evening)|morning|evening",
     "farewell": r"bye|goodbye|good night|see you( later| soon)?|later|have a (nice|good|great) (day|one|evening)",
     "identity": r"how are you( doing)?|who are you|what can you do|what are you",
-    "ack": r"great( stuff)?|awesome|perfect|cool|nice( one)?|neat|wow|brilliant|fantastic|excellent|sweet|"
-    r"hmm+|interesting|"
-    r"ok(ay)?|k|alright|all right|got it|makes sense|understood|sounds good|noted|sure( thing)?|yes|yep|yeah|"
+    "ack": r"good to know|nice to know|great( stuff)?|awesome|perfect|cool|nice( one)?|neat|wow|brilliant|fantastic|"
+    r"excellent|sweet|hmm+|interesting|"
+    r"ok(ay)?|k|alright|all right|got it|gotcha|got you|i see|ah+|oh+|fair enough|"
+    r"roger( that)?|will do|makes sense|understood|sounds good|noted|sure( thing)?|yes|yep|yeah|"
     r"no|nope|no problem|lol|please|mate|all good( now)?|that did (it|the trick)|that works|it works( now)?|"
     r"that'?s (exactly )?what i needed|(that )?clears (it|that) up|(that )?helps( (a lot|a bunch|so much))?|"
     r"(that )?helped|(that('s| is| was) )?(very |really |super |so )?(helpful|useful|clear|great|perfect|nice|"
@@ -87,6 +89,11 @@ _REMARK_CLAUSE = re.compile(r"^\s*(that'?s|that (is|was)|this (is|was)|so)\b[^?\
 def is_chit_chat(message: str) -> bool:
     """Only social phrases: at least one, and nothing of substance besides ("thanks, and on ARM?" is not)."""
     return _social_kind(_normal(message)) is not None
+
+
+def without_social(message: str) -> str:
+    """The message, lower case, without its social phrases: "ok, fixed size then" names a size, not "ok"."""
+    return " ".join(_SOCIAL.sub(" ", _normal(message)).split())
 
 
 def _normal(message: str) -> str:
@@ -315,9 +322,13 @@ def _gathers(message: str, wants: str | None, ordinal: int | None) -> bool:
     return plural or bool(re.search(r"\b(list|enumerate)\b", message))
 
 
-def _topic(message: str) -> frozenset[str]:
-    """The content words the request leaves: what it is about."""
-    stripped = message
+# where a summary is going, not what it is about: "recap the agent setup for my runbook", "... into our wiki"
+_DESTINATION = re.compile(r"\b(for|into|in) (my|our) [\w-]+( [\w-]+)?(?=\s*([,.;:!?]|$))")
+
+
+def _topic(message: str, summarises: bool) -> frozenset[str]:
+    """The content words the request leaves: what it is about (a summary's destination is not what about)."""
+    stripped = _DESTINATION.sub(" ", message) if summarises else message
     for cue in (_LENGTH, _SHAPE, _ALONE, _SHORTEN, _REPEAT, _RECAP, _YOU_SAID, _CONVERSATION, _AGAIN, _PART, _SOCIAL):
         stripped = cue.sub(" ", stripped)
     # the noun that heads the request says what kind of thing is wanted, not what about: "the variable names"
@@ -365,7 +376,7 @@ def recognise(message: str) -> ConversationRequest | None:
             return ConversationRequest(Intent.CHIT_CHAT, social=social)
         if not any(p.search(text) for p in _POINTING):  # most messages: a question with no cue at all
             return None
-    topic = _topic(text)
+    topic = _topic(text, cue.transforms or bool(_LENGTH.search(text)))
     max_words, lines, bullets = _length(text)
     if _I_ASKED.search(text):
         return ConversationRequest(Intent.POINT_BACK, max_words, lines, bullets, _ordinal(text), "question")

@@ -135,7 +135,8 @@ def test_a_named_setting_is_found_where_it_was_said() -> None:
 
 
 @pytest.mark.parametrize(
-    "message", ["the memory option in that config, what was it again?", "the option you gave for the memory limit, what was it?"]
+    "message",
+    ["the memory option in that config, what was it again?", "the option you gave for the memory limit, what was it?"],
 )
 def test_an_option_named_by_its_subject_is_a_setting_not_a_step(message: str) -> None:
     assert "resources.limits.memory" in answer(message)

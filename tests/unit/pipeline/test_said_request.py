@@ -40,6 +40,9 @@ def route(message: str, history: list[Message]) -> TurnState:
         ("which environment variables came up for the backups?", Intent.POINT_BACK),
         ("in one line: how were the dumps kept off the host?", Intent.SHORTEN),
         ("the retention setting for the dumps again, bare name", Intent.POINT_BACK),
+        # where the summary goes is not what it is about
+        ("recap the backup setup for my runbook, 40 words max", Intent.RECAP),
+        ("sum up the nightly dumps for our wiki", Intent.RECAP),
     ],
 )
 def test_a_shaped_request_about_what_was_said_is_answered_from_the_conversation(message: str, intent: Intent) -> None:

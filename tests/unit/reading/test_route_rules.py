@@ -51,6 +51,13 @@ CHIT_CHAT = [
     "Who are you",
     "what can you do?",
     "how are you?",
+    # informal thanks and acknowledgements (our own list, not a dev set's)
+    "thanks a million",
+    "oh nice, thank u",
+    "gotcha",
+    "i see, fair enough",
+    "ahh ok, nice to know",
+    "roger that, will do",
 ]
 
 META = [
@@ -79,6 +86,9 @@ NOT_CHIT_CHAT = [
     "sure, what about Windows?",
     "How do I install Kestrel on Kubernetes?",
     "And on ARM?",
+    "gotcha, and on ARM?",
+    "i see. what about the retention window?",
+    "oh, the TLS port",
 ]
 
 

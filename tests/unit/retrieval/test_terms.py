@@ -188,3 +188,20 @@ def test_a_follow_up_that_names_no_new_subject_keeps_the_topic():
     for message in ("how do I enable tls on the http output?", "can the forward output use tls certificates?"):
         assert expansion.stands_alone(message, history), message
     assert expansion.stands_alone("is there a timeout before a partial record is flushed?")  # turn 1: no topic
+
+
+def test_a_pronoun_after_words_the_topic_already_named_still_points_back():
+    """A word before the pronoun makes the message stand alone only when it names a new subject: "ok, a flush
+    timeout then, what is it by default?" after multiline parsing is still about the parser; "the http output with
+    tls: can it verify certificates?" is not (a new subject). Our own phrasings."""
+    index = parser_docs()
+    expansion = HistoryExpansion(statistics=lambda: index)
+    history = [
+        Message(role="user", content="how do I set up the multiline parser for stack traces?"),
+        Message(role="assistant", content="Configure a start state regex and a continuation state."),
+    ]
+    assert not expansion.stands_alone("ok, a flush timeout then, what is it by default?", history)
+    assert not expansion.stands_alone("great, the partial record: when does it get flushed?", history)
+    assert not expansion.stands_alone("partial records, when are they flushed?", history)
+    assert expansion.stands_alone("the http output with tls, can it verify certificates?", history)
+    assert expansion.stands_alone("ok, a flush timeout then, what is it by default?")  # turn 1: named, no history
