@@ -34,6 +34,8 @@ NOTHING_YET = "We have not gone through anything from the documents yet, so ther
 # a citation marker the answerers write: "[path/to/file.md#3]", "[memory:12]", "[a.md#1, b.md#2]"
 _MARKER = re.compile(r"[ \t]?\[(?:[^\[\]\s]+#\d+|memory:[^\[\]\s]+)(?:,\s*(?:[^\[\]\s]+#\d+|memory:[^\[\]\s]+))*\]")
 _CODE_SPAN = re.compile(r"`[^`\n]+`")
+# a paragraph that quotes memory only (the user's facts said back): what the user said, not what the answer said
+_FROM_MEMORY = re.compile(r"\[memory:[^\[\]\s]+\]\s*$")
 _LINK = re.compile(r"\[([^\[\]\n]+)\]\([^()\s]+\)")
 _SHELL = re.compile(r"^```(bash|sh|shell|console|zsh|powershell|cmd|terminal)?\s*$", re.M)
 SOCIAL_REPLIES = {
@@ -124,6 +126,7 @@ def earlier_answers(history: Sequence[Message], unanswered: Sequence[str] = ()) 
         answer = message.content.strip()
         if answer.startswith(AS_YOU_SAID):  # the user's own words said back, not what the answer said
             answer = answer.partition("\n\n")[2].strip()
+        answer = "\n\n".join(p for p in answer.split("\n\n") if not _FROM_MEMORY.search(p)).strip()
         if answer and read(question).request is None and not answer.startswith(tuple(u for u in unanswered if u)):
             units = whole_tables(u for u in split_units(without_markers(answer)) if u.text.strip())
             if units:
@@ -191,7 +194,7 @@ def gist(said: Said, budget: int, *, prose: bool = False) -> str:
     line or bullet, where a block would break the lines asked for), so a lead-in gives way too."""
     units = [as_sentence(u) for u in said.units if u.text.strip()]
     if prose and any(u.kind != "code" for u in units):
-        units = [u for u in units if u.kind != "code"]
+        units = [as_statement(u) for u in units if u.kind != "code"]
     opens_on_code = units[0].kind == "code"
     overlong = word_count(" ".join(u.text for u in units[:2])) > budget
     if opens_on_code or (announces(units[0]) and (prose or overlong)):
@@ -216,6 +219,14 @@ def gist(said: Said, budget: int, *, prose: bool = False) -> str:
             chosen.append(i)
             used += size
     return join_units([units[i] for i in sorted(chosen)])
+
+
+def as_statement(unit: Unit) -> Unit:
+    """A lead-in that names something ("you can use the `crontab` schedule type:") said as a statement, for prose
+    where what it introduces is left out; a lead-in that names nothing ("For example:") stays one."""
+    if not announces(unit) or not risky_tokens(unit.text) or not unit.text.rstrip().endswith(":"):
+        return unit
+    return Unit(unit.text.rstrip().rstrip(":").rstrip() + ".", unit.separator, unit.kind)
 
 
 def join_units(units: Sequence[Unit]) -> str:
@@ -280,7 +291,7 @@ def whole_gists(turns: Sequence[Said], share: int, budget: int) -> list[str]:
 
 def whole_statement(said: Said, budget: int) -> str | None:
     """The answer's first sentence or item within ``budget`` words that names something, else its first that fits."""
-    units = [as_sentence(u) for u in said.units if u.text.strip() and u.kind != "code"]
+    units = [as_statement(as_sentence(u)) for u in said.units if u.text.strip() and u.kind != "code"]
     stated = [u for u in units if u.kind in ("sentence", "item") and not announces(u)]
     fitting = [u for u in stated if word_count(u.text) <= budget]
     named = [u for u in fitting if risky_tokens(u.text)]

@@ -501,3 +501,35 @@ def test_a_tight_recap_says_whole_statements_not_a_fragment_of_each_answer() -> 
     text = answer_about_conversation(recognise("recap our chat in 24 words"), history)
     assert "…" not in text and 0 < len(text.split()) <= 24
     assert "Set `knob_0` to 2 before the restart." in text
+
+
+def test_a_recap_states_a_lead_in_that_names_something() -> None:
+    """A recap is prose, so a code block is left out; the lead-in that introduced it still says what was given
+    ("you can use the `rotate_every` setting:"), as a statement. Our own wording."""
+    history = [
+        Message(role="user", content="can the logs roll over once a day?"),
+        Message(
+            role="assistant",
+            content="For a rotation by time rather than by size, you can use the `rotate_every` setting:\n\n"
+            "```yaml\nrotate_every: 24h\n```\n[logging.md#4]",
+        ),
+        Message(role="user", content="and keep only a week of them?"),
+        Message(role="assistant", content="Set `keep_files` to 7 to keep the seven newest files. [logging.md#5]"),
+    ]
+    text = answer_about_conversation(recognise("recap this chat in 40 words"), history)
+    assert "`rotate_every` setting." in text and "`keep_files`" in text and "```" not in text
+
+
+def test_a_recap_leaves_out_the_users_facts_said_back() -> None:
+    """An answer that quotes the user's stated setup ("[memory:...]") says back what the user said: a recap of what
+    the documents said repeats none of it."""
+    history = [
+        Message(role="user", content="how many workers should I run per node?"),
+        Message(
+            role="assistant",
+            content="You run three replicas on each node. [memory:ab12]\n\n"
+            "Start one worker per CPU core with `--concurrency`. [workers.md#2]",
+        ),
+    ]
+    text = answer_about_conversation(recognise("recap please"), history)
+    assert "`--concurrency`" in text and "three replicas" not in text
