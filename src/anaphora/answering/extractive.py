@@ -45,6 +45,7 @@ SUPPORT_MARGIN = 0.2  # a supporting point from elsewhere must be at least this 
 BLOCKS = ("code", "row", "lead-in")  # shown as blocks, the marker on a line of its own
 PROSE = ("sentence", "item", "lead-in")  # what can lead an answer
 MAX_BLOCK_ITEMS = 8  # list items or table rows quoted with the sentence that introduces them
+MAX_BLOCKS = 3  # code blocks in a row (one language, nothing between) quoted with the sentence that introduces them
 # a unit is judged by its first 600 characters (about 150 tokens): a long code block or table by its opening lines,
 # at a third of the cost of embedding all of it (on realdocs-dev, cold: turn p95 1476 -> 1283 ms, same answers)
 JUDGED_CHARS = 600
@@ -600,12 +601,19 @@ def reflow(text: str) -> str:
 
 def introduced(units: Sequence[Unit], lines: Sequence[str], start: int) -> tuple[int, str]:
     """(last position, text) of the code block, list or table that begins at ``start``; ``(start, "")`` when
-    what follows is not one."""
+    what follows is not one. Code blocks of one language that follow each other with no text between are one
+    thing introduced ("create a user, a vhost and allow the user on it:" and its three commands); blocks in other
+    languages (a config shown as YAML, then as TOML) are alternatives, and only the first is."""
     if start >= len(units) or units[start].kind not in ("code", "item", "row"):
         return start, ""
-    if units[start].kind == "code":
-        return start, lines[start]
     kind, end = units[start].kind, start
+    if kind == "code":
+        fence = lines[start].split("\n", 1)[0].strip()
+        while end + 1 < len(units) and units[end + 1].kind == kind and end + 1 - start < MAX_BLOCKS:
+            if lines[end + 1].split("\n", 1)[0].strip() != fence:
+                break
+            end += 1
+        return end, "\n\n".join(lines[start : end + 1])
     while end + 1 < len(units) and units[end + 1].kind == kind and end + 1 - start < MAX_BLOCK_ITEMS:
         end += 1
     return end, "\n".join(lines[start : end + 1])

@@ -73,6 +73,20 @@ async def test_a_sentence_that_introduces_what_follows_is_quoted_with_it() -> No
     ]
 
 
+def test_a_lead_in_introduces_the_blocks_of_one_language_that_follow_it() -> None:
+    """Three commands in a row under "create a user, a vhost and let the user in:" are one step quoted whole; a
+    config shown as YAML and then as TOML is two alternatives, so only the first comes with its lead-in."""
+    steps = (
+        "Create a user and a vhost and let the user into it:\n\n```console\n$ ctl add_user app secret\n```\n\n"
+        "```console\n$ ctl add_vhost apps\n```\n\n```console\n$ ctl set_permissions -p apps app\n```"
+    )
+    leads = [text for _, text, kind in quotable_units(steps) if kind == "lead-in"]
+    assert len(leads) == 1 and all(c in leads[0] for c in ("add_user", "add_vhost", "set_permissions"))
+    alternatives = "Set the retention:\n\n```yaml\nretention: 7d\n```\n\n```toml\nretention = \"7d\"\n```"
+    leads = [text for _, text, kind in quotable_units(alternatives) if kind == "lead-in"]
+    assert leads == ["Set the retention:\n\n```yaml\nretention: 7d\n```"]
+
+
 async def test_a_table_row_is_quoted_under_its_tables_header() -> None:
     passage = Passage(
         id="install.md#11",
