@@ -82,7 +82,7 @@ def test_a_lead_in_introduces_the_blocks_of_one_language_that_follow_it() -> Non
     )
     leads = [text for _, text, kind in quotable_units(steps) if kind == "lead-in"]
     assert len(leads) == 1 and all(c in leads[0] for c in ("add_user", "add_vhost", "set_permissions"))
-    alternatives = "Set the retention:\n\n```yaml\nretention: 7d\n```\n\n```toml\nretention = \"7d\"\n```"
+    alternatives = 'Set the retention:\n\n```yaml\nretention: 7d\n```\n\n```toml\nretention = "7d"\n```'
     leads = [text for _, text, kind in quotable_units(alternatives) if kind == "lead-in"]
     assert leads == ["Set the retention:\n\n```yaml\nretention: 7d\n```"]
 
