@@ -39,7 +39,7 @@ from anaphora.reading.route import Route, TurnKind, history_covers, route_turn
 from anaphora.retrieval.base import Retriever
 from anaphora.retrieval.entity_boost import boost, conversation_entities
 from anaphora.retrieval.terms import TermStatistics
-from anaphora.text import content_union
+from anaphora.text import named_words
 from anaphora.types import Citation, Message
 
 
@@ -54,12 +54,18 @@ def said_request(reading: Reading, history: Sequence[Message]) -> ConversationRe
     if request is None or request.intent is Intent.CHIT_CHAT or not history:
         return None
     if request.tentative:
-        said = content_union(m.content for m in history)
+        said = said_words(history)
         return replace(request, tentative=False) if 2 * len(request.topic & said) >= len(request.topic) else None
     if not request.topic or request.intent is Intent.RECAP:
         return request
-    said = content_union(m.content for m in history if m.role == "assistant")
+    said = said_words([m for m in history if m.role == "assistant"])
     return request if request.topic & said else None
+
+
+def said_words(messages: Sequence[Message]) -> frozenset[str]:
+    """The words the messages said, with the words their identifiers are made of: "the permissions command" names
+    ``rabbitmqctl set_permissions``."""
+    return frozenset().union(*(named_words(m.content) for m in messages))
 
 
 class Router(Stage):

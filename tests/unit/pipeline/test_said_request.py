@@ -43,6 +43,8 @@ def route(message: str, history: list[Message]) -> TurnState:
         # where the summary goes is not what it is about
         ("recap the backup setup for my runbook, 40 words max", Intent.RECAP),
         ("sum up the nightly dumps for our wiki", Intent.RECAP),
+        # a word of an identifier names it: `BACKUP_RETENTION_DAYS` was said, "retention" points at it
+        ("what was the retention variable again?", Intent.POINT_BACK),
     ],
 )
 def test_a_shaped_request_about_what_was_said_is_answered_from_the_conversation(message: str, intent: Intent) -> None:
