@@ -44,8 +44,7 @@ LEAD_MARGIN = 0.1  # a sentence leads unless a code block or table row is this m
 SUPPORT_MARGIN = 0.2  # a supporting point from elsewhere must be at least this close to the lead's relevance
 BLOCKS = ("code", "row", "lead-in")  # shown as blocks, the marker on a line of its own
 PROSE = ("sentence", "item", "lead-in")  # what can lead an answer
-MAX_BLOCK_ITEMS = 8  # list items or table rows quoted with the sentence that introduces them
-MAX_BLOCKS = 3  # code blocks in a row (one language, nothing between) quoted with the sentence that introduces them
+MAX_BLOCK_ITEMS = 8  # list items, table rows or code blocks quoted with the sentence that introduces them
 # a unit is judged by its first 600 characters (about 150 tokens): a long code block or table by its opening lines,
 # at a third of the cost of embedding all of it (on realdocs-dev, cold: turn p95 1476 -> 1283 ms, same answers)
 JUDGED_CHARS = 600
@@ -609,7 +608,7 @@ def introduced(units: Sequence[Unit], lines: Sequence[str], start: int) -> tuple
     kind, end = units[start].kind, start
     if kind == "code":
         fence = lines[start].split("\n", 1)[0].strip()
-        while end + 1 < len(units) and units[end + 1].kind == kind and end + 1 - start < MAX_BLOCKS:
+        while end + 1 < len(units) and units[end + 1].kind == kind and end + 1 - start < MAX_BLOCK_ITEMS:
             if lines[end + 1].split("\n", 1)[0].strip() != fence:
                 break
             end += 1
