@@ -161,10 +161,17 @@ def answer_about_conversation(
     if request.intent is Intent.REPEAT and request.max_words is None:
         return "\n\n".join(s.text for s in targets[-1:])
     budget = request.max_words or DEFAULT_SHORT_WORDS
-    shortened = [gist(s, max(4, budget // len(targets))) for s in targets]
+    lines = request.lines  # "in one line": prose, no code block, no paragraph break
+    shortened = [gist(s, max(4, budget // len(targets)), prose=lines is not None) for s in targets]
     if any(text.endswith("…") for text in shortened):  # whole statements rather than a fragment of each
         shortened = whole_gists(targets, max(4, budget // len(targets)), budget)
-    return "\n\n".join(shortened)
+    return "\n\n".join(shortened) if lines is None else in_lines(shortened, lines)
+
+
+def in_lines(texts: Sequence[str], lines: int) -> str:
+    """``texts`` in order on at most ``lines`` lines, as even as they go."""
+    per = -(-len(texts) // max(1, lines))
+    return "\n".join(" ".join(" ".join(t.split()) for t in texts[i : i + per]) for i in range(0, len(texts), per))
 
 
 def about(topic: frozenset[str], said: Sequence[Said]) -> list[Said]:
@@ -200,7 +207,7 @@ def gist(said: Said, budget: int, *, prose: bool = False) -> str:
     if opens_on_code or (announces(units[0]) and (prose or overlong)):
         stated = [u for u in units if u.kind in ("sentence", "item") and not announces(u)]
         fitting = [u for u in stated if word_count(u.text) <= budget]
-        if fitting or (opens_on_code and stated):  # a code block is no gist: a statement, cut if it must be
+        if fitting or ((opens_on_code or prose) and stated):  # a block or a bare lead-in is no gist: a statement
             units = units[units.index((fitting or stated)[0]) :]
     lead = units[0]
     if lead.kind == "item":

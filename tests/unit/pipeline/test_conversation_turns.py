@@ -533,3 +533,21 @@ def test_a_recap_leaves_out_the_users_facts_said_back() -> None:
     ]
     text = answer_about_conversation(recognise("recap please"), history)
     assert "`--concurrency`" in text and "three replicas" not in text
+
+
+def test_in_one_line_is_one_line_of_statements() -> None:
+    """"Boil that down to one line" over two answers gave three paragraphs, one a bare "Example re-queuing the
+    message:". A line holds statements only: no code block, no lead-in without what it introduces."""
+    history = [
+        Message(role="user", content="how do I retry a task when the API call fails?"),
+        Message(
+            role="assistant",
+            content="Example retrying on a timeout:\n\n```python\n@app.task(retry_on=(Timeout,))\ndef call(): ...\n```"
+            "\n\nEach retry waits twice as long as the one before it. [tasks.md#3]",
+        ),
+        Message(role="user", content="and how many retries before it gives up?"),
+        Message(role="assistant", content="Retries stop after `max_retries`, three by default. [tasks.md#4]"),
+    ]
+    text = answer_about_conversation(recognise("boil the retry advice down to one line"), history)
+    assert "\n" not in text and "```" not in text and not text.rstrip().endswith(":")
+    assert "`max_retries`" in text
