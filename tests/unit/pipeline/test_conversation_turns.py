@@ -536,7 +536,7 @@ def test_a_recap_leaves_out_the_users_facts_said_back() -> None:
 
 
 def test_in_one_line_is_one_line_of_statements() -> None:
-    """"Boil that down to one line" over two answers gave three paragraphs, one a bare "Example re-queuing the
+    """ "Boil that down to one line" over two answers gave three paragraphs, one a bare "Example re-queuing the
     message:". A line holds statements only: no code block, no lead-in without what it introduces."""
     history = [
         Message(role="user", content="how do I retry a task when the API call fails?"),
