@@ -375,8 +375,10 @@ def point_back(request: ConversationRequest, said: Sequence[Said]) -> str:
 def gather(request: ConversationRequest, said: Sequence[Said]) -> str:
     """Every thing of the kind asked for that the answers said ("which settings did you mention?", "list the
     commands"), in the order they were first said, each once: identifiers by name, commands as written. The answers
-    about the topic the request names, if any say one."""
+    about the topic the request names, if any say one; the answer the ordinal picks, if it counts answers."""
     pool = about(request.topic, said) or list(said)
+    if request.ordinal is not None:  # "which settings were in your first answer?": that answer's
+        pool = [pick(pool, request.ordinal)]
     if request.wants == "command":
         found = [p for s in pool for p in _pieces(s, "command", alone=request.alone)]
     else:

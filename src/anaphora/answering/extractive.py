@@ -30,7 +30,7 @@ from anaphora.answering.support import DELIMITER_ROW, FENCE, Unit, introduces, r
 from anaphora.embeddings.base import Embedder
 from anaphora.reading.message import read
 from anaphora.reading.personal import facts_answer, second_person
-from anaphora.text import content_set
+from anaphora.text import content_set, content_union
 from anaphora.types import Chunk, Passage
 
 MIN_WORDS = 4  # shorter sentences are headings or fragments, not answers
@@ -39,6 +39,7 @@ RANK_PENALTY = 0.02  # per passage rank: the selector's order is evidence too
 # more relevance (realdocs-dev end to end, with the sentence continuation of in_context: 18 -> 21 of 69
 # questions and follow-ups answered; 0.05 and 0.15 within a turn of 0.1). Plain text (no Markdown code) gets none.
 CODE_BONUS = 0.1
+REPEATED_WORDS = 0.7  # the share of a point's words already quoted that makes it a repeat (as personal.REPEATS)
 SAME_PASSAGE = 0.08  # a supporting point from the lead's passage is worth this much more (and half from its page)
 LEAD_MARGIN = 0.1  # a sentence leads unless a code block or table row is this much more relevant
 SUPPORT_MARGIN = 0.2  # a supporting point from elsewhere must be at least this close to the lead's relevance
@@ -338,7 +339,7 @@ class ExtractiveAnswerer:
             score = (1 - self.diversity) * boosted - self.diversity * redundancy
             score[blocked] = -np.inf
             best = int(np.argmax(score))
-            if not np.isfinite(score[best]) or redundancy[best] > 0.9:
+            if not np.isfinite(score[best]) or (redundancy[best] > 0.9 and says_again(found[best], found, chosen)):
                 break
             blocked[best] = True
             if sum(lengths[i] for i in chosen) + lengths[best] > self.max_words:
@@ -472,6 +473,15 @@ def same_page(candidates: Sequence[Passage], selected: Sequence[Passage], limit:
     shown = {p.id for p in selected}
     pages = {p.source for p in selected if p.source}
     return [p for p in candidates if p.source in pages and p.id not in shown][:limit]
+
+
+def says_again(candidate: Candidate, found: Sequence[Candidate], chosen: Sequence[int]) -> bool:
+    """Most of the candidate's words are the chosen points' already: close in meaning *and* in words. Close in
+    meaning alone is not a repeat ("increase the rate limits" beside "decrease the rate of log lines" is the other
+    half of the advice, and an embedding puts the two together)."""
+    said = content_union(found[i].text for i in chosen)
+    words = content_set(candidate.text)
+    return not words or len(words & said) / len(words) >= REPEATED_WORDS
 
 
 def repeats(candidate: Candidate, chosen: Candidate) -> bool:

@@ -312,10 +312,15 @@ def _wants(message: str, ordinal: int | None = None) -> str | None:
     return max(heads)[1]
 
 
+# an ordinal that counts the answers, not the things in them
+_ANSWER_ORDINAL = re.compile(r"\b(first|second|third|last|latest|previous)\s+(answer|reply|response|message)\b")
+
+
 def _gathers(message: str, wants: str | None, ordinal: int | None) -> bool:
     """Every thing of the wanted kind is asked for: its noun is plural ("which settings", "the commands"), or the
-    message asks to list them, and no ordinal picks one."""
-    if wants not in ("identifier", "command") or ordinal is not None:
+    message asks to list them, and no ordinal picks one (an ordinal may pick the answer they were in: "which
+    settings were in your first answer?")."""
+    if wants not in ("identifier", "command") or (ordinal is not None and not _ANSWER_ORDINAL.search(message)):
         return False
     named = [m.group(0) for m in _WANTED[wants].finditer(message)]
     plural = any(n.endswith("s") and not n.endswith("ss") for n in named)

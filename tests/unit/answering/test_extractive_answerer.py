@@ -361,3 +361,20 @@ async def test_an_answer_never_quotes_a_block_without_the_sentence_that_introduc
     assert answer is not None
     assert all(point.kind != "code" for point in answer.points)
     assert "changing the architecture" in answer.text and answer.text.count("docker plugin install") == 1
+
+
+def test_a_point_close_in_meaning_but_not_in_words_is_no_repeat() -> None:
+    """An embedding puts "decrease the rate of log lines" beside "increase the rate limits": the other half of
+    the advice, not a repeat. A repeat says mostly the same words."""
+    from anaphora.answering.extractive import Candidate, says_again
+
+    def unit(n: int, text: str) -> Candidate:
+        return Candidate(n, text, "sentence", n, "", False, passage_id="limits.md#3", order=0, rank=0, source="")
+
+    found = [
+        unit(0, "Another option is simply to decrease the rate of log lines sent to your cluster."),
+        unit(1, "One solution is to increase the rate limits: raise `ingest_rate_mb` and `ingest_burst_mb`."),
+        unit(2, "Another option is to simply decrease the rate of the log lines sent to the cluster."),
+    ]
+    assert not says_again(found[1], found, [0])
+    assert says_again(found[2], found, [0])

@@ -551,3 +551,22 @@ def test_in_one_line_is_one_line_of_statements() -> None:
     text = answer_about_conversation(recognise("boil the retry advice down to one line"), history)
     assert "\n" not in text and "```" not in text and not text.rstrip().endswith(":")
     assert "`max_retries`" in text
+
+
+def test_the_settings_of_the_answer_an_ordinal_picks_are_listed() -> None:
+    """ "Which settings were in your first answer?": the ordinal counts answers, the plural asks for all of that
+    answer's settings, by name (not its first three sentences that name something), and none of a later answer's."""
+    history = [
+        Message(role="user", content="pushes get rejected with 429, what do I raise?"),
+        Message(
+            role="assistant",
+            content="Look for `rate_limited` in the distributor's log. [limits.md#2]\n\n"
+            "Limits are set globally in `limits_config`. [limits.md#3]\n\n"
+            "Per tenant, use the `overrides.yaml` file. [limits.md#3]\n\n"
+            "The options to raise are `ingest_rate_mb` and `ingest_burst_mb`. [limits.md#3]",
+        ),
+        Message(role="user", content="and per stream?"),
+        Message(role="assistant", content="Raise `per_stream_rate_limit` for a hot stream. [limits.md#5]"),
+    ]
+    text = answer_about_conversation(recognise("remind me, which settings were in your very first answer?"), history)
+    assert "ingest_rate_mb" in text and "ingest_burst_mb" in text and "per_stream_rate_limit" not in text
