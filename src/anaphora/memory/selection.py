@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from anaphora.memory.recall import Recalled
 from anaphora.reading.coverage import asks
 from anaphora.reading.message import Reading, read
-from anaphora.reading.personal import evidence_for, fact_answers, on_topic, states_again
-from anaphora.text import content_set, whole_word
+from anaphora.reading.personal import ASKING_WORDS, evidence_for, fact_answers, on_topic, states_again
+from anaphora.text import content_set, content_union, whole_word
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +74,23 @@ def leading(ranked: Sequence[Recalled], asked: Asked, policy: ShowPolicy) -> lis
         if fact_answers(question.text, r.item.text, r.item.value, asked.everyday)
         or (said and close_and_on_topic(r, question.words, policy.fact_min_score))
     ][: policy.k]
-    return found or (stated_in_own_words(ranked, asked)[:1] if said else [])
+    if not said:
+        return found
+    # what the facts leave unsaid ("what broker and celery version do you have on file?" with a fact for the
+    # version only) is in the user's own words, if anywhere
+    unsaid = question.words - ASKING_WORDS - content_union(r.item.text for r in found)
+    own = [
+        r
+        for r in stated_in_own_words(ranked, asked)
+        if not found or (content_set(r.item.text) & unsaid and not any(same_turn(r, f) for f in found))
+    ]
+    return [*found, *own[:1]][: max(policy.k, len(found) + 1)] if own else found
+
+
+def same_turn(episode: Recalled, fact: Recalled) -> bool:
+    """The fact was read from the episode: it says again a part of it."""
+    a, b = episode.item, fact.item
+    return a.conversation_id == b.conversation_id and bool(set(a.turns) & set(b.turns))
 
 
 def stated_in_own_words(ranked: Sequence[Recalled], asked: Asked) -> list[Recalled]:

@@ -35,6 +35,10 @@ _ASKS_WHAT_USER_SAID = re.compile(
     r"\b(?:i|we) (?:said|told you|mentioned|stated)\b|"
     r"\b(?:what|which)\b[^?]{0,40}\b(?:do|did|am|are|was|were) (?:i|we) (?:run|use|have(?! to\b)|own|prefer|on)\b|"
     r"\b(?:am i|are we) (?:running|using|on)\b|"
+    # what the assistant holds about the user: "what do you have on file for us?", "do you remember which we run?"
+    r"\byou (?:have|got) on file\b|\bon file (?:for|about) (?:me|us)\b|"
+    r"\b(?:do|did) you (?:remember|recall)\b[^?]{0,40}\b(?:i|we|me|us|my|our)\b|"
+    r"\bwhat do you know about (?:me|us|my|our)\b|"
     # the kind of a thing of the user's, asked of it alone: "what architecture are my nodes?", "which version is
     # our cluster on?" (not "what are my options?", "what ports are my services exposed on?")
     r"^\s*(?:what|which)\s+(?:\w+\s+){1,2}(?:is|are)\s+(?:my|our)\s+\w+(?:\s+(?:on|running))?\s*\?*\s*$",

@@ -364,3 +364,13 @@ def test_a_question_about_what_the_user_said_is_answered_by_their_own_words_when
         # a shared word ("cluster") is no answer to the version of something else
         version = ask(rag, "which postgres version does our cluster run?", rag.new_conversation(user_id="bo"), "bo")
         assert version.answer == NOT_TOLD
+
+
+def test_what_the_facts_leave_unsaid_comes_in_the_users_own_words(rag: Anaphora) -> None:
+    """ "What queue and kestrel version do you have on file for us?": a fact answers the version, the queue is only in
+    a statement no fact rule read; both are said back, and nothing from the documents. Our own phrasing."""
+    ask_anew(rag, "context: we are on kestrel 3.2, and the spool lives on an NFS share", user="erin")
+    ask_anew(rag, "we run kestrel 3.4 now", user="erin")
+    answered = ask_anew(rag, "quick check: what spool and kestrel version do you have on file for us?", user="erin")
+    assert "3.4" in answered.answer and "NFS" in answered.answer
+    assert "[memory:" in answered.answer and ".md#" not in answered.answer

@@ -31,6 +31,13 @@ EXAMPLES = [
     ("am I on v3?", "asks_what_user_said", True),
     ("what architecture are my nodes?", "asks_what_user_said", True),
     ("what are my options?", "asks_what_user_said", False),
+    # what the assistant holds about the user (our own phrasings)
+    ("what queue and release do you have on file for us?", "asks_what_user_said", True),
+    ("do you remember which region we deploy to?", "asks_what_user_said", True),
+    ("what do you know about our cluster?", "asks_what_user_said", True),
+    ("is the audit log kept on file storage?", "asks_what_user_said", False),
+    ("do you remember the retention setting you mentioned?", "asks_what_user_said", False),
+    ("do you have an example config for our ruler?", "asks_what_user_said", False),
     ("is the setting available for my version?", "about_user", True),
     ("how do I install it?", "about_user", False),
     ("which version are we on, and does it support OTLP?", "asks_only_what_user_said", False),
