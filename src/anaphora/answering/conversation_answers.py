@@ -408,12 +408,18 @@ _IDENTIFIER = re.compile(r"(?<![\w`/.-])(--?[A-Za-z][\w-]*|[A-Za-z][\w]*(?:[._-]
 
 def identifiers(text: str) -> list[str]:
     """The names a unit says: its code spans that are one word (not a command, a URL or a number), then its words
-    that read as identifiers (``worker_concurrency``, ``--concurrency``, ``celery.contrib.pytest``)."""
+    that read as identifiers (``worker_concurrency``, ``--concurrency``, ``celery.contrib.pytest``; not a hyphenated
+    English word of the prose, "per-tenant")."""
     spans = [s for s in _CODE_SPAN.findall(text) if " " not in s.strip("`")]
     names = [s.strip("`") for s in spans if not s.strip("`").replace(".", "").isdigit() and "://" not in s]
     plain = _CODE_SPAN.sub(" ", text)
-    names += [m.group(1).rstrip(".") for m in _IDENTIFIER.finditer(plain) if "://" not in m.group(1)]
+    found = (m.group(1).rstrip(".") for m in _IDENTIFIER.finditer(plain))
+    names += [n for n in found if "://" not in n and not _COMPOUND.fullmatch(n)]
     return [n for n in names if n and not n.replace(".", "").isdigit() and not _VALUE.fullmatch(n)]
+
+
+# an English compound in prose ("per-tenant", "out-of-memory"), not a name: in code it would be in a code span
+_COMPOUND = re.compile(r"[a-z]+(?:-[a-z]+)+")
 
 
 # a value, not a name: a boolean, a version, a number with a unit

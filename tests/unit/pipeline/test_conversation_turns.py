@@ -570,3 +570,11 @@ def test_the_settings_of_the_answer_an_ordinal_picks_are_listed() -> None:
     ]
     text = answer_about_conversation(recognise("remind me, which settings were in your very first answer?"), history)
     assert "ingest_rate_mb" in text and "ingest_burst_mb" in text and "per_stream_rate_limit" not in text
+
+
+def test_a_hyphenated_word_of_the_prose_is_no_setting() -> None:
+    """"Enumerate the settings you gave me" listed "per-tenant" and "out-of-memory" beside the real names."""
+    from anaphora.answering.conversation_answers import identifiers
+
+    text = "On a per-tenant basis, avoid out-of-memory restarts with `max_buffer_mb` or --no-spool and kestrel.io.sink."
+    assert identifiers(text) == ["max_buffer_mb", "--no-spool", "kestrel.io.sink"]
