@@ -573,7 +573,7 @@ def test_the_settings_of_the_answer_an_ordinal_picks_are_listed() -> None:
 
 
 def test_a_hyphenated_word_of_the_prose_is_no_setting() -> None:
-    """"Enumerate the settings you gave me" listed "per-tenant" and "out-of-memory" beside the real names."""
+    """ "Enumerate the settings you gave me" listed "per-tenant" and "out-of-memory" beside the real names."""
     from anaphora.answering.conversation_answers import identifiers
 
     text = "On a per-tenant basis, avoid out-of-memory restarts with `max_buffer_mb` or --no-spool and kestrel.io.sink."
