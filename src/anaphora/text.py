@@ -75,6 +75,11 @@ def named_words(text: str) -> frozenset[str]:
     return content_set(text) | frozenset(content_words(" ".join(parts)))
 
 
+def named_union(texts: Iterable[str]) -> frozenset[str]:
+    """:func:`named_words` of all ``texts`` together: "the permissions command" names ``set_permissions``."""
+    return frozenset().union(*(named_words(t) for t in texts))
+
+
 @lru_cache(maxsize=4096)
 def whole_word(token: str) -> re.Pattern[str]:
     """``token`` as a whole word: no word character glued to either side (``512`` is not in ``5120``). Case as

@@ -616,16 +616,18 @@ def introduced(units: Sequence[Unit], lines: Sequence[str], start: int) -> tuple
     if start >= len(units) or units[start].kind not in ("code", "item", "row"):
         return start, ""
     kind, end = units[start].kind, start
-    if kind == "code":
-        fence = lines[start].split("\n", 1)[0].strip()
-        while end + 1 < len(units) and units[end + 1].kind == kind and end + 1 - start < MAX_BLOCK_ITEMS:
-            if lines[end + 1].split("\n", 1)[0].strip() != fence:
-                break
-            end += 1
-        return end, "\n\n".join(lines[start : end + 1])
-    while end + 1 < len(units) and units[end + 1].kind == kind and end + 1 - start < MAX_BLOCK_ITEMS:
+
+    def opening(n: int) -> str:  # a code block's fence line says its language
+        return lines[n].split("\n", 1)[0].strip() if kind == "code" else ""
+
+    while (
+        end + 1 < len(units)
+        and units[end + 1].kind == kind
+        and end + 1 - start < MAX_BLOCK_ITEMS
+        and opening(end + 1) == opening(start)
+    ):
         end += 1
-    return end, "\n".join(lines[start : end + 1])
+    return end, ("\n\n" if kind == "code" else "\n").join(lines[start : end + 1])
 
 
 def format_points(points: Sequence[Extract]) -> str:

@@ -84,7 +84,7 @@ def leading(ranked: Sequence[Recalled], asked: Asked, policy: ShowPolicy) -> lis
         for r in stated_in_own_words(ranked, asked)
         if not found or (content_set(r.item.text) & unsaid and not any(same_turn(r, f) for f in found))
     ]
-    return [*found, *own[:1]][: max(policy.k, len(found) + 1)] if own else found
+    return [*found, *own[:1]]
 
 
 def same_turn(episode: Recalled, fact: Recalled) -> bool:

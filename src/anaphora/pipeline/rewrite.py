@@ -107,7 +107,7 @@ class HistoryExpansion:
         if referring and not any(n < referring[0] for n in named):
             return False  # the pronoun points back: nothing named before it for it to refer to
         if not history or statistics is None:
-            return bool(named) if referring else reading.looks_standalone or bool(named)
+            return reading.looks_standalone or bool(named)  # (with a pronoun, something is named before it)
         # the words that name a topic (before the pronoun, if there is one) must be new to the conversation
         last = referring[0] if referring else len(clauses)
         naming_words = [t for (n, t), name in zip(content, names, strict=True) if name and n < last]

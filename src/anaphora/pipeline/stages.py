@@ -39,7 +39,7 @@ from anaphora.reading.route import Route, TurnKind, history_covers, route_turn
 from anaphora.retrieval.base import Retriever
 from anaphora.retrieval.entity_boost import boost, conversation_entities
 from anaphora.retrieval.terms import TermStatistics
-from anaphora.text import named_words
+from anaphora.text import named_union
 from anaphora.types import Citation, Message
 
 
@@ -49,23 +49,18 @@ def said_request(reading: Reading, history: Sequence[Message]) -> ConversationRe
     said a word of its topic, or it names none (a request naming nothing asks of all of it; a recap asks of all of
     it whatever it adds, "tl;dr of this thread for the ticket"). One the form makes but whose words name a topic
     (``tentative``: "in one line: what goes in mise.toml for the venv bit?") counts when the conversation, either
-    side of it, said at least half of that topic's words: then it asks for what was said, not a new search."""
+    side of it, said at least half of that topic's words: then it asks for what was said, not a new search. The
+    words said include those identifiers are made of ("the permissions command" names ``set_permissions``)."""
     request = reading.request or reading.request_if_said
     if request is None or request.intent is Intent.CHIT_CHAT or not history:
         return None
     if request.tentative:
-        said = said_words(history)
+        said = named_union(m.content for m in history)
         return replace(request, tentative=False) if 2 * len(request.topic & said) >= len(request.topic) else None
     if not request.topic or request.intent is Intent.RECAP:
         return request
-    said = said_words([m for m in history if m.role == "assistant"])
+    said = named_union(m.content for m in history if m.role == "assistant")
     return request if request.topic & said else None
-
-
-def said_words(messages: Sequence[Message]) -> frozenset[str]:
-    """The words the messages said, with the words their identifiers are made of: "the permissions command" names
-    ``rabbitmqctl set_permissions``."""
-    return frozenset().union(*(named_words(m.content) for m in messages))
 
 
 class Router(Stage):
