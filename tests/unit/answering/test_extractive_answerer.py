@@ -378,3 +378,26 @@ def test_a_point_close_in_meaning_but_not_in_words_is_no_repeat() -> None:
     ]
     assert not says_again(found[1], found, [0])
     assert says_again(found[2], found, [0])
+
+
+def test_a_supporting_point_that_names_a_setting_beats_one_that_says_the_lead_again() -> None:
+    """Two points close to the question: one says the lead's warning in other words, the other names the setting
+    that prevents it. The second tells the reader what to type; it is worth a little relevance."""
+    import numpy as np
+
+    from anaphora.answering.extractive import NEW_NAME, Candidate
+
+    def unit(n: int, text: str) -> Candidate:
+        return Candidate(n, text, "sentence", n, "", False, passage_id="eta.md#1", order=0, rank=0, source="eta.md")
+
+    found = [
+        unit(0, "Tasks with a countdown are held in the worker's memory until their time comes."),
+        unit(1, "Scheduling many tasks far ahead can make the worker run out of memory."),
+        unit(2, "Set `worker_eta_task_limit` to cap the tasks a worker holds in memory."),
+    ]
+    relevance = np.array([0.9, 0.6, 0.6 - NEW_NAME / 2])
+    answerer = ExtractiveAnswerer(HashingEmbedder(), max_points=2, min_relevance=0.0)
+    chosen = answerer._select(found, relevance, np.full(3, 0.9), np.eye(3))
+    assert chosen == [0, 2]
+    plain = [found[0], found[1], unit(2, "Workers fetch scheduled tasks ahead and keep them around until then.")]
+    assert answerer._select(plain, relevance, np.full(3, 0.9), np.eye(3)) == [0, 1]
