@@ -26,7 +26,15 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 from anaphora.answering.sentence_vectors import SentenceVectors
-from anaphora.answering.support import DELIMITER_ROW, FENCE, Unit, introduces, risky_tokens, split_units
+from anaphora.answering.support import (
+    DELIMITER_ROW,
+    FENCE,
+    Unit,
+    introduces,
+    normalise_token,
+    risky_tokens,
+    split_units,
+)
 from anaphora.embeddings.base import Embedder
 from anaphora.reading.message import read
 from anaphora.reading.personal import facts_answer, second_person
@@ -39,10 +47,6 @@ RANK_PENALTY = 0.02  # per passage rank: the selector's order is evidence too
 # more relevance (realdocs-dev end to end, with the sentence continuation of in_context: 18 -> 21 of 69
 # questions and follow-ups answered; 0.05 and 0.15 within a turn of 0.1). Plain text (no Markdown code) gets none.
 CODE_BONUS = 0.1
-# a supporting point that names something no chosen point names (a setting, a flag, a path: what a reader types) is
-# worth this much more: it adds to the answer where a point that says the same in other words does not (realdocs-dev
-# tune 46 -> 47 of 117, validation 28 -> 29 of 84; 0.1 gave the same answers as 0.05 on tune)
-NEW_NAME = 0.05
 REPEATED_WORDS = 0.7  # the share of a point's words already quoted that makes it a repeat (as personal.REPEATS)
 SAME_PASSAGE = 0.08  # a supporting point from the lead's passage is worth this much more (and half from its page)
 LEAD_MARGIN = 0.1  # a sentence leads unless a code block or table row is this much more relevant
@@ -68,6 +72,8 @@ _REFERS_BACK = re.compile(
     r"^(this|these|that|those|it|they|such|therefore|thus|hence|otherwise|additionally|also|then|however)\b",
     re.IGNORECASE,
 )
+# a heading whose last title is a name and nothing else: "Configuration > `result_expires`", "`--shims`"
+_NAMED_SECTION = re.compile(r"(?:^|>)\s*(`([^`\n]+)`)\s*$")
 _ENDS_SENTENCE = re.compile(r"[.!?:;)\]\"'`*]$")
 _QUOTE_MARK = re.compile(r"^(\s*>)+\s?", re.MULTILINE)
 # items, rows, headings, quotes, tags, thematic breaks: lines a paragraph does not run into
@@ -294,7 +300,7 @@ class ExtractiveAnswerer:
         if not chosen:
             return None
         chosen = with_lead_ins(found, chosen)
-        texts_of = in_context(found, chosen)
+        texts_of = named_entries(found, in_context(found, chosen), {p.id: p.heading for p in passages})
         lead, *rest = (
             Extract(
                 found[i].passage_id,
@@ -318,8 +324,7 @@ class ExtractiveAnswerer:
         """The lead (the most relevant sentence, list item or introduced block), then supporting points by MMR,
         preferably from the lead's passage and page; a point from elsewhere must come close to the lead.
         ``similarity``: each unit's best similarity to the retrieval query or the message (a unit close to either
-        can be quoted: "does any of what you told me change?" is close to nothing, its expansion is not). A point
-        that names something the chosen ones do not (:data:`NEW_NAME`) adds more than one that says them again."""
+        can be quoted: "does any of what you told me change?" is close to nothing, its expansion is not)."""
         relevant = similarity >= self.min_relevance
         adjoining = np.array([c.adjoining for c in found], dtype=bool)
         leads = relevant & ~adjoining  # a passage around a shown one never leads: it adds to what the shown say
@@ -339,12 +344,9 @@ class ExtractiveAnswerer:
         blocked = np.array([c.overlaps(found[lead]) or repeats(c, found[lead]) for c in found]) | ~relevant
         blocked |= (near == 0) & (relevance < relevance[lead] - SUPPORT_MARGIN)
         blocked |= adjoining & np.array([c.source != found[lead].source for c in found])  # only the lead's page
-        names = [set(risky_tokens(c.text)) for c in found]
-        named = set(names[lead])
         while len(chosen) < self.max_points:
             redundancy = (vectors @ vectors[chosen].T).max(axis=1)
             score = (1 - self.diversity) * boosted - self.diversity * redundancy
-            score += NEW_NAME * np.array([bool(n - named) for n in names])
             score[blocked] = -np.inf
             best = int(np.argmax(score))
             if not np.isfinite(score[best]) or (redundancy[best] > 0.9 and says_again(found[best], found, chosen)):
@@ -353,7 +355,6 @@ class ExtractiveAnswerer:
             if sum(lengths[i] for i in chosen) + lengths[best] > self.max_words:
                 continue  # too long for what is left of the budget
             chosen.append(best)
-            named |= names[best]
             blocked |= np.array([c.overlaps(found[best]) or repeats(c, found[best]) for c in found])
         return chosen
 
@@ -468,6 +469,30 @@ def depends_on(sentence: str, before: Candidate) -> bool:
     """``sentence`` cannot be quoted without ``before``, the sentence of its paragraph right before it: that one
     states the condition it holds under, or ``sentence`` refers back to it."""
     return before.continued and bool(_CONDITION.match(before.text) or _REFERS_BACK.match(sentence))
+
+
+def named_entries(found: Sequence[Candidate], texts: dict[int, str], headings: Mapping[str, str]) -> dict[int, str]:
+    """Each passage's first quoted sentence said :func:`under_name` of its section (once: the points after it are
+    read under it)."""
+    out: dict[int, str] = {}
+    labelled: set[str] = set()
+    for i in sorted(texts, key=lambda i: (found[i].order, found[i].position)):
+        out[i] = texts[i]
+        if found[i].passage_id not in labelled and found[i].kind == "sentence":
+            out[i] = under_name(texts[i], headings.get(found[i].passage_id, ""))
+            labelled.add(found[i].passage_id)
+    return out
+
+
+def under_name(text: str, heading: str) -> str:
+    """A sentence of a reference entry said under the name its section documents, when it does not say it: in a
+    page of settings, commands or flags, the name is the section's title (``Configuration > `result_expires```) and
+    the entry's text only describes it ("Time (in seconds) for when after stored task tombstones will be deleted.").
+    Quoted alone, it would not tell the reader what to set."""
+    name = _NAMED_SECTION.search(heading)
+    if name is None or normalise_token(name.group(2)) in risky_tokens(text):
+        return text
+    return f"{name.group(1)}: {text}"
 
 
 def names_more(following: str, sentence: str) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from anaphora.answering.extractive import ExtractiveAnswerer, in_context, quotable_units, with_lead_ins
+from anaphora.answering.extractive import ExtractiveAnswerer, in_context, quotable_units, under_name, with_lead_ins
 from anaphora.embeddings.hashing import HashingEmbedder
 from anaphora.types import Passage
 
@@ -380,24 +380,27 @@ def test_a_point_close_in_meaning_but_not_in_words_is_no_repeat() -> None:
     assert says_again(found[2], found, [0])
 
 
-def test_a_supporting_point_that_names_a_setting_beats_one_that_says_the_lead_again() -> None:
-    """Two points close to the question: one says the lead's warning in other words, the other names the setting
-    that prevents it. The second tells the reader what to type; it is worth a little relevance."""
-    import numpy as np
-
-    from anaphora.answering.extractive import NEW_NAME, Candidate
-
-    def unit(n: int, text: str) -> Candidate:
-        return Candidate(n, text, "sentence", n, "", False, passage_id="eta.md#1", order=0, rank=0, source="eta.md")
-
-    found = [
-        unit(0, "Tasks with a countdown are held in the worker's memory until their time comes."),
-        unit(1, "Scheduling many tasks far ahead can make the worker run out of memory."),
-        unit(2, "Set `worker_eta_task_limit` to cap the tasks a worker holds in memory."),
-    ]
-    relevance = np.array([0.9, 0.6, 0.6 - NEW_NAME / 2])
-    answerer = ExtractiveAnswerer(HashingEmbedder(), max_points=2, min_relevance=0.0)
-    chosen = answerer._select(found, relevance, np.full(3, 0.9), np.eye(3))
-    assert chosen == [0, 2]
-    plain = [found[0], found[1], unit(2, "Workers fetch scheduled tasks ahead and keep them around until then.")]
-    assert answerer._select(plain, relevance, np.full(3, 0.9), np.eye(3)) == [0, 1]
+async def test_a_reference_entry_is_quoted_under_the_name_its_section_documents() -> None:
+    """A page of settings titles each entry with the setting's name and only describes it below: quoted alone, the
+    description would not say what to set."""
+    entry = Passage(
+        id="config.md#40",
+        heading="Configuration > Result backend settings > `result_ttl_seconds`",
+        text="How long a finished task's result is kept in the backend before it is deleted. Default: one day.",
+    )
+    prose = Passage(
+        id="guide.md#3",
+        heading="Results > Keeping `results` around",
+        text="Finished results are kept in the backend for a while and then deleted by a cleanup job.",
+    )
+    answer = await ExtractiveAnswerer(HashingEmbedder(), min_relevance=0.0).answer(
+        "finished task result kept backend deleted",
+        "how long is a finished result kept before it is deleted?",
+        [entry, prose],
+    )
+    assert answer is not None
+    texts = {p.passage_id: p.text for p in answer.points}
+    assert texts["config.md#40"].startswith("`result_ttl_seconds`: How long a finished task's result")
+    assert under_name(prose.text, prose.heading) == prose.text  # a title that mentions a name names no entry
+    said = "Set `result_ttl_seconds` to keep results longer."
+    assert under_name(said, entry.heading) == said  # a sentence that says the name needs no label
