@@ -76,6 +76,8 @@ _STOPPED = re.compile(
     + r"\s+(?P<old>.+)",
     re.I,
 )
+# "no more Windows.", "so no more Promtail for us": a named thing (capitalised, as names are written) dropped
+_NO_MORE = re.compile(r"\b(?i:no more) (?P<old>[A-Z][\w.+-]*(?: [\w.+-]+){0,2}?)(?=[.!,;]|$| for )")
 # "how do I run ...", "should we use ...", "to run ...": asked or wanted, not stated
 _ASKED = re.compile(
     r"\b(?:do|does|did|can|could|should|would|will|shall|might|may|must|to|how|why|whether|if)\s+$", re.I
@@ -261,7 +263,7 @@ def _changes(user_words: str) -> list[ExtractedFact]:
         old, new = _clause(match.group("old")), _clause(match.group("new"))
         if old and new and old.lower().split()[0] not in STOPWORDS:
             found += [stopped(old, f"the user switched from {old} to {new}"), used(new)]
-    for match in _STOPPED.finditer(user_words):
+    for match in [*_STOPPED.finditer(user_words), *_NO_MORE.finditer(user_words)]:
         old = _clause(match.group("old"))
         if old and old.lower().split()[0] not in STOPWORDS:
             found.append(stopped(old))

@@ -66,6 +66,8 @@ async def test_a_new_version_supersedes_the_old_one(store, update: str, value: s
         "we're not on Promtail any more",
         "I no longer run Promtail",
         "we stopped using Promtail",
+        "logs go through Alloy now. No more Promtail.",
+        "so no more Promtail for us",
     ],
 )
 async def test_not_any_more_closes_the_fact(store, update: str) -> None:
@@ -82,6 +84,15 @@ async def test_switching_from_one_thing_to_another_closes_the_old_and_adds_the_n
     assert current(facts) == {"uses promtail": "no longer Promtail", "uses alloy": "Alloy"}
     profile = (await store.profile("alice")).text
     assert "Alloy" in profile and "the user uses Promtail" not in profile
+
+
+async def test_no_more_needs_a_name() -> None:
+    """ "no more" drops a thing only when a name follows it, as names are written: an amount or a common noun is no
+    thing the user used."""
+    from anaphora.reading.extract import extract_facts
+
+    for message in ("no more than 5 replicas, please", "no more errors since the fix"):
+        assert not [f for f in extract_facts(message) if f.value.startswith("no longer")]
 
 
 async def test_other_things_and_single_valued_facts_stay_current(store) -> None:
