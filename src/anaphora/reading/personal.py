@@ -47,14 +47,23 @@ _ASKS_WHAT_USER_SAID = re.compile(
 _POSSESSIVE = re.compile(r"\b(?:my|our|mine|ours)\b", re.I)  # "my version", "our cluster"
 # statements: the user says something about themselves or their setup and asks nothing
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|we|we're|we've|our|my|us)\b", re.I)
-_MARKER = re.compile(r"^\s*(?:fyi|context|heads up|btw|by the way|setup|for context|note|for the record)\b", re.I)
+_MARKER = re.compile(
+    r"^\s*(?:fyi|fwiw|context|heads up|btw|by the way|setup|for context|note|for the record|for reference|"
+    r"(?:some |a bit of |for )?background|just so you know|keep in mind|bear in mind|info)\b",
+    re.I,
+)
+# a short label before what it introduces: "the setup: ...", "info for later: ...", "quick note - ..."
+_LABEL = re.compile(r"^\s*(?:[\w'’]+[ -]){0,3}[\w'’]+\s*(?::|\s[-–—])\s+")
+_ASKING_LABEL = re.compile(r"\b(?:problem|question|issue|bug|error|q)\b", re.I)  # "different problem: ..."
+_REQUIRES = re.compile(r"\b(?:should|must|needs? to|has to|have to|ought to)\b", re.I)
+_SAYS_WHAT_IS = re.compile(r"\b(?:is|are|was|were|has|have)\b", re.I)
 _ASKS = re.compile(
     r"\?|^\s*(?:how|what|which|why|where|when|who|can|could|would|should|is|are|does|do|did|will|please|show|tell|"
     r"explain|give|help|list|write|make|set|configure|fix)\b|"
     # a later clause that asks, typed without a question mark: "we run 3 replicas, can all of them do it"
     r"[,;:.]\s*(?:how|what|can|could|would|should|is|are|does|do|did|will)\b|"
-    r"\b(?:i|we) (?:need|want|would like|'d like|am trying|'m trying|are trying|'re trying|am looking|'m looking|"
-    r"have to|must|wonder)\b",
+    r"\b(?:i|we)(?: need| want| would like|'d like| am trying|'m trying| are trying|'re trying| am looking|"
+    r"'m looking| have to| must| wonder)\b",
     re.I,
 )
 _TROUBLE = re.compile(
@@ -122,7 +131,15 @@ def states_about_user(message: str, facts: list[ExtractedFact]) -> bool:
     facts the rules found, or first-person words under a marker like "fyi" or "context"."""
     if _ASKS.search(message) or _TROUBLE.search(message):
         return False
-    return bool(facts) or (bool(_MARKER.match(message)) and bool(_FIRST_PERSON.search(message)))
+    if facts or (_MARKER.match(message) and _FIRST_PERSON.search(message)):
+        return True
+    label = _LABEL.match(message)
+    if label is None or _ASKING_LABEL.search(label.group(0)):
+        return False
+    said = message[label.end() :]
+    if _REQUIRES.search(said):  # "separately: only our office range should reach /admin" wants it done
+        return False
+    return bool(_FIRST_PERSON.search(said) or _SAYS_WHAT_IS.search(said) or _MARKER.match(message))
 
 
 REPEATS = 0.7  # the share of an earlier message's content words the question has when it asks the same again

@@ -109,6 +109,39 @@ def test_a_later_clause_that_asks_makes_a_question_without_a_question_mark(messa
     assert not states_about_user(message, extract_facts(message))
 
 
+@pytest.mark.parametrize(
+    "message",
+    [
+        "for background: our team has about 40 services behind nginx",
+        "quick note - we deploy with argo cd",
+        "some context first: we migrated from jenkins last year",
+        "info for later: the cluster name is blue-prod",
+        "keep in mind our firewall blocks outbound traffic except 443",
+        "for reference, we push about 2TB of logs per day",
+        "fwiw we keep our staging and prod clusters in separate accounts",
+    ],
+)
+def test_a_statement_under_a_label_or_a_marker_is_a_statement(message: str) -> None:
+    """A short label ("the setup:", "info for later:") or a marker ("keep in mind", "for reference") before what the
+    user says of themselves or what something is: context, acknowledged rather than searched."""
+    assert states_about_user(message, extract_facts(message))
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "different problem: someone logged emails into the checkout app last tuesday",
+        "logql question: i want lines from nginx that mention timeout",
+        "next: the same thing for the staging cluster",
+        "separately: only our office range 203.0.113.0/24 should be able to reach /admin",
+        "different thing: I'd like a Tests tab that shows failures from all our jobs",
+    ],
+)
+def test_a_label_before_a_problem_a_wish_or_a_request_is_no_statement(message: str) -> None:
+    """A label that names a problem or a question, or what follows it wants something done: answered."""
+    assert not states_about_user(message, extract_facts(message))
+
+
 @pytest.mark.parametrize("message", ["we run loki 3.x, which is the latest", "fyi: we run 3 ingesters. all ARM64"])
 def test_a_relative_clause_or_a_second_statement_is_still_a_statement(message: str) -> None:
     assert states_about_user(message, extract_facts(message))
