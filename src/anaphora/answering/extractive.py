@@ -74,6 +74,8 @@ _REFERS_BACK = re.compile(
 )
 # a heading whose last title is a name and nothing else: "Configuration > `result_expires`", "`--shims`"
 _NAMED_SECTION = re.compile(r"(?:^|>)\s*(`([^`\n]+)`)\s*$")
+_PERSON = re.compile(r"\b(?:i|you|we|my|your|our|me|us)\b", re.IGNORECASE)  # someone speaking, no title
+_TERM = re.compile(r"^`[^`]+`$")  # a definition list's term alone on its line
 _ENDS_SENTENCE = re.compile(r"[.!?:;)\]\"'`*]$")
 _QUOTE_MARK = re.compile(r"^(\s*>)+\s?", re.MULTILINE)
 # items, rows, headings, quotes, tags, thematic breaks: lines a paragraph does not run into
@@ -208,7 +210,7 @@ class ExtractiveAnswerer:
                 adjoining=first_adjoining <= order < len(passages),
             )
             for order, (rank, passage) in enumerate(shown)
-            for u in passage_units(passage.text)
+            for u in passage_units(passage.text, entry=bool(_NAMED_SECTION.search(passage.heading)))
         ]
 
     async def answer_turn(self, request: ExtractRequest) -> ExtractiveAnswer | None:
@@ -359,9 +361,9 @@ class ExtractiveAnswerer:
         return chosen
 
 
-def passage_units(text: str) -> list[PassageUnit]:
-    """The quotable units of one passage's text, in order."""
-    spans = quotable_spans(text)
+def passage_units(text: str, *, entry: bool = False) -> list[PassageUnit]:
+    """The quotable units of one passage's text, in order (``entry``: a reference entry's, :func:`is_title`)."""
+    spans = quotable_spans(text, entry=entry)
     running = running_on(text)
     units = []
     for n, (start, end, unit, kind) in enumerate(spans):
@@ -380,7 +382,7 @@ def judged(text: str) -> str:
 def judged_texts(text: str) -> list[str]:
     """Every text the answerer embeds when it reads a passage of ``text``: what ingestion embeds ahead (into the
     embedding cache) so that a passage's first quote costs no embedding."""
-    return list(dict.fromkeys(judged(unit.context or unit.text) for unit in passage_units(text)))
+    return list(dict.fromkeys(judged(unit.context or unit.text) for unit in passage_units(text, entry=True)))
 
 
 def running_on(text: str) -> set[int]:
@@ -557,7 +559,7 @@ def quotable_units(text: str) -> list[tuple[int, str, str]]:
     return [(start, text, kind) for start, _, text, kind in quotable_spans(text)]
 
 
-def quotable_spans(text: str) -> list[tuple[int, int, str, str]]:
+def quotable_spans(text: str, *, entry: bool = False) -> list[tuple[int, int, str, str]]:
     """(first, last position, text, kind) of the units of ``text`` that can be quoted on their own: code blocks,
     sentences and list items of at least :data:`MIN_WORDS` words that do not ask, table rows under their table's
     header (a row alone is a line of values without names), and a sentence that introduces what follows ("Run:",
@@ -584,7 +586,9 @@ def quotable_spans(text: str) -> list[tuple[int, int, str, str]]:
                 found.append((position, end, f"{line}\n\n{block}", "lead-in"))
             continue
         if unit.kind == "code" or (
-            len(line.split()) >= MIN_WORDS and not line.endswith("?") and not is_title(units, position, line)
+            len(line.split()) >= MIN_WORDS
+            and not line.endswith("?")
+            and not is_title(units, position, line, entry=entry)
         ):
             found.append((position, position, line, unit.kind))
         opening = paragraph_start(units, position - 1) if unit.kind == "code" else None
@@ -599,17 +603,23 @@ def quotable_spans(text: str) -> list[tuple[int, int, str, str]]:
     return found
 
 
-def is_title(units: Sequence[Unit], position: int, line: str) -> bool:
-    """A short line in title case that is a paragraph of its own and ends without punctuation: a heading that a
-    merged section kept as text ("Postgres STARTTLS with TCP TLS PassThrough routers"), which names what follows
-    and answers nothing. (A forum post's unpunctuated sentence is not in title case.)"""
+def is_title(units: Sequence[Unit], position: int, line: str, *, entry: bool = False) -> bool:
+    """A short line that is a paragraph of its own and ends without punctuation: a heading that a merged section
+    kept as text ("Postgres STARTTLS with TCP TLS PassThrough routers"), a rubric or a caption ("Retry
+    configuration for the Database backend", "How to set up test reports"), which names what follows and answers
+    nothing. In sentence case, not when someone speaks in it (a forum post's unpunctuated "I think you should buy
+    an index fund"), it quotes code or it describes a term: the line under a flag or under a reference entry's
+    title (``entry``: "Remove the tool(s) from config file" under `--remove`) is what it does."""
     tokens = line.split()
     if units[position].kind != "sentence" or _ENDS_SENTENCE.search(line) or len(tokens) > TITLE_WORDS:
         return False
-    if 2 * sum(t[:1].isupper() for t in tokens) < len(tokens):
-        return False
     alone_before = position == 0 or "\n\n" in units[position - 1].separator
-    return alone_before and ("\n\n" in units[position].separator or position == len(units) - 1)
+    alone = alone_before and ("\n\n" in units[position].separator or position == len(units) - 1)
+    if 2 * sum(t[:1].isupper() for t in tokens) >= len(tokens):
+        return alone
+    term = position > 0 and _TERM.match(units[position - 1].text.strip())
+    spoken = line[:1].islower() or _PERSON.search(line)  # "i think you should just buy an index fund"
+    return alone and not entry and not spoken and "`" not in line and not term
 
 
 def paragraph_start(units: Sequence[Unit], last: int) -> int | None:

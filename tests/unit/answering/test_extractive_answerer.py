@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from anaphora.answering.extractive import ExtractiveAnswerer, in_context, quotable_units, under_name, with_lead_ins
+from anaphora.answering.extractive import (
+    ExtractiveAnswerer,
+    in_context,
+    passage_units,
+    quotable_units,
+    under_name,
+    with_lead_ins,
+)
 from anaphora.embeddings.hashing import HashingEmbedder
 from anaphora.types import Passage
 
@@ -404,3 +411,24 @@ async def test_a_reference_entry_is_quoted_under_the_name_its_section_documents(
     assert under_name(prose.text, prose.heading) == prose.text  # a title that mentions a name names no entry
     said = "Set `result_ttl_seconds` to keep results longer."
     assert under_name(said, entry.heading) == said  # a sentence that says the name needs no label
+
+
+@pytest.mark.parametrize(
+    "title", ["Retry configuration for the Database backend", "How to set up test reports", "Test report example"]
+)
+def test_a_rubric_or_caption_in_sentence_case_is_not_quoted(title: str) -> None:
+    """A section's title or a caption kept as a line of text names what follows and answers nothing."""
+    text = f"{title}\n\nThe backend retries every failed operation three times before it gives up."
+    assert [t for _, t, _ in quotable_units(text)] == [
+        "The backend retries every failed operation three times before it gives up."
+    ]
+
+
+def test_the_line_under_a_term_or_an_entry_title_is_what_it_does() -> None:
+    """A flag's description is a short unpunctuated line too: under its term, or in a passage whose heading names
+    the entry, it is quoted."""
+    flags = "`-n --dry-run`\n\nPrint what would change without changing anything"
+    assert "Print what would change without changing anything" in [t for _, t, _ in quotable_units(flags)]
+    entry = "Remove the tool(s) from the config file"
+    assert [u.text for u in passage_units(entry, entry=True)] == [entry]
+    assert [u.text for u in passage_units(entry)] == []
