@@ -418,8 +418,9 @@ def identifiers(text: str) -> list[str]:
     return [n for n in names if n and not n.replace(".", "").isdigit() and not _VALUE.fullmatch(n)]
 
 
-# an English compound in prose ("per-tenant", "out-of-memory"), not a name: in code it would be in a code span
-_COMPOUND = re.compile(r"[a-z]+(?:-[a-z]+)+")
+# an English compound in prose ("per-tenant", "out-of-memory", "Back-off" opening a sentence), not a name: in code it
+# would be in a code span ("X-Scope-OrgID", with capitals inside, is a name)
+_COMPOUND = re.compile(r"[A-Za-z][a-z]*(?:-[a-z]+)+")
 
 
 # a value, not a name: a boolean, a version, a number with a unit

@@ -32,6 +32,7 @@ from anaphora.reading.personal import (
     fact_answers,
     second_person,
     states_again,
+    without_label,
 )
 from anaphora.retrieval.terms import TermStatistics, generic
 from anaphora.sanitize import sanitize
@@ -178,8 +179,8 @@ class PersonalQuery(Stage):
                 said.append(" ".join(map(personal_words, fresh)))
                 back = as_you_said(facts=[second_person(f.text) for f in fresh]) if just_said else back
             elif not keys and said_then.states_setup:  # a statement no fact rule reads: its words
-                said.append(episode.text)
-                back = as_you_said(words=episode.text) if just_said else back
+                said.append(without_label(episode.text))
+                back = as_you_said(words=without_label(episode.text)) if just_said else back
         # facts of other conversations count only for a question about the user
         others = [f for f in facts if f.conversation_id != here and f.current and not f.value.startswith(NO_LONGER)]
         others = [f for f in others if not states_again(state.question, f.value)] if state.reading.about_user else []

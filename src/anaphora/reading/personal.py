@@ -52,6 +52,7 @@ _MARKER = re.compile(
     r"(?:some |a bit of |for )?background|just so you know|keep in mind|bear in mind|info)\b",
     re.I,
 )
+_MARKER_WORDS = re.compile(_MARKER.pattern + r"[\s,:;-]*", re.I)  # a marker and what separates it from the rest
 # a short label before what it introduces: "the setup: ...", "info for later: ...", "quick note - ..."
 _LABEL = re.compile(r"^\s*(?:[\w'’]+[ -]){0,3}[\w'’]+\s*(?::|\s[-–—])\s+")
 _ASKING_LABEL = re.compile(r"\b(?:problem|question|issue|bug|error|q)\b", re.I)  # "different problem: ..."
@@ -140,6 +141,14 @@ def states_about_user(message: str, facts: list[ExtractedFact]) -> bool:
     if _REQUIRES.search(said):  # "separately: only our office range should reach /admin" wants it done
         return False
     return bool(_FIRST_PERSON.search(said) or _SAYS_WHAT_IS.search(said) or _MARKER.match(message))
+
+
+def without_label(statement: str) -> str:
+    """A statement without the label or marker it opens with ("before we start: our workers run on Kubernetes" ->
+    "our workers run on Kubernetes"): what it says of the user, to search with and to say back."""
+    opening = _LABEL.match(statement) or _MARKER_WORDS.match(statement)
+    rest = statement[opening.end() :].strip() if opening else statement.strip()
+    return rest or statement.strip()
 
 
 REPEATS = 0.7  # the share of an earlier message's content words the question has when it asks the same again

@@ -238,7 +238,7 @@ def test_a_statement_no_fact_rule_reads_is_said_back_in_the_users_words(rag: Ana
     statement = "context: we're multi-tenant. tenant `payments` has to keep its buffers 90 days"
     ask(rag, statement, conversation, user="carol")
     answered = ask(rag, "how do I limit memory?", conversation, user="carol")
-    assert answered.answer.startswith(f'As you said: "{statement}"\n\n')
+    assert answered.answer.startswith(f'As you said: "{statement.removeprefix("context: ")}"\n\n')
 
 
 def test_a_message_sent_right_after_a_statement_is_answered_with_it(rag: Anaphora) -> None:

@@ -198,3 +198,20 @@ def test_a_fact_is_said_back_with_the_article_the_user_wrote(message: str, value
     (fact,) = [f for f in extract_facts(message) if f.value == value]
     assert said_back in fact.text
     assert said_back in acknowledgement([fact], remembered=True)
+
+
+@pytest.mark.parametrize(
+    ("statement", "said"),
+    [
+        ("before we start: our workers run on Kubernetes", "our workers run on Kubernetes"),
+        ("fyi, all our hosts are ARM64", "all our hosts are ARM64"),
+        ("keep in mind our firewall blocks outbound traffic", "our firewall blocks outbound traffic"),
+        ("we run loki 3 on two VMs", "we run loki 3 on two VMs"),
+    ],
+)
+def test_a_statement_is_searched_with_and_said_back_without_its_label(statement: str, said: str) -> None:
+    """The label says how the user introduced it, not what they said: "before we start" would pull every passage
+    about starting something into the later queries."""
+    from anaphora.reading.personal import without_label
+
+    assert without_label(statement) == said

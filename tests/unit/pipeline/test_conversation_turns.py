@@ -578,3 +578,5 @@ def test_a_hyphenated_word_of_the_prose_is_no_setting() -> None:
 
     text = "On a per-tenant basis, avoid out-of-memory restarts with `max_buffer_mb` or --no-spool and kestrel.io.sink."
     assert identifiers(text) == ["max_buffer_mb", "--no-spool", "kestrel.io.sink"]
+    opening = "Back-off policy is set by X-Scope-OrgID headers."  # a capital opening a sentence is no name's
+    assert identifiers(opening) == ["X-Scope-OrgID"]
