@@ -179,8 +179,9 @@ class PersonalQuery(Stage):
                 said.append(" ".join(map(personal_words, fresh)))
                 back = as_you_said(facts=[second_person(f.text) for f in fresh]) if just_said else back
             elif not keys and said_then.states_setup:  # a statement no fact rule reads: its words
-                said.append(without_label(episode.text))
-                back = as_you_said(words=without_label(episode.text)) if just_said else back
+                stated = without_label(episode.text)
+                said.append(stated)
+                back = as_you_said(words=stated) if just_said else back
         # facts of other conversations count only for a question about the user
         others = [f for f in facts if f.conversation_id != here and f.current and not f.value.startswith(NO_LONGER)]
         others = [f for f in others if not states_again(state.question, f.value)] if state.reading.about_user else []
