@@ -37,7 +37,7 @@ from anaphora.answering.support import (
 )
 from anaphora.embeddings.base import Embedder
 from anaphora.reading.message import read
-from anaphora.reading.personal import facts_answer, second_person
+from anaphora.reading.personal import facts_answer, said_to_user
 from anaphora.text import content_set, content_union
 from anaphora.types import Chunk, Passage
 
@@ -65,7 +65,8 @@ PARAGRAPH_WORDS = 60
 SAME_PAGE = 4  # candidates of the selected passages' pages the selection left out, also quoted from
 Neighbours = Callable[[Sequence[str], int], Mapping[str, Sequence[Chunk]]]
 """A page's passages around the given ones (:meth:`~anaphora.store.protocols.PassageIndex.neighbours`)."""
-_QUANTITY = re.compile(r"(?<![\w.:/-])\d+(?:[.,]\d+)?\s?(?:%|[A-Za-z]{1,7})?(?![\w/:-])")
+# an amount: a number, maybe with a unit; not a part of a version ("gunicorn 20.1.0"), an address or a path
+_QUANTITY = re.compile(r"(?<![\w.:/-])\d+(?:[.,]\d+)?\s?(?:%|[A-Za-z]{1,7})?(?![\w/:-]|\.\d)")
 # a sentence that states the condition the next one holds under, and one that refers back to the sentence before it
 _CONDITION = re.compile(r"^(when|if|unless|once|only (when|if)|with|without)\b", re.IGNORECASE)
 _REFERS_BACK = re.compile(
@@ -537,10 +538,7 @@ def facts_first(facts: Sequence[Passage], quoted: ExtractiveAnswer | None) -> Ex
     the quoted answer."""
     if not facts:
         return quoted
-    lead = tuple(
-        Extract(f.id, second_person(f.text).rstrip(".") + ".", "sentence", order, 0, 1.0)
-        for order, f in enumerate(facts)
-    )
+    lead = tuple(Extract(f.id, said_to_user(f.text), "sentence", order, 0, 1.0) for order, f in enumerate(facts))
     points = lead + (quoted.points if quoted is not None else ())
     text = "\n\n".join([*(f"{p.text} [{p.passage_id}]" for p in lead), *([quoted.text] if quoted else [])])
     return ExtractiveAnswer(text, points, (*facts, *(quoted.quoted if quoted is not None else ())))

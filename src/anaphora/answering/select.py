@@ -23,6 +23,23 @@ from anaphora.types import Passage, StageStatus
 UNASKED_TABLE = 0.5
 _NAME_BREAK = re.compile(r"[^0-9A-Za-z]+")
 
+# Without a reranker, a passage of a release-notes page (a changelog, "what's new in 3.0", release-notes/v3-2) has its
+# first-stage score scaled by this unless the user's message asks about versions or changes: such pages name every
+# feature the product has, once per release, and a how-to question matches a 2012 changelog line about its feature
+# as well as the page that explains it today. Release notes are a page kind of nearly every docs site (Sphinx's
+# changes.rst, a Hugo release-notes section), so the prior is read from the page's path, not from one site.
+UNASKED_RELEASE_NOTES = 0.5
+_RELEASE_PAGE = re.compile(
+    r"(?:^|/)(?:change[-_]?log|changes|release[-_]?notes?|releases|whats?[-_]?new|news|history)(?=[-_./\d]|$)",
+    re.IGNORECASE,
+)
+# a message about versions or changes: a version number, or the words people use for releases and what they changed
+_ASKS_CHANGES = re.compile(
+    r"\b(?:v?\d+\.\d+(?:\.\d+)?|change[-_ ]?log|changed|releases?|released|versions?|upgrad\w*|downgrad\w*|"
+    r"deprecat\w*|introduced|history|regressions?|backport\w*|what's new|new in|fixed|bugs?)\b",
+    re.IGNORECASE,
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Selection:
@@ -50,17 +67,18 @@ class PassageSelector:
         # without a dense score (BM25-only retrieval) the similarity threshold cannot apply
         return passage.dense_score is None or passage.dense_score >= self.similarity_threshold
 
-    def first_stage(self, candidates: Sequence[Passage], query: str = "") -> Selection:
+    def first_stage(self, candidates: Sequence[Passage], query: str = "", message: str = "") -> Selection:
         """The candidates above the similarity threshold, in first-stage order (tables the ``query`` does not ask
-        about after the rest, :data:`UNASKED_TABLE`; a reranker, if any, then orders them itself)."""
-        kept = unasked_tables_later([p for p in candidates if self._similar_enough(p)], query)
+        about and release notes when the user's ``message`` does not ask about changes after the rest,
+        :func:`unasked_later`; a reranker, if any, then orders them itself)."""
+        kept = unasked_later([p for p in candidates if self._similar_enough(p)], query, message or query)
         dropped = len(candidates) - len(kept)
         note = f"{dropped} below similarity {self.similarity_threshold:g}" if dropped else ""
         return Selection(kept, "skipped", note or "first-stage order")
 
-    async def run(self, query: str, candidates: Sequence[Passage]) -> Selection:
+    async def run(self, query: str, candidates: Sequence[Passage], message: str = "") -> Selection:
         """Raises when the reranker fails (the caller keeps :meth:`first_stage`)."""
-        first = self.first_stage(candidates, query)
+        first = self.first_stage(candidates, query, message)
         kept = first.passages
         if not kept:
             return first
@@ -80,15 +98,26 @@ class PassageSelector:
         return Selection(survivors, "ok", detail or f"reranked by {self.reranker.name}")
 
 
-def unasked_tables_later(passages: list[Passage], query: str) -> list[Passage]:
+def unasked_later(passages: list[Passage], query: str, message: str) -> list[Passage]:
     """``passages`` reordered by score, each that is only table rows none of whose keys ``query`` names scaled by
-    :data:`UNASKED_TABLE` (ties keep their order)."""
+    :data:`UNASKED_TABLE`, each of a release-notes page scaled by :data:`UNASKED_RELEASE_NOTES` unless ``message``
+    asks about versions or changes (ties keep their order)."""
     wanted = content_set(query)
-    unasked = [bool(wanted) and unasked_table(p.text, wanted) for p in passages]
-    if not any(unasked):
+    changes_asked = bool(_ASKS_CHANGES.search(message))
+    factors = [
+        (UNASKED_TABLE if wanted and unasked_table(p.text, wanted) else 1.0)
+        * (UNASKED_RELEASE_NOTES if not changes_asked and release_notes(p.source) else 1.0)
+        for p in passages
+    ]
+    if all(f == 1.0 for f in factors):
         return passages
-    scaled = [p.score * (UNASKED_TABLE if down else 1) for p, down in zip(passages, unasked, strict=True)]
+    scaled = [p.score * f for p, f in zip(passages, factors, strict=True)]
     return [passages[n] for n in sorted(range(len(passages)), key=lambda n: (-scaled[n], n))]
+
+
+def release_notes(source: str) -> bool:
+    """The page is release notes by its path or URL: a changelog, a "what's new" page, a release-notes section."""
+    return bool(_RELEASE_PAGE.search(source))
 
 
 def unasked_table(text: str, wanted: frozenset[str]) -> bool:

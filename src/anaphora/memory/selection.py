@@ -98,14 +98,15 @@ def stated_in_own_words(ranked: Sequence[Recalled], asked: Asked) -> list[Recall
     """For a question about what the user said that no current fact answers, the user's own statements (of their
     setup, or anything said without asking) that name what it asks about ("remind me which OS and shell I said I'm
     on?" and "I'm on a Windows 11 laptop and PowerShell 7 is my everyday shell", whose shell no fact rule read):
-    the words that answer it."""
+    the words that answer it. A statement's version answers a question about a version as a fact's value does
+    ("which python version do we run?" and "we deploy on Debian, with Python 3.12")."""
     question = asked.question
     return [
         r
         for r in ranked
         if r.item.kind == "episode"
         and (read(r.item.text).states_setup or not asks(r.item.text))
-        and fact_answers(question.text, r.item.text, "", asked.everyday)
+        and fact_answers(question.text, r.item.text, r.item.text, asked.everyday)
     ]
 
 

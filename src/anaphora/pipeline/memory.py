@@ -289,8 +289,9 @@ class RecallMemory(Stage):
         if not state.retrieves:  # chit-chat, or the conversation holds the answer: nothing to recall
             return StageResult({"profile": shown}, "skipped", "retrieval skipped: profile only")
         query = state.plan.query.removesuffix(f" {state.personal}") if state.plan is not None else state.question
-        ranked = [r for r in await self.recall.rank(user, query, now=time.time()) if not in_history(r, state)]
         reading = state.reading
+        recalled = await self.recall.rank(user, query, now=time.time())
+        ranked = [r for r in recalled if not in_history(r, state)]
         asked = Asked(
             question=reading,
             said_here=tuple(m.content for m in state.history if m.role == "user"),
@@ -298,6 +299,10 @@ class RecallMemory(Stage):
             everyday=tuple(everyday_words(state.question, self.statistics)) if reading.about_user else (),
         )
         selection = select(ranked, asked, self.policy, TRACED)
+        if reading.asks_what_user_said and not any(c.leads for c in selection.chosen) and len(ranked) < len(recalled):
+            # "which python version do we run?" after "fyi we deploy ... with Python 3.12" in this conversation: what
+            # the prompt still has verbatim answers it, when nothing else does (not "you haven't told me")
+            selection = select(recalled, asked, self.policy, TRACED)
         records = tuple(record_of(c.recalled, c.shown, c.leads, c.reason) for c in selection.chosen)
         changes = {"profile": shown, "memory": records}  # injected ones are sources: the turn may answer from them
         return StageResult(changes, "ok", f"{selection.shown} of {len(ranked)} recalled items shown")

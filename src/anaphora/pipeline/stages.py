@@ -204,7 +204,7 @@ class Select(Stage):
     """Rerank, apply the thresholds, keep the top k; nothing left (and no memory) means the turn abstains."""
 
     name = "select"
-    reads = ("plan", "skip", "candidates")
+    reads = ("plan", "question", "skip", "candidates")
     writes = ("candidates", "selected")
     retrieval = True
     counter = "reranker"
@@ -223,12 +223,13 @@ class Select(Stage):
 
     async def run(self, state: TurnState) -> StageResult:
         assert state.plan is not None
-        selection = await self.selector.run(state.plan.query, state.candidates)
+        selection = await self.selector.run(state.plan.query, state.candidates, state.question)
         return StageResult(self._selected(selection.passages), selection.status, selection.detail)
 
     def fallback(self, state: TurnState, failure: str) -> tuple[Changes, str]:
         query = state.plan.query if state.plan else state.question
-        return self._selected(self.selector.first_stage(state.candidates, query).passages), "first-stage order"
+        chosen = self.selector.first_stage(state.candidates, query, state.question)
+        return self._selected(chosen.passages), "first-stage order"
 
 
 class CheckCoverage(Stage):

@@ -157,7 +157,8 @@ _RECAP = re.compile(
 # the assistant's words as the object of the request ("what you told me", "your last answer", "did you say")
 _YOU_SAID = re.compile(
     r"\b(did|have) (you|u)( just)? (say|give|tell|mention|suggest|recommend|list|show|point|write|describe|quote|"
-    r"mean|name|use|call)\b|(?<!\bif )(?<!\bwhen )(\byou|(?<![-\w])u)('ve| have)?( just)? (said|gave|told|mentioned|"
+    r"mean|name|use|call|bring|cover|throw|touch)\b|"
+    r"(?<!\bif )(?<!\bwhen )(\byou|(?<![-\w])u)('ve| have)?( just)? (said|gave|told|mentioned|"
     r"suggested|recommended|listed|showed|shown|pointed|wrote|written|described|quoted|meant|named|used|called)\b|"
     # any other thing the assistant has done with words: "you've thrown at me", "you brought up", "you covered"
     # (not a verb that only looks past: "do you need", "you embed")
@@ -207,7 +208,9 @@ _WANTS = {
     "command": r"commands?|query|queries|snippet|code|config(uration)?|example|line i (should|need to) run",
     "step": r"steps?|items?|points?|ones?(?! (per|a|each) line)|options?|bullets?",
     "identifier": r"flags?|switch(es)?|settings?|options?|values?|defaults?|names?|variables?|env|urls?|paths?|files?|"
-    r"ports?|endpoints?|headers?|labels?|packages?|keys?|parameters?|fields?",
+    r"ports?|endpoints?|headers?|labels?|packages?|keys?|parameters?|fields?|"
+    # the names of code: an API's reference is what a docs site documents most
+    r"functions?|methods?|class(es)?|modules?|decorators?|hooks?|signals?|attributes?|arguments?|properties|objects?",
 }
 _WANTED = {kind: re.compile(rf"\b({pattern})\b") for kind, pattern in _WANTS.items()}
 # a request to show something again: "paste the permissions command again", "give me that flag again"

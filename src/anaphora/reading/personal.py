@@ -146,9 +146,13 @@ def states_about_user(message: str, facts: list[ExtractedFact]) -> bool:
 def without_label(statement: str) -> str:
     """A statement without the label or marker it opens with ("before we start: our workers run on Kubernetes" ->
     "our workers run on Kubernetes"): what it says of the user, to search with and to say back."""
-    opening = _LABEL.match(statement) or _MARKER_WORDS.match(statement)
-    rest = statement[opening.end() :].strip() if opening else statement.strip()
-    return rest or statement.strip()
+    rest = statement.strip()
+    for _ in range(2):  # a marker, then a label: "some background before I ask anything: ..."
+        opening = _LABEL.match(rest) or _MARKER_WORDS.match(rest)
+        if opening is None or not rest[opening.end() :].strip():
+            break
+        rest = rest[opening.end() :].strip()
+    return rest
 
 
 REPEATS = 0.7  # the share of an earlier message's content words the question has when it asks the same again
@@ -228,6 +232,18 @@ def second_person(fact_text: str) -> str:
         text = replacement + text[match.end() :]
         break
     return text[:1].upper() + text[1:]
+
+
+def said_to_user(memory_text: str) -> str:
+    """A memory said back to the user as one sentence: a fact in the second person ("You run X."), a statement no
+    fact rule read in the user's own words, without its label ('You said: "we deploy on Debian, with Python
+    3.12".', not "Fyi we deploy ...")."""
+    if _FACT_TEXT.match(memory_text):
+        return second_person(memory_text).rstrip(".") + "."
+    return f'You said: "{without_label(memory_text).rstrip(".")}".'
+
+
+_FACT_TEXT = re.compile(r"^\s*the user\b", re.I)  # how every fact is written (reading.extract)
 
 
 def as_you_said(facts: Sequence[str] = (), words: str = "") -> str:

@@ -56,10 +56,15 @@ class Scripted:
 
 
 async def select(
-    selector: PassageSelector, candidates: Sequence[Passage], metrics: Metrics | None = None, query: str = "q"
+    selector: PassageSelector,
+    candidates: Sequence[Passage],
+    metrics: Metrics | None = None,
+    query: str = "q",
+    message: str | None = None,
 ) -> Selection:
-    """Select as the engine does: in the select stage, observed and failing open."""
-    state = turn_state(query, plan=QueryPlan(query, "question"), candidates=tuple(candidates))
+    """Select as the engine does: in the select stage, observed and failing open. ``message``: the user's own
+    words, when the retrieval query says more (default: the query)."""
+    state = turn_state(message or query, plan=QueryPlan(query, "question"), candidates=tuple(candidates))
     after, record = await run_stage(Select(selector, top_k=100), state, metrics=metrics)
     assert record is not None
     return Selection(list(after.candidates), record.status, record.detail)
@@ -228,3 +233,23 @@ def test_a_table_the_query_does_not_name_a_key_of_goes_after_the_prose() -> None
     for query in ("which port does the elasticsearch output use?", "how do I turn on trace_output?"):
         chosen = asyncio.run(select(selector, [rows, prose], query=query))
         assert [p.id for p in chosen.passages] == ["es.md#12", "es.md#16"], query
+
+
+CHANGELOG_LINE = "Tasks with a countdown are now re-sent when the visibility timeout expires (Issue #1234)."
+EXPLAINED = "If a task is not acknowledged within the visibility timeout, it is redelivered to another worker."
+
+
+@pytest.mark.parametrize("source", ["history/changelog-3.0.rst", "release-notes/v3-2.md", "docs/changes.rst"])
+def test_release_notes_go_after_the_page_that_explains_it_unless_the_message_asks_about_changes(source) -> None:
+    """A how-to question matches an old changelog line about its feature as well as the page that explains it
+    today (Celery's history/ pages filled the top 5 for "some of our countdown tasks run twice")."""
+    notes = Passage(id=f"{source}#4", text=CHANGELOG_LINE, source=source, score=1.2, dense_score=0.6)
+    guide = Passage(id="redis.rst#7", text=EXPLAINED, source="getting-started/redis.rst", score=0.9, dense_score=0.55)
+    selector = PassageSelector(NoModelReranker())
+    asked = "some of our tasks with a countdown run two or three times. why?"
+    # the retrieval query carries a stated fact with a version; the user's own words decide
+    chosen = asyncio.run(select(selector, [notes, guide], query=f"{asked} is on celery 5.4", message=asked))
+    assert ids(chosen.passages) == ["redis.rst#7", f"{source}#4"]
+    for message in ("what changed about countdown tasks in 5.4?", "was this fixed in a later release?"):
+        chosen = asyncio.run(select(selector, [notes, guide], query=message))
+        assert ids(chosen.passages) == [f"{source}#4", "redis.rst#7"], message

@@ -374,3 +374,17 @@ def test_what_the_facts_leave_unsaid_comes_in_the_users_own_words(rag: Anaphora)
     answered = ask_anew(rag, "quick check: what spool and kestrel version do you have on file for us?", user="erin")
     assert "3.4" in answered.answer and "NFS" in answered.answer
     assert "[memory:" in answered.answer and ".md#" not in answered.answer
+
+
+def test_what_the_user_said_earlier_in_this_conversation_answers_a_question_about_it(rag: Anaphora) -> None:
+    """Flask's docs, read as a user: "fyi we deploy on a Debian VM behind nginx, with Python 3.12", a question, then
+    "which python version do we run?" in the same conversation was "you haven't told me": the statement was still in
+    the prompt's history, so memory left it out. Said back in the user's words, without the "fyi"."""
+    conversation = rag.new_conversation(user_id="cy")
+    ask(rag, "fyi we deploy on a Debian VM behind nginx, with Python 3.12", conversation, "cy")
+    ask(rag, "how do I upgrade?", conversation, "cy")
+    answered = ask(rag, "which python version do we run?", conversation, "cy")
+    assert answered.answer.startswith('You said: "we deploy on a Debian VM behind nginx, with Python 3.12".')
+    # a question that does not ask what the user said still leaves the prompt's own turns out of memory
+    other = ask(rag, "how do I configure the retention period?", conversation, "cy")
+    assert not [m for m in other.trace.memory if m.conversation_id == conversation and m.kind == "episode"]

@@ -207,6 +207,9 @@ def test_a_fact_is_said_back_with_the_article_the_user_wrote(message: str, value
         ("fyi, all our hosts are ARM64", "all our hosts are ARM64"),
         ("keep in mind our firewall blocks outbound traffic", "our firewall blocks outbound traffic"),
         ("we run loki 3 on two VMs", "we run loki 3 on two VMs"),
+        # a marker, then a label
+        ("a bit of background before my question: we're on k3s", "we're on k3s"),
+        ("context:", "context:"),  # nothing after it: the message itself
     ],
 )
 def test_a_statement_is_searched_with_and_said_back_without_its_label(statement: str, said: str) -> None:

@@ -447,6 +447,34 @@ def test_a_request_for_every_identifier_said_gathers_them_in_order_once(message:
     assert len(names) == len(set(names))
 
 
+CODE_HISTORY = [
+    Message(role="user", content="how do I keep one database connection per request?"),
+    Message(
+        role="assistant",
+        content="Store it on `g`: `get_db()` opens it once and reuses it [a.rst#1]. Register `close_db` with "
+        "`app.teardown_appcontext` so it is closed when the request ends [a.rst#2].",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "list the functions you mentioned",
+        "which methods did you bring up?",
+        "the decorators and functions you gave me, names only",
+    ],
+)
+def test_a_request_for_the_code_names_said_gathers_them(message: str) -> None:
+    """Phrasings of our own, from using it on Flask's docs: "list the functions you mentioned" was searched and
+    answered with a sentence that says "functions". Every name of code said is listed."""
+    request = recognise(message)
+    assert request is not None and request.gather, message
+    text = answer_about_conversation(request, CODE_HISTORY)
+    names = [line.strip("- `") for line in text.splitlines()]
+    assert {"get_db()", "close_db", "app.teardown_appcontext"} <= set(names), text
+
+
 @pytest.mark.parametrize(
     ("message", "layout"),
     [
