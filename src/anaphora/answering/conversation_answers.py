@@ -163,6 +163,7 @@ def answer_about_conversation(
     budget = request.max_words or DEFAULT_SHORT_WORDS
     lines = request.lines  # "in one line": prose, no code block, no paragraph break
     shortened = [gist(s, max(4, budget // len(targets)), prose=lines is not None) for s in targets]
+    shortened = [text for text in shortened if text] or [gist(targets[-1], budget)]  # only code: said as code
     if any(text.endswith("…") for text in shortened):  # whole statements rather than a fragment of each
         shortened = whole_gists(targets, max(4, budget // len(targets)), budget)
     return "\n\n".join(shortened) if lines is None else in_lines(shortened, lines)
@@ -209,6 +210,8 @@ def gist(said: Said, budget: int, *, prose: bool = False) -> str:
         fitting = [u for u in stated if word_count(u.text) <= budget]
         if fitting or ((opens_on_code or prose) and stated):  # a block or a bare lead-in is no gist: a statement
             units = units[units.index((fitting or stated)[0]) :]
+        elif prose:  # nothing but a label and what it introduced: nothing to say in prose
+            return ""
     lead = units[0]
     if lead.kind == "item":
         units[0] = lead = Unit(without_item_mark(lead.text), lead.separator, "sentence")
@@ -232,6 +235,8 @@ def as_statement(unit: Unit) -> Unit:
     """A lead-in that names something ("you can use the `crontab` schedule type:") said as a statement, for prose
     where what it introduces is left out; a lead-in that names nothing ("For example:") stays one."""
     if not announces(unit) or not risky_tokens(unit.text) or not unit.text.rstrip().endswith(":"):
+        return unit
+    if not content_set(_CODE_SPAN.sub(" ", unit.text)):  # a bare label ("`flaskr/__init__.py`:") says nothing
         return unit
     return Unit(unit.text.rstrip().rstrip(":").rstrip() + ".", unit.separator, unit.kind)
 
@@ -259,26 +264,60 @@ def cut(text: str, budget: int) -> str:
 
 
 def recap(request: ConversationRequest, said: Sequence[Said]) -> str:
-    """One gist per earlier answer (those about the topic, if the user named one), within the words the user
-    gave; as the number of lines asked for, or as a list. An answer that says again what an earlier one said (the same
-    fact asked about twice) adds no line: a recap never repeats a sentence."""
+    """One line per topic of the conversation (of the named topic, if the user named one; :func:`topics`), each the
+    gists of its answers within its share of the words the user gave; as the number of lines asked for, or as a
+    list. An answer that says again what an earlier one said (the same fact asked about twice) adds nothing: a
+    recap never repeats a sentence."""
     turns = about(request.topic, said) or list(said)
     turns = [s for s in turns if any(u.kind != "code" for u in s.units)] or turns  # a config block is no gist
     turns = without_repeats(turns)
     budget = request.max_words or (BRIEF_RECAP_WORDS if request.bullets else DEFAULT_RECAP_WORDS)
     lines = request.lines if request.lines and not request.bullets else None
+    groups = topics_in_lines(topics(turns), lines) if lines else topics(turns)
+    room = budget - len(groups) if request.bullets else budget  # a bullet mark counts as a word
+    share = max(3, room // len(groups))
+    texts = [one_line(" ".join(whole_gists(g, max(3, share // len(g)), share))) for g in groups]
     if request.bullets:
-        each = max(3, budget // len(turns) - 1)  # the bullet mark counts as a word
-        text = "\n".join(f"- {g}" for g in whole_gists(turns, each, budget - len(turns)))
-    elif lines:
-        groups = [turns[i::lines] for i in range(min(lines, len(turns)))]
-        groups = [sorted(g, key=lambda s: s.index) for g in groups]
-        groups.sort(key=lambda g: g[0].index)
-        each_line = budget // len(groups)
-        text = "\n".join("; ".join(whole_gists(g, max(3, each_line // len(g)), each_line)) for g in groups)
+        text = "\n".join(f"- {t}" for t in texts if t)
     else:
-        text = " ".join(whole_gists(turns, max(4, budget // len(turns)), budget))
-    return trim(text, budget)
+        text = ("\n" if lines else " ").join(t for t in texts if t)
+    return trim(text, budget) if text else gist(turns[-1], budget)  # nothing but code was said: the code
+
+
+def one_line(text: str) -> str:
+    """A topic's gists on one line: an item said as a sentence, without its mark."""
+    return " ".join(without_item_mark(line).strip() for line in text.splitlines() if line.strip())
+
+
+def topics(said: Sequence[Said]) -> list[list[Said]]:
+    """The answers grouped by the topic they were about, in order. An answer stays on the topic before it when its
+    question carries on from it ("and how do I register it?", "what about the static files?", a pronoun) or
+    shares a word with the topic's questions ("how do I test a blueprint?" after "how do I create a blueprint?");
+    a question that says it leaves ("unrelated: ...") or names nothing of the topic opens another."""
+    groups: list[list[Said]] = []
+    for answer in said:
+        asked = content_set(answer.question)
+        topic = set().union(*(content_set(s.question) for s in groups[-1])) if groups else set()
+        reading = read(answer.question)
+        if groups and (reading.refers_back or asked & topic) and not reading.shifts_topic:
+            groups[-1].append(answer)
+        else:
+            groups.append([answer])
+    return groups
+
+
+def topics_in_lines(groups: list[list[Said]], lines: int) -> list[list[Said]]:
+    """The topics as ``lines`` lines: neighbouring topics share a line when there are more, and the topic with the
+    most answers is split in two while there are fewer (a "two-line recap" of one topic)."""
+    groups = [list(g) for g in groups]
+    while len(groups) > lines:  # the two smallest neighbours share a line
+        at = min(range(len(groups) - 1), key=lambda i: len(groups[i]) + len(groups[i + 1]))
+        groups[at : at + 2] = [groups[at] + groups[at + 1]]
+    while len(groups) < lines and any(len(g) > 1 for g in groups):
+        at = max(range(len(groups)), key=lambda i: len(groups[i]))
+        half = (len(groups[at]) + 1) // 2
+        groups[at : at + 1] = [groups[at][:half], groups[at][half:]]
+    return groups
 
 
 def whole_gists(turns: Sequence[Said], share: int, budget: int) -> list[str]:
@@ -293,7 +332,8 @@ def whole_gists(turns: Sequence[Said], share: int, budget: int) -> list[str]:
         if text and used + word_count(text) <= budget:
             found.append(text)
             used += word_count(text)
-    return found or ([gist(turns[0], budget, prose=True)] if turns else [])
+    first = gist(turns[0], budget, prose=True) if turns else ""
+    return found or ([first] if first else [])
 
 
 def whole_statement(said: Said, budget: int) -> str | None:

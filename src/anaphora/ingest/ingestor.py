@@ -149,6 +149,12 @@ class _SiteRoot(str):
         return self.rstrip("/").rsplit("/", 1)[-1]
 
 
+# Bumped when parsing or chunking changes the chunks of an unchanged file (a dialect's markup read differently), so
+# that an index built by an earlier release is re-chunked at the next ingest instead of keeping the old chunks; the
+# embedding cache still holds every chunk text that did not change. 2: a Sphinx code caption's markup goes.
+PARSING = 2
+
+
 class Ingestor:
     def __init__(
         self,
@@ -168,8 +174,10 @@ class Ingestor:
         self._limits = ParseLimits(max_pdf_chars=settings.max_pdf_chars, max_pdf_seconds=settings.max_pdf_seconds)
 
     def _fingerprint(self, data: bytes) -> str:
-        """Content hash plus everything that changes the chunks, so a settings change re-chunks."""
-        recipe = f"{self.embedder.name}|{self.settings.chunk_tokens}|{self.settings.chunk_overlap}".encode()
+        """Content hash plus everything that changes the chunks, so a settings change, or an upgrade that parses
+        the same file differently (:data:`PARSING`), re-chunks."""
+        settings = f"{self.settings.chunk_tokens}|{self.settings.chunk_overlap}"
+        recipe = f"{self.embedder.name}|{settings}|parsing {PARSING}".encode()
         return hashlib.sha256(recipe + b"\0" + data).hexdigest()
 
     def _chunks(self, document: ParsedDocument, source: str, label: str) -> list[Chunk]:

@@ -114,7 +114,10 @@ class Code(_SphinxDirective):
             language = language or "pycon"
         block = nodes.literal_block(text, text, language=language)
         caption = str(self.options.get("caption") or "").strip()
-        return [nodes.rubric(caption, caption), block] if caption else [block]
+        if not caption:
+            return [block]
+        inline, _ = self.state.inline_text(caption, self.lineno)  # ``flaskr/__init__.py`` is a literal, as in prose
+        return [nodes.rubric(caption, "", *inline), block]
 
 
 class VersionNote(_SphinxDirective):

@@ -51,6 +51,9 @@ def turns_to_messages(turns: Sequence[StoredTurn]) -> list[Message]:
     return messages
 
 
+# the earlier turns read for a request about the conversation ("what was the first command you gave me?", "recap
+# everything"), beyond the prompt's window: a conversation longer than the window is still recapped from its start
+SAID_TURNS = 40
 READ_YOUR_WRITES_S = 2.0  # the longest a turn waits for the memory write of the same user's last turn
 
 
@@ -123,6 +126,10 @@ async def run_stages(
     for stage in stages:
         state = await observer.run(stage, state, records, sink if stage.releases else None)
     return state, records
+
+
+def sanitized(messages: Sequence[Message]) -> tuple[Message, ...]:
+    return tuple(Message(role=m.role, content=sanitize(m.content)) for m in messages)
 
 
 class Engine:
@@ -239,18 +246,20 @@ class Engine:
             raise InputError("the question is empty", hint="type a question")
         summary, window = "", None
         if request.history is not None:
-            history = [m for m in request.history if m.role in ("user", "assistant")]
+            history = said = [m for m in request.history if m.role in ("user", "assistant")]
         elif request.conversation_id is None:
-            history = []
+            history = said = []
         else:
             before = await history_before(
                 self.conversations,
                 request.user_id,
                 request.conversation_id,
                 request.prelude,
-                last=self.window.max_turns,
+                last=max(self.window.max_turns, SAID_TURNS),
             )
-            turns_before, stored = before.turns_before, before.recent
+            turns_before, read_back = before.turns_before, before.recent
+            stored = read_back[-self.window.max_turns :] if self.window.max_turns > 0 else []
+            said = turns_to_messages(read_back)
             request = replace(request, conversation_id=before.conversation_id, prelude=before.prelude)  # a branch?
             history = turns_to_messages(stored)
             covers = 0
@@ -264,7 +273,8 @@ class Engine:
         return TurnState(
             question=question,
             request=request,
-            history=tuple(Message(role=m.role, content=sanitize(m.content)) for m in history),
+            history=sanitized(history),
+            said=sanitized(said),
             turns_before=turns_before,
             window=window,
             summary=sanitize(summary),

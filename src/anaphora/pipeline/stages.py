@@ -303,7 +303,7 @@ class AnswerFromConversation(Stage):
     call. (With a capable model the generator answers them from the history it is shown.)"""
 
     name = "converse"
-    reads = ("reading", "history", "route", "skip", "answer")
+    reads = ("reading", "said", "route", "skip", "answer")
     writes = ("answer", "answer_source")
 
     def applies(self, state: TurnState) -> bool:
@@ -314,7 +314,8 @@ class AnswerFromConversation(Stage):
         request = state.reading.request if state.reading is not None else None
         if request is None:
             return StageResult({}, "skipped", "left to the model")
-        answer = answer_about_conversation(request, state.history, (NOT_COVERED, NO_ANSWER, NOT_TOLD, ACKNOWLEDGED))
+        said = state.said or state.history  # the turns read back, beyond the prompt's window
+        answer = answer_about_conversation(request, said, (NOT_COVERED, NO_ANSWER, NOT_TOLD, ACKNOWLEDGED))
         changes = {"answer": answer, "answer_source": "conversation"}
         return StageResult(changes, "ok", f"{request.intent.value}: answered from the conversation, no model call")
 

@@ -420,6 +420,18 @@ def test_changing_chunk_settings_rechunks(settings: Settings, docs: Path):
     assert report.unchanged == []
 
 
+def test_an_upgrade_that_parses_files_differently_rechunks_them(app: Components, docs: Path, monkeypatch):
+    """An index built before a parsing fix would otherwise keep the old chunks of every file that did not change."""
+    from anaphora.ingest import ingestor
+
+    first = app.ingestor.run([docs])
+    assert app.ingestor.run([docs]).updated == []
+    monkeypatch.setattr(ingestor, "PARSING", ingestor.PARSING + 1)
+    report = app.ingestor.run([docs])
+    assert sorted(report.updated) == ["install.md", "page.html", "usage.txt"]
+    assert report.chunks_written == first.chunks_written
+
+
 def test_facade_ingest_round_trip(settings: Settings, docs: Path):
     with Anaphora(settings) as rag:
         assert sorted(rag.ingest([docs]).added) == ["install.md", "page.html", "usage.txt"]

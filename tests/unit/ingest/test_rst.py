@@ -124,6 +124,13 @@ Literal blocks work too::
     assert any("Install it with pip:" in c and "$ pip install celery" in c for c in chunks)
 
 
+def test_a_captions_markup_goes_as_in_prose():
+    """Flask's docs caption their code with the file it goes in (``:caption: ``flaskr/__init__.py````): the caption
+    was kept as written, double backquotes and all, and said back in a recap."""
+    page = ".. code-block:: python\n    :caption: ``flaskr/__init__.py``\n\n    def create_app():\n        return app\n"
+    assert blocks_of(page)[0] == ("label", "`flaskr/__init__.py`:")
+
+
 GRID = """\
 +-----------------------------------------+--------------------------------------------+
 | **Example**                             | **Meaning**                                |

@@ -546,6 +546,10 @@ def test_a_recap_states_a_lead_in_that_names_something() -> None:
     ]
     text = answer_about_conversation(recognise("recap this chat in 40 words"), history)
     assert "`rotate_every` setting." in text and "`keep_files`" in text and "```" not in text
+    # a lead-in that is only a name (a code caption, "`logging.yaml`:") says nothing as a statement
+    history[1] = Message(role="assistant", content="`logging.yaml`:\n\n```yaml\nrotate_every: 24h\n```\n[logging.md#4]")
+    text = answer_about_conversation(recognise("recap this chat in 40 words"), history)
+    assert "`logging.yaml`" not in text and "`keep_files`" in text
 
 
 def test_a_recap_leaves_out_the_users_facts_said_back() -> None:
@@ -608,3 +612,29 @@ def test_a_hyphenated_word_of_the_prose_is_no_setting() -> None:
     assert identifiers(text) == ["max_buffer_mb", "--no-spool", "kestrel.io.sink"]
     opening = "Back-off policy is set by X-Scope-OrgID headers."  # a capital opening a sentence is no name's
     assert identifiers(opening) == ["X-Scope-OrgID"]
+
+
+TWO_TOPICS = [
+    Message(role="user", content="how do I create a blueprint?"),
+    Message(role="assistant", content="Create a `Blueprint` with a name and `__name__` [a.rst#1]."),
+    Message(role="user", content="and how do I register it on the app?"),
+    Message(role="assistant", content="Call `app.register_blueprint()` in the factory [a.rst#2]."),
+    Message(role="user", content="can it have its own templates folder?"),
+    Message(role="assistant", content="Pass `template_folder` to the `Blueprint` constructor [a.rst#3]."),
+    Message(role="user", content="unrelated: how do I turn on debug mode?"),
+    Message(role="assistant", content="Use the `--debug` option of `flask run` [b.rst#1]."),
+    Message(role="user", content="is it safe in production?"),
+    Message(role="assistant", content="Do not run the development server in debug mode in production [b.rst#2]."),
+]
+
+
+def test_a_recap_has_one_line_per_topic() -> None:
+    """Follow-ups ("and ...", a pronoun) stay on their topic, "unrelated: ..." opens another: a bulleted recap has
+    one bullet for the blueprints and one for debug mode, each opening with what its topic's first answer said."""
+    request = recognise("recap everything as bullets")
+    assert request is not None and request.intent is Intent.RECAP
+    bullets = answer_about_conversation(request, TWO_TOPICS).splitlines()
+    assert len(bullets) == 2, bullets
+    assert bullets[0].startswith("- Create a `Blueprint`") and bullets[1].startswith("- Use the `--debug` option")
+    two = answer_about_conversation(recognise("two-line recap please"), TWO_TOPICS).splitlines()
+    assert len(two) == 2 and "Blueprint" in two[0] and "--debug" in two[1], two

@@ -123,3 +123,17 @@ def test_extractive_mode_answers_turns_about_the_conversation_from_it(tmp_path: 
     assert again.trace.answer_source == "conversation"
     assert again.answer and len(again.answer.split()) <= 30
     assert set(again.answer.split()) <= set(first.answer.replace("\n", " ").split()) | {"…"}
+
+
+def test_a_request_about_the_conversation_reads_back_beyond_the_prompts_window(tmp_path: Path) -> None:
+    """Flask's docs, read as a user: after ten turns "recap everything" left out the first topic, and "the first
+    command you gave me" would have been the first in the window, because the conversation was read back only as
+    far as the prompt's window (8 turns by default; 4 here)."""
+    later = ["How much memory does the agent need?", "How do I set the log level?", "And TLS?", "How do I upgrade?"]
+    with make(tmp_path, FakeChatModel(), answer_mode="extractive", history_turns=4) as rag:
+        conversation = rag.new_conversation()
+        for question in (FIRST, *later, "What about Windows?"):
+            rag.ask(question, conversation)
+        first = rag.ask("what was my first question?", conversation)
+        assert first.answer == f"You asked: {FIRST}"
+        assert first.trace.model_calls == 0
