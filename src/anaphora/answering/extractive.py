@@ -78,6 +78,14 @@ _NAMED_SECTION = re.compile(r"(?:^|>)\s*(`([^`\n]+)`)\s*$")
 _PERSON = re.compile(r"\b(?:i|you|we|my|your|our|me|us)\b", re.IGNORECASE)  # someone speaking, no title
 _TERM = re.compile(r"^`[^`]+`$")  # a definition list's term alone on its line
 _ENDS_SENTENCE = re.compile(r"[.!?:;)\]\"'`*]$")
+_POINTS_ELSEWHERE = re.compile(
+    r"(?:see|refer to)\b(?!.*(?:`|://))|"  # naming no setting, command or address: "see `x`" says which
+    r"(?:for|to learn) (?:more|further|additional|complete|full|detailed)\b|learn more\b|"
+    r"this (?:page|guide|section|document|doc|tutorial|chapter|topic|article) (?:outlines|describes|explains|covers|"
+    r"shows|walks|provides|contains|lists|documents|introduces|gives|will|is about|helps)\b",
+    re.IGNORECASE,
+)
+_ITEM_MARK = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
 _QUOTE_MARK = re.compile(r"^(\s*>)+\s?", re.MULTILINE)
 # items, rows, headings, quotes, tags, thematic breaks: lines a paragraph does not run into
 _BLOCK_LINE = re.compile(r"^\s*([-*+•]\s|\d{1,3}[.)]\s|\||#{1,6}\s|>|\{[{%]|<|(-{3,}|\*{3,}|_{3,})\s*$)")
@@ -587,6 +595,7 @@ def quotable_spans(text: str, *, entry: bool = False) -> list[tuple[int, int, st
             len(line.split()) >= MIN_WORDS
             and not line.endswith("?")
             and not is_title(units, position, line, entry=entry)
+            and not points_elsewhere(line)
         ):
             found.append((position, position, line, unit.kind))
         opening = paragraph_start(units, position - 1) if unit.kind == "code" else None
@@ -599,6 +608,13 @@ def quotable_spans(text: str, *, entry: bool = False) -> list[tuple[int, int, st
             # the paragraph just before a code block says what it is for: its first sentence introduces it
             found.append((opening, position, f"{lines[opening]}\n\n{line}", "lead-in"))
     return found
+
+
+def points_elsewhere(sentence: str) -> bool:
+    """The sentence only sends the reader to another page or says what this one is about ("See the Metrics
+    Documentation for details.", "For more information, refer to ...", "This page explains how to upgrade ..."):
+    every docs site writes them, and quoted they spend a point of the answer on nothing."""
+    return bool(_POINTS_ELSEWHERE.match(_ITEM_MARK.sub("", sentence, count=1)))
 
 
 def is_title(units: Sequence[Unit], position: int, line: str, *, entry: bool = False) -> bool:

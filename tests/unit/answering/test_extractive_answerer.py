@@ -432,3 +432,28 @@ def test_the_line_under_a_term_or_an_entry_title_is_what_it_does() -> None:
     entry = "Remove the tool(s) from the config file"
     assert [u.text for u in passage_units(entry, entry=True)] == [entry]
     assert [u.text for u in passage_units(entry)] == []
+
+
+@pytest.mark.parametrize(
+    "pointer",
+    [
+        "This page outlines the basics of running the server.",  # Flask's docs, read as a user
+        "See the metrics documentation for configuration details.",
+        "For more information about access control, refer to the admin guide.",
+        "This guide walks you through the upgrade step by step.",
+    ],
+)
+def test_a_sentence_that_only_points_elsewhere_is_not_quoted(pointer: str) -> None:
+    """Every docs site writes them; quoted, they spend a point of the answer on nothing."""
+    text = f"{pointer} The server reads `workers` from its configuration file at start."
+    assert [t for _, t, _ in quotable_units(text)] == [
+        "The server reads `workers` from its configuration file at start."
+    ]
+
+
+@pytest.mark.parametrize(
+    "says",
+    ["See `task_acks_late` for how to change it.", "See https://example.com/limits for the current limits."],
+)
+def test_a_pointer_that_names_a_setting_or_an_address_says_something(says: str) -> None:
+    assert [t for _, t, _ in quotable_units(says)] == [says]
