@@ -37,7 +37,7 @@ from anaphora.answering.support import (
 )
 from anaphora.embeddings.base import Embedder
 from anaphora.reading.message import read
-from anaphora.reading.personal import facts_answer, said_to_user
+from anaphora.reading.personal import bears_on, facts_answer, said_to_user
 from anaphora.text import content_set, content_union
 from anaphora.types import Chunk, Passage
 
@@ -230,7 +230,7 @@ class ExtractiveAnswerer:
         support the lead by their own relevance (no bonus for their page), never lead (docs/answers.md)."""
         leading = request.leading
         if facts_answer(read(request.question), [f.text for f in leading]):  # "which version did I say we run?"
-            return said_back_first(request.said_back, facts_first(leading, None))
+            return said_back_first(request.said_back, facts_first(leading, None), request.question)
         documents = request.documents
         quoted = await self.answer(request.query, request.question, documents, request.others, user=request.user)
         if quoted is not None and self.neighbour_span and quoted.points[0].order < len(documents):
@@ -248,7 +248,7 @@ class ExtractiveAnswerer:
                     adjoining=len(around),
                 )
                 quoted = widened or quoted
-        return said_back_first(request.said_back, facts_first(leading, quoted))
+        return said_back_first(request.said_back, facts_first(leading, quoted), request.question)
 
     def around(self, shown: Sequence[Passage], page: str | None = None) -> tuple[list[Passage], list[int]]:
         """The passages within ``neighbour_span`` of a shown passage (of ``page``, when given) in its document that
@@ -552,10 +552,11 @@ def facts_first(facts: Sequence[Passage], quoted: ExtractiveAnswer | None) -> Ex
     return ExtractiveAnswer(text, points, (*facts, *(quoted.quoted if quoted is not None else ())))
 
 
-def said_back_first(line: str, quoted: ExtractiveAnswer | None) -> ExtractiveAnswer | None:
+def said_back_first(line: str, quoted: ExtractiveAnswer | None, question: str) -> ExtractiveAnswer | None:
     """The quoted answer opened with what of the user's previous message it took into account (nothing to say
-    when nothing was quoted)."""
-    if not line or quoted is None:
+    when nothing was quoted, or when what was quoted names nothing the user said: "As you said, you use pytest"
+    before a custom 404 page would claim a bearing the quote does not have)."""
+    if not line or quoted is None or not bears_on(line, read(question), quoted.text):
         return quoted
     return replace(quoted, text=f"{line}\n\n{quoted.text}")
 

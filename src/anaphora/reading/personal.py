@@ -256,6 +256,20 @@ def as_you_said(facts: Sequence[str] = (), words: str = "") -> str:
     return f'{AS_YOU_SAID}: "{words.strip()}"' if words.strip() else ""
 
 
+def bears_on(said_back: str, question: Reading, answer: str) -> bool:
+    """Whether what the user just stated (the line that says it back) bears on this turn: the question points back
+    at it ("will a worker even run on this thing?") or speaks of the user's own ("which mode should we go with?"; "how
+    do I ..." is how anyone asks), or the answer names something it names (a word that is not one everyone states
+    with: "use", "run", "have"). "We use pytest btw", then "how do I make a custom 404 page?": none of them."""
+    if question.refers_back or _OWN.search(question.text):
+        return True
+    stated = content_set(said_back.removeprefix(AS_YOU_SAID)) - ASKING_WORDS
+    return bool(stated & content_set(answer))
+
+
+_OWN = re.compile(r"\b(?:we|we're|we've|we'd|us|our|ours|my|mine)\b", re.I)  # not "I": "how do I" asks for anyone
+
+
 AS_YOU_SAID = "As you said"  # how that line begins: what the assistant said of the conversation leaves it out
 
 

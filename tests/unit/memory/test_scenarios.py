@@ -388,3 +388,16 @@ def test_what_the_user_said_earlier_in_this_conversation_answers_a_question_abou
     # a question that does not ask what the user said still leaves the prompt's own turns out of memory
     other = ask(rag, "how do I configure the retention period?", conversation, "cy")
     assert not [m for m in other.trace.memory if m.conversation_id == conversation and m.kind == "episode"]
+
+
+def test_a_statement_is_said_back_only_where_it_bears_on_the_turn(rag: Anaphora) -> None:
+    """Flask's docs, read as a user: "we use pytest btw", then "how do I make a custom 404 page?" opened with "As you
+    said, you use pytest." The line is kept when the question speaks of the user's own or points back, or when the
+    answer names what the statement names."""
+    conversation = rag.new_conversation(user_id="di")
+    ask(rag, "we use pytest btw", conversation, "di")
+    unrelated = ask(rag, "how do I set the log level?", conversation, "di")
+    assert unrelated.answer and not unrelated.answer.startswith("As you said")
+    ask(rag, "we use pytest btw", conversation, "di")
+    own = ask(rag, "which log level should our agents use?", conversation, "di")
+    assert own.answer.startswith("As you said, you use pytest.")
