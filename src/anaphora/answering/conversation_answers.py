@@ -9,6 +9,7 @@ markers left out: their passages are not shown on this turn), so nothing is inve
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -29,6 +30,7 @@ from anaphora.types import Message
 
 DEFAULT_SHORT_WORDS = 30  # "say that shorter" with no length given
 DEFAULT_RECAP_WORDS = 60
+STATEMENT_WORDS = 4  # fewer words state nothing (as the extractive answerer's MIN_WORDS)
 BRIEF_RECAP_WORDS = 40  # "a short list", "a quick recap"
 NOTHING_YET = "We have not gone through anything from the documents yet, so there is nothing to recap."
 # a citation marker the answerers write: "[path/to/file.md#3]", "[memory:12]", "[a.md#1, b.md#2]"
@@ -206,7 +208,7 @@ def gist(said: Said, budget: int, *, prose: bool = False) -> str:
     opens_on_code = units[0].kind == "code"
     overlong = word_count(" ".join(u.text for u in units[:2])) > budget
     if opens_on_code or (announces(units[0]) and (prose or overlong)):
-        stated = [u for u in units if u.kind in ("sentence", "item") and not announces(u)]
+        stated = [u for u in units if u.kind in ("sentence", "item") and not announces(u) and states(u)]
         fitting = [u for u in stated if word_count(u.text) <= budget]
         if fitting or ((opens_on_code or prose) and stated):  # a block or a bare lead-in is no gist: a statement
             units = units[units.index((fitting or stated)[0]) :]
@@ -229,6 +231,12 @@ def gist(said: Said, budget: int, *, prose: bool = False) -> str:
             chosen.append(i)
             used += size
     return join_units([units[i] for i in sorted(chosen)])
+
+
+def states(unit: Unit) -> bool:
+    """The unit has words enough to state something: a link's text in a list ("Flask-specific documentation")
+    names a page and states nothing."""
+    return word_count(without_item_mark(unit.text)) >= STATEMENT_WORDS
 
 
 def as_statement(unit: Unit) -> Unit:
@@ -276,7 +284,12 @@ def recap(request: ConversationRequest, said: Sequence[Said]) -> str:
     groups = topics_in_lines(topics(turns), lines) if lines else topics(turns)
     room = budget - len(groups) if request.bullets else budget  # a bullet mark counts as a word
     share = max(3, room // len(groups))
-    texts = [one_line(" ".join(whole_gists(g, max(3, share // len(g)), share))) for g in groups]
+    # each answer of a topic its part of the line; where no part holds a whole statement, the topic's line is
+    # one statement of whichever answer has one that fits ("tl;dr in 30 words" after four topics)
+    texts = [
+        one_line(" ".join(whole_gists(g, max(3, share // len(g)), share) or whole_gists(g, share, share)))
+        for g in groups
+    ]
     if request.bullets:
         text = "\n".join(f"- {t}" for t in texts if t)
     else:
@@ -295,8 +308,9 @@ def topics(said: Sequence[Said]) -> list[list[Said]]:
     shares a word with the topic's questions ("how do I test a blueprint?" after "how do I create a blueprint?");
     a question that says it leaves ("unrelated: ...") or names nothing of the topic opens another."""
     groups: list[list[Said]] = []
+    everywhere = said_everywhere(said)
     for answer in said:
-        asked = content_set(answer.question)
+        asked = content_set(answer.question) - everywhere
         topic = set().union(*(content_set(s.question) for s in groups[-1])) if groups else set()
         reading = read(answer.question)
         if groups and (reading.refers_back or asked & topic) and not reading.shifts_topic:
@@ -304,6 +318,15 @@ def topics(said: Sequence[Said]) -> list[list[Said]]:
         else:
             groups.append([answer])
     return groups
+
+
+def said_everywhere(said: Sequence[Said]) -> frozenset[str]:
+    """The words more than half of the answers say (of four or more): the product's name on its own docs site
+    ("Flask ..."), which every question may name and which ties no two of them to one topic."""
+    if len(said) < 4:
+        return frozenset()
+    counts = Counter(word for answer in said for word in content_set(answer.text))
+    return frozenset(word for word, n in counts.items() if 2 * n > len(said))
 
 
 def topics_in_lines(groups: list[list[Said]], lines: int) -> list[list[Said]]:
@@ -339,7 +362,7 @@ def whole_gists(turns: Sequence[Said], share: int, budget: int) -> list[str]:
 def whole_statement(said: Said, budget: int) -> str | None:
     """The answer's first sentence or item within ``budget`` words that names something, else its first that fits."""
     units = [as_statement(as_sentence(u)) for u in said.units if u.text.strip() and u.kind != "code"]
-    stated = [u for u in units if u.kind in ("sentence", "item") and not announces(u)]
+    stated = [u for u in units if u.kind in ("sentence", "item") and not announces(u) and states(u)]
     fitting = [u for u in stated if word_count(u.text) <= budget]
     named = [u for u in fitting if risky_tokens(u.text)]
     chosen = (named or fitting or [None])[0]

@@ -638,3 +638,23 @@ def test_a_recap_has_one_line_per_topic() -> None:
     assert bullets[0].startswith("- Create a `Blueprint`") and bullets[1].startswith("- Use the `--debug` option")
     two = answer_about_conversation(recognise("two-line recap please"), TWO_TOPICS).splitlines()
     assert len(two) == 2 and "Blueprint" in two[0] and "--debug" in two[1], two
+
+
+def test_the_products_name_ties_no_two_questions_to_one_topic() -> None:
+    """On a docs site every answer says the product's name and many questions do: sharing it is no shared topic
+    (Flask's docs: "can flask send error reports to Sentry?" and "does flask support websockets natively?"). A
+    link's text in a list ("Kestrel-specific documentation") states nothing and is no line of a recap."""
+    history = [
+        Message(role="user", content="how do I install kestrel?"),
+        Message(role="assistant", content="Kestrel installs with `helm install kestrel kestrel/kestrel` [a.md#1]."),
+        Message(role="user", content="and on ARM nodes?"),
+        Message(role="assistant", content="Kestrel publishes `3.4.1-arm64` images for ARM nodes [a.md#2]."),
+        Message(role="user", content="how does kestrel rotate the log files?"),
+        Message(role="assistant", content="See also:\n\n- Kestrel-specific documentation\n\n[b.md#1]"),
+        Message(role="user", content="can kestrel ship logs to S3?"),
+        Message(role="assistant", content="Kestrel writes each rotated file to the `s3` output when set [b.md#2]."),
+    ]
+    bullets = answer_about_conversation(recognise("recap everything as bullets"), history).splitlines()
+    assert len(bullets) == 2, bullets
+    assert "helm install" in bullets[0] and "`s3` output" in bullets[1]
+    assert "Kestrel-specific documentation" not in "\n".join(bullets)
