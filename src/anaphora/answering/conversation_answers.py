@@ -162,6 +162,7 @@ def answer_about_conversation(
     targets = about(request.topic, said) or [said[-1]]
     if request.intent is Intent.REPEAT and request.max_words is None:
         return "\n\n".join(s.text for s in targets[-1:])
+    targets = without_repeats(targets)  # two answers that quoted the same sentence say it once
     budget = request.max_words or DEFAULT_SHORT_WORDS
     lines = request.lines  # "in one line": prose, no code block, no paragraph break
     shortened = [gist(s, max(4, budget // len(targets)), prose=lines is not None) for s in targets]

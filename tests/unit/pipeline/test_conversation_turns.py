@@ -658,3 +658,22 @@ def test_the_products_name_ties_no_two_questions_to_one_topic() -> None:
     assert len(bullets) == 2, bullets
     assert "helm install" in bullets[0] and "`s3` output" in bullets[1]
     assert "Kestrel-specific documentation" not in "\n".join(bullets)
+
+
+def test_a_shortened_answer_about_a_topic_says_a_sentence_once() -> None:
+    """Two answers about the same setting quoted the same sentence; "in one line: ..." said it twice."""
+    said_twice = "Prefer `source` over `true` for `venv_auto`."
+    history = [
+        Message(role="user", content="how do I get the venv activated automatically?"),
+        Message(
+            role="assistant",
+            content="The `true` value is considered legacy and will be deprecated in a future release of "
+            f"the tool [a.md#1]. {said_twice} [a.md#2]",
+        ),
+        Message(role="user", content="is the true value still fine for venv_auto?"),
+        Message(role="assistant", content=f"{said_twice} [a.md#2]"),
+    ]
+    request = recognise("in one line: what goes in the config for the venv_auto bit?")
+    assert request is not None
+    text = answer_about_conversation(request, history)
+    assert text.count(said_twice.rstrip(".")) <= 1, text
