@@ -85,6 +85,12 @@ _POINTS_ELSEWHERE = re.compile(
     r"shows|walks|provides|contains|lists|documents|introduces|gives|will|is about|helps)\b",
     re.IGNORECASE,
 )
+# "... is described in the resources and limits guide, section ...": where something is told, not what
+_TOLD_ELSEWHERE = re.compile(
+    r"\b(?:is|are) (?:described|documented|explained|covered|detailed|discussed) (?:in|on|under)\b"
+    r"(?=[^.]*\b(?:guide|page|section|documentation|docs|chapter|reference|article|tutorial)\b)",
+    re.IGNORECASE,
+)
 _ITEM_MARK = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
 _QUOTE_MARK = re.compile(r"^(\s*>)+\s?", re.MULTILINE)
 # items, rows, headings, quotes, tags, thematic breaks: lines a paragraph does not run into
@@ -615,7 +621,9 @@ def points_elsewhere(sentence: str) -> bool:
     """The sentence only sends the reader to another page or says what this one is about ("See the Metrics
     Documentation for details.", "For more information, refer to ...", "This page explains how to upgrade ..."):
     every docs site writes them, and quoted they spend a point of the answer on nothing."""
-    return bool(_POINTS_ELSEWHERE.match(_ITEM_MARK.sub("", sentence, count=1)))
+    text = _ITEM_MARK.sub("", sentence, count=1)
+    names = "`" in text or "://" in text  # a setting, a command or an address is something said
+    return bool(_POINTS_ELSEWHERE.match(text) or (_TOLD_ELSEWHERE.search(text) and not names))
 
 
 def is_title(units: Sequence[Unit], position: int, line: str, *, entry: bool = False) -> bool:

@@ -457,3 +457,19 @@ def test_a_sentence_that_only_points_elsewhere_is_not_quoted(pointer: str) -> No
 )
 def test_a_pointer_that_names_a_setting_or_an_address_says_something(says: str) -> None:
     assert [t for _, t, _ in quotable_units(says)] == [says]
+
+
+@pytest.mark.parametrize(
+    ("sentence", "points"),
+    [
+        ("The behaviour at these limits is described in the resources guide, section Memory.", True),
+        ("How the buffer works is explained on the architecture page.", True),
+        ("Retention is described in seconds since the last write.", False),
+        ("The `max_memory` setting is documented in the buffer section.", False),  # it names the setting
+    ],
+)
+def test_a_sentence_that_says_where_something_is_told_points_elsewhere(sentence: str, points: bool) -> None:
+    """The sample docs' "What happens when it hits that limit?" led with where the behaviour is described."""
+    from anaphora.answering.extractive import points_elsewhere
+
+    assert points_elsewhere(sentence) is points
