@@ -42,7 +42,7 @@ from anaphora.models import ChatModel, load_chat_model
 from anaphora.pipeline.answer import Answer
 from anaphora.pipeline.budget import PromptBudget, PromptLimits
 from anaphora.pipeline.check import AnswerCheck
-from anaphora.pipeline.engine import LOCAL_USER, Engine, TurnRequest
+from anaphora.pipeline.engine import LOCAL_USER, Engine, TurnRequest, said_reader
 from anaphora.pipeline.memory import (
     AcknowledgeStatement,
     PersonalQuery,
@@ -64,6 +64,7 @@ from anaphora.pipeline.stages import (
     QueryPlanner,
     Retrieve,
     Router,
+    SaidReader,
     Select,
     SkipGate,
 )
@@ -388,6 +389,7 @@ class StageParts:
     memory_writer: RememberTurn | None = None  # its erase epoch is read first; statements are acknowledged as kept
     personal_query: PersonalQuery | None = None  # the user's stated facts join the retrieval query
     links: Callable[[Sequence[Citation]], list[Citation]] | None = None  # citations' published URLs
+    read_back: SaidReader | None = None  # a turn about the conversation reads it beyond the prompt's window
 
 
 def build_stages(settings: Settings, parts: StageParts) -> list[Stage]:
@@ -435,7 +437,7 @@ def build_stages(settings: Settings, parts: StageParts) -> list[Stage]:
             window_policy(settings.prompt, capabilities),
             settings.prompt.system_prompt,
         ),
-        *([AnswerFromConversation()] if converse else []),
+        *([AnswerFromConversation(parts.read_back)] if converse else []),
         answer,
         Cite(),
         *([LinkCitations(parts.links)] if parts.links else []),
@@ -509,6 +511,7 @@ def _assemble(settings: Settings, database: Database, model: ChatModel | None, c
         memory_writer=writer,
         personal_query=personal,
         links=CitationLinks(sources := SQLiteSources(database)),
+        read_back=said_reader(conversations),
     )
     return Components(
         settings=settings,

@@ -309,15 +309,16 @@ def topics(said: Sequence[Said]) -> list[list[Said]]:
     shares a word with the topic's questions ("how do I test a blueprint?" after "how do I create a blueprint?");
     a question that says it leaves ("unrelated: ...") or names nothing of the topic opens another."""
     groups: list[list[Said]] = []
+    topic: set[str] = set()  # the words of the current topic's questions
     everywhere = said_everywhere(said)
     for answer in said:
-        asked = content_set(answer.question) - everywhere
-        topic = set().union(*(content_set(s.question) for s in groups[-1])) if groups else set()
         reading = read(answer.question)
-        if groups and (reading.refers_back or asked & topic) and not reading.shifts_topic:
+        if groups and (reading.refers_back or topic & (reading.words - everywhere)) and not reading.shifts_topic:
             groups[-1].append(answer)
         else:
             groups.append([answer])
+            topic = set()
+        topic |= reading.words
     return groups
 
 

@@ -34,6 +34,7 @@ from anaphora.answering.support import (
     normalise_token,
     risky_tokens,
     split_units,
+    without_item_mark,
 )
 from anaphora.embeddings.base import Embedder
 from anaphora.reading.message import read
@@ -91,7 +92,6 @@ _TOLD_ELSEWHERE = re.compile(
     r"(?=[^.]*\b(?:guide|page|section|documentation|docs|chapter|reference|article|tutorial)\b)",
     re.IGNORECASE,
 )
-_ITEM_MARK = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
 _QUOTE_MARK = re.compile(r"^(\s*>)+\s?", re.MULTILINE)
 # items, rows, headings, quotes, tags, thematic breaks: lines a paragraph does not run into
 _BLOCK_LINE = re.compile(r"^\s*([-*+•]\s|\d{1,3}[.)]\s|\||#{1,6}\s|>|\{[{%]|<|(-{3,}|\*{3,}|_{3,})\s*$)")
@@ -621,7 +621,7 @@ def points_elsewhere(sentence: str) -> bool:
     """The sentence only sends the reader to another page or says what this one is about ("See the Metrics
     Documentation for details.", "For more information, refer to ...", "This page explains how to upgrade ..."):
     every docs site writes them, and quoted they spend a point of the answer on nothing."""
-    text = _ITEM_MARK.sub("", sentence, count=1)
+    text = without_item_mark(sentence)
     names = "`" in text or "://" in text  # a setting, a command or an address is something said
     return bool(_POINTS_ELSEWHERE.match(text) or (_TOLD_ELSEWHERE.search(text) and not names))
 

@@ -11,7 +11,7 @@ coverage) declare the fallback they degrade to.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 
 from anaphora.answering.citations import extract_citations
@@ -29,7 +29,7 @@ from anaphora.pipeline.prompt import (
 )
 from anaphora.pipeline.query import QueryPlan, QueryStage
 from anaphora.pipeline.stage import Stage, StageResult
-from anaphora.pipeline.state import Changes, Skip, TurnState
+from anaphora.pipeline.state import Changes, Skip, TurnRequest, TurnState
 from anaphora.pipeline.window import ConversationWindow, WindowPolicy
 from anaphora.reading.coverage import not_covered
 from anaphora.reading.intents import ConversationRequest, Intent
@@ -297,14 +297,25 @@ class Budget(Stage):
         return StageResult({"prompt": plan}, "ok", detail)
 
 
+SaidReader = Callable[[TurnRequest], Awaitable[tuple[Message, ...]]]
+"""The earlier turns of a turn's conversation, read back further than the prompt's window
+(:func:`~anaphora.pipeline.engine.said_reader`)."""
+
+
 class AnswerFromConversation(Stage):
     """``answer_mode = "extractive"``: chit-chat and requests about the conversation (shorten, repeat, point back,
     recap) answered from the history by :mod:`~anaphora.answering.conversation_answers`: no retrieval, no model
     call. (With a capable model the generator answers them from the history it is shown.)"""
 
     name = "converse"
-    reads = ("reading", "said", "route", "skip", "answer")
+    reads = ("reading", "request", "history", "turns_before", "route", "skip", "answer")
     writes = ("answer", "answer_source")
+
+    def __init__(self, read_back: SaidReader | None = None) -> None:
+        """``read_back``: the conversation's earlier turns beyond the prompt's window (``None``: the window only),
+        so that "recap everything" or "what was the first command you gave me?" after more turns than the window
+        holds starts from the first turn."""
+        self.read_back = read_back
 
     def applies(self, state: TurnState) -> bool:
         kinds = (TurnKind.CHIT_CHAT, TurnKind.META)
@@ -314,7 +325,9 @@ class AnswerFromConversation(Stage):
         request = state.reading.request if state.reading is not None else None
         if request is None:
             return StageResult({}, "skipped", "left to the model")
-        said = state.said or state.history  # the turns read back, beyond the prompt's window
+        said = state.history
+        if self.read_back is not None and 2 * state.turns_before > len(said):  # the window does not hold them all
+            said = await self.read_back(state.request)
         answer = answer_about_conversation(request, said, (NOT_COVERED, NO_ANSWER, NOT_TOLD, ACKNOWLEDGED))
         changes = {"answer": answer, "answer_source": "conversation"}
         return StageResult(changes, "ok", f"{request.intent.value}: answered from the conversation, no model call")

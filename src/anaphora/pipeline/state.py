@@ -66,9 +66,6 @@ class TurnState:
     request: TurnRequest
     history: tuple[Message, ...] = ()
     turns_before: int = 0  # turns of the conversation before this one (``history`` may hold only the recent ones)
-    # the earlier turns a request about the conversation reads ("what was the first command you gave me?", "recap
-    # everything"): up to :data:`~anaphora.pipeline.engine.SAID_TURNS` of them, ``history`` being the latest
-    said: tuple[Message, ...] = ()
     window: ConversationWindow | None = None  # the earlier turns as the prompt may show them (None: no history)
     summary: str = ""
     reading: Reading | None = None  # the message read by every rule, once (the router stage's)
@@ -216,7 +213,6 @@ INITIAL = frozenset(
         "question",
         "request",
         "history",
-        "said",
         "turns_before",
         "window",
         "summary",
