@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from anaphora.answering.said_names import identifiers, of_kind
 from anaphora.answering.support import (
     Unit,
     introduces,
@@ -447,8 +448,14 @@ def gather(request: ConversationRequest, said: Sequence[Said]) -> str:
     if request.wants == "command":
         found = [p for s in pool for p in _pieces(s, "command", alone=request.alone)]
     else:
-        found = [name for s in pool for u in s.units for name in identifiers(u.text)]
-    unique = list({f.casefold(): f for f in reversed(found)}.values())[::-1]  # first mention kept, in order
+        units = [u for s in pool for u in s.units]
+        prose, code = ("\n".join(u.text for u in units if (u.kind == "code") == in_code) for in_code in (False, True))
+        named = [(name, u.kind == "code") for u in units for name in identifiers(u.text)]
+        found = of_kind(named, request.names, prose, code)
+    first: dict[str, str] = {}
+    for name in found:  # each once, in the order first said, as first written
+        first.setdefault(name.casefold(), name)
+    unique = list(first.values())
     if not unique:
         return gist(pool[-1], request.max_words or DEFAULT_RECAP_WORDS)
     return laid_out(unique, request.layout, code=request.wants == "command")
@@ -465,31 +472,6 @@ def laid_out(items: Sequence[str], layout: str | None, *, code: bool) -> str:
     if layout == "checklist":  # a block of several lines cannot be an item: it follows the one before it
         return "\n".join(item if "\n" in item else f"- [ ] {item}" for item in shown)
     return "\n\n".join(items) if code else "\n".join(f"- {item}" for item in shown)
-
-
-# an identifier as written: a code span without spaces, or a word with an inner _ . - or capital, or a flag
-_IDENTIFIER = re.compile(r"(?<![\w`/.-])(--?[A-Za-z][\w-]*|[A-Za-z][\w]*(?:[._-][\w]+)+|[a-z]+[A-Z]\w*)(?![\w`/])")
-
-
-def identifiers(text: str) -> list[str]:
-    """The names a unit says: its code spans that are one word (not a command, a URL or a number), then its words
-    that read as identifiers (``worker_concurrency``, ``--concurrency``, ``celery.contrib.pytest``; not a hyphenated
-    English word of the prose, "per-tenant")."""
-    spans = [s for s in _CODE_SPAN.findall(text) if " " not in s.strip("`")]
-    names = [s.strip("`") for s in spans if not s.strip("`").replace(".", "").isdigit() and "://" not in s]
-    plain = _CODE_SPAN.sub(" ", text)
-    found = (m.group(1).rstrip(".") for m in _IDENTIFIER.finditer(plain))
-    names += [n for n in found if "://" not in n and not _COMPOUND.fullmatch(n)]
-    return [n for n in names if n and not n.replace(".", "").isdigit() and not _VALUE.fullmatch(n)]
-
-
-# an English compound in prose ("per-tenant", "out-of-memory", "Back-off" opening a sentence), not a name: in code it
-# would be in a code span ("X-Scope-OrgID", with capitals inside, is a name)
-_COMPOUND = re.compile(r"[A-Za-z][a-z]*(?:-[a-z]+)+")
-
-
-# a value, not a name: a boolean, a version, a number with a unit
-_VALUE = re.compile(r"(?i)true|false|null|none|yes|no|on|off|v?\d+(\.\d+)*[a-z]{0,3}")
 
 
 def command_after(topic: frozenset[str], said: Sequence[Said]) -> str | None:

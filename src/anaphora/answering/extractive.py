@@ -107,6 +107,7 @@ class PassageUnit:
     end: int  # the last unit of its passage it covers (a lead-in covers what it introduces)
     context: str  # what it is scored by, when not its text (a code block: with the sentence before it)
     continued: bool  # a sentence the next unit of its paragraph continues
+    term: str  # the code name on the line above its paragraph, if one is ("`Task.max_retries`:"): what it describes
 
 
 def unit_fields(unit: PassageUnit) -> tuple:
@@ -379,14 +380,38 @@ class ExtractiveAnswerer:
 def passage_units(text: str, *, entry: bool = False) -> list[PassageUnit]:
     """The quotable units of one passage's text, in order (``entry``: a reference entry's, :func:`is_title`)."""
     spans = quotable_spans(text, entry=entry)
-    running = running_on(text)
+    split = split_units(reflow(text))
+    running, terms = running_on(split), terms_above(split)
     units = []
     for n, (start, end, unit, kind) in enumerate(spans):
         before = spans[n - 1] if n else None  # a code block says little alone: score it with its sentence
         context = f"{before[2]}\n{unit}" if kind == "code" and before and before[1] == start - 1 else ""
         continued = kind == "sentence" and end in running
-        units.append(PassageUnit(start, unit, kind, end, context, continued))
+        units.append(PassageUnit(start, unit, kind, end, context, continued, terms.get(start, "")))
     return units
+
+
+# a line that is only a code name, a term its paragraph describes: "`--remove`", "`Task.max_retries`:", or a label
+# shaped as one (a Sphinx object's signature, rendered "Task.max_retries:": words joined by _ or .)
+_TERM_LINE = re.compile(r"(`[^`\n]+`):?|([A-Za-z_]\w*(?:\.[A-Za-z_]\w+|_\w+)+(?:\(\))?):")
+
+
+def terms_above(units: Sequence[Unit]) -> dict[int, str]:
+    """The positions of the sentences of each paragraph right under a line that is only a code name, each with
+    that name: an entry of a reference page (a Sphinx attribute, a flag of a Markdown CLI page)."""
+    out: dict[int, str] = {}
+    term = ""
+    for n, unit in enumerate(units):
+        alone = "\n\n" in unit.separator and (n == 0 or "\n\n" in units[n - 1].separator)
+        named = _TERM_LINE.fullmatch(unit.text.strip()) if unit.kind == "sentence" and alone else None
+        if named:
+            term = named.group(1) or f"`{named.group(2)}`"
+            continue
+        if term and unit.kind == "sentence":
+            out[n] = term
+        if "\n\n" in unit.separator or unit.kind != "sentence":
+            term = ""
+    return out
 
 
 def judged(text: str) -> str:
@@ -400,9 +425,8 @@ def judged_texts(text: str) -> list[str]:
     return list(dict.fromkeys(judged(unit.context or unit.text) for unit in passage_units(text, entry=True)))
 
 
-def running_on(text: str) -> set[int]:
+def running_on(units: Sequence[Unit]) -> set[int]:
     """Positions (as :func:`quotable_spans` numbers units) of the sentences whose paragraph goes on after them."""
-    units = split_units(reflow(text))
     return {
         n
         for n, unit in enumerate(units[:-1])
@@ -489,27 +513,35 @@ def depends_on(sentence: str, before: Candidate) -> bool:
 
 
 def named_entries(found: Sequence[Candidate], texts: dict[int, str], headings: Mapping[str, str]) -> dict[int, str]:
-    """Each passage's first quoted sentence said :func:`under_name` of its section (once: the points after it are
-    read under it)."""
+    """The first sentence of each entry that the answer says said :func:`under_name` of what it describes: the
+    term above its paragraph, else its section's name (once each: the points after it are read under it). The
+    answer says the lead (the first of ``texts``), then the rest in the passages' order."""
     out: dict[int, str] = {}
-    labelled: set[str] = set()
-    for i in sorted(texts, key=lambda i: (found[i].order, found[i].position)):
+    labelled: set[tuple[str, str]] = set()
+    lead, *rest = texts
+    for i in (lead, *sorted(rest, key=lambda i: (found[i].order, found[i].position))):
         out[i] = texts[i]
-        if found[i].passage_id not in labelled and found[i].kind == "sentence":
-            out[i] = under_name(texts[i], headings.get(found[i].passage_id, ""))
-            labelled.add(found[i].passage_id)
+        name = found[i].term or entry_name(headings.get(found[i].passage_id, ""))
+        if name and (found[i].passage_id, name) not in labelled and found[i].kind == "sentence":
+            out[i] = under_name(texts[i], name)
+            labelled.add((found[i].passage_id, name))
     return out
 
 
-def under_name(text: str, heading: str) -> str:
-    """A sentence of a reference entry said under the name its section documents, when it does not say it: in a
-    page of settings, commands or flags, the name is the section's title (``Configuration > `result_expires```) and
-    the entry's text only describes it ("Time (in seconds) for when after stored task tombstones will be deleted.").
-    Quoted alone, it would not tell the reader what to set."""
-    name = _NAMED_SECTION.search(heading)
-    if name is None or normalise_token(name.group(2)) in risky_tokens(text):
+def entry_name(heading: str) -> str:
+    """The name (a code span) a section documents: its last title when that is a name and nothing else."""
+    section = _NAMED_SECTION.search(heading)
+    return section.group(1) if section else ""
+
+
+def under_name(text: str, name: str) -> str:
+    """A sentence of a reference entry said under the name (a code span) it describes, when it does not say it: in
+    a page of settings, commands or flags, the name is the section's title (``Configuration > `result_expires```)
+    or the term above the entry, and the entry's text only describes it ("Time (in seconds) for when after stored
+    task tombstones will be deleted."). Quoted alone, it would not tell the reader what to set."""
+    if normalise_token(name.strip("`")) in risky_tokens(text):
         return text
-    return f"{name.group(1)}: {text}"
+    return f"{name}: {text}"
 
 
 def names_more(following: str, sentence: str) -> bool:

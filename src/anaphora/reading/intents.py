@@ -37,7 +37,9 @@ class ConversationRequest:
     is wanted without what was said around it ("just the query please", "only the command"); ``gather``: every
     thing of that kind said so far is wanted, not one ("which settings did you mention?", "list the commands");
     ``layout``: the list form asked for, if any: "comma" (comma-separated), "lines" (one per line, nothing around
-    them), "checklist" (as a checklist), else ``None`` (bullets); ``tentative``: the form asks about the
+    them), "checklist" (as a checklist), else ``None`` (bullets); ``names``: for a request for names, the kind its
+    noun asks for: "setting" (settings, keys, flags, variables), "code" (functions, methods, classes), "file"
+    (files, paths, URLs), else ``None`` (any name: "the names", "the values"); ``tentative``: the form asks about the
     conversation but the message names a topic of its own ("in one line: what goes in mise.toml for the venv bit?"):
     it is about the conversation only if the conversation already said that topic, which the words alone cannot
     tell (:func:`topic_said` decides, with the history)."""
@@ -53,6 +55,7 @@ class ConversationRequest:
     alone: bool = False
     gather: bool = False
     layout: str | None = None
+    names: str | None = None
     tentative: bool = False
 
     @property
@@ -213,6 +216,13 @@ _WANTS = {
     r"functions?|methods?|class(es)?|modules?|decorators?|hooks?|signals?|attributes?|arguments?|properties|objects?",
 }
 _WANTED = {kind: re.compile(rf"\b({pattern})\b") for kind, pattern in _WANTS.items()}
+# the kind of name a noun of an "identifier" request asks for; the other nouns ("names", "values") ask for any
+_NAME_KINDS = {
+    "setting": r"flags?|switch(es)?|settings?|options?|variables?|env|keys?|parameters?|fields?",
+    "code": r"functions?|methods?|class(es)?|decorators?|hooks?|signals?",
+    "file": r"files?|paths?|urls?|endpoints?",
+}
+_NAMED = {kind: re.compile(rf"\b({pattern})\b") for kind, pattern in _NAME_KINDS.items()}
 # a request to show something again: "paste the permissions command again", "give me that flag again"
 _SHOW = re.compile(r"^\W*(\w+,? )?(show|paste|give|send|print|share|post|drop)\b")
 # a question in the past tense about a thing said: "what was the command?", "which flag was it?"
@@ -315,6 +325,18 @@ def _wants(message: str, ordinal: int | None = None) -> str | None:
     return max(heads)[1]
 
 
+def _name_kind(message: str) -> str | None:
+    """The kind of name the request's last noun for names asks for ("the config keys" a setting, "the functions
+    and methods" code, "the settings, bare names" a setting), if it asks for one kind."""
+    nouns = [(m.end(), m.start()) for m in _WANTED["identifier"].finditer(message)]
+    # "the file names", "the settings, bare names": another noun says which names
+    nouns = [(end, start) for end, start in nouns if message[start:end] not in ("name", "names")] or nouns
+    if not nouns:
+        return None
+    end, start = max(nouns)
+    return next((kind for kind, pattern in _NAMED.items() if pattern.fullmatch(message, start, end)), None)
+
+
 # an ordinal that counts the answers, not the things in them
 _ANSWER_ORDINAL = re.compile(r"\b(first|second|third|last|latest|previous)\s+(answer|reply|response|message)\b")
 
@@ -405,7 +427,8 @@ def recognise(message: str) -> ConversationRequest | None:
     def request(intent: Intent) -> ConversationRequest:
         kept, alone = (topic if pointed or tentative else frozenset()), bool(_ALONE.search(text) or cue.shaped)
         gather = intent is Intent.POINT_BACK and _gathers(_LENGTH.sub(" ", text), wants, ordinal)
-        form = {"alone": alone, "gather": gather, "layout": _layout(text), "tentative": tentative}
+        names = _name_kind(_LENGTH.sub(" ", text)) if gather and wants == "identifier" else None
+        form = {"alone": alone, "gather": gather, "layout": _layout(text), "names": names, "tentative": tentative}
         return ConversationRequest(intent, max_words, lines, bullets, ordinal, wants, kept, **form)
 
     single_answer = re.search(r"\byour( very)? ((last|previous|latest) )?(answer|reply|response)\b", text)

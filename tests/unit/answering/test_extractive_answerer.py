@@ -6,6 +6,7 @@ import pytest
 
 from anaphora.answering.extractive import (
     ExtractiveAnswerer,
+    entry_name,
     in_context,
     passage_units,
     quotable_units,
@@ -376,7 +377,7 @@ def test_a_point_close_in_meaning_but_not_in_words_is_no_repeat() -> None:
     from anaphora.answering.extractive import Candidate, says_again
 
     def unit(n: int, text: str) -> Candidate:
-        return Candidate(n, text, "sentence", n, "", False, passage_id="limits.md#3", order=0, rank=0, source="")
+        return Candidate(n, text, "sentence", n, "", False, "", passage_id="limits.md#3", order=0, rank=0, source="")
 
     found = [
         unit(0, "Another option is simply to decrease the rate of log lines sent to your cluster."),
@@ -408,9 +409,32 @@ async def test_a_reference_entry_is_quoted_under_the_name_its_section_documents(
     assert answer is not None
     texts = {p.passage_id: p.text for p in answer.points}
     assert texts["config.md#40"].startswith("`result_ttl_seconds`: How long a finished task's result")
-    assert under_name(prose.text, prose.heading) == prose.text  # a title that mentions a name names no entry
+    assert entry_name(prose.heading) == ""  # a title that mentions a name names no entry
     said = "Set `result_ttl_seconds` to keep results longer."
-    assert under_name(said, entry.heading) == said  # a sentence that says the name needs no label
+    assert under_name(said, entry_name(entry.heading)) == said  # a sentence that says the name needs no label
+
+
+async def test_a_sentence_under_a_term_line_is_quoted_under_that_name() -> None:
+    """Celery's ``.. attribute:: Task.max_retries`` is a line naming the attribute above the paragraph that
+    describes it; "Maximum number of retries before giving up." was quoted without the name, so it did not say
+    what to set. Our own entries, one under its signature as a label (what the Sphinx directive renders), one under
+    a Markdown term: the name above the paragraph is said, as code, with its first quoted sentence."""
+    entries = Passage(
+        id="jobs.md#7",
+        heading="Jobs > Retrying",
+        text="Retrying is configured per job.\n\nJob.retry_limit:\n\nA number. How many times a failed job is "
+        "tried again before it is dropped. By default, three.\n\n`Job.retry_pause`\n\nA number of seconds. "
+        "How long to wait before the next attempt is made.",
+    )
+    answer = await ExtractiveAnswerer(HashingEmbedder(), min_relevance=0.0).answer(
+        "failed job tried again before dropped pause next attempt",
+        "how many times is a failed job tried again, and how long between attempts?",
+        [entries],
+    )
+    assert answer is not None
+    said = " ".join(p.text for p in answer.points)
+    assert "`Job.retry_limit`: How many times a failed job is tried again" in said, said
+    assert "`Job.retry_pause`: A number of seconds. How long to wait" in said, said
 
 
 @pytest.mark.parametrize(

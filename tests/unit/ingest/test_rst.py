@@ -209,6 +209,31 @@ Workers
         assert gone not in text
 
 
+def test_an_object_description_is_its_name_in_code_above_its_text():
+    """Sphinx shows ``.. attribute:: Task.max_retries``'s signature in monospace above its description: the name is
+    a code name the answerer can say the description under, not a title."""
+    page = """\
+Retrying
+========
+
+.. attribute:: Task.max_retries
+
+    A number. Maximum number of retries before giving up.
+
+.. option:: --loglevel <level>
+
+    Logging level.
+
+.. tab:: Redis
+
+    Use redis.
+"""
+    text = "\n".join(s.text for s in parse_rst(page))
+    assert "`Task.max_retries`:\n\nA number. Maximum number of retries before giving up." in text
+    assert "`--loglevel <level>`:\n\nLogging level." in text
+    assert "Redis:\n\nUse redis." in text  # a tab's title is no code name
+
+
 def test_system_messages_never_reach_the_text():
     page = "Title\n=====\n\nA *broken emphasis and an `unclosed role.\n\n.. note::\n\n.. image::\n\nLast words.\n"
     text = "\n".join(s.text for s in parse_rst(page))

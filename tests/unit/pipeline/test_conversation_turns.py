@@ -475,6 +475,92 @@ def test_a_request_for_the_code_names_said_gathers_them(message: str) -> None:
     assert {"get_db()", "close_db", "app.teardown_appcontext"} <= set(names), text
 
 
+MIXED_HISTORY = [
+    Message(role="user", content="one worker hoards tasks, can it take one only when a process is free?"),
+    Message(
+        role="assistant",
+        content="Enable `worker_disable_prefetch`, or pass `--disable-prefetch` [a.rst#1]. Keep the result in "
+        "`conftest.py` fixtures when testing [a.rst#2].",
+    ),
+    Message(role="user", content="and can I call a task by its name?"),
+    Message(
+        role="assistant",
+        content="Call it by name:\n\n```python\napp.send_task('tasks.add', args=[2, 2])\n```\n\nor hook in "
+        "after it runs:\n\n```python\ndef after_return(self, status, retval, task_id):\n    log(task_id)\n```\n\n"
+        "Redis redelivers after the visibility timeout:\n\n```python\n"
+        "app.conf.broker_transport_options = {'visibility_timeout': 3600}\n```\n\n"
+        "`worker_disable_prefetch` works only with Redis [a.rst#3].",
+    ),
+]
+
+
+def gathered(message: str, history: list[Message]) -> list[str]:
+    request = recognise(message)
+    assert request is not None and request.gather, message
+    return [line.removeprefix("- ").strip("`") for line in answer_about_conversation(request, history).splitlines()]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "enumerate the settings you've brought up, bare names",
+        "which config keys did you give me?",
+        "which flags did you suggest?",
+    ],
+)
+def test_a_request_for_settings_leaves_out_the_code_the_answers_called(message: str) -> None:
+    """Phrasings of our own. "enumerate the settings you've thrown at me" listed ``app.send_task``, ``after_return``
+    and ``task_id`` from a code sample beside the settings: a name a code block calls or defines is code, and one
+    only a code block says without setting it is part of the code, not a setting mentioned."""
+    names = gathered(message, MIXED_HISTORY)
+    assert names[:2] == ["worker_disable_prefetch", "--disable-prefetch"], names  # in the order first said
+    assert {"app.conf.broker_transport_options", "visibility_timeout"} <= set(names), names
+    assert not {"app.send_task", "send_task", "after_return", "task_id", "tasks.add", "conftest.py"} & set(names)
+
+
+def test_a_request_for_functions_leaves_out_the_settings_the_answers_set() -> None:
+    names = gathered("which functions did you mention?", MIXED_HISTORY)
+    assert {"app.send_task", "after_return"} <= set(names), names
+    assert not {"visibility_timeout", "app.conf.broker_transport_options", "tasks.add", "task_id"} & set(names)
+    assert "worker_disable_prefetch" in names  # the prose mentioned it: how it is used is not shown
+
+
+def test_a_name_the_prose_mentioned_is_listed_whatever_the_code_does_with_it() -> None:
+    """A condition function of a pipeline file is an "option" to its user: the prose mentioned it, so it is listed
+    although the code block calls it."""
+    history = [
+        Message(role="user", content="how do I run a block only when its folder changed?"),
+        Message(
+            role="assistant",
+            content="Add a condition:\n\n```yaml\nrun:\n  when: \"changed_under('/web', {trunk: 'main'})\"\n```\n\n"
+            "The `changed_under` expressions are evaluated before the first job [a.md#1].",
+        ),
+    ]
+    assert "changed_under" in gathered("what option names came up? comma-separated", history)
+
+
+@pytest.mark.parametrize("message", ["which files did you mention?", "list the file names you gave me"])
+def test_a_request_for_files_lists_the_files(message: str) -> None:
+    assert gathered(message, MIXED_HISTORY) == ["conftest.py"]
+
+
+@pytest.mark.parametrize(
+    ("message", "names"),
+    [
+        ("which config keys did you mention?", "setting"),
+        ("the env variables you listed, one per line", "setting"),
+        ("list the methods you brought up", "code"),
+        ("which files did you name?", "file"),
+        ("list the file names you gave me", "file"),
+        ("the decorators and functions you gave me, names only", "code"),
+        ("which values did you mention?", None),
+    ],
+)
+def test_a_request_names_the_kind_of_name_it_wants(message: str, names: str | None) -> None:
+    request = recognise(message)
+    assert request is not None and request.gather and request.names == names, message
+
+
 @pytest.mark.parametrize(
     ("message", "layout"),
     [
@@ -606,7 +692,7 @@ def test_the_settings_of_the_answer_an_ordinal_picks_are_listed() -> None:
 
 def test_a_hyphenated_word_of_the_prose_is_no_setting() -> None:
     """ "Enumerate the settings you gave me" listed "per-tenant" and "out-of-memory" beside the real names."""
-    from anaphora.answering.conversation_answers import identifiers
+    from anaphora.answering.said_names import identifiers
 
     text = "On a per-tenant basis, avoid out-of-memory restarts with `max_buffer_mb` or --no-spool and kestrel.io.sink."
     assert identifiers(text) == ["max_buffer_mb", "--no-spool", "kestrel.io.sink"]
