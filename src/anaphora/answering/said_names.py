@@ -59,11 +59,22 @@ def name_kind(name: str, prose: str, code: str) -> str | None:
     return None
 
 
+# a class's name: capitalised, lower case after its first letter ("Repo", "CliRunner", "click.CommandCollection")
+_CLASS = re.compile(r"(?:\w+\.)*[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)*")
+
+
+def is_type_or_defined(name: str, code: str) -> bool:
+    """``name`` is a class's, or the answers' code defines or decorates with it: no setting, whatever else."""
+    bare = re.escape(name.removeprefix("@").removesuffix("()"))
+    return bool(_CLASS.fullmatch(name) or re.search(rf"(def|class) {bare}\b|@{bare}\b", code))
+
+
 def of_kind(found: Iterable[tuple[str, bool]], kind: str | None, prose: str, code: str) -> list[str]:
-    """The names of ``found`` (each with whether a code block said it) that can be of ``kind``. A name the prose
-    said was mentioned, whatever a code block does with it (users call a function of a config file an "option"),
-    unless it is a file and a file was not asked for; a name only a code block said is part of that code, and is
-    kept only when the code shows it to be of ``kind``. Every name when ``kind`` is ``None`` or none would be left."""
+    """The names of ``found`` (each with whether a code block said it) that can be of ``kind``. A name only a code
+    block said is part of that code, kept only when the code shows it to be of ``kind``. A name the prose said was
+    mentioned: kept unless it is a file (and a file was not asked for), a class or defined function asked for as a
+    setting, or a flag or set key asked for as code; users call a config file's function an "option". Every name
+    when ``kind`` is ``None`` or none would be left."""
     found = list(found)
     if kind is None:
         return [name for name, _ in found]
@@ -72,6 +83,10 @@ def of_kind(found: Iterable[tuple[str, bool]], kind: str | None, prose: str, cod
         its = name_kind(name, prose, code)
         if kind == "file" or its == "file":
             return its == kind
-        return not in_code or its == kind
+        if in_code or its == kind:
+            return its == kind
+        # mentioned in prose: "options" may be a config file's functions, never a class or a function defined;
+        # "functions" are never a flag or a key the code sets
+        return not is_type_or_defined(name, code) if kind == "setting" else its != "setting"
 
     return [name for name, in_code in found if fits(name, in_code)] or [name for name, _ in found]

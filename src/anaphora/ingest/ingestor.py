@@ -151,8 +151,9 @@ class _SiteRoot(str):
 
 # Bumped when parsing or chunking changes the chunks of an unchanged file (a dialect's markup read differently), so
 # that an index built by an earlier release is re-chunked at the next ingest instead of keeping the old chunks; the
-# embedding cache still holds every chunk text that did not change. 2: a Sphinx code caption's markup goes.
-PARSING = 2
+# embedding cache still holds every chunk text that did not change. 2: a Sphinx code caption's markup goes; 3: a
+# project's own directive whose content is code (Click's ``click:example``) stays code.
+PARSING = 3
 
 
 class Ingestor:

@@ -16,7 +16,9 @@ under a lock, so another user of docutils in the process never sees them.
 
 from __future__ import annotations
 
+import ast
 import re
+import textwrap
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -140,9 +142,15 @@ class VersionNote(_SphinxDirective):
 
 class Unwrapped(_SphinxDirective):
     """Any other directive: its content as body text, after its argument as a label when it has content (a tab's
-    title, an object's signature); with no content it renders nothing a reader reads (``.. setting:: name``)."""
+    title, an object's signature); with no content it renders nothing a reader reads (``.. setting:: name``). A
+    project's own code directive (Click's ``click:example``, ``click:run``) is read by its content: content that is
+    Python with code in it, or a shell session, stays code."""
 
     def run(self) -> list[nodes.Node]:
+        language = code_language("\n".join(self.content))
+        if language and not self.arguments:
+            text = textwrap.dedent("\n".join(self.content)).strip("\n")
+            return [nodes.literal_block(text, text, language=language)]
         body = self._body()
         title = self.arguments[0].strip() if self.arguments else ""
         if title and body and self.name.split(":")[-1] not in UNTITLED and not self.name.startswith("auto"):
@@ -150,6 +158,24 @@ class Unwrapped(_SphinxDirective):
         if self.name == "centered" and title:
             return [nodes.paragraph(title, title)]
         return body
+
+
+# statements that make a text code: a bare name or value also parses as Python, and prose never does
+_CODE_NODES = (ast.Call, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_CODE_NODES += (ast.Import, ast.ImportFrom, ast.With, ast.For, ast.If, ast.Return, ast.Attribute, ast.Subscript)
+
+
+def code_language(text: str) -> str | None:
+    """ "python" when ``text`` parses as Python with code in it (a call, an assignment, a definition, an import),
+    "console" when every line is a shell prompt's or what follows one; else ``None`` (prose, or a bare word)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if lines and lines[0].startswith("$ "):
+        return "console"
+    try:
+        tree = ast.parse(textwrap.dedent(text))
+    except (SyntaxError, ValueError):
+        return None
+    return "python" if any(isinstance(node, _CODE_NODES) for node in ast.walk(tree)) else None
 
 
 def _directive_for(name: str) -> type[Directive]:

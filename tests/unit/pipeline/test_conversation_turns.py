@@ -489,7 +489,7 @@ MIXED_HISTORY = [
         "after it runs:\n\n```python\ndef after_return(self, status, retval, task_id):\n    log(task_id)\n```\n\n"
         "Redis redelivers after the visibility timeout:\n\n```python\n"
         "app.conf.broker_transport_options = {'visibility_timeout': 3600}\n```\n\n"
-        "`worker_disable_prefetch` works only with Redis [a.rst#3].",
+        "`worker_disable_prefetch` works only with Redis; test it with `TaskRunner` [a.rst#3].",
     ),
 ]
 
@@ -516,6 +516,7 @@ def test_a_request_for_settings_leaves_out_the_code_the_answers_called(message: 
     assert names[:2] == ["worker_disable_prefetch", "--disable-prefetch"], names  # in the order first said
     assert {"app.conf.broker_transport_options", "visibility_timeout"} <= set(names), names
     assert not {"app.send_task", "send_task", "after_return", "task_id", "tasks.add", "conftest.py"} & set(names)
+    assert "TaskRunner" not in names  # the prose named a class: no setting
 
 
 def test_a_request_for_functions_leaves_out_the_settings_the_answers_set() -> None:
@@ -523,6 +524,7 @@ def test_a_request_for_functions_leaves_out_the_settings_the_answers_set() -> No
     assert {"app.send_task", "after_return"} <= set(names), names
     assert not {"visibility_timeout", "app.conf.broker_transport_options", "tasks.add", "task_id"} & set(names)
     assert "worker_disable_prefetch" in names  # the prose mentioned it: how it is used is not shown
+    assert "TaskRunner" in names and "--disable-prefetch" not in names  # a class is code, a flag is not
 
 
 def test_a_name_the_prose_mentioned_is_listed_whatever_the_code_does_with_it() -> None:
