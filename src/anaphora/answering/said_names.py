@@ -26,7 +26,14 @@ def identifiers(text: str) -> list[str]:
     plain = _CODE_SPAN.sub(" ", text)
     found = (m.group(1).rstrip(".") for m in _IDENTIFIER.finditer(plain))
     names += [n for n in found if "://" not in n and not _COMPOUND.fullmatch(n)]
-    return [n for n in names if n and not n.replace(".", "").isdigit() and not _VALUE.fullmatch(n)]
+    return [n for n in names if is_name(n)]
+
+
+def is_name(text: str) -> bool:
+    """A name, not a value or a symbol: a letter in it, not a number, a boolean or a quoted string ("'.html'")."""
+    if not any(c.isalpha() for c in text) or text[:1] in "'\"" or text.replace(".", "").isdigit():
+        return False
+    return not _VALUE.fullmatch(text)
 
 
 # an English compound in prose ("per-tenant", "out-of-memory", "Back-off" opening a sentence), not a name: in code it
@@ -41,11 +48,17 @@ _VALUE = re.compile(r"(?i)true|false|null|none|yes|no|on|off|v?\d+(\.\d+)*[a-z]{
 _FILE = re.compile(r"\.(py|pyi|js|mjs|ts|tsx|go|rs|rb|java|toml|ya?ml|json|ini|cfg|conf|env|md|rst|txt|sh|lock)$")
 
 
+# a class's name: capitalised, lower case after its first letter ("Repo", "CliRunner", "click.CommandCollection")
+_CLASS = re.compile(r"(?:\w+\.)*[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)*")
+
+
 def name_kind(name: str, prose: str, code: str) -> str | None:
-    """What ``name`` names, by how the answers' ``prose`` and ``code`` use it: "file", "code", "setting", or
-    ``None`` when they do not show it."""
+    """What ``name`` names, by how the answers' ``prose`` and ``code`` use it: "file", "class" (by its shape:
+    capitalised, "CliRunner"), "code", "setting", or ``None`` when they do not show it."""
     if "/" in name or _FILE.search(name):
         return "file"
+    if _CLASS.fullmatch(name.removesuffix("()")):
+        return "class"
     bare = re.escape(name.removeprefix("@").removesuffix("()"))
     used = f"{prose}\n{code}"
     if (
@@ -59,14 +72,13 @@ def name_kind(name: str, prose: str, code: str) -> str | None:
     return None
 
 
-# a class's name: capitalised, lower case after its first letter ("Repo", "CliRunner", "click.CommandCollection")
-_CLASS = re.compile(r"(?:\w+\.)*[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)*")
-
-
 def is_type_or_defined(name: str, code: str) -> bool:
-    """``name`` is a class's, or the answers' code defines or decorates with it: no setting, whatever else."""
+    """``name`` is a class's, or the answers' code defines it, decorates with it or calls it as a method
+    (``env.get_template(...)``): no setting, whatever else (a bare call, ``change_in('/web')`` in a pipeline
+    file, may be an option's)."""
     bare = re.escape(name.removeprefix("@").removesuffix("()"))
-    return bool(_CLASS.fullmatch(name) or re.search(rf"(def|class) {bare}\b|@{bare}\b", code))
+    called_on = re.search(rf"\.{bare}\(", code) or ("." in name and re.search(rf"{bare}\(", code))
+    return bool(_CLASS.fullmatch(name) or re.search(rf"(def|class) {bare}\b|@{bare}\b", code) or called_on)
 
 
 def of_kind(found: Iterable[tuple[str, bool]], kind: str | None, prose: str, code: str) -> list[str]:
@@ -83,7 +95,7 @@ def of_kind(found: Iterable[tuple[str, bool]], kind: str | None, prose: str, cod
         its = name_kind(name, prose, code)
         if kind == "file" or its == "file":
             return its == kind
-        if in_code or its == kind:
+        if kind == "class" or in_code or its == kind:  # a class by its shape, wherever it was said
             return its == kind
         # mentioned in prose: "options" may be a config file's functions, never a class or a function defined;
         # "functions" are never a flag or a key the code sets

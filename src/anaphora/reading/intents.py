@@ -38,7 +38,7 @@ class ConversationRequest:
     thing of that kind said so far is wanted, not one ("which settings did you mention?", "list the commands");
     ``layout``: the list form asked for, if any: "comma" (comma-separated), "lines" (one per line, nothing around
     them), "checklist" (as a checklist), else ``None`` (bullets); ``names``: for a request for names, the kind its
-    noun asks for: "setting" (settings, keys, flags, variables), "code" (functions, methods, classes), "file"
+    noun asks for: "setting" (settings, keys, flags, variables), "code" (functions, methods), "class", "file"
     (files, paths, URLs), else ``None`` (any name: "the names", "the values"); ``tentative``: the form asks about the
     conversation but the message names a topic of its own ("in one line: what goes in mise.toml for the venv bit?"):
     it is about the conversation only if the conversation already said that topic, which the words alone cannot
@@ -219,7 +219,8 @@ _WANTED = {kind: re.compile(rf"\b({pattern})\b") for kind, pattern in _WANTS.ite
 # the kind of name a noun of an "identifier" request asks for; the other nouns ("names", "values") ask for any
 _NAME_KINDS = {
     "setting": r"flags?|switch(es)?|settings?|options?|variables?|env|keys?|parameters?|fields?",
-    "code": r"functions?|methods?|class(es)?|decorators?|hooks?|signals?",
+    "class": r"class(es)?|types?",
+    "code": r"functions?|methods?|decorators?|hooks?|signals?",
     "file": r"files?|paths?|urls?|endpoints?",
 }
 _NAMED = {kind: re.compile(rf"\b({pattern})\b") for kind, pattern in _NAME_KINDS.items()}

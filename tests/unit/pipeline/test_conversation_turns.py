@@ -541,6 +541,32 @@ def test_a_name_the_prose_mentioned_is_listed_whatever_the_code_does_with_it() -
     assert "changed_under" in gathered("what option names came up? comma-separated", history)
 
 
+TEMPLATE_HISTORY = [
+    Message(role="user", content="how do I load templates from a folder?"),
+    Message(
+        role="assistant",
+        content="Make an `Environment` with a `FileSystemLoader` and call `get_template` on it, which returns the "
+        "loaded `Template`:\n\n```python\nenv = Environment(loader=FileSystemLoader('templates'), trim_blocks=True)\n"
+        "template = env.get_template('mail.html')\n```\n\nAutoescaping is on for `'.html'` and `'.xml'`; "
+        "filters are separated by `|` [api.rst#3].",
+    ),
+]
+
+
+def test_a_request_for_classes_lists_the_names_shaped_as_classes() -> None:
+    """Our own phrasing, after using it on Jinja's docs: "which classes did you mention?" listed methods, a
+    package's name, quoted extensions and a pipe. A class is named as classes are written (capitalised); a quoted
+    string or a symbol is no name at all."""
+    names = gathered("which classes did you mention?", TEMPLATE_HISTORY)
+    assert names == ["Environment", "FileSystemLoader", "Template"], names
+
+
+def test_a_request_for_settings_leaves_out_a_method_the_code_calls() -> None:
+    names = gathered("which settings did you mention?", TEMPLATE_HISTORY)
+    assert "get_template" not in names and "'.html'" not in names and "|" not in names, names
+    assert "trim_blocks" in names, names  # a keyword the code sets
+
+
 @pytest.mark.parametrize("message", ["which files did you mention?", "list the file names you gave me"])
 def test_a_request_for_files_lists_the_files(message: str) -> None:
     assert gathered(message, MIXED_HISTORY) == ["conftest.py"]
@@ -552,6 +578,7 @@ def test_a_request_for_files_lists_the_files(message: str) -> None:
         ("which config keys did you mention?", "setting"),
         ("the env variables you listed, one per line", "setting"),
         ("list the methods you brought up", "code"),
+        ("which classes did you mention?", "class"),
         ("which files did you name?", "file"),
         ("list the file names you gave me", "file"),
         ("the decorators and functions you gave me, names only", "code"),
