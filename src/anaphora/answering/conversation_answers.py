@@ -17,6 +17,7 @@ from anaphora.answering.said_names import identifiers, of_kind
 from anaphora.answering.support import (
     Unit,
     introduces,
+    refers_back,
     risky_tokens,
     split_units,
     table_cells,
@@ -221,6 +222,7 @@ def gist(said: Said, budget: int, *, prose: bool = False) -> str:
         units[0] = lead = Unit(without_item_mark(lead.text), lead.separator, "sentence")
     if word_count(lead.text) > budget:
         fits = [u for u in units[:3] if u.kind == "sentence" and not announces(u) and word_count(u.text) <= budget]
+        fits = [u for u in fits if not refers_back(u.text)]  # "It also enables ..." says nothing on its own
         return fits[0].text.strip() if fits else cut(lead.text, budget)
     chosen = [0]
     if not prose and announces(lead) and len(units) > 1 and word_count(" ".join(u.text for u in units[:2])) <= budget:
@@ -363,12 +365,14 @@ def whole_gists(turns: Sequence[Said], share: int, budget: int) -> list[str]:
 
 
 def whole_statement(said: Said, budget: int) -> str | None:
-    """The answer's first sentence or item within ``budget`` words that names something, else its first that fits."""
+    """The answer's first sentence or item within ``budget`` words that names something, else its first that fits;
+    never one that opens by referring to the sentence before it."""
     units = [as_statement(as_sentence(u)) for u in said.units if u.text.strip() and u.kind != "code"]
     stated = [u for u in units if u.kind in ("sentence", "item") and not announces(u) and states(u)]
     fitting = [u for u in stated if word_count(u.text) <= budget]
-    named = [u for u in fitting if risky_tokens(u.text)]
-    chosen = (named or fitting or [None])[0]
+    alone = [u for u in fitting if not refers_back(u.text)]  # "It also enables ..." says nothing on its own
+    named = [u for u in alone if risky_tokens(u.text)]
+    chosen = (named or alone or [None])[0]
     return without_item_mark(chosen.text).strip() if chosen is not None else None
 
 

@@ -32,6 +32,7 @@ from anaphora.answering.support import (
     Unit,
     introduces,
     normalise_token,
+    refers_back,
     risky_tokens,
     split_units,
     without_item_mark,
@@ -68,12 +69,8 @@ Neighbours = Callable[[Sequence[str], int], Mapping[str, Sequence[Chunk]]]
 """A page's passages around the given ones (:meth:`~anaphora.store.protocols.PassageIndex.neighbours`)."""
 # an amount: a number, maybe with a unit; not a part of a version ("gunicorn 20.1.0"), an address or a path
 _QUANTITY = re.compile(r"(?<![\w.:/-])\d+(?:[.,]\d+)?\s?(?:%|[A-Za-z]{1,7})?(?![\w/:-]|\.\d)")
-# a sentence that states the condition the next one holds under, and one that refers back to the sentence before it
+# a sentence that states the condition the next one holds under (one that refers back: support.refers_back)
 _CONDITION = re.compile(r"^(when|if|unless|once|only (when|if)|with|without)\b", re.IGNORECASE)
-_REFERS_BACK = re.compile(
-    r"^(this|these|that|those|it|they|such|therefore|thus|hence|otherwise|additionally|also|then|however)\b",
-    re.IGNORECASE,
-)
 # a heading whose last title is a name and nothing else: "Configuration > `result_expires`", "`--shims`"
 _NAMED_SECTION = re.compile(r"(?:^|>)\s*(`([^`\n]+)`)\s*$")
 _PERSON = re.compile(r"\b(?:i|you|we|my|your|our|me|us)\b", re.IGNORECASE)  # someone speaking, no title
@@ -509,7 +506,7 @@ def short_paragraph(found: Sequence[Candidate], at: dict[tuple[int, int], int], 
 def depends_on(sentence: str, before: Candidate) -> bool:
     """``sentence`` cannot be quoted without ``before``, the sentence of its paragraph right before it: that one
     states the condition it holds under, or ``sentence`` refers back to it."""
-    return before.continued and bool(_CONDITION.match(before.text) or _REFERS_BACK.match(sentence))
+    return before.continued and bool(_CONDITION.match(before.text) or refers_back(sentence))
 
 
 def named_entries(found: Sequence[Candidate], texts: dict[int, str], headings: Mapping[str, str]) -> dict[int, str]:

@@ -68,6 +68,18 @@ def table_cells(line: str) -> list[str]:
     return [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
 
 
+_REFERS_BACK = re.compile(
+    r"^(this|these|that|those|it|they|such|therefore|thus|hence|otherwise|additionally|also|then|however)\b",
+    re.IGNORECASE,
+)
+
+
+def refers_back(sentence: str) -> bool:
+    """The sentence opens by referring to the one before it ("It also enables ...", "Therefore, ..."): alone, it
+    does not say what it is about."""
+    return bool(_REFERS_BACK.match(without_item_mark(sentence).lstrip()))
+
+
 def without_item_mark(text: str) -> str:
     """A list item's text without its mark ("- ", "2. ")."""
     return _ITEM.sub("", text, count=1)

@@ -792,3 +792,22 @@ def test_a_shortened_answer_about_a_topic_says_a_sentence_once() -> None:
     assert request is not None
     text = answer_about_conversation(request, history)
     assert text.count(said_twice.rstrip(".")) <= 1, text
+
+
+@pytest.mark.parametrize("message", ["recap everything in ten words", "tl;dr of the thread in 10 words"])
+def test_a_recap_never_says_a_sentence_that_refers_to_one_it_leaves_out(message: str) -> None:
+    """Our own phrasings, after Jinja's docs: a three-bullet recap said "It also enables autoescaping for HTML
+    files.", whose "it" is in the sentence before, left out. Alone it says nothing."""
+    history = [
+        Message(role="user", content="how do I load templates from a folder?"),
+        Message(
+            role="assistant",
+            content="To load a template from this environment, call the `get_template` method on the environment "
+            "object you made, which returns the loaded `Template` ready to render. It also enables autoescaping "
+            "for HTML files. [api.rst#3]",
+        ),
+    ]
+    request = recognise(message)
+    assert request is not None and request.intent is Intent.RECAP, message
+    text = answer_about_conversation(request, history)
+    assert text and not text.startswith("It "), text
