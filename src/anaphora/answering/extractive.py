@@ -376,8 +376,8 @@ class ExtractiveAnswerer:
 
 def passage_units(text: str, *, entry: bool = False) -> list[PassageUnit]:
     """The quotable units of one passage's text, in order (``entry``: a reference entry's, :func:`is_title`)."""
-    spans = quotable_spans(text, entry=entry)
-    split = split_units(reflow(text))
+    split = split_units(reflow(text))  # once: the spans, the running paragraphs and the terms all read it
+    spans = spans_of(split, entry=entry)
     running, terms = running_on(split), terms_above(split)
     units = []
     for n, (start, end, unit, kind) in enumerate(spans):
@@ -607,7 +607,11 @@ def quotable_spans(text: str, *, entry: bool = False) -> list[tuple[int, int, st
     header (a row alone is a line of values without names), and a sentence that introduces what follows ("Run:",
     "Use the following settings") together with the code block, list or table it introduces (``lead-in``; alone,
     it is never quoted). Blockquote marks are taken off, so a quote never nests."""
-    units = split_units(reflow(text))
+    return spans_of(split_units(reflow(text)), entry=entry)
+
+
+def spans_of(units: Sequence[Unit], *, entry: bool = False) -> list[tuple[int, int, str, str]]:
+    """:func:`quotable_spans` of a text already split into units."""
     lines = [_QUOTE_MARK.sub("", u.text).strip() for u in units]
     found = []
     header: list[str] = []  # the current table's header row and delimiter row, once both have been seen

@@ -22,7 +22,7 @@ def identifiers(text: str) -> list[str]:
     that read as identifiers (``worker_concurrency``, ``--concurrency``, ``celery.contrib.pytest``; not a hyphenated
     English word of the prose, "per-tenant")."""
     spans = [s for s in _CODE_SPAN.findall(text) if " " not in s.strip("`")]
-    names = [s.strip("`") for s in spans if not s.strip("`").replace(".", "").isdigit() and "://" not in s]
+    names = [s.strip("`") for s in spans if "://" not in s]
     plain = _CODE_SPAN.sub(" ", text)
     found = (m.group(1).rstrip(".") for m in _IDENTIFIER.finditer(plain))
     names += [n for n in found if "://" not in n and not _COMPOUND.fullmatch(n)]
@@ -59,7 +59,7 @@ def name_kind(name: str, prose: str, code: str) -> str | None:
         return "file"
     if _CLASS.fullmatch(name.removesuffix("()")):
         return "class"
-    bare = re.escape(name.removeprefix("@").removesuffix("()"))
+    bare = _bare(name)
     used = f"{prose}\n{code}"
     if (
         name.endswith(")")
@@ -76,9 +76,14 @@ def is_type_or_defined(name: str, code: str) -> bool:
     """``name`` is a class's, or the answers' code defines it, decorates with it or calls it as a method
     (``env.get_template(...)``): no setting, whatever else (a bare call, ``change_in('/web')`` in a pipeline
     file, may be an option's)."""
-    bare = re.escape(name.removeprefix("@").removesuffix("()"))
+    bare = _bare(name)
     called_on = re.search(rf"\.{bare}\(", code) or ("." in name and re.search(rf"{bare}\(", code))
     return bool(_CLASS.fullmatch(name) or re.search(rf"(def|class) {bare}\b|@{bare}\b", code) or called_on)
+
+
+def _bare(name: str) -> str:
+    """``name`` as a pattern, without a decorator's ``@`` or a call's ``()``."""
+    return re.escape(name.removeprefix("@").removesuffix("()"))
 
 
 def of_kind(found: Iterable[tuple[str, bool]], kind: str | None, prose: str, code: str) -> list[str]:

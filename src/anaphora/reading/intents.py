@@ -421,14 +421,15 @@ def recognise(message: str) -> ConversationRequest | None:
     if tentative and (not topic or (asks_docs and not cue.you_said)):
         return None  # a question put to the documents ("how do I shorten the retention window?")
     ordinal = _ordinal(text)
-    wants = _wants(_LENGTH.sub(" ", text), ordinal)
+    unsized = _LENGTH.sub(" ", text)  # "in 30 words" names no kind and counts nothing
+    wants = _wants(unsized, ordinal)
     asks_back = bool(_WH_WAS.search(text)) and (cue.again or cue.you_said or ordinal is not None)
     asks_back = asks_back and bool(wants or topic or ordinal not in (None, -1))
 
     def request(intent: Intent) -> ConversationRequest:
         kept, alone = (topic if pointed or tentative else frozenset()), bool(_ALONE.search(text) or cue.shaped)
-        gather = intent is Intent.POINT_BACK and _gathers(_LENGTH.sub(" ", text), wants, ordinal)
-        names = _name_kind(_LENGTH.sub(" ", text)) if gather and wants == "identifier" else None
+        gather = intent is Intent.POINT_BACK and _gathers(unsized, wants, ordinal)
+        names = _name_kind(unsized) if gather and wants == "identifier" else None
         form = {"alone": alone, "gather": gather, "layout": _layout(text), "names": names, "tentative": tentative}
         return ConversationRequest(intent, max_words, lines, bullets, ordinal, wants, kept, **form)
 
