@@ -25,6 +25,7 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
+from anaphora.answering.select import release_notes
 from anaphora.answering.sentence_vectors import SentenceVectors
 from anaphora.answering.support import (
     DELIMITER_ROW,
@@ -511,18 +512,46 @@ def depends_on(sentence: str, before: Candidate) -> bool:
 
 def named_entries(found: Sequence[Candidate], texts: dict[int, str], headings: Mapping[str, str]) -> dict[int, str]:
     """The first sentence of each entry that the answer says said :func:`under_name` of what it describes: the
-    term above its paragraph, else its section's name (once each: the points after it are read under it). The
-    answer says the lead (the first of ``texts``), then the rest in the passages' order."""
+    term above its paragraph, else its section's name; and the first sentence or lead-in it quotes of each release
+    of a release-notes page said under that release (:func:`release_of`). Once each: the points after it are read
+    under it. The answer says the lead (the first of ``texts``), then the rest in the passages' order."""
     out: dict[int, str] = {}
     labelled: set[tuple[str, str]] = set()
     lead, *rest = texts
     for i in (lead, *sorted(rest, key=lambda i: (found[i].order, found[i].position))):
         out[i] = texts[i]
-        name = found[i].term or entry_name(headings.get(found[i].passage_id, ""))
+        heading = headings.get(found[i].passage_id, "")
+        name = found[i].term or entry_name(heading)
         if name and (found[i].passage_id, name) not in labelled and found[i].kind == "sentence":
             out[i] = under_name(texts[i], name)
             labelled.add((found[i].passage_id, name))
+        release = release_of(found[i].source, heading)
+        if release and (found[i].source, release) not in labelled and found[i].kind in ("sentence", "lead-in"):
+            out[i] = in_release(out[i], release)
+            labelled.add((found[i].source, release))
     return out
+
+
+_VERSION = re.compile(r"(?<![\w.])v?(\d+(?:\.\d+)+(?:[-.]?(?:a|b|rc|alpha|beta)\d*)?)(?![\w.]*\d)", re.IGNORECASE)
+
+
+def release_of(source: str, heading: str) -> str:
+    """The release a passage of a release-notes page (:func:`~anaphora.answering.select.release_notes`) is about:
+    the most specific version its heading path names ("Change history > 5.5.0 > Key Highlights": 5.5.0; "V2.9 > Bug
+    fixes > 2.9.4 (2024-01-24)": 2.9.4), or "" (another page, or no version in its headings)."""
+    if not release_notes(source):
+        return ""
+    versions = [m.group(1) for part in heading.split(">") for m in _VERSION.finditer(part)]
+    return versions[-1] if versions else ""
+
+
+def in_release(text: str, release: str) -> str:
+    """A point of release notes said with its release, when it does not name it: "This release introduces support
+    for Pydantic models" or "Added the `pydantic` option" answers "can it do that on our version?" only with the
+    version the page's heading gives it."""
+    if release in text:
+        return text
+    return f"In {release}: {text}"
 
 
 def entry_name(heading: str) -> str:

@@ -10,6 +10,7 @@ from anaphora.answering.extractive import (
     in_context,
     passage_units,
     quotable_units,
+    release_of,
     under_name,
     with_lead_ins,
 )
@@ -435,6 +436,44 @@ async def test_a_sentence_under_a_term_line_is_quoted_under_that_name() -> None:
     said = " ".join(p.text for p in answer.points)
     assert "`Job.retry_limit`: How many times a failed job is tried again" in said, said
     assert "`Job.retry_pause`: A number of seconds. How long to wait" in said, said
+
+
+async def test_a_point_of_release_notes_is_said_with_its_release() -> None:
+    """Celery's changelog said "This release introduces support for Pydantic models" under the heading "Change
+    history > 5.5.0": quoted alone, it did not say which release, and the user had asked whether their version
+    could do it. Our own release notes: the first quoted point of a release says which one, once per release."""
+    notes = Passage(
+        id="changes.md#12",
+        source="docs/changes.md",
+        heading="Release history > 4.2.0 > News",
+        text="This release adds schema checks for incoming job payloads.\n\nAn incoming job payload that fails "
+        "its schema checks is rejected before the job runs.",
+    )
+    answer = await ExtractiveAnswerer(HashingEmbedder(), min_relevance=0.0).answer(
+        "job incoming payload schema checks",
+        "can a job check its incoming payload against a schema on our version?",
+        [notes],
+    )
+    assert answer is not None
+    said = [p.text for p in answer.points]
+    assert said == [
+        "In 4.2.0: This release adds schema checks for incoming job payloads.",
+        "An incoming job payload that fails its schema checks is rejected before the job runs.",  # read under it
+    ]
+
+
+@pytest.mark.parametrize(
+    ("source", "heading", "release"),
+    [
+        ("history/changelog-5.5.rst", "Change history > 5.5.0b2 > Key Highlights", "5.5.0b2"),
+        ("release-notes/v2-9.md", "V2.9 > Bug fixes > 2.9.4 (2024-01-24)", "2.9.4"),  # the most specific; no date
+        ("history/whatsnew-4.2.rst", "What's new in Celery 4.2 (windowlicker) > Preface", "4.2"),
+        ("release-notes/v3-0.md", "Features and enhancements", ""),  # no version said: nothing to add
+        ("setup/upgrade.md", "Upgrading > 3.0", ""),  # not release notes: a guide's version is its subject
+    ],
+)
+def test_the_release_is_the_most_specific_version_of_the_heading_path(source: str, heading: str, release: str) -> None:
+    assert release_of(source, heading) == release
 
 
 @pytest.mark.parametrize(
