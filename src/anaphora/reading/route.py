@@ -48,9 +48,19 @@ _TOPIC_RETURN = re.compile(
 )
 
 
+# words that presuppose what was said before: an addition to it ("i also need *.example.com", "on ARM too?", "does
+# that hold for the chart as well?") or an alternative to it ("how would I remove one instead?"); "too" and "either"
+# only at a clause's end ("too many", "either A or B" presuppose nothing)
+_PRESUPPOSES = re.compile(
+    r"\b(?:also|instead|as well)\b|\b(?:too|either)\s*(?:[?.!,;:)]|$)",
+    re.IGNORECASE,
+)
+
+
 def continuation(question: str) -> bool:
-    """The message opens as a continuation of the last turn ("and on ARM?", "what about the other one?")."""
-    return bool(_CONTINUATIONS.match(question))
+    """The message carries on from the last turn: it opens as a continuation ("and on ARM?", "what about the other
+    one?") or adds to or replaces what was said ("i also need *.example.com", "what if I removed one instead?")."""
+    return bool(_CONTINUATIONS.match(question) or _PRESUPPOSES.search(question))
 
 
 def shifts_topic(question: str) -> bool:

@@ -198,6 +198,33 @@ def test_later_turns_standalone_or_follow_up(message: str, kind: TurnKind) -> No
     assert route.needs_retrieval
 
 
+@pytest.mark.parametrize(
+    "message",
+    [
+        "we also need the admin dashboard behind a password",  # an addition to what was set up
+        "how would I strip the header instead?",  # an alternative to what was said
+        "does the helm chart handle upgrades as well?",
+        "can the worker restart itself on a schedule too?",
+        "the staging cluster doesn't run the gateway either.",
+    ],
+)
+def test_a_message_that_adds_to_or_replaces_what_was_said_carries_on(message: str) -> None:
+    """Complete questions that name their subject, each presupposing the conversation so far: searched alone,
+    they lose the topic they add to ("i also need *.example.com" after asking for a Let's Encrypt certificate)."""
+    assert route_turn(message, True).kind is TurnKind.FOLLOW_UP
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "why are there too many open files on the ingester?",  # "too" of degree
+        "can I ship logs to either S3 or GCS from one agent?",  # "either ... or": a choice, no reference
+    ],
+)
+def test_too_and_either_inside_a_clause_presuppose_nothing(message: str) -> None:
+    assert route_turn(message, True).kind is TurnKind.NEW_QUERY
+
+
 def test_empty_message_is_not_chit_chat() -> None:
     assert not is_chit_chat("")
     assert not is_chit_chat("   ")
