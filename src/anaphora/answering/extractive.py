@@ -55,7 +55,7 @@ SAME_PASSAGE = 0.08  # a supporting point from the lead's passage is worth this 
 LEAD_MARGIN = 0.1  # a sentence leads unless a code block or table row is this much more relevant
 SUPPORT_MARGIN = 0.2  # a supporting point from elsewhere must be at least this close to the lead's relevance
 BLOCKS = ("code", "row", "lead-in")  # shown as blocks, the marker on a line of its own
-PROSE = ("sentence", "item", "lead-in")  # what can lead an answer
+PROSE = ("sentence", "item", "lead-in")  # what can lead an answer, and what a release note's release is said on
 MAX_BLOCK_ITEMS = 8  # list items, table rows or code blocks quoted with the sentence that introduces them
 # a unit is judged by its first 600 characters (about 150 tokens): a long code block or table by its opening lines,
 # at a third of the cost of embedding all of it (on realdocs-dev, cold: turn p95 1476 -> 1283 ms, same answers)
@@ -512,7 +512,7 @@ def depends_on(sentence: str, before: Candidate) -> bool:
 
 def named_entries(found: Sequence[Candidate], texts: dict[int, str], headings: Mapping[str, str]) -> dict[int, str]:
     """The first sentence of each entry that the answer says said :func:`under_name` of what it describes: the
-    term above its paragraph, else its section's name; and the first sentence or lead-in it quotes of each release
+    term above its paragraph, else its section's name; and the first sentence, item or lead-in it quotes of each release
     of a release-notes page said under that release (:func:`release_of`). Once each: the points after it are read
     under it. The answer says the lead (the first of ``texts``), then the rest in the passages' order."""
     out: dict[int, str] = {}
@@ -526,7 +526,7 @@ def named_entries(found: Sequence[Candidate], texts: dict[int, str], headings: M
             out[i] = under_name(texts[i], name)
             labelled.add((found[i].passage_id, name))
         release = release_of(found[i].source, heading)
-        if release and (found[i].source, release) not in labelled and found[i].kind in ("sentence", "lead-in"):
+        if release and (found[i].source, release) not in labelled and found[i].kind in PROSE:
             out[i] = in_release(out[i], release)
             labelled.add((found[i].source, release))
     return out
@@ -547,11 +547,12 @@ def release_of(source: str, heading: str) -> str:
 
 def in_release(text: str, release: str) -> str:
     """A point of release notes said with its release, when it does not name it: "This release introduces support
-    for Pydantic models" or "Added the `pydantic` option" answers "can it do that on our version?" only with the
-    version the page's heading gives it."""
+    for Pydantic models" or "- Support async views" answers "can it do that on our version?" only with the version
+    the page's heading gives it. A list item keeps its mark first."""
     if release in text:
         return text
-    return f"In {release}: {text}"
+    mark = text[: len(text) - len(without_item_mark(text))]
+    return f"{mark}In {release}: {text[len(mark) :]}"
 
 
 def entry_name(heading: str) -> str:

@@ -8,6 +8,7 @@ from anaphora.answering.extractive import (
     ExtractiveAnswerer,
     entry_name,
     in_context,
+    in_release,
     passage_units,
     quotable_units,
     release_of,
@@ -460,6 +461,15 @@ async def test_a_point_of_release_notes_is_said_with_its_release() -> None:
         "In 4.2.0: This release adds schema checks for incoming job payloads.",
         "An incoming job payload that fails its schema checks is rejected before the job runs.",  # read under it
     ]
+
+
+def test_a_release_note_item_keeps_its_mark_first_and_a_point_naming_its_release_is_left_alone() -> None:
+    """Changelogs are mostly lists (Flask's CHANGES.rst: "-   Support async views ..." under "Version 2.0.0")."""
+    assert in_release("- Support async views and error handlers.", "2.0.0") == (
+        "- In 2.0.0: Support async views and error handlers."
+    )
+    assert in_release("3. Dropped support for Python 3.8.", "5.0") == "3. In 5.0: Dropped support for Python 3.8."
+    assert in_release("Since 4.2 a job checks its payload.", "4.2") == "Since 4.2 a job checks its payload."
 
 
 @pytest.mark.parametrize(
