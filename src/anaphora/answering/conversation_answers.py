@@ -41,7 +41,8 @@ _CODE_SPAN = re.compile(r"`[^`\n]+`")
 # a paragraph that quotes memory only (the user's facts said back): what the user said, not what the answer said
 _FROM_MEMORY = re.compile(r"\[memory:[^\[\]\s]+\]\s*$")
 _LINK = re.compile(r"\[([^\[\]\n]+)\]\([^()\s]+\)")
-_SHELL = re.compile(r"^```(bash|sh|shell|console|zsh|powershell|cmd|terminal)?\s*$", re.M)
+# a block of shell commands: by its fence's language, or a session in a plain block (its first line a "$ " prompt)
+_SHELL = re.compile(r"^```(?:(?:bash|sh|shell|console|zsh|powershell|cmd|terminal)?\s*$|[\w-]*\n\s*\$ )", re.M)
 SOCIAL_REPLIES = {
     "thanks": "You're welcome.",
     "greeting": "Hello! Ask me anything about the documents.",
@@ -284,7 +285,7 @@ def recap(request: ConversationRequest, said: Sequence[Said]) -> str:
     turns = [s for s in turns if any(u.kind != "code" for u in s.units)] or turns  # a config block is no gist
     turns = without_repeats(turns)
     budget = request.max_words or (BRIEF_RECAP_WORDS if request.bullets else DEFAULT_RECAP_WORDS)
-    lines = request.lines if request.lines and not request.bullets else None
+    lines = request.lines  # "in three bullets" asks for three lines as much as "in three lines"
     groups = topics_in_lines(topics(turns), lines) if lines else topics(turns)
     room = budget - len(groups) if request.bullets else budget  # a bullet mark counts as a word
     share = max(3, room // len(groups))

@@ -20,12 +20,12 @@ _IDENTIFIER = re.compile(r"(?<![\w`/.-])(--?[A-Za-z][\w-]*|[A-Za-z][\w]*(?:[._-]
 def identifiers(text: str) -> list[str]:
     """The names a unit says: its code spans that are one word (not a command, a URL or a number), then its words
     that read as identifiers (``worker_concurrency``, ``--concurrency``, ``celery.contrib.pytest``; not a hyphenated
-    English word of the prose, "per-tenant")."""
+    English word of the prose, "per-tenant", nor an abbreviation, "i.e.")."""
     spans = [s for s in _CODE_SPAN.findall(text) if " " not in s.strip("`")]
     names = [s.strip("`") for s in spans if "://" not in s]
     plain = _CODE_SPAN.sub(" ", text)
     found = (m.group(1).rstrip(".") for m in _IDENTIFIER.finditer(plain))
-    names += [n for n in found if "://" not in n and not _COMPOUND.fullmatch(n)]
+    names += [n for n in found if "://" not in n and not _COMPOUND.fullmatch(n) and not _ABBREVIATION.fullmatch(n)]
     return [n for n in names if is_name(n)]
 
 
@@ -39,6 +39,10 @@ def is_name(text: str) -> bool:
 # an English compound in prose ("per-tenant", "out-of-memory", "Back-off" opening a sentence), not a name: in code it
 # would be in a code span ("X-Scope-OrgID", with capitals inside, is a name)
 _COMPOUND = re.compile(r"[A-Za-z][a-z]*(?:-[a-z]+)+")
+
+
+# an abbreviation in prose, letters and dots ("i.e.", "e.g.", "a.k.a."), not a name
+_ABBREVIATION = re.compile(r"[A-Za-z](?:\.[A-Za-z])+")
 
 
 # a value, not a name: a boolean, a version, a number with a unit

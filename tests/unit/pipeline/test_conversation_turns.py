@@ -755,6 +755,40 @@ def test_a_recap_has_one_line_per_topic() -> None:
     assert len(two) == 2 and "Blueprint" in two[0] and "--debug" in two[1], two
 
 
+def test_a_number_of_bullets_asked_for_is_the_number_of_lines() -> None:
+    """ "recap everything so far in three bullets" after two topics gave two bullets: the count was read for lines
+    only. Asked for three bullets, the topic with most answers is split, as for "a three-line recap"."""
+    for message in ("recap everything so far in three bullets", "three bullet points please, a recap"):
+        bullets = answer_about_conversation(recognise(message), TWO_TOPICS).splitlines()
+        assert len(bullets) == 3 and all(b.startswith("- ") for b in bullets), bullets
+    one = answer_about_conversation(recognise("recap it all in one bullet"), TWO_TOPICS).splitlines()
+    assert len(one) == 1, one
+
+
+def test_the_first_command_may_be_a_shell_session_in_a_plain_block() -> None:
+    """Flask's docs write a command as a ``text`` block with a "$ " prompt, and a later answer quoted a ``console``
+    block: "what was the first command you gave me?" gave the later one, whose fence named a shell."""
+    history = [
+        Message(role="user", content="how do I run the dev server in debug mode?"),
+        Message(
+            role="assistant",
+            content="Start it with the debug option. [server.rst#2]\n\n```text\n$ kestrel serve --debug\n```\n"
+            "[server.rst#2]\n\nThe option can also go first:\n\n```console\n$ kestrel --debug serve\n```\n"
+            "[cli.rst#7]",
+        ),
+    ]
+    said = answer_about_conversation(recognise("what was the first command you gave me?"), history)
+    assert "$ kestrel serve --debug" in said and "kestrel --debug serve" not in said, said
+
+
+def test_an_abbreviation_of_the_prose_is_no_setting() -> None:
+    """ "which config keys did you mention?" listed `i.e` from "without the prefix i.e. the rest"."""
+    from anaphora.answering.said_names import identifiers
+
+    text = "Keys are read without the prefix, i.e. the rest of the name, e.g. `SECRET_KEY` or kestrel.io.sink."
+    assert identifiers(text) == ["SECRET_KEY", "kestrel.io.sink"]
+
+
 def test_the_products_name_ties_no_two_questions_to_one_topic() -> None:
     """On a docs site every answer says the product's name and many questions do: sharing it is no shared topic
     (Flask's docs: "can flask send error reports to Sentry?" and "does flask support websockets natively?"). A
