@@ -107,7 +107,7 @@ def of_kind(found: Iterable[tuple[str, bool]], kind: str | None, prose: str, cod
         if kind == "class" or in_code or its == kind:  # a class by its shape, wherever it was said
             return its == kind
         # mentioned in prose: "options" may be a config file's functions, never a class or a function defined;
-        # "functions" are never a flag or a key the code sets
-        return not is_type_or_defined(name, code) if kind == "setting" else its != "setting"
+        # "functions" are never a flag or a key the code sets, nor a class (named by its shape)
+        return not is_type_or_defined(name, code) if kind == "setting" else its not in ("setting", "class")
 
     return [name for name, in_code in found if fits(name, in_code)] or [name for name, _ in found]
