@@ -6,8 +6,9 @@ answered from the documents however well the retriever ranks: the passages it fi
 lexical index's own statistics say which words no passage uses; a question that names one, while no passage found
 is close to it, is refused with the fixed abstention. Only a word that names something counts: one rare in English (its
 Zipf frequency in ``wordfreq`` under :data:`RARE_ZIPF`: "splunk", "kerberos", "mqtt"), or one the user wrote as a name
-(:func:`written_as_names`: "KEDA", "WSL2", "run it on Nomad?"); everyday words the docs happen not to use
-("tuesday", "cranking", "stuff") name no subject. Short words and statements are not enough either.
+(:func:`written_as_names`: "KEDA", "WSL2", "run it on Nomad?"), or a name the world writes, as frequent in German and
+French text as in English (:func:`shared_name`: "deploy it on nomad?", "send it to kafka?"); everyday words the docs
+happen not to use ("tuesday", "cranking", "stuff") name no subject. Short words and statements are not enough either.
 """
 
 from __future__ import annotations
@@ -64,6 +65,25 @@ def written_as_names(question: str) -> set[str]:
         if word[1:] != word[1:].lower() or any(c.isdigit() for c in word) or not opens:
             found.add(word.lower())
     return found
+
+
+# languages whose text a name of the world's (a product, a platform, a format) is written in as in English's
+NAMES_SHARED_WITH = ("de", "fr")
+SHARED_ZIPF = 2.0  # used in each of them at least this often
+COMMON_ZIPF = 3.5  # and not this common in English ("tuesday", "stuff" are written everywhere too)
+
+
+def shared_name(word: str) -> bool:
+    """A name the world writes, though common enough in English not to be :func:`rare`: as frequent in German and
+    French text as a word of theirs ("nomad", "kafka", "lambda", "helm", "doppler", "nfs"), and not a common word of
+    English. Words of English the docs do not use ("doable", "weekday", "cranking", "hoards") are written in English
+    only. One word of letters only: wordfreq measures a compound ("on-prem") by its parts. Each language's word list
+    (about 40 MB) is read on first use, when a question names a word no passage uses."""
+    if not word.isalpha() or not word.isascii():
+        return False
+    if max(zipf_frequency(form, "en") for form in base_forms(word)) >= COMMON_ZIPF:
+        return False
+    return all(zipf_frequency(word, language) >= SHARED_ZIPF for language in NAMES_SHARED_WITH)
 
 
 def rare(word: str, below: float = RARE_ZIPF) -> bool:
@@ -123,14 +143,15 @@ def not_covered(
     question: str, passages: Sequence[Passage], statistics: TermStatistics | None, *, close: float
 ) -> list[str]:
     """What makes the question one the documents do not cover, or ``[]``: a name of several words no passage found
-    holds (:func:`names_not_found`), or an unused word (a name, or rare in English) when no passage found is ``close``
-    to the query (dense similarity at least ``close``: then the right page was found, and the unknown word is the
-    user's own name for something on it)."""
+    holds (:func:`names_not_found`), or an unused word (a name as written or as other languages write it, or rare
+    in English) when no passage found is ``close`` to the query (dense similarity at least ``close``: then the
+    right page was found, and the unknown word is the user's own name for something on it)."""
     phrases = names_not_found(question, passages)
     if phrases:
         return phrases
     names = written_as_names(question)
-    missing = [w for w in unused_words(question, statistics) if rare(w) or w in names] if asks(question) else []
+    unused = unused_words(question, statistics) if asks(question) else []
+    missing = [w for w in unused if rare(w) or w in names or shared_name(w)]
     if not missing:
         return []
     best = max((p.dense_score for p in passages if p.dense_score is not None), default=0.0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from anaphora.reading.coverage import asks, not_covered, rare, unused_words
+from anaphora.reading.coverage import asks, not_covered, rare, shared_name, unused_words
 from anaphora.types import Passage
 
 pytestmark = pytest.mark.unit
@@ -80,3 +80,26 @@ def test_an_inflected_everyday_word_is_as_common_as_its_word(word: str) -> None:
 @pytest.mark.parametrize("word", ["splunks", "kerberos", "mqtt", "deployctl"])
 def test_a_rare_name_stays_rare_whatever_its_ending(word: str) -> None:
     assert rare(word)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "can I deploy the app on nomad?",  # an orchestrator no page names, lowercase: not rare in English
+        "could rejected lines go to kafka instead?",
+        "is there a lambda layer for it?",
+    ],
+)
+def test_a_name_other_languages_write_too_is_a_subject_the_docs_do_not_cover(question: str) -> None:
+    """Held-out sets asked for "a job file for an orchestrator the docs never name"; written in lower case, "nomad"
+    (Zipf 3.07) is neither rare in English nor written as a name. German and French text use it as often: it names
+    a thing of the world, not a word of English."""
+    far = [Passage(id="a#1", text="Prometheus metrics backend.", dense_score=0.4)]
+    assert not_covered(question, far, CORPUS, close=0.8)
+
+
+@pytest.mark.parametrize("word", ["doable", "weekday", "cranking", "cleanest", "hoards", "tuesday", "stuff", "on-prem"])
+def test_a_word_of_english_only_or_common_in_english_is_no_shared_name(word: str) -> None:
+    """Everyday English the docs happen not to use ("is that doable?", "every weekday") names no subject; a compound
+    is measured by its parts ("on", "prem"), so it never counts."""
+    assert not shared_name(word)
