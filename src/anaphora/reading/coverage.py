@@ -117,8 +117,13 @@ def asks(message: str) -> bool:
 _MULTIWORD_NAME = re.compile(r"(?<![\w.'-])([A-Z][a-z][\w]*(?:[ \t]+[A-Z][a-z][\w]*)+)(?![\w'-])")
 
 
+# a protocol's or a format's version written with a slash ("HTTP/2", "HTTP/3.0"): the index reads "http" and "2"
+_PROTOCOL_VERSION = re.compile(r"(?<![\w/])([A-Za-z]{2,})/(\d+(?:\.\d+)?)(?![\w/])")
+
+
 def names_not_found(question: str, passages: Sequence[Passage]) -> list[str]:
-    """The names of several words the question writes ("a Redis Cluster", "over Django Channels") that none of the
+    """The names of several words the question writes ("a Redis Cluster", "over Django Channels"), and the versions
+    of a protocol it writes with a slash ("HTTP/2"; found as "HTTP/2", "HTTP2" or "HTTP 2"), that none of the
     passages the search found holds as a phrase. Each word may be everywhere in the corpus ("redis", "cluster") and
     the thing still be nowhere: a page about it would have been found by its words. A name that opens the sentence
     with one capitalised word of its own ("Can Traefik ...") is no name of several words."""
@@ -126,6 +131,11 @@ def names_not_found(question: str, passages: Sequence[Passage]) -> list[str]:
         return []
     texts: list[str] = []  # the passages' text, read only once a question writes such a name
     found = []
+    for match in _PROTOCOL_VERSION.finditer(question):  # "HTTP/2": its words are everywhere, the version nowhere
+        texts = texts or [" ".join(p.text.lower().split()) for p in passages]
+        name, number = match.group(1).lower(), match.group(2)
+        if not any(re.search(rf"\b{name}\s?/?\s?v?{re.escape(number)}(?!\d)", text) for text in texts):
+            found.append(match.group(0))
     for match in _MULTIWORD_NAME.finditer(question):
         words = match.group(1).split()
         if match.start() == 0 or _SENTENCE_START.search(question[: match.start()]):

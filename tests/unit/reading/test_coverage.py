@@ -103,3 +103,19 @@ def test_a_word_of_english_only_or_common_in_english_is_no_shared_name(word: str
     """Everyday English the docs happen not to use ("is that doable?", "every weekday") names no subject; a compound
     is measured by its parts ("on", "prem"), so it never counts."""
     assert not shared_name(word)
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "missing"),
+    [
+        ("does it support http/2?", "Parse HTTP headers and serve HTTP/1.1 with the development server.", ["http/2"]),
+        ("does it support HTTP/2?", "The entry point speaks HTTP/2 and HTTP/1.1.", []),
+        ("can the backend talk HTTP/2 too?", "Enable http2 on the backend connection.", []),
+        ("is HTTP/1 supported?", "It serves HTTP/1.1 only.", []),  # a version said more precisely
+    ],
+)
+def test_a_protocol_version_no_passage_found_says_is_not_covered(question: str, text: str, missing: list[str]) -> None:
+    """Werkzeug's docs never mention HTTP/2, yet every word of "does werkzeug support http/2?" is in the index
+    ("http", "2"): its answer quoted passages about HTTP headers. The version is looked for as written, or joined."""
+    close = [Passage(id="a#1", text=text, dense_score=0.9)]
+    assert not_covered(question, close, CORPUS, close=0.8) == missing
