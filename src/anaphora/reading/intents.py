@@ -177,9 +177,10 @@ _I_ASKED = re.compile(
 )
 # "the backup part", "the bit about certificates": a piece of what was said
 _PART = re.compile(r"\b(part|bit|section|piece)( about| on| with)?\b")
-# the whole conversation as the object
+# the whole conversation as the object ("tl;dr of the whole thing": of every topic, not the last answer)
 _CONVERSATION = re.compile(
-    r"\b((our|this|the whole|the) (conversation|chat|discussion|thread|session)|so far|everything( (above|we|"
+    r"\b((our|this|the whole|the) (conversation|chat|discussion|thread|session)|of the (whole|entire) (thing|lot)|"
+    r"it all|so far|everything( (above|we|"
     r"so far))?|all (of )?(that|this|the above|of it)|the above|we('ve)? (discussed|discuss|talked|talk|covered|"
     r"cover|changed|change|did|do|decided|decide|went|came|settled|settle|agreed|agree|touched|set up|"
     r"configured|looked)|"

@@ -791,6 +791,21 @@ def test_an_abbreviation_of_the_prose_is_no_setting() -> None:
     assert identifiers(text) == ["SECRET_KEY", "kestrel.io.sink"]
 
 
+@pytest.mark.parametrize(
+    ("message", "intent"),
+    [
+        ("tl;dr of the whole thing", Intent.RECAP),  # after three topics it gave the last answer's gist
+        ("a summary of the entire thing please", Intent.RECAP),
+        ("boil it all down to one line", Intent.RECAP),
+        ("can you shorten the entire thing", Intent.SHORTEN),  # the thing shortened: the last answer, whole
+        ("tl;dr", Intent.SHORTEN),
+    ],
+)
+def test_the_whole_thing_summed_up_is_the_conversation(message: str, intent: Intent) -> None:
+    request = recognise(message)
+    assert request is not None and request.intent is intent, request
+
+
 def test_the_products_name_ties_no_two_questions_to_one_topic() -> None:
     """On a docs site every answer says the product's name and many questions do: sharing it is no shared topic
     (Flask's docs: "can flask send error reports to Sentry?" and "does flask support websockets natively?"). A
