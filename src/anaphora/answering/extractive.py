@@ -357,7 +357,9 @@ class ExtractiveAnswerer:
         boosted = relevance + near
         lengths = [len(c.text.split()) for c in found]
         chosen = [lead]
+        others = alternatives(found)
         blocked = np.array([c.overlaps(found[lead]) or repeats(c, found[lead]) for c in found]) | ~relevant
+        blocked[list(others.get(lead, ()))] = True
         blocked |= (near == 0) & (relevance < relevance[lead] - SUPPORT_MARGIN)
         blocked |= adjoining & np.array([c.source != found[lead].source for c in found])  # only the lead's page
         while len(chosen) < self.max_points:
@@ -372,6 +374,7 @@ class ExtractiveAnswerer:
                 continue  # too long for what is left of the budget
             chosen.append(best)
             blocked |= np.array([c.overlaps(found[best]) or repeats(c, found[best]) for c in found])
+            blocked[list(others.get(best, ()))] = True
         return chosen
 
 
@@ -430,6 +433,40 @@ def running_on(units: Sequence[Unit]) -> set[int]:
         for n, unit in enumerate(units[:-1])
         if unit.kind == "sentence" and units[n + 1].kind == "sentence" and "\n" not in unit.separator
     }
+
+
+_LABEL = re.compile(r"^[^\n.!?]{1,40}:$")  # "Structured (YAML):", "Labels:", "File (TOML):": a tab's title
+
+
+def alternatives(found: Sequence[Candidate]) -> dict[int, set[int]]:
+    """For each unit of a run of labelled code blocks (a tab group: "Structured (YAML):", "Structured (TOML):",
+    "Labels:" above the same configuration in each syntax), the units of the run's other blocks: one of them says
+    what the others say, in another format, and quoting three of them fills the answer with one fact."""
+    runs: list[list[int]] = []
+    for n, c in enumerate(found):
+        label = c.kind == "lead-in" and "```" in c.text and bool(_LABEL.match(c.text.split("\n", 1)[0].strip()))
+        if not label:
+            continue
+        last = runs[-1][-1] if runs else None
+        if last is not None and found[last].order == c.order and c.position == found[last].end + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    out: dict[int, set[int]] = {}
+    for run in (r for r in runs if len(r) > 1):
+        for n in run:
+            spans = [(found[m].order, found[m].position, found[m].end) for m in run if m != n]
+            siblings = {
+                k
+                for k, c in enumerate(found)
+                for order, start, end in spans
+                if c.order == order and start <= c.position <= end
+            }
+            out[n] = siblings
+            for k, c in enumerate(found):  # the bare block under a label belongs to its label's run
+                if c.kind == "code" and c.order == found[n].order and c.position == found[n].end:
+                    out[k] = siblings
+    return out
 
 
 def with_lead_ins(found: Sequence[Candidate], chosen: Sequence[int]) -> list[int]:

@@ -472,6 +472,29 @@ def test_a_release_note_item_keeps_its_mark_first_and_a_point_naming_its_release
     assert in_release("Since 4.2 a job checks its payload.", "4.2") == "Since 4.2 a job checks its payload."
 
 
+async def test_one_block_of_a_tab_group_is_quoted() -> None:
+    """Traefik's pages show one configuration in tabs, one per syntax ("Structured (YAML):", "Structured (TOML):",
+    "Labels:"); "how do I redirect all http traffic to https?" quoted three of them, one fact three times. One is
+    quoted, and the room goes to other points."""
+    tabs = Passage(
+        id="redirect.md#2",
+        text="Structured (YAML):\n\n```yaml\nhttp:\n  middlewares:\n    to-https:\n      redirectScheme:\n"
+        "        scheme: https\n```\n\nStructured (TOML):\n\n```toml\n[http.middlewares.to-https.redirectScheme]\n"
+        '  scheme = "https"\n```\n\nLabels:\n\n```yaml\nlabels:\n'
+        '  - "kestrel.http.middlewares.to-https.redirectscheme.scheme=https"\n```',
+    )
+    prose = Passage(
+        id="entrypoints.md#9",
+        text="Redirect every request of an entry point to https with the entry point's redirection scheme.",
+    )
+    answer = await ExtractiveAnswerer(HashingEmbedder(), min_relevance=0.0).answer(
+        "redirect http to https scheme middleware", "how do I redirect http to https?", [tabs, prose]
+    )
+    assert answer is not None
+    blocks = [p for p in answer.points if "```" in p.text]
+    assert len(blocks) == 1, [p.text for p in answer.points]
+
+
 @pytest.mark.parametrize(
     ("source", "heading", "release"),
     [
