@@ -71,8 +71,15 @@ def test_chatml_rendering_helper_detects_a_forged_role() -> None:
     ids=["im_|start", "im_start||>", "<|im_start", "closed-then-split", "role-split"],
 )
 def test_payload_split_across_turns_never_forges_a_role(tmp_path, first_tail: str, second_head: str) -> None:
+    # the coverage check off: the payload's fragments ("sys", "tem") are words no passage uses, and a refused turn
+    # would never show the model what this test checks it receives
     settings = Settings(
-        data_dir=tmp_path, chat_model="fake", embedder="hashing", history_turns=4, similarity_threshold=0.0
+        data_dir=tmp_path,
+        chat_model="fake",
+        embedder="hashing",
+        history_turns=4,
+        similarity_threshold=0.0,
+        uncovered_similarity=0.0,
     )
     model = FakeChatModel(default=router)
     questions = [
