@@ -22,7 +22,8 @@ def identifiers(text: str) -> list[str]:
     that read as identifiers (``worker_concurrency``, ``--concurrency``, ``celery.contrib.pytest``; not a hyphenated
     English word of the prose, "per-tenant", nor an abbreviation, "i.e.")."""
     spans = [s for s in _CODE_SPAN.findall(text) if " " not in s.strip("`")]
-    names = [s.strip("`") for s in spans if "://" not in s]
+    # a name said with its value is the name: `python_requires=">=3.9"`, `--autoscale=10,3`
+    names = [s.strip("`").split("=", 1)[0] for s in spans if "://" not in s]
     plain = _CODE_SPAN.sub(" ", text)
     found = (m.group(1).rstrip(".") for m in _IDENTIFIER.finditer(plain))
     names += [n for n in found if "://" not in n and not _COMPOUND.fullmatch(n) and not _ABBREVIATION.fullmatch(n)]
@@ -38,7 +39,7 @@ def is_name(text: str) -> bool:
 
 # an English compound in prose ("per-tenant", "out-of-memory", "Back-off" opening a sentence), not a name: in code it
 # would be in a code span ("X-Scope-OrgID", with capitals inside, is a name)
-_COMPOUND = re.compile(r"[A-Za-z][a-z]*(?:-[a-z]+)+")
+_COMPOUND = re.compile(r"[A-Za-z][A-Za-z]*(?:-[a-z]+)+")  # "IO-bound" too
 
 
 # an abbreviation in prose, letters and dots ("i.e.", "e.g.", "a.k.a."), not a name

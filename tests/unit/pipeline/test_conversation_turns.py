@@ -789,6 +789,9 @@ def test_an_abbreviation_of_the_prose_is_no_setting() -> None:
 
     text = "Keys are read without the prefix, i.e. the rest of the name, e.g. `SECRET_KEY` or kestrel.io.sink."
     assert identifiers(text) == ["SECRET_KEY", "kestrel.io.sink"]
+    # nor a compound of the prose with a capital ("IO-bound"); a name said with its value is the name
+    said = 'Async helps IO-bound work; set `python_requires=">=3.9"`, `--autoscale=10,3` and `max_workers`.'
+    assert identifiers(said) == ["python_requires", "--autoscale", "max_workers"]
 
 
 @pytest.mark.parametrize(
