@@ -549,9 +549,9 @@ def depends_on(sentence: str, before: Candidate) -> bool:
 
 def named_entries(found: Sequence[Candidate], texts: dict[int, str], headings: Mapping[str, str]) -> dict[int, str]:
     """The first sentence of each entry that the answer says said :func:`under_name` of what it describes: the
-    term above its paragraph, else its section's name; and the first sentence, item or lead-in it quotes of each release
-    of a release-notes page said under that release (:func:`release_of`). Once each: the points after it are read
-    under it. The answer says the lead (the first of ``texts``), then the rest in the passages' order."""
+    term above its paragraph, else its section's name; and the first sentence, item or lead-in it quotes of each
+    release of a release-notes page said under that release (:func:`release_of`). Once each: the points after it
+    are read under it. The answer says the lead (the first of ``texts``), then the rest in the passages' order."""
     out: dict[int, str] = {}
     labelled: set[tuple[str, str]] = set()
     lead, *rest = texts
