@@ -43,6 +43,23 @@ _FROM_MEMORY = re.compile(r"\[memory:[^\[\]\s]+\]\s*$")
 _LINK = re.compile(r"\[([^\[\]\n]+)\]\([^()\s]+\)")
 # a block of shell commands: by its fence's language, or a session in a plain block (its first line a "$ " prompt)
 _SHELL = re.compile(r"^```(?:(?:bash|sh|shell|console|zsh|powershell|cmd|terminal)?\s*$|[\w-]*\n\s*\$ )", re.M)
+# a block without a language whose first line is configuration, not a command: "key: value", "key = value", a
+# table header, an object or a tag
+_CONFIG_LINE = re.compile(r"^```\s*\n\s*(?:[\w.\"'-]+\s*[:=](?:\s|$)|[\[{<])")
+
+
+def block_of(piece: str) -> str:
+    """A piece's code block without the sentence that introduced it (the piece itself when it has none)."""
+    return piece[piece.find("```") :] if "```" in piece else piece
+
+
+def is_command(code: str) -> bool:
+    """A code block (fenced) of shell commands, or a bare command (a code span's text)."""
+    if not code.startswith("```"):
+        return True
+    return bool(_SHELL.match(code)) and not _CONFIG_LINE.match(code)
+
+
 SOCIAL_REPLIES = {
     "thanks": "You're welcome.",
     "greeting": "Hello! Ask me anything about the documents.",
@@ -428,8 +445,7 @@ def point_back(request: ConversationRequest, said: Sequence[Said]) -> str:
         return trim("\n\n".join(pieces[:3]), request.max_words or DEFAULT_RECAP_WORDS)
 
     def fit(piece: str) -> tuple[int, int, int]:
-        code = piece[piece.find("```") :] if "```" in piece else piece  # a block without its lead-in
-        shell = request.wants == "command" and bool(_SHELL.match(code) or not code.startswith("```"))
+        shell = request.wants == "command" and is_command(block_of(piece))
         return len(request.topic & named_words(piece)), shell, -pieces.index(piece)
 
     best = max(pieces, key=fit)
@@ -452,6 +468,7 @@ def gather(request: ConversationRequest, said: Sequence[Said]) -> str:
         pool = [pick(pool, request.ordinal)]
     if request.wants == "command":
         found = [p for s in pool for p in _pieces(s, "command", alone=request.alone)]
+        found = [p for p in found if is_command(block_of(p))] or found  # "list the commands": not the config
     else:
         units = [u for s in pool for u in s.units]
         prose, code = ("\n".join(u.text for u in units if (u.kind == "code") == in_code) for in_code in (False, True))

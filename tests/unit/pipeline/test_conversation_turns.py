@@ -783,6 +783,24 @@ def test_the_first_command_may_be_a_shell_session_in_a_plain_block() -> None:
     assert "$ kestrel serve --debug" in said and "kestrel --debug serve" not in said, said
 
 
+def test_a_config_block_without_a_language_is_no_command() -> None:
+    """Held-out: "what was the first command you gave me?" got a YAML block, not the `helm repo add` line. Blocks
+    without a language are commands unless their first line is configuration ("key: value", a table, an object)."""
+    history = [
+        Message(role="user", content="how do I install kestrel with helm?"),
+        Message(
+            role="assistant",
+            content="Set the storage in your values file: [helm.md#3]\n\n```\nkestrel:\n  storage: s3\n```\n\n"
+            "Add the repository, then install: [helm.md#4]\n\n```\nhelm repo add kestrel https://charts.example\n"
+            "helm install kestrel kestrel/kestrel -f values.yaml\n```\n[helm.md#4]",
+        ),
+    ]
+    first = answer_about_conversation(recognise("what was the first command you gave me?"), history)
+    assert "helm repo add kestrel" in first and "storage: s3" not in first, first
+    listed = answer_about_conversation(recognise("list the commands you gave me"), history)
+    assert "helm repo add" in listed and "storage: s3" not in listed, listed
+
+
 def test_an_abbreviation_of_the_prose_is_no_setting() -> None:
     """ "which config keys did you mention?" listed `i.e` from "without the prefix i.e. the rest"."""
     from anaphora.answering.said_names import identifiers
