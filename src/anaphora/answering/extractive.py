@@ -553,19 +553,20 @@ def named_entries(found: Sequence[Candidate], texts: dict[int, str], headings: M
     release of a release-notes page said under that release (:func:`release_of`). Once each: the points after it
     are read under it. The answer says the lead (the first of ``texts``), then the rest in the passages' order."""
     out: dict[int, str] = {}
-    labelled: set[tuple[str, str]] = set()
+    named: set[tuple[str, str]] = set()  # (passage, entry name) said
+    released: set[tuple[str, str]] = set()  # (page, release) said
     lead, *rest = texts
     for i in (lead, *sorted(rest, key=lambda i: (found[i].order, found[i].position))):
         out[i] = texts[i]
         heading = headings.get(found[i].passage_id, "")
         name = found[i].term or entry_name(heading)
-        if name and (found[i].passage_id, name) not in labelled and found[i].kind == "sentence":
+        if name and (found[i].passage_id, name) not in named and found[i].kind == "sentence":
             out[i] = under_name(texts[i], name)
-            labelled.add((found[i].passage_id, name))
+            named.add((found[i].passage_id, name))
         release = release_of(found[i].source, heading)
-        if release and (found[i].source, release) not in labelled and found[i].kind in PROSE:
+        if release and (found[i].source, release) not in released and found[i].kind in PROSE:
             out[i] = in_release(out[i], release)
-            labelled.add((found[i].source, release))
+            released.add((found[i].source, release))
     return out
 
 

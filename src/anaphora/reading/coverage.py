@@ -81,7 +81,7 @@ def shared_name(word: str) -> bool:
     (about 40 MB) is read on first use, when a question names a word no passage uses."""
     if not word.isalpha() or not word.isascii():
         return False
-    if max(zipf_frequency(form, "en") for form in base_forms(word)) >= COMMON_ZIPF:
+    if english_frequency(word) >= COMMON_ZIPF:
         return False
     return all(zipf_frequency(word, language) >= SHARED_ZIPF for language in NAMES_SHARED_WITH)
 
@@ -90,7 +90,13 @@ def rare(word: str, below: float = RARE_ZIPF) -> bool:
     """The word is rare in English (a product or protocol name, not an everyday word the docs do not use). An
     inflected form is as common as its word: "misbehaves" is rarer than "misbehave" in any corpus, and names no
     product for it."""
-    return max(zipf_frequency(form, "en") for form in base_forms(word)) < below
+    return english_frequency(word) < below
+
+
+def english_frequency(word: str) -> float:
+    """The word's Zipf frequency in English, as its most frequent form (:func:`base_forms`): what :func:`rare` and
+    :func:`shared_name` read."""
+    return max(zipf_frequency(form, "en") for form in base_forms(word))
 
 
 _SUFFIXES = (("ies", "y"), ("ied", "y"), ("es", ""), ("s", ""), ("ed", ""), ("ed", "e"), ("ing", ""), ("ing", "e"))

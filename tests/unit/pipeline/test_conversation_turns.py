@@ -59,6 +59,11 @@ HISTORY = [
 ]
 
 
+def exchange(question: str, reply: str) -> list[Message]:
+    """A history of one question and its answer."""
+    return [Message(role="user", content=question), Message(role="assistant", content=reply)]
+
+
 def words_of(history: list[Message]) -> set[str]:
     return {w.strip(".,;:`") for m in history if m.role == "assistant" for w in without_markers(m.content).split()}
 
@@ -770,15 +775,11 @@ def test_a_number_of_bullets_asked_for_is_the_number_of_lines() -> None:
 def test_the_first_command_may_be_a_shell_session_in_a_plain_block() -> None:
     """Flask's docs write a command as a ``text`` block with a "$ " prompt, and a later answer quoted a ``console``
     block: "what was the first command you gave me?" gave the later one, whose fence named a shell."""
-    history = [
-        Message(role="user", content="how do I run the dev server in debug mode?"),
-        Message(
-            role="assistant",
-            content="Start it with the debug option. [server.rst#2]\n\n```text\n$ kestrel serve --debug\n```\n"
-            "[server.rst#2]\n\nThe option can also go first:\n\n```console\n$ kestrel --debug serve\n```\n"
-            "[cli.rst#7]",
-        ),
-    ]
+    history = exchange(
+        "how do I run the dev server in debug mode?",
+        "Start it with the debug option. [server.rst#2]\n\n```text\n$ kestrel serve --debug\n```\n"
+        "[server.rst#2]\n\nThe option can also go first:\n\n```console\n$ kestrel --debug serve\n```\n[cli.rst#7]",
+    )
     said = answer_about_conversation(recognise("what was the first command you gave me?"), history)
     assert "$ kestrel serve --debug" in said and "kestrel --debug serve" not in said, said
 
@@ -786,15 +787,12 @@ def test_the_first_command_may_be_a_shell_session_in_a_plain_block() -> None:
 def test_a_config_block_without_a_language_is_no_command() -> None:
     """Held-out: "what was the first command you gave me?" got a YAML block, not the `helm repo add` line. Blocks
     without a language are commands unless their first line is configuration ("key: value", a table, an object)."""
-    history = [
-        Message(role="user", content="how do I install kestrel with helm?"),
-        Message(
-            role="assistant",
-            content="Set the storage in your values file: [helm.md#3]\n\n```\nkestrel:\n  storage: s3\n```\n\n"
-            "Add the repository, then install: [helm.md#4]\n\n```\nhelm repo add kestrel https://charts.example\n"
-            "helm install kestrel kestrel/kestrel -f values.yaml\n```\n[helm.md#4]",
-        ),
-    ]
+    history = exchange(
+        "how do I install kestrel with helm?",
+        "Set the storage in your values file: [helm.md#3]\n\n```\nkestrel:\n  storage: s3\n```\n\n"
+        "Add the repository, then install: [helm.md#4]\n\n```\nhelm repo add kestrel https://charts.example\n"
+        "helm install kestrel kestrel/kestrel -f values.yaml\n```\n[helm.md#4]",
+    )
     first = answer_about_conversation(recognise("what was the first command you gave me?"), history)
     assert "helm repo add kestrel" in first and "storage: s3" not in first, first
     listed = answer_about_conversation(recognise("list the commands you gave me"), history)
